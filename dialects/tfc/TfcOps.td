@@ -1,0 +1,668 @@
+//===- TfcOps.td - tfc dialect operations -----------------------------------===//
+//
+// Every op: summary, a description with an example, typed operands, a
+// declarative assembly format and a verifier whose messages name the operand
+// and the expected vs. found shape. Ops whose result type follows from their
+// operands infer it (InferTypeOpAdaptor); the inference is the verifier.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_OPS_TD
+#define TFC_OPS_TD
+
+include "TfcBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class TFC_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TFC_Dialect, mnemonic, traits>;
+
+// A pure op whose result type is computed from its operands and attributes.
+class TFC_InferOp<string mnemonic, list<Trait> traits = []>
+    : TFC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Module-level parameters and state
+//===----------------------------------------------------------------------===//
+
+def TFC_ParamOp : TFC_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a named, trainable model parameter";
+  let description = [{
+    Declares a parameter of the model at module level. Its name is the name
+    the ecosystem uses (a Hugging Face checkpoint key) so that a real
+    checkpoint binds by name. `init` records how fresh weights are drawn:
+    `zeros`, `ones`, `constant(v)`, `normal(mean, std)`, `uniform(lo, hi)`,
+    `orthogonal(gain)`. A `frozen` parameter is never updated by training.
+
+    ```mlir
+    tfc.param @"h.0.attn.c_attn.weight" : tensor<768x2304xf32> = "normal(0.0, 0.02)"
+    tfc.param @"tok_emb" : tensor<12x32xf32> = "orthogonal(1.0)" frozen
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<TFC_Tensor>:$type,
+                       StrAttr:$init,
+                       UnitAttr:$frozen);
+  let assemblyFormat = [{
+    $sym_name `:` $type `=` $init (`frozen` $frozen^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def TFC_StateOp : TFC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "named mutable module state (optimizer moments, KV caches)";
+  let description = [{
+    Declares state that persists across calls of the entry functions: a KV
+    cache, an optimizer moment, a step counter. The runtime owns it and
+    initializes it from `init` (same grammar as `tfc.param`).
+
+    ```mlir
+    tfc.state @"kv.0.k" : tensor<1x12x1024x64xf32> = "zeros"
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<TFC_Tensor>:$type,
+                       StrAttr:$init);
+  let assemblyFormat = "$sym_name `:` $type `=` $init attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def TFC_LoadOp : TFC_Op<"load", [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+                                 MemoryEffects<[MemRead]>]> {
+  let summary = "reads a parameter or a state";
+  let description = [{
+    Reads the current value of the `tfc.param` or `tfc.state` named by
+    `name`. The result type must equal the declared type.
+
+    ```mlir
+    %w = tfc.load @"wte.weight" : tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def TFC_StoreOp : TFC_Op<"store", [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+                                   MemoryEffects<[MemWrite]>]> {
+  let summary = "writes a state (or, in a training step, a parameter)";
+  let description = [{
+    Replaces the value of the `tfc.state` or `tfc.param` named by `name` from
+    the next op on. Used for KV caches, optimizer moments and parameter
+    updates. The value's type must equal the declared type.
+
+    ```mlir
+    tfc.store %k_new, @"kv.0.k" : tensor<1x12x1024x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$value, FlatSymbolRefAttr:$name);
+  let assemblyFormat = "$value `,` $name attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and index generation
+//===----------------------------------------------------------------------===//
+
+def TFC_ConstantOp : TFC_InferOp<"constant", [ConstantLike]> {
+  let summary = "a constant tensor";
+  let description = [{
+    ```mlir
+    %c = tfc.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+}
+
+def TFC_IotaOp : TFC_Op<"iota", [Pure]> {
+  let summary = "0, 1, 2, ... along one dimension";
+  let description = [{
+    Fills the result with its index along `dim`, broadcast over the other
+    dimensions. Positions for learned position embeddings are an iota plus an
+    offset.
+
+    ```mlir
+    %pos = tfc.iota dim = 1 : tensor<1x64xi32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "`dim` `=` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class TFC_BinaryOp<string mnemonic, list<Trait> traits = []>
+    : TFC_InferOp<mnemonic, traits> {
+  let description = [{
+    Elementwise with NumPy broadcasting: shapes are aligned from the right and
+    each pair of dimensions must be equal or 1. Both operands have the same
+    element type; the result has the broadcast shape.
+
+    ```mlir
+    %y = tfc.}] # mnemonic # [{ %a, %b : tensor<4x64x768xf32>, tensor<768xf32> -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$lhs, TFC_Tensor:$rhs);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def TFC_AddOp : TFC_BinaryOp<"add", [Commutative]> { let summary = "elementwise a + b"; }
+def TFC_SubOp : TFC_BinaryOp<"sub"> { let summary = "elementwise a - b"; }
+def TFC_MulOp : TFC_BinaryOp<"mul", [Commutative]> { let summary = "elementwise a * b"; }
+def TFC_DivOp : TFC_BinaryOp<"div"> { let summary = "elementwise a / b"; }
+def TFC_MaxOp : TFC_BinaryOp<"max", [Commutative]> { let summary = "elementwise maximum"; }
+def TFC_MinOp : TFC_BinaryOp<"min", [Commutative]> { let summary = "elementwise minimum"; }
+def TFC_PowOp : TFC_BinaryOp<"pow"> { let summary = "elementwise a ** b (floats)"; }
+
+class TFC_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
+    : TFC_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let description = [{
+    Elementwise; the result has the operand's type.
+
+    ```mlir
+    %y = tfc.}] # mnemonic # [{ %x : tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins operandType:$x);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x)";
+}
+
+def TFC_ExpOp : TFC_UnaryOp<"exp", TFC_FloatTensor> { let summary = "e ** x"; }
+def TFC_LogOp : TFC_UnaryOp<"log", TFC_FloatTensor> { let summary = "natural logarithm"; }
+def TFC_SqrtOp : TFC_UnaryOp<"sqrt", TFC_FloatTensor> { let summary = "square root"; }
+def TFC_RsqrtOp : TFC_UnaryOp<"rsqrt", TFC_FloatTensor> { let summary = "1 / sqrt(x)"; }
+def TFC_TanhOp : TFC_UnaryOp<"tanh", TFC_FloatTensor> { let summary = "hyperbolic tangent"; }
+def TFC_SinOp : TFC_UnaryOp<"sin", TFC_FloatTensor> { let summary = "sine"; }
+def TFC_CosOp : TFC_UnaryOp<"cos", TFC_FloatTensor> { let summary = "cosine"; }
+def TFC_SigmoidOp : TFC_UnaryOp<"sigmoid", TFC_FloatTensor> { let summary = "1 / (1 + e ** -x)"; }
+def TFC_NegOp : TFC_UnaryOp<"neg", TFC_SignedTensor> {
+  let summary = "-x";
+  let hasFolder = 1;
+}
+def TFC_AbsOp : TFC_UnaryOp<"abs", TFC_SignedTensor> { let summary = "|x|"; }
+def TFC_ReluOp : TFC_UnaryOp<"relu", TFC_FloatTensor> { let summary = "max(x, 0)"; }
+def TFC_SiluOp : TFC_UnaryOp<"silu", TFC_FloatTensor> { let summary = "x * sigmoid(x) (SwiGLU's gate)"; }
+
+def TFC_GeluOp : TFC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact or tanh-approximated";
+  let description = [{
+    `approximate = none`: x * Phi(x) with the Gaussian CDF (erf).
+    `approximate = tanh`: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as
+    GPT-2 uses.
+
+    ```mlir
+    %y = tfc.gelu %x approximate = tanh : tensor<4x64x3072xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, TFC_GeluApproximationAttr:$approximate);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = "$x `approximate` `=` `` $approximate attr-dict `:` type($x)";
+}
+
+def TFC_LeakyReluOp : TFC_Op<"leaky_relu", [Pure, SameOperandsAndResultType]> {
+  let summary = "x if x > 0 else alpha * x";
+  let description = [{
+    ```mlir
+    %y = tfc.leaky_relu %x alpha = 1.000000e-01 : tensor<64x16x128xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, F32Attr:$alpha);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = "$x `alpha` `=` $alpha attr-dict `:` type($x)";
+}
+
+def TFC_CastOp : TFC_Op<"cast", [Pure]> {
+  let summary = "converts the element type; the shape is unchanged";
+  let description = [{
+    Float to float rounds to nearest even; float to int truncates toward zero;
+    int to float rounds to nearest.
+
+    ```mlir
+    %h = tfc.cast %x : tensor<4x768xf32> -> tensor<4x768xbf16>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TFC_DropoutOp : TFC_InferOp<"dropout"> {
+  let summary = "zeroes elements with probability `rate`, scales the rest";
+  let description = [{
+    Keeps each element with probability 1 - rate and scales it by
+    1 / (1 - rate). The mask is a counter-based random function of (`seed`,
+    element index), so the result does not depend on the number of threads or
+    on the order in which elements are computed.
+
+    ```mlir
+    %y = tfc.dropout %x, %seed rate = 1.000000e-01 : tensor<4x64x768xf32>, tensor<i64> -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, TFC_I64Scalar:$seed, F32Attr:$rate);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $seed `rate` `=` $rate attr-dict `:` type($x) `,` type($seed) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def TFC_MatmulOp : TFC_InferOp<"matmul"> {
+  let summary = "batched matrix product with optional transposes";
+  let description = [{
+    `lhs` is [..., M, K] ([..., K, M] with `transpose_lhs`), `rhs` is
+    [..., K, N] ([..., N, K] with `transpose_rhs`); the batch dimensions
+    broadcast as in NumPy. The result is [...batch, M, N].
+
+    ```mlir
+    %s = tfc.matmul %q, %k transpose_rhs : tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32> -> tensor<4x12x64x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$lhs, TFC_Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def TFC_LinearOp : TFC_InferOp<"linear"> {
+  let summary = "x @ W (+ bias): a dense layer";
+  let description = [{
+    `x` is [..., K]. `weight` is [K, N] by default: the layout of GPT-2's
+    Conv1D in Hugging Face checkpoints. With `transpose_weight` it is [N, K]:
+    the layout of `torch.nn.Linear` (LLaMA). The optional `bias` is [N]. The
+    result is [..., N].
+
+    ```mlir
+    %qkv = tfc.linear %x, %w bias %b : (tensor<4x64x768xf32>, tensor<768x2304xf32>, tensor<2304xf32>) -> tensor<4x64x2304xf32>
+    %q = tfc.linear %x, %wq transpose_weight : (tensor<1x8x64xf32>, tensor<64x64xf32>) -> tensor<1x8x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, TFC_FloatTensor:$weight,
+                       Optional<TFC_FloatTensor>:$bias,
+                       UnitAttr:$transpose_weight);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $weight (`bias` $bias^)? (`transpose_weight` $transpose_weight^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, attention
+//===----------------------------------------------------------------------===//
+
+def TFC_LayerNormOp : TFC_InferOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, with the mean and
+    the (biased) variance over the last dimension. `weight` and `bias`, when
+    present, have the shape of the last dimension.
+
+    ```mlir
+    %y = tfc.layer_norm %x weight %g bias %b eps = 9.99999974E-6 : (tensor<4x64x768xf32>, tensor<768xf32>, tensor<768xf32>) -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_FloatTensor>:$weight,
+                       Optional<TFC_FloatTensor>:$bias, F32Attr:$eps);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x (`weight` $weight^)? (`bias` $bias^)? `eps` `=` $eps attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TFC_RmsNormOp : TFC_InferOp<"rms_norm"> {
+  let summary = "root-mean-square normalization over the last dimension";
+  let description = [{
+    y = x / sqrt(mean(x^2) + eps) * weight. Without `weight` the op is
+    parameter-free (as in the seed article's encoder–decoder, eps 1e-8).
+
+    ```mlir
+    %y = tfc.rms_norm %x weight %g eps = 9.99999997E-7 : (tensor<1x8x64xf32>, tensor<64xf32>) -> tensor<1x8x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_FloatTensor>:$weight,
+                       F32Attr:$eps);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x (`weight` $weight^)? `eps` `=` $eps attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TFC_SoftmaxOp : TFC_InferOp<"softmax"> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    exp(x - max) / sum(exp(x - max)) along `dim` (negative counts from the
+    end).
+
+    ```mlir
+    %p = tfc.softmax %s dim = -1 : tensor<4x12x64x64xf32> -> tensor<4x12x64x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, I64Attr:$dim);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = "$x `dim` `=` $dim attr-dict `:` type($x) `->` type($result)";
+}
+
+def TFC_LogSoftmaxOp : TFC_InferOp<"log_softmax"> {
+  let summary = "log of softmax along one dimension, computed stably";
+  let description = [{
+    ```mlir
+    %lp = tfc.log_softmax %logits dim = -1 : tensor<4x64x50257xf32> -> tensor<4x64x50257xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, I64Attr:$dim);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = "$x `dim` `=` $dim attr-dict `:` type($x) `->` type($result)";
+}
+
+def TFC_AttentionOp : TFC_InferOp<"attention"> {
+  let summary = "scaled dot-product attention, optionally causal, with GQA";
+  let description = [{
+    `query` is [B, H, Tq, D], `key` is [B, Hkv, Tk, D], `value` is
+    [B, Hkv, Tk, Dv], where Hkv divides H (grouped-query attention: query head
+    h reads key/value head h / (H / Hkv)). Tq and Tk are independent, which
+    covers cross-attention and attention over a KV cache. The result is
+    [B, H, Tq, Dv] = softmax(scale * Q K^T + mask) V. `scale` defaults to
+    1 / sqrt(D).
+
+    With `causal`, key j is visible to query i iff j <= i + offset. The
+    optional `offset` operand (a 0-d i32: the position of the first query) is
+    used with a KV cache; without it, offset = Tk - Tq (the last query sees
+    every key).
+
+    ```mlir
+    %o = tfc.attention %q, %k, %v causal : (tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>) -> tensor<4x12x64x64xf32>
+    %d = tfc.attention %q1, %kc, %vc offset %pos causal : (tensor<1x12x1x64xf32>, tensor<1x12x1024x64xf32>, tensor<1x12x1024x64xf32>, tensor<i32>) -> tensor<1x12x1x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$query, TFC_FloatTensor:$key,
+                       TFC_FloatTensor:$value, Optional<TFC_I32Scalar>:$offset,
+                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`offset` $offset^)? (`causal` $causal^)?
+    (`scale` `=` $scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    // The scale actually applied: the attribute, or 1 / sqrt(head dim).
+    float getEffectiveScale();
+  }];
+}
+
+def TFC_RotaryOp : TFC_InferOp<"rotary"> {
+  let summary = "rotary position embedding (rotate-half convention)";
+  let description = [{
+    `x` is [B, H, T, D] with D even. Token t has position p = offset + t
+    (offset defaults to 0). For i < D/2, with f = theta^(-2i/D):
+    y[i] = x[i] cos(p f) - x[i + D/2] sin(p f),
+    y[i + D/2] = x[i + D/2] cos(p f) + x[i] sin(p f),
+    matching Hugging Face's LLaMA (`rotate_half`).
+
+    ```mlir
+    %qr = tfc.rotary %q offset %pos theta = 1.000000e+04 : (tensor<1x8x1x16xf32>, tensor<i32>) -> tensor<1x8x1x16xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_I32Scalar>:$offset,
+                       F32Attr:$theta);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x (`offset` $offset^)? `theta` `=` $theta attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TFC_EmbeddingOp : TFC_InferOp<"embedding"> {
+  let summary = "gathers rows of a table by integer ids";
+  let description = [{
+    `table` is [V, D], `ids` any shape of i32/i64; the result is
+    ids.shape + [D]. Ids outside [0, V) are a run-time error reported by the
+    runtime (never an out-of-bounds read).
+
+    ```mlir
+    %e = tfc.embedding %wte, %tokens : tensor<50257x768xf32>, tensor<4x64xi32> -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$table, TFC_IntTensor:$ids);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $ids attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def TFC_ReshapeOp : TFC_Op<"reshape", [Pure]> {
+  let summary = "same elements, new static shape";
+  let description = [{
+    Row-major reinterpretation; the element count is unchanged.
+
+    ```mlir
+    %h = tfc.reshape %x : tensor<4x64x768xf32> -> tensor<4x64x12x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def TFC_TransposeOp : TFC_InferOp<"transpose"> {
+  let summary = "permutes dimensions";
+  let description = [{
+    result.shape[i] = x.shape[perm[i]].
+
+    ```mlir
+    %t = tfc.transpose %x perm = [0, 2, 1, 3] : tensor<4x64x12x64xf32> -> tensor<4x12x64x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x, DenseI64ArrayAttr:$perm);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$x `perm` `=` $perm attr-dict `:` type($x) `->` type($result)";
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
+def TFC_ConcatOp : TFC_InferOp<"concat"> {
+  let summary = "joins tensors along one dimension";
+  let description = [{
+    All inputs have the same rank and element type and agree on every
+    dimension except `dim`.
+
+    ```mlir
+    %c = tfc.concat %a, %b dim = 1 : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TFC_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$inputs `dim` `=` $dim attr-dict `:` functional-type($inputs, results)";
+  let hasFolder = 1;
+}
+
+def TFC_SliceOp : TFC_InferOp<"slice"> {
+  let summary = "a static strided window";
+  let description = [{
+    For each dimension d: elements start[d], start[d] + stride[d], ... below
+    limit[d]. 0 <= start < limit <= size, stride >= 1.
+
+    ```mlir
+    %q = tfc.slice %qkv start = [0, 0, 0] limit = [4, 64, 768] stride = [1, 1, 1] : tensor<4x64x2304xf32> -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$limit, DenseI64ArrayAttr:$stride);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = [{
+    $x `start` `=` $start `limit` `=` $limit `stride` `=` $stride attr-dict `:` type($x) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def TFC_DynamicSliceOp : TFC_Op<"dynamic_slice", [Pure]> {
+  let summary = "a window along one dimension starting at a run-time index";
+  let description = [{
+    Takes result.shape[dim] consecutive elements along `dim` starting at
+    `start` (a 0-d i32); the other dimensions are kept whole. The runtime
+    clamps start to [0, size - length] as XLA does.
+
+    ```mlir
+    %last = tfc.dynamic_slice %h[%n_minus_1] dim = 1 : (tensor<1x128x768xf32>, tensor<i32>) -> tensor<1x1x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x, TFC_I32Scalar:$start, I64Attr:$dim);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = [{
+    $x `[` $start `]` `dim` `=` $dim attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TFC_BroadcastToOp : TFC_Op<"broadcast_to", [Pure]> {
+  let summary = "broadcasts to a larger shape (NumPy rules)";
+  let description = [{
+    ```mlir
+    %b = tfc.broadcast_to %x : tensor<768xf32> -> tensor<4x64x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = "$x attr-dict `:` type($x) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class TFC_ReduceOp<string mnemonic, Type operandType> : TFC_InferOp<mnemonic> {
+  let description = [{
+    Reduces over `dims` (distinct, negative counts from the end). With
+    `keepdim` the reduced dimensions stay as size 1.
+
+    ```mlir
+    %s = tfc.}] # mnemonic # [{ %x dims = [2] keepdim : tensor<4x64x768xf32> -> tensor<4x64x1xf32>
+    ```
+  }];
+  let arguments = (ins operandType:$x, DenseI64ArrayAttr:$dims, UnitAttr:$keepdim);
+  let results = (outs operandType:$result);
+  let assemblyFormat = [{
+    $x `dims` `=` $dims (`keepdim` $keepdim^)? attr-dict `:` type($x) `->` type($result)
+  }];
+}
+
+def TFC_ReduceSumOp : TFC_ReduceOp<"reduce_sum", TFC_Tensor> { let summary = "sum over dimensions"; }
+def TFC_ReduceMeanOp : TFC_ReduceOp<"reduce_mean", TFC_FloatTensor> { let summary = "mean over dimensions"; }
+def TFC_ReduceMaxOp : TFC_ReduceOp<"reduce_max", TFC_Tensor> { let summary = "maximum over dimensions"; }
+
+def TFC_ArgmaxOp : TFC_InferOp<"argmax"> {
+  let summary = "index of the largest element along one dimension";
+  let description = [{
+    The first index on ties. The dimension is removed; the result is i32.
+
+    ```mlir
+    %next = tfc.argmax %logits dim = -1 : tensor<1x50257xf32> -> tensor<1xi32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x, I64Attr:$dim);
+  let results = (outs TFC_TensorOf<[I32], "i32">:$result);
+  let assemblyFormat = "$x `dim` `=` $dim attr-dict `:` type($x) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Losses and sampling
+//===----------------------------------------------------------------------===//
+
+def TFC_CrossEntropyOp : TFC_InferOp<"cross_entropy"> {
+  let summary = "sparse softmax cross-entropy, averaged over counted targets";
+  let description = [{
+    `logits` is [..., V], `targets` has the leading shape of `logits` (i32 or
+    i64). The result is a 0-d f32: the mean over all positions whose target is
+    not `ignore_index` of -log softmax(logits)[target] (0 when none counts).
+
+    ```mlir
+    %loss = tfc.cross_entropy %logits, %targets ignore_index = -100 : tensor<4x64x50257xf32>, tensor<4x64xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$logits, TFC_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs TFC_ScalarOf<F32, "f32">:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `ignore_index` `=` $ignore_index attr-dict `:` type($logits) `,` type($targets) `->` type($result)
+  }];
+}
+
+def TFC_SampleOp : TFC_InferOp<"sample"> {
+  let summary = "draws token ids from logits with temperature, top-k and top-p";
+  let description = [{
+    `logits` is [B, V]; the result is [B] i32. All knobs are run-time 0-d
+    tensors so that one compiled artifact serves every setting:
+    `temperature` <= 0 means greedy (argmax); `top_k` <= 0 keeps all; `top_p`
+    >= 1 keeps all. The draw is a counter-based random function of (`seed`,
+    row), so a fixed seed reproduces the same tokens.
+
+    ```mlir
+    %ids = tfc.sample %logits, %t, %k, %p, %seed : (tensor<1x50257xf32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i64>) -> tensor<1xi32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$logits, TFC_F32Scalar:$temperature,
+                       TFC_I32Scalar:$top_k, TFC_F32Scalar:$top_p,
+                       TFC_I64Scalar:$seed);
+  let results = (outs TFC_TensorOf<[I32], "i32">:$result);
+  let assemblyFormat = [{
+    $logits `,` $temperature `,` $top_k `,` $top_p `,` $seed attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TFC_KvCacheUpdateOp : TFC_InferOp<"kv_cache_update"> {
+  let summary = "writes new keys or values into a cache at a position";
+  let description = [{
+    `cache` has the maximum context length along `dim`; `update` has the same
+    shape except a length L <= that along `dim`. The result is the cache with
+    positions [pos, pos + L) along `dim` replaced by `update`. A position
+    past the end is a run-time error reported by the runtime.
+
+    ```mlir
+    %k2 = tfc.kv_cache_update %kc, %k, %pos dim = 2 : (tensor<1x12x1024x64xf32>, tensor<1x12x1x64xf32>, tensor<i32>) -> tensor<1x12x1024x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$cache, TFC_Tensor:$update,
+                       TFC_I32Scalar:$position, I64Attr:$dim);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = [{
+    $cache `,` $update `,` $position `dim` `=` $dim attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // TFC_OPS_TD

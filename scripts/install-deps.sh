@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs everything tfc needs to build and test, from Debian's packages (and PyPI for the
+# Python reference used by the end-to-end tests). Idempotent: a second run does nothing
+# beyond checking.
+set -euo pipefail
+
+need_apt=()
+pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools libfmt-dev
+      libgtest-dev googletest ninja-build ccache cmake g++ python3 python3-pip)
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$p")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "tfc: installing Debian packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# Python reference for end-to-end numerics (NumPy only; PyTorch where requested).
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import numpy" 2>/dev/null; then
+  echo "tfc: installing numpy for $PY"
+  "$PY" -m pip install -q numpy 2>/dev/null || "$PY" -m pip install -q --break-system-packages numpy
+fi
+echo "tfc: dependencies ready"
