@@ -1,0 +1,56 @@
+//===- Pipeline.h - tfc's named compilation phases --------------*- C++ -*-===//
+//
+// The compiler runs in named phases, each testable alone with
+// `tfc --compile-to=<phase>`. Later phases (fused, planned, llvm, so) are
+// appended here as they land.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TFC_COMPILER_PIPELINE_H
+#define TFC_COMPILER_PIPELINE_H
+
+#include "llvm/ADT/StringRef.h"
+#include <optional>
+#include <string>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace tfc {
+
+enum class Phase {
+  /// Parsed and verified input, unchanged.
+  Input,
+  /// Graph-level cleanup: canonicalization, CSE, dead symbols.
+  Graph,
+};
+
+/// "input", "graph", ...
+llvm::StringRef phaseName(Phase phase);
+std::optional<Phase> parsePhase(llvm::StringRef name);
+/// The last phase this build of tfc can reach.
+Phase lastPhase();
+/// "input, graph" for help and error messages.
+std::string listPhases();
+
+struct PipelineOptions {
+  /// 0 runs no optimization; 1..3 run the graph cleanup (and, as they land,
+  /// fusion, rematerialization and memory planning).
+  int optLevel = 2;
+  /// Stop after this phase.
+  Phase compileTo = Phase::Graph;
+};
+
+/// Adds the passes of every phase up to `options.compileTo`.
+void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+
+/// A human-readable list of phases and their passes, for `tfc --help`.
+void describePipeline(llvm::raw_ostream &os);
+
+} // namespace tfc
+
+#endif // TFC_COMPILER_PIPELINE_H

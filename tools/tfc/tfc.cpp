@@ -1,0 +1,4 @@
+//===- tfc.cpp - the tfc compiler -----------------------------------------===//
+#include "compiler/Driver.h"
+
+int main(int argc, char **argv) { return tfc::compilerMain(argc, argv); }
