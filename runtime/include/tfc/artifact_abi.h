@@ -1,0 +1,118 @@
+/* The tfc artifact ABI: the contract between the compiler (codegen/artifact) and the
+ * runtime. Plain C, no includes beyond <stdint.h>, shared verbatim by both sides.
+ *
+ * A compiled model is a shared object that exports exactly one symbol,
+ * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v1"): a function taking no arguments and returning a
+ * pointer to a constant tfc_artifact_t that lives as long as the object is loaded. The
+ * runtime dlopen()s the file, looks the symbol up, and refuses the file unless `magic` is
+ * TFC_ARTIFACT_MAGIC, `abi_version` equals the runtime's TFC_ARTIFACT_ABI_VERSION and
+ * `struct_size` is at least sizeof(tfc_artifact_t) as the runtime knows it.
+ *
+ * Memory model of one call of an entry point:
+ *   - params[i] points to parameter i (order of tfc_artifact_t.params), dense row-major;
+ *   - state[i] points to state tensor i (order of tfc_artifact_t.state); the entry may
+ *     read and write it in place (KV caches, optimizer moments);
+ *   - inputs[i] / outputs[i] point to the entry's inputs / outputs (tfc_entry_t order);
+ *   - arena points to entry.arena_bytes bytes of scratch, aligned to TFC_ARENA_ALIGNMENT,
+ *     owned by the caller; the entry keeps no pointer to it after returning.
+ * None of these may alias each other. Entries of one artifact may run concurrently only on
+ * distinct state and arena memory.
+ *
+ * Versioning: any change to these structs or their meaning bumps TFC_ARTIFACT_ABI_VERSION
+ * and renames the exported symbol's suffix with it, so an old runtime never misreads a new
+ * artifact (and says which versions it found and expected).
+ */
+#ifndef TFC_ARTIFACT_ABI_H_
+#define TFC_ARTIFACT_ABI_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TFC_ARTIFACT_MAGIC 0x31434654u /* "TFC1" read as a little-endian uint32 */
+#define TFC_ARTIFACT_ABI_VERSION 1u
+#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v1"
+#define TFC_ARENA_ALIGNMENT 64u
+
+/* Element types; the values equal tfc_dtype_t in tfc/runtime/dtype.h. */
+enum {
+  TFC_ABI_F32 = 1,
+  TFC_ABI_F16 = 2,
+  TFC_ABI_BF16 = 3,
+  TFC_ABI_I32 = 5,
+  TFC_ABI_I64 = 6,
+};
+
+/* Flags of a tensor description. */
+enum {
+  TFC_TENSOR_FROZEN = 1u << 0, /* a parameter that training never updates */
+};
+
+/* What the runtime provides to compiled code. */
+typedef struct tfc_host_api_t {
+  uint32_t struct_size; /* sizeof(tfc_host_api_t) as the runtime knows it */
+  void* user;           /* passed back to every callback */
+  /* Runs fn(ctx, begin, end) over a partition of [0, n) on the runtime's threads and
+   * returns when every part is done. `grain` is the smallest useful part. Called only
+   * from the thread that called the entry point (no nesting). */
+  void (*parallel_for)(void* user, int64_t n, int64_t grain,
+                       void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
+  /* Reports a run-time error (an out-of-range token id or position). Compiled code calls
+   * it, then the entry point returns non-zero. The message is copied. */
+  void (*report_error)(void* user, const char* message);
+} tfc_host_api_t;
+
+/* A parameter, a state tensor, or an entry point's input or output. */
+typedef struct tfc_tensor_desc_t {
+  const char* name;     /* the checkpoint key for parameters, the argument name for I/O */
+  int32_t dtype;        /* TFC_ABI_* */
+  int32_t rank;
+  const int64_t* shape; /* `rank` dimensions, each >= 1 */
+  const char* init;     /* initializer spec ("normal(0.0, 0.02)", "zeros", ...); I/O: "" */
+  uint32_t flags;       /* TFC_TENSOR_* */
+  uint32_t reserved;
+} tfc_tensor_desc_t;
+
+/* Returns 0 on success, non-zero after host->report_error(). */
+typedef int32_t (*tfc_entry_fn_t)(const tfc_host_api_t* host, void* const* params,
+                                  void* const* state, void* const* inputs,
+                                  void* const* outputs, void* arena);
+
+typedef struct tfc_entry_t {
+  const char* name; /* "forward", "loss", "prefill", "decode", "sample", "train_step" */
+  int32_t num_inputs;
+  int32_t num_outputs;
+  const tfc_tensor_desc_t* inputs;
+  const tfc_tensor_desc_t* outputs;
+  uint64_t arena_bytes;       /* scratch the caller provides */
+  uint64_t num_kernels;       /* kernel launches per call, for reports */
+  tfc_entry_fn_t call;
+} tfc_entry_t;
+
+typedef struct tfc_artifact_t {
+  uint32_t magic;       /* TFC_ARTIFACT_MAGIC */
+  uint32_t abi_version; /* TFC_ARTIFACT_ABI_VERSION */
+  uint32_t struct_size; /* sizeof(tfc_artifact_t) as the compiler knew it */
+  uint32_t reserved;
+  const char* target;           /* "x86_64-unknown-linux-gnu:znver4" */
+  const char* compiler_version; /* "tfc 0.1.0 (LLVM 19.1.x)" */
+  const char* module_hash;      /* hex digest of the input module text */
+  const char* metadata_json;    /* free-form JSON: model name and config, for tools */
+  int32_t num_params;
+  int32_t num_state;
+  int32_t num_entries;
+  int32_t reserved2;
+  const tfc_tensor_desc_t* params;
+  const tfc_tensor_desc_t* state;
+  const tfc_entry_t* entries;
+} tfc_artifact_t;
+
+typedef const tfc_artifact_t* (*tfc_artifact_get_fn_t)(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TFC_ARTIFACT_ABI_H_ */

@@ -1,0 +1,288 @@
+#include "file_util.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace tfc::internal {
+namespace {
+
+tfc_status_code_t codeForErrno(int error) {
+  switch (error) {
+    case ENOENT:
+    case ENOTDIR:
+      return TFC_NOT_FOUND;
+    case ENOMEM:
+      return TFC_OUT_OF_MEMORY;
+    default:
+      return TFC_IO_ERROR;
+  }
+}
+
+// Closes a file descriptor on scope exit.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  int get() const { return fd_; }
+  // Closes now, returning close()'s errno (0 on success); the destructor then does nothing.
+  int closeNow() {
+    int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// Reads exactly |size| bytes at the current offset; fails on a short read, since the size
+// came from fstat and a shorter file means someone truncated it under us.
+Status readAll(int fd, uint8_t* out, size_t size, const std::string& path) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::read(fd, out + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int error = errno;
+      return Status::error(TFC_IO_ERROR, "%s: read failed: %s", path.c_str(), std::strerror(error));
+    }
+    if (n == 0) {
+      return Status::error(TFC_IO_ERROR, "%s: file shrank while being read (%zu of %zu bytes)",
+                           path.c_str(), done, size);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status();
+}
+
+Status writeAll(int fd, const uint8_t* data, size_t size, const std::string& path,
+                const std::string& tempPath) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd, data + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int error = errno;
+      return Status::error(codeForErrno(error), "%s: write to temporary file '%s' failed: %s",
+                           path.c_str(), tempPath.c_str(), std::strerror(error));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status();
+}
+
+std::string directoryOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// A suffix unlikely to collide between threads and processes; O_EXCL settles the rest.
+std::string randomSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t processSeed = [] {
+    std::random_device device;
+    return (static_cast<uint64_t>(device()) << 32) ^ device() ^ static_cast<uint64_t>(::getpid());
+  }();
+  uint64_t value = processSeed + 0x9E3779B97F4A7C15ull * (counter.fetch_add(1) + 1);
+  value ^= value >> 31;
+  char buffer[17];
+  std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(value));
+  return std::string(buffer, 8);
+}
+
+}  // namespace
+
+StatusOr<FileContents> readFile(const std::string& path, bool allowMmap) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int error = errno;
+    return Status::error(codeForErrno(error), "%s: cannot open: %s", path.c_str(),
+                         std::strerror(error));
+  }
+  FdCloser closer(fd);
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    int error = errno;
+    return Status::error(TFC_IO_ERROR, "%s: cannot stat: %s", path.c_str(), std::strerror(error));
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: is a directory, not a file", path.c_str());
+  }
+  // Devices and pipes could block forever or never end.
+  if (!S_ISREG(info.st_mode)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: is not a regular file", path.c_str());
+  }
+  if (info.st_size < 0 || static_cast<uint64_t>(info.st_size) > SIZE_MAX) {
+    return Status::error(TFC_IO_ERROR, "%s: file size %lld is not addressable", path.c_str(),
+                         static_cast<long long>(info.st_size));
+  }
+  FileContents contents;
+  contents.size = static_cast<size_t>(info.st_size);
+  if (contents.size == 0) {
+    static const uint8_t kEmpty[1] = {0};
+    contents.data = kEmpty;
+    return contents;
+  }
+  if (allowMmap) {
+    void* mapping = ::mmap(nullptr, contents.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapping != MAP_FAILED) {
+      size_t size = contents.size;
+      contents.owner = std::shared_ptr<const void>(mapping, [size](const void* p) {
+        ::munmap(const_cast<void*>(p), size);
+      });
+      contents.data = static_cast<const uint8_t*>(mapping);
+      contents.mapped = true;
+      return contents;
+    }
+    // Some file systems cannot map; reading is always possible.
+  }
+  auto* buffer = static_cast<uint8_t*>(std::malloc(contents.size));
+  if (buffer == nullptr) {
+    return Status::error(TFC_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes to read the file",
+                         path.c_str(), contents.size);
+  }
+  contents.owner = std::shared_ptr<const void>(buffer, [](const void* p) {
+    std::free(const_cast<void*>(p));
+  });
+  contents.data = buffer;
+  TFC_RETURN_IF_ERROR(readAll(fd, buffer, contents.size, path));
+  return contents;
+}
+
+Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>& chunks) {
+  if (path.empty()) return Status(TFC_INVALID_ARGUMENT, "cannot write a file with an empty path");
+  if (path.back() == '/') {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: path names a directory, not a file",
+                         path.c_str());
+  }
+
+  // Create the temporary file next to |path|, so that the rename stays within one file
+  // system and is atomic. O_EXCL guarantees we never clobber someone else's file; the
+  // 0666 mode lets the umask decide permissions as for any new file.
+  std::string tempPath;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tempPath = path + ".tmp." + randomSuffix();
+    fd = ::open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int error = errno;
+    return Status::error(codeForErrno(error), "%s: cannot create temporary file '%s': %s",
+                         path.c_str(), tempPath.c_str(), std::strerror(error));
+  }
+
+  FdCloser closer(fd);
+  // Every failure from here on removes the temporary file.
+  auto fail = [&](Status status) {
+    if (closer.get() >= 0) closer.closeNow();
+    ::unlink(tempPath.c_str());
+    return status;
+  };
+
+  for (const ByteSpan& chunk : chunks) {
+    Status status = writeAll(fd, static_cast<const uint8_t*>(chunk.data), chunk.size, path,
+                             tempPath);
+    if (!status.ok()) return fail(std::move(status));
+  }
+  if (::fsync(fd) != 0) {
+    int error = errno;
+    return fail(Status::error(TFC_IO_ERROR, "%s: fsync of temporary file '%s' failed: %s",
+                              path.c_str(), tempPath.c_str(), std::strerror(error)));
+  }
+  if (int error = closer.closeNow(); error != 0) {
+    return fail(Status::error(TFC_IO_ERROR, "%s: close of temporary file '%s' failed: %s",
+                              path.c_str(), tempPath.c_str(), std::strerror(error)));
+  }
+  if (::rename(tempPath.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    return fail(Status::error(codeForErrno(error), "%s: cannot rename temporary file '%s' into place: %s",
+                              path.c_str(), tempPath.c_str(), std::strerror(error)));
+  }
+  // Make the rename itself durable. The new file is already in place, so a failure here is
+  // not reported: there is nothing left to undo, and the data was fsync'ed.
+  int directoryFd = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directoryFd >= 0) {
+    ::fsync(directoryFd);
+    ::close(directoryFd);
+  }
+  return Status();
+}
+
+std::string quoteForMessage(std::string_view text, size_t maxLength) {
+  std::string out = "'";
+  size_t shown = text.size() <= maxLength ? text.size() : maxLength;
+  for (size_t i = 0; i < shown; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buffer[5];
+      std::snprintf(buffer, sizeof(buffer), "\\x%02x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);  // UTF-8 passes through; invalid bytes are harmless here
+    }
+  }
+  out += '\'';
+  if (shown < text.size()) {
+    out += "... (" + std::to_string(text.size()) + " bytes)";
+  }
+  return out;
+}
+
+bool isValidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length;
+    uint32_t codePoint;
+    if ((c & 0xE0) == 0xC0) {
+      length = 2;
+      codePoint = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      length = 3;
+      codePoint = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      length = 4;
+      codePoint = c & 0x07;
+    } else {
+      return false;
+    }
+    if (n - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      codePoint = (codePoint << 6) | (p[i + k] & 0x3F);
+    }
+    static const uint32_t kMinimum[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (codePoint < kMinimum[length]) return false;                  // overlong
+    if (codePoint >= 0xD800 && codePoint <= 0xDFFF) return false;  // surrogate
+    if (codePoint > 0x10FFFF) return false;
+    i += length;
+  }
+  return true;
+}
+
+}  // namespace tfc::internal

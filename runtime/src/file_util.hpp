@@ -1,0 +1,59 @@
+// Internal: reading whole files (memory-mapped where possible), atomic writes
+// (temporary file + fsync + rename), and message formatting helpers shared by the
+// safetensors and .npy code. Not installed; not part of the public API.
+#ifndef TFC_RUNTIME_SRC_FILE_UTIL_HPP_
+#define TFC_RUNTIME_SRC_FILE_UTIL_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfc/runtime/status.hpp"
+
+namespace tfc::internal {
+
+// The read-only bytes of a whole file. |owner| keeps them alive (an mmap or a heap buffer);
+// copies share it.
+struct FileContents {
+  std::shared_ptr<const void> owner;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool mapped = false;
+};
+
+// Reads the regular file at |path|: mmaps it read-only when |allowMmap| and the kernel
+// agrees, otherwise reads it into memory. Errors name |path|: NOT_FOUND for a missing
+// file, INVALID_ARGUMENT for a directory or other non-regular file, IO_ERROR otherwise.
+//
+// A mapped file that another process truncates while it is mapped raises SIGBUS on access;
+// that is a race with a concurrent writer, not a property of the file's contents. Writers in
+// this library replace files by rename, which never truncates a mapped file.
+StatusOr<FileContents> readFile(const std::string& path, bool allowMmap);
+
+// A piece of a file to write.
+struct ByteSpan {
+  const void* data;
+  size_t size;
+};
+
+// Writes the concatenation of |chunks| to |path| atomically: into a new temporary file
+// "<path>.tmp.<random>" in the same directory, fsync'ed, then renamed over |path|. On any
+// error the temporary file is removed and an existing file at |path| is left as it was.
+// Errors name |path| and the failing step; ENOENT maps to NOT_FOUND, others to IO_ERROR.
+Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>& chunks);
+
+// Returns |text| in single quotes for an error message, with non-printable bytes, quotes
+// and backslashes escaped and anything past |maxLength| bytes elided, so that hostile
+// names cannot flood or corrupt a log.
+std::string quoteForMessage(std::string_view text, size_t maxLength = 200);
+
+// Returns true if |text| is well-formed UTF-8 (no overlong forms, surrogates or code
+// points above U+10FFFF).
+bool isValidUtf8(std::string_view text);
+
+}  // namespace tfc::internal
+
+#endif  // TFC_RUNTIME_SRC_FILE_UTIL_HPP_
