@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Driver.h"
 
+#include "codegen/artifact/ArtifactWriter.h"
 #include "compiler/IRDumper.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
@@ -25,7 +26,17 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -37,7 +48,7 @@ namespace tfc {
 
 namespace {
 
-enum class Emit { Mlir, So };
+enum class Emit { Mlir, Llvm, Asm, Obj, So };
 
 struct Options {
   cl::OptionCategory category{"tfc options"};
@@ -48,32 +59,74 @@ struct Options {
                               cl::cat(category)};
   cl::opt<std::string> emit{
       "emit",
-      cl::desc("What to write: mlir (the IR after the last phase) or so (a "
-               "shared object). Default: from the output's extension, else "
-               "mlir"),
-      cl::value_desc("mlir|so"), cl::init(""), cl::cat(category)};
+      cl::desc("What to write: mlir (the IR after --compile-to), llvm (LLVM "
+               "IR), asm, obj, so (the artifact). Default: from the output's "
+               "extension (.so, .o, .s, .ll), else mlir"),
+      cl::value_desc("mlir|llvm|asm|obj|so"), cl::init(""), cl::cat(category)};
   cl::opt<std::string> compileTo{
       "compile-to",
-      cl::desc("Stop after this phase and write its IR (see the phases below)"),
+      cl::desc("With --emit=mlir: stop after this phase (default: the last)"),
       cl::value_desc("phase"), cl::init(""), cl::cat(category)};
   cl::opt<unsigned> optLevel{"O", cl::Prefix,
                              cl::desc("Optimization level 0-3 (default 2)"),
                              cl::init(2), cl::cat(category)};
+  cl::opt<std::string> cpu{
+      "cpu",
+      cl::desc("CPU the kernels are compiled for: native (default), "
+               "x86-64-v3, x86-64-v4, or any LLVM CPU name"),
+      cl::value_desc("name"), cl::init("native"), cl::cat(category)};
   cl::opt<std::string> dumpIR{
       "dump-ir",
       cl::desc("Write the IR before the pipeline and after every pass to DIR "
-               "as 00-input.mlir, 01-<pass>.mlir, ..."),
+               "as 00-input.mlir, 01-<pass>.mlir, ...; with an artifact also "
+               "the LLVM IR as NN-llvm.ll"),
       cl::value_desc("DIR"), cl::init(""), cl::cat(category)};
   cl::opt<bool> summary{
       "summary",
-      cl::desc("Print a summary of the compiled module (parameters, state, "
-               "entries) to stdout"),
+      cl::desc("Print a summary of the module after the graph phase "
+               "(parameters, state, entries) to stdout"),
       cl::init(false), cl::cat(category)};
 };
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "tfc: error: " << message << "\n";
   return 1;
+}
+
+std::optional<Emit> parseEmit(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<Emit>>(name)
+      .Case("mlir", Emit::Mlir)
+      .Case("llvm", Emit::Llvm)
+      .Case("asm", Emit::Asm)
+      .Case("obj", Emit::Obj)
+      .Case("so", Emit::So)
+      .Default(std::nullopt);
+}
+
+std::string defaultEmit(llvm::StringRef output) {
+  llvm::StringRef ext = llvm::sys::path::extension(output);
+  if (ext == ".so")
+    return "so";
+  if (ext == ".o")
+    return "obj";
+  if (ext == ".s")
+    return "asm";
+  if (ext == ".ll")
+    return "llvm";
+  return "mlir";
+}
+
+std::string hexDigest(llvm::StringRef text) {
+  auto hash = llvm::SHA256::hash(llvm::arrayRefFromStringRef(text));
+  return llvm::toHex(hash, /*LowerCase=*/true);
+}
+
+llvm::Error writeText(const std::string &path,
+                      llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+    write(os);
+    return llvm::Error::success();
+  });
 }
 
 } // namespace
@@ -90,13 +143,13 @@ int compilerMain(int argc, char **argv) {
   cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "tfc " << TFC_VERSION << " (LLVM/MLIR " << LLVM_VERSION_STRING << ")\n";
   });
-  cl::AddExtraVersionPrinter(nullptr);
   std::string overview;
   {
     llvm::raw_string_ostream os(overview);
     os << "tfc: ahead-of-time compiler for transformer models\n\n"
-          "  tfc model.mlir -o model.opt.mlir --summary\n"
-          "  tfc model.mlir --compile-to=input --dump-ir=ir/\n\n";
+          "  tfc model.mlir -o model.so --summary        compile to an artifact\n"
+          "  tfc model.mlir --compile-to=graph -o g.mlir  read the optimized graph\n"
+          "  tfc model.mlir -o model.so --dump-ir=ir/     keep the IR of every pass\n\n";
     describePipeline(os);
   }
   // libLLVM registers hundreds of backend flags; --help shows tfc's own and
@@ -104,28 +157,22 @@ int compilerMain(int argc, char **argv) {
   static cl::OptionCategory mlirCategory("MLIR printing, timing and debugging");
   for (auto &entry : cl::getRegisteredOptions()) {
     llvm::StringRef name = entry.getKey();
-    if (name.starts_with("mlir-") || name == "pass-pipeline-crash-reproducer")
+    if (name.starts_with("mlir-"))
       entry.getValue()->addCategory(mlirCategory);
   }
   cl::HideUnrelatedOptions({&options.category, &mlirCategory});
   cl::ParseCommandLineOptions(argc, argv, overview);
 
   // Resolve what to produce before doing any work.
-  Emit emit = Emit::Mlir;
-  std::string emitName = options.emit;
-  if (emitName.empty())
-    emitName = llvm::StringRef(options.output).ends_with(".so") ? "so" : "mlir";
-  if (emitName == "so")
-    emit = Emit::So;
-  else if (emitName != "mlir")
-    return fail("unknown --emit='" + emitName + "' (expected mlir or so)");
-  if (emit == Emit::So)
-    return fail("--emit=so: CPU/CUDA code generation is not in this build of "
-                "tfc yet; use --emit=mlir (or an output ending in .mlir)");
+  std::string emitName =
+      options.emit.empty() ? defaultEmit(options.output) : options.emit;
+  std::optional<Emit> emit = parseEmit(emitName);
+  if (!emit)
+    return fail("unknown --emit='" + emitName +
+                "' (expected mlir, llvm, asm, obj or so)");
   if (options.optLevel > 3)
     return fail("-O" + llvm::Twine(options.optLevel.getValue()) +
                 ": the optimization level must be 0, 1, 2 or 3");
-
   PipelineOptions pipeline;
   pipeline.optLevel = options.optLevel;
   pipeline.compileTo = lastPhase();
@@ -134,7 +181,34 @@ int compilerMain(int argc, char **argv) {
     if (!phase)
       return fail("unknown --compile-to='" + options.compileTo +
                   "' (phases: " + listPhases() + ")");
+    if (*emit != Emit::Mlir && *phase != lastPhase())
+      return fail("--compile-to=" + options.compileTo + " goes with --emit=mlir");
     pipeline.compileTo = *phase;
+  }
+  std::string out = options.output;
+  if (out.empty()) {
+    if (*emit == Emit::So || *emit == Emit::Obj)
+      return fail("--emit=" + emitName + " needs an output file (-o)");
+    out = options.summary ? "" : "-";
+  }
+  ArtifactOptions artifactOptions;
+  artifactOptions.cpu = options.cpu;
+  artifactOptions.optLevel = options.optLevel;
+  artifactOptions.compilerVersion =
+      std::string("tfc ") + TFC_VERSION + " (LLVM " + LLVM_VERSION_STRING + ")";
+  std::unique_ptr<llvm::TargetMachine> target;
+  std::string kernelsLibrary;
+  if (*emit != Emit::Mlir) {
+    auto machine = createTargetMachine(artifactOptions);
+    if (!machine)
+      return fail(llvm::toString(machine.takeError()));
+    target = std::move(*machine);
+  }
+  if (*emit == Emit::So) {
+    auto lib = findKernelsLibrary(argv[0]);
+    if (!lib)
+      return fail(llvm::toString(lib.takeError()));
+    kernelsLibrary = *lib;
   }
 
   mlir::DialectRegistry registry;
@@ -146,6 +220,7 @@ int compilerMain(int argc, char **argv) {
   auto file = mlir::openInputFile(options.input, &errorMessage);
   if (!file)
     return fail(errorMessage);
+  artifactOptions.moduleHash = hexDigest(file->getBuffer());
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   mlir::SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
@@ -161,34 +236,98 @@ int compilerMain(int argc, char **argv) {
     return fail("'" + options.input +
                 "' has no entry function (a public func.func with a body)");
 
+  auto dumpCounter = std::make_shared<unsigned>(0);
   if (!options.dumpIR.empty())
     if (llvm::Error err = startIRDump(options.dumpIR, *module))
       return fail("--dump-ir: " + llvm::toString(std::move(err)));
+  auto runPhases = [&](Phase from, Phase to) {
+    mlir::PassManager pm(&context);
+    if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+      return mlir::failure();
+    mlir::applyDefaultTimingPassManagerCLOptions(pm);
+    if (!options.dumpIR.empty())
+      pm.addInstrumentation(
+          createIRDumpInstrumentation(options.dumpIR, dumpCounter));
+    buildPipeline(pm, pipeline, from, to);
+    return pm.run(*module);
+  };
 
-  mlir::PassManager pm(&context);
-  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+  // Graph phases, the summary, then the rest.
+  Phase graphEnd = std::min(pipeline.compileTo, Phase::Graph);
+  if (mlir::failed(runPhases(Phase::Input, graphEnd)))
     return 1;
-  mlir::applyDefaultTimingPassManagerCLOptions(pm);
-  if (!options.dumpIR.empty())
-    pm.addInstrumentation(createIRDumpInstrumentation(options.dumpIR));
-  buildPipeline(pm, pipeline);
-  if (mlir::failed(pm.run(*module)))
-    return 1;
-
   if (options.summary)
     printModuleSummary(*module, llvm::outs());
+  if (pipeline.compileTo > Phase::Graph &&
+      mlir::failed(runPhases(Phase::Kernels, pipeline.compileTo)))
+    return 1;
 
-  std::string out = options.output;
-  if (out.empty())
-    out = options.summary ? "" : "-";
-  if (!out.empty()) {
-    if (llvm::Error err = llvm::writeToOutput(out, [&](llvm::raw_ostream &os) {
+  if (*emit == Emit::Mlir) {
+    if (out.empty())
+      return 0;
+    if (llvm::Error err = writeText(out, [&](llvm::raw_ostream &os) {
           module->print(os);
           os << "\n";
+        }))
+      return fail("cannot write '" + out + "': " + llvm::toString(std::move(err)));
+    return 0;
+  }
+
+  llvm::LLVMContext llvmContext;
+  auto llvmModule =
+      buildArtifactModule(*module, llvmContext, *target, artifactOptions);
+  if (!llvmModule)
+    return fail(llvm::toString(llvmModule.takeError()));
+  if (!options.dumpIR.empty()) {
+    llvm::SmallString<256> path(options.dumpIR);
+    llvm::sys::path::append(path, llvm::formatv("{0:02}-llvm.ll",
+                                                ++*dumpCounter).str());
+    if (llvm::Error err = writeText(std::string(path), [&](llvm::raw_ostream &os) {
+          (*llvmModule)->print(os, nullptr);
+        }))
+      llvm::errs() << "tfc: warning: --dump-ir: " << llvm::toString(std::move(err))
+                   << "\n";
+  }
+  switch (*emit) {
+  case Emit::Llvm:
+    if (llvm::Error err = writeText(out, [&](llvm::raw_ostream &os) {
+          (*llvmModule)->print(os, nullptr);
+        }))
+      return fail("cannot write '" + out + "': " + llvm::toString(std::move(err)));
+    return 0;
+  case Emit::Asm:
+  case Emit::Obj: {
+    ObjectKind kind = *emit == Emit::Asm ? ObjectKind::Assembly : ObjectKind::Object;
+    if (llvm::Error err = llvm::writeToOutput(out, [&](llvm::raw_ostream &os) -> llvm::Error {
+          llvm::SmallVector<char, 0> buffer;
+          llvm::raw_svector_ostream bufferStream(buffer);
+          if (llvm::Error e = emitCode(**llvmModule, *target, kind, bufferStream))
+            return e;
+          os.write(buffer.data(), buffer.size());
           return llvm::Error::success();
         }))
-      return fail("cannot write '" + out + "': " +
-                  llvm::toString(std::move(err)));
+      return fail("cannot write '" + out + "': " + llvm::toString(std::move(err)));
+    return 0;
+  }
+  case Emit::So: {
+    llvm::SmallString<128> objectPath;
+    int fd;
+    if (auto ec = llvm::sys::fs::createTemporaryFile("tfc-model", "o", fd,
+                                                     objectPath))
+      return fail("cannot create a temporary object file: " + ec.message());
+    llvm::FileRemover removeObject(objectPath);
+    {
+      llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+      if (llvm::Error err = emitCode(**llvmModule, *target, ObjectKind::Object, os))
+        return fail(llvm::toString(std::move(err)));
+    }
+    if (llvm::Error err = linkSharedObject(std::string(objectPath),
+                                           kernelsLibrary, out))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
+  case Emit::Mlir:
+    break;
   }
   return 0;
 }

@@ -39,7 +39,8 @@ llvm::Error startIRDump(const std::string &dir, mlir::ModuleOp module) {
 namespace {
 class IRDumpInstrumentation : public mlir::PassInstrumentation {
 public:
-  explicit IRDumpInstrumentation(std::string dir) : dir(std::move(dir)) {}
+  IRDumpInstrumentation(std::string dir, std::shared_ptr<unsigned> counter)
+      : dir(std::move(dir)), counter(std::move(counter)) {}
 
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
     // Nested pass managers run per function; dump the whole module so that
@@ -50,7 +51,7 @@ public:
     llvm::StringRef name = pass->getArgument();
     if (name.empty())
       name = pass->getName();
-    if (llvm::Error err = writeModule(numbered(dir, ++index, name), top)) {
+    if (llvm::Error err = writeModule(numbered(dir, ++*counter, name), top)) {
       if (!reported)
         llvm::errs() << "tfc: warning: --dump-ir: "
                      << llvm::toString(std::move(err)) << "\n";
@@ -62,14 +63,15 @@ public:
 
 private:
   std::string dir;
-  unsigned index = 0;
+  std::shared_ptr<unsigned> counter;
   bool reported = false;
 };
 } // namespace
 
 std::unique_ptr<mlir::PassInstrumentation>
-createIRDumpInstrumentation(const std::string &dir) {
-  return std::make_unique<IRDumpInstrumentation>(dir);
+createIRDumpInstrumentation(const std::string &dir,
+                            std::shared_ptr<unsigned> counter) {
+  return std::make_unique<IRDumpInstrumentation>(dir, std::move(counter));
 }
 
 } // namespace tfc

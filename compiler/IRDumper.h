@@ -17,10 +17,13 @@ namespace tfc {
 llvm::Error startIRDump(const std::string &dir, mlir::ModuleOp module);
 
 /// After every pass writes `NN-<pass-argument>.mlir` into `dir`, numbering on
-/// from 01. Files are written atomically; a failure to write is reported once
-/// on stderr and does not stop compilation.
+/// from `*counter` + 1 (shared, so that several pass managers of one
+/// compilation number their files in one sequence). Files are written
+/// atomically; a failure to write is reported once on stderr and does not
+/// stop compilation.
 std::unique_ptr<mlir::PassInstrumentation>
-createIRDumpInstrumentation(const std::string &dir);
+createIRDumpInstrumentation(const std::string &dir,
+                            std::shared_ptr<unsigned> counter);
 
 } // namespace tfc
 

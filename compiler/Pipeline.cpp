@@ -1,6 +1,8 @@
 //===- Pipeline.cpp - tfc's named compilation phases ----------------------===//
 #include "compiler/Pipeline.h"
 
+#include "codegen/cpu/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -14,6 +16,8 @@ llvm::StringRef phaseName(Phase phase) {
     return "input";
   case Phase::Graph:
     return "graph";
+  case Phase::Kernels:
+    return "kernels";
   }
   return "unknown";
 }
@@ -22,30 +26,38 @@ std::optional<Phase> parsePhase(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<Phase>>(name)
       .Case("input", Phase::Input)
       .Case("graph", Phase::Graph)
+      .Case("kernels", Phase::Kernels)
       .Default(std::nullopt);
 }
 
-Phase lastPhase() { return Phase::Graph; }
+Phase lastPhase() { return Phase::Kernels; }
 
-std::string listPhases() { return "input, graph"; }
+std::string listPhases() { return "input, graph, kernels"; }
 
-void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
-  if (options.compileTo == Phase::Input)
-    return;
+void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
+                   Phase from, Phase to) {
+  to = std::min(to, options.compileTo);
+  auto runs = [&](Phase p) { return from <= p && p <= to; };
   // graph: cleanup that every later phase relies on (folded reshapes and
   // transposes, no duplicated loads).
-  if (options.optLevel >= 1) {
+  if (runs(Phase::Graph) && options.optLevel >= 1) {
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
+  if (runs(Phase::Kernels))
+    pm.addPass(cpu::createTfcLowerToKernels());
 }
 
 void describePipeline(llvm::raw_ostream &os) {
   os << "Phases (--compile-to=<phase>; each includes the ones before):\n"
         "  input   parse and verify the tfc module\n"
         "  graph   canonicalize, cse                       (-O1 and above)\n"
-        "Not yet available in this build: fused (tfc-fuse, tfc-remat),\n"
-        "planned (tfc-schedule, tfc-plan-memory), llvm, so (CPU/CUDA codegen).\n";
+        "  kernels tfc-lower-to-kernels: every op a CPU kernel, buffers in\n"
+        "          one arena per entry (the planned program)\n"
+        "Then --emit=llvm|asm|obj|so lowers kernels through MLIR's LLVM\n"
+        "dialect to LLVM IR, object code for --cpu, and a shared object.\n"
+        "Not yet in this build: fused (tfc-fuse, tfc-remat), memory reuse\n"
+        "(tfc-plan-memory), CUDA codegen.\n";
 }
 
 } // namespace tfc

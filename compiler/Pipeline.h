@@ -27,6 +27,9 @@ enum class Phase {
   Input,
   /// Graph-level cleanup: canonicalization, CSE, dead symbols.
   Graph,
+  /// The planned program: every op a call of a CPU kernel on arena buffers
+  /// (tfc-lower-to-kernels). What codegen turns into LLVM IR and model.so.
+  Kernels,
 };
 
 /// "input", "graph", ...
@@ -45,8 +48,10 @@ struct PipelineOptions {
   Phase compileTo = Phase::Graph;
 };
 
-/// Adds the passes of every phase up to `options.compileTo`.
-void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+/// Adds the passes of the phases in [from, to] (and not past
+/// `options.compileTo`).
+void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
+                   Phase from = Phase::Input, Phase to = Phase::Kernels);
 
 /// A human-readable list of phases and their passes, for `tfc --help`.
 void describePipeline(llvm::raw_ostream &os);

@@ -30,5 +30,10 @@ tools = [
     ToolSubst("tfc-run", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# GoogleTest binaries built alongside the tools (only where GTest was found).
+for unittest in ["tfc-frontend-tests"]:
+    if os.path.exists(os.path.join(config.tfc_tools_dir, unittest)):
+        config.available_features.add(unittest)
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -90,6 +90,9 @@ static LogicalResult verifyInitSpec(Operation *op, StringRef spec,
     if (a.trim().getAsDouble(v))
       return op->emitOpError("initializer '")
              << spec << "': argument '" << a.trim() << "' is not a number";
+    if (!std::isfinite(v))
+      return op->emitOpError("initializer '")
+             << spec << "': argument '" << a.trim() << "' is not finite";
     values.push_back(v);
   }
   size_t expected = llvm::StringSwitch<size_t>(kind)
@@ -235,7 +238,8 @@ LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
                             inferred)))
     return failure();
   if (!llvm::isa<FloatType>(tensorOf(adaptor.getLhs()).getElementType()))
-    return OpDiag{loc, "pow"}("needs float operands, got ",
+    return OpDiag{loc, "pow"}("operands 'lhs' and 'rhs' must be float "
+                              "tensors, got element type ",
                               tensorOf(adaptor.getLhs()).getElementType());
   return success();
 }
@@ -328,6 +332,8 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
   auto x = tensorOf(adaptor.getX()), w = tensorOf(adaptor.getWeight());
   if (failed(sameElementType(diag, "x", x, "weight", w)))
     return failure();
+  if (x.getRank() < 1)
+    return diag("operand 'x' must have rank >= 1, got ", shapeOf(x));
   if (w.getRank() != 2)
     return diag("operand 'weight' must be a matrix, got ", shapeOf(w));
   int64_t k = w.getDimSize(0), n = w.getDimSize(1);
@@ -384,6 +390,10 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   auto x = tensorOf(adaptor.getX());
   if (!x)
     return diag("operand 'x' must be a ranked tensor");
+  if (x.getRank() < 1)
+    return diag("operand 'x' must have rank >= 1 (it is normalized over its "
+                "last dimension), got ",
+                shapeOf(x));
   if (failed(checkNormParam(diag, "weight", x, adaptor.getWeight())) ||
       failed(checkNormParam(diag, "bias", x, adaptor.getBias())) ||
       failed(checkEps(diag, adaptor.getEps())))
@@ -400,6 +410,10 @@ LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
   auto x = tensorOf(adaptor.getX());
   if (!x)
     return diag("operand 'x' must be a ranked tensor");
+  if (x.getRank() < 1)
+    return diag("operand 'x' must have rank >= 1 (it is normalized over its "
+                "last dimension), got ",
+                shapeOf(x));
   if (failed(checkNormParam(diag, "weight", x, adaptor.getWeight())) ||
       failed(checkEps(diag, adaptor.getEps())))
     return failure();
@@ -510,7 +524,8 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
   if (x.getRank() != 4)
     return diag("operand 'x' must be [B, H, T, D], got ", shapeOf(x));
   if (x.getDimSize(3) % 2 != 0)
-    return diag("head dim D = ", x.getDimSize(3), " must be even");
+    return diag("operand 'x' ", shapeOf(x), " has head dim D = ",
+                x.getDimSize(3), ", which must be even");
   float theta = adaptor.getTheta().convertToFloat();
   if (!std::isfinite(theta) || theta <= 1.0f)
     return diag("theta must be finite and > 1, got ", theta);

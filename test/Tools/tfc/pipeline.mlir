@@ -1,14 +1,14 @@
 // Tests that tfc runs its pipeline, writes the result, prints the summary,
 // dumps one numbered file per pass and stops at the requested phase.
 
-// RUN: tfc %s -o %t.mlir --summary | FileCheck %s --check-prefix=SUMMARY
+// RUN: tfc %s --compile-to=graph -o %t.mlir --summary | FileCheck %s --check-prefix=SUMMARY
 // RUN: FileCheck %s --check-prefix=GRAPH < %t.mlir
-// RUN: rm -rf %t.dump && tfc %s --dump-ir=%t.dump -o /dev/null
+// RUN: rm -rf %t.dump && tfc %s --compile-to=graph --dump-ir=%t.dump -o /dev/null
 // RUN: ls %t.dump | FileCheck %s --check-prefix=DUMP
 // RUN: FileCheck %s --check-prefix=GRAPH < %t.dump/02-cse.mlir
 // RUN: tfc %s --compile-to=input | FileCheck %s --check-prefix=INPUT
-// RUN: tfc %s -O0 | FileCheck %s --check-prefix=INPUT
-// RUN: tfc %s --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT
+// RUN: tfc %s -O0 --compile-to=graph | FileCheck %s --check-prefix=INPUT
+// RUN: tfc %s --compile-to=graph --mlir-print-ir-after-all -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT
 
 // SUMMARY: module: 1 parameters, 128 values (512 B), 0 frozen
 // SUMMARY: state: 0 tensors, 0 values (0 B)

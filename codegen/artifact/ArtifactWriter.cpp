@@ -1,0 +1,508 @@
+//===- ArtifactWriter.cpp - planned program -> model.so -------------------===//
+#include "codegen/artifact/ArtifactWriter.h"
+
+#include "codegen/cpu/Passes.h"
+#include "dialects/tfc/TfcOps.h"
+#include "tfc/artifact_abi.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+
+namespace tfc {
+namespace {
+
+struct TensorInfo {
+  std::string name;
+  int32_t dtype = 0;
+  llvm::SmallVector<int64_t> shape;
+  std::string init;
+  uint32_t flags = 0;
+};
+
+enum class ArgKind { Param, State, Input, Output, Arena };
+
+struct EntryInfo {
+  std::string name;   // "forward"
+  std::string symbol; // "tfc_entry_forward"
+  std::vector<TensorInfo> inputs, outputs;
+  int64_t arenaBytes = 0, numKernels = 0;
+  std::vector<std::pair<ArgKind, int64_t>> args;
+};
+
+struct ArtifactInfo {
+  std::vector<TensorInfo> params, state;
+  std::vector<EntryInfo> entries;
+  std::string metadata = "{}";
+};
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+int32_t abiDtype(Type t) {
+  if (t.isF32())
+    return TFC_ABI_F32;
+  if (t.isF16())
+    return TFC_ABI_F16;
+  if (t.isBF16())
+    return TFC_ABI_BF16;
+  if (t.isInteger(32))
+    return TFC_ABI_I32;
+  if (t.isInteger(64))
+    return TFC_ABI_I64;
+  return 0;
+}
+
+TensorInfo tensorInfo(StringRef name, ShapedType type, StringRef init = "",
+                      uint32_t flags = 0) {
+  TensorInfo info;
+  info.name = name.str();
+  info.dtype = abiDtype(type.getElementType());
+  info.shape.assign(type.getShape().begin(), type.getShape().end());
+  info.init = init.str();
+  info.flags = flags;
+  return info;
+}
+
+/// Reads the tables from the module after tfc-lower-to-kernels, then removes
+/// what LLVM cannot translate (tfc.param, tfc.state) and gives entries their
+/// exported-to-the-trampoline names.
+llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
+  ArtifactInfo info;
+  if (auto meta = module->getAttrOfType<StringAttr>("tfc.metadata"))
+    info.metadata = meta.str();
+  SmallVector<Operation *> declarations;
+  for (Operation &op : module.getBody()->getOperations()) {
+    if (auto p = llvm::dyn_cast<ParamOp>(op)) {
+      info.params.push_back(tensorInfo(p.getSymName(), p.getTensorType(),
+                                       p.getInit(),
+                                       p.getFrozen() ? TFC_TENSOR_FROZEN : 0));
+      declarations.push_back(&op);
+    } else if (auto s = llvm::dyn_cast<StateOp>(op)) {
+      info.state.push_back(
+          tensorInfo(s.getSymName(), s.getTensorType(), s.getInit()));
+      declarations.push_back(&op);
+    }
+  }
+  for (auto func : module.getOps<func::FuncOp>()) {
+    auto entryName = func->getAttrOfType<StringAttr>("tfc.entry");
+    if (!entryName)
+      continue;
+    EntryInfo entry;
+    entry.name = entryName.str();
+    entry.symbol = "tfc_entry_" + entry.name;
+    entry.arenaBytes =
+        func->getAttrOfType<IntegerAttr>("tfc.arena_bytes").getInt();
+    entry.numKernels =
+        func->getAttrOfType<IntegerAttr>("tfc.num_kernels").getInt();
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto type = llvm::cast<MemRefType>(func.getArgument(i).getType());
+      auto name = func.getArgAttrOfType<StringAttr>(i, "tfc.name");
+      if (auto a = func.getArgAttrOfType<IntegerAttr>(i, "tfc.param_index")) {
+        entry.args.push_back({ArgKind::Param, a.getInt()});
+      } else if (auto a =
+                     func.getArgAttrOfType<IntegerAttr>(i, "tfc.state_index")) {
+        entry.args.push_back({ArgKind::State, a.getInt()});
+      } else if (auto a =
+                     func.getArgAttrOfType<IntegerAttr>(i, "tfc.input_index")) {
+        entry.args.push_back({ArgKind::Input, a.getInt()});
+        entry.inputs.push_back(tensorInfo(name.getValue(), type));
+      } else if (auto a = func.getArgAttrOfType<IntegerAttr>(
+                     i, "tfc.output_index")) {
+        entry.args.push_back({ArgKind::Output, a.getInt()});
+        entry.outputs.push_back(tensorInfo(name.getValue(), type));
+      } else if (func.getArgAttr(i, "tfc.arena")) {
+        entry.args.push_back({ArgKind::Arena, 0});
+      } else {
+        return error("entry '" + entry.name + "': argument " + Twine(i) +
+                     " has no tfc role (run tfc-lower-to-kernels first)");
+      }
+    }
+    func.setName(entry.symbol);
+    info.entries.push_back(std::move(entry));
+  }
+  if (info.entries.empty())
+    return error("the module has no lowered entry (run tfc-lower-to-kernels)");
+  for (Operation *op : declarations)
+    op->erase();
+  return info;
+}
+
+/// Emits the constant tables and trampolines of artifact_abi.h into `m`.
+class TableEmitter {
+public:
+  TableEmitter(llvm::Module &m, const ArtifactInfo &info,
+               const ArtifactOptions &options, llvm::TargetMachine &target)
+      : m(m), ctx(m.getContext()), info(info), options(options),
+        target(target), b(ctx) {
+    ptr = llvm::PointerType::get(ctx, 0);
+    i32 = b.getInt32Ty();
+    i64 = b.getInt64Ty();
+    // struct tfc_tensor_desc_t
+    tensorDesc = llvm::StructType::create(
+        ctx, {ptr, i32, i32, ptr, ptr, i32, i32}, "tfc_tensor_desc_t");
+    // struct tfc_entry_t
+    entryDesc = llvm::StructType::create(
+        ctx, {ptr, i32, i32, ptr, ptr, i64, i64, ptr}, "tfc_entry_t");
+    // struct tfc_artifact_t
+    artifact = llvm::StructType::create(
+        ctx,
+        {i32, i32, i32, i32, ptr, ptr, ptr, ptr, i32, i32, i32, i32, ptr, ptr,
+         ptr},
+        "tfc_artifact_t");
+    // struct tfc_host_api_t
+    hostApi =
+        llvm::StructType::create(ctx, {i32, ptr, ptr, ptr}, "tfc_host_api_t");
+  }
+
+  llvm::Error emit() {
+    std::vector<llvm::Constant *> entries;
+    for (const EntryInfo &e : info.entries) {
+      auto trampoline = emitTrampoline(e);
+      if (!trampoline)
+        return trampoline.takeError();
+      entries.push_back(llvm::ConstantStruct::get(
+          entryDesc,
+          {str(e.name), b.getInt32(e.inputs.size()),
+           b.getInt32(e.outputs.size()), tensorTable(e.inputs, e.name + ".in"),
+           tensorTable(e.outputs, e.name + ".out"), b.getInt64(e.arenaBytes),
+           b.getInt64(e.numKernels), *trampoline}));
+    }
+    llvm::Constant *entryTable = global(
+        llvm::ConstantArray::get(llvm::ArrayType::get(entryDesc, entries.size()),
+                                 entries),
+        "tfc.entries");
+    std::string target = m.getTargetTriple() + ":" + cpuName();
+    uint64_t size = m.getDataLayout().getTypeAllocSize(artifact);
+    llvm::Constant *table = llvm::ConstantStruct::get(
+        artifact,
+        {b.getInt32(TFC_ARTIFACT_MAGIC), b.getInt32(TFC_ARTIFACT_ABI_VERSION),
+         b.getInt32(size), b.getInt32(0), str(target),
+         str(options.compilerVersion), str(options.moduleHash),
+         str(info.metadata), b.getInt32(info.params.size()),
+         b.getInt32(info.state.size()), b.getInt32(info.entries.size()),
+         b.getInt32(0), tensorTable(info.params, "params"),
+         tensorTable(info.state, "state"), entryTable});
+    llvm::Constant *artifactGlobal = global(table, "tfc.artifact");
+
+    // const tfc_artifact_t* tfc_artifact_v1(void)
+    auto *getter = llvm::Function::Create(
+        llvm::FunctionType::get(ptr, {}, false),
+        llvm::GlobalValue::ExternalLinkage, TFC_ARTIFACT_SYMBOL, m);
+    b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", getter));
+    b.CreateRet(artifactGlobal);
+    return llvm::Error::success();
+  }
+
+private:
+  std::string cpuName() const {
+    return target.getTargetCPU().str();
+  }
+
+  llvm::GlobalVariable *global(llvm::Constant *init, const Twine &name) {
+    auto *g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::PrivateLinkage, init,
+                                       name);
+    return g;
+  }
+
+  llvm::Constant *str(StringRef s) {
+    return b.CreateGlobalStringPtr(s, "tfc.str", 0, &m);
+  }
+
+  llvm::Constant *tensorTable(const std::vector<TensorInfo> &tensors,
+                              const std::string &name) {
+    if (tensors.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    std::vector<llvm::Constant *> descs;
+    for (const TensorInfo &t : tensors) {
+      std::vector<llvm::Constant *> dims;
+      for (int64_t d : t.shape)
+        dims.push_back(b.getInt64(d));
+      llvm::Constant *shape =
+          dims.empty()
+              ? static_cast<llvm::Constant *>(llvm::ConstantPointerNull::get(ptr))
+              : global(llvm::ConstantArray::get(
+                           llvm::ArrayType::get(i64, dims.size()), dims),
+                       "tfc.shape");
+      descs.push_back(llvm::ConstantStruct::get(
+          tensorDesc, {str(t.name), b.getInt32(t.dtype),
+                       b.getInt32(t.shape.size()), shape, str(t.init),
+                       b.getInt32(t.flags), b.getInt32(0)}));
+    }
+    return global(llvm::ConstantArray::get(
+                      llvm::ArrayType::get(tensorDesc, descs.size()), descs),
+                  "tfc." + name);
+  }
+
+  /// int32_t tfc_call_<name>(host, params, state, inputs, outputs, arena):
+  /// sets the kernels' host, unpacks the pointer arrays into the entry's
+  /// arguments, calls it, and turns a pending kernel error into a report.
+  llvm::Expected<llvm::Function *> emitTrampoline(const EntryInfo &e) {
+    llvm::Function *callee = m.getFunction(e.symbol);
+    if (!callee)
+      return error("entry function '" + e.symbol + "' is missing after lowering");
+    auto *fnType =
+        llvm::FunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr, ptr}, false);
+    auto *fn = llvm::Function::Create(fnType, llvm::GlobalValue::InternalLinkage,
+                                      "tfc_call_" + e.name, m);
+    auto *body = llvm::BasicBlock::Create(ctx, "entry", fn);
+    b.SetInsertPoint(body);
+    llvm::Value *host = fn->getArg(0);
+    auto setHost = m.getOrInsertFunction(
+        "tfc_kernels_set_host", llvm::FunctionType::get(b.getVoidTy(), {ptr}, false));
+    auto takeError = m.getOrInsertFunction(
+        "tfc_kernels_take_error", llvm::FunctionType::get(ptr, {}, false));
+    b.CreateCall(setHost, {host});
+    std::vector<llvm::Value *> args;
+    for (auto [kind, index] : e.args) {
+      if (kind == ArgKind::Arena) {
+        args.push_back(fn->getArg(5));
+        continue;
+      }
+      unsigned array = kind == ArgKind::Param   ? 1
+                       : kind == ArgKind::State ? 2
+                       : kind == ArgKind::Input ? 3
+                                                : 4;
+      llvm::Value *slot =
+          b.CreateConstInBoundsGEP1_64(ptr, fn->getArg(array), index);
+      args.push_back(b.CreateLoad(ptr, slot));
+    }
+    if (callee->arg_size() != args.size())
+      return error("entry '" + e.name + "' takes " +
+                   Twine(callee->arg_size()) + " arguments after lowering, " +
+                   "the table describes " + Twine(args.size()));
+    b.CreateCall(callee, args);
+    llvm::Value *message = b.CreateCall(takeError, {});
+    auto *failed = llvm::BasicBlock::Create(ctx, "failed", fn);
+    auto *done = llvm::BasicBlock::Create(ctx, "done", fn);
+    b.CreateCondBr(b.CreateIsNull(message), done, failed);
+    b.SetInsertPoint(failed);
+    llvm::Value *reportSlot = b.CreateStructGEP(hostApi, host, 3);
+    llvm::Value *report = b.CreateLoad(ptr, reportSlot);
+    llvm::Value *user = b.CreateLoad(ptr, b.CreateStructGEP(hostApi, host, 1));
+    b.CreateCall(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
+                 report, {user, message});
+    b.CreateRet(b.getInt32(1));
+    b.SetInsertPoint(done);
+    b.CreateRet(b.getInt32(0));
+    return fn;
+  }
+
+  llvm::Module &m;
+  llvm::LLVMContext &ctx;
+  const ArtifactInfo &info;
+  const ArtifactOptions &options;
+  llvm::TargetMachine &target;
+  llvm::IRBuilder<> b;
+  llvm::PointerType *ptr;
+  llvm::IntegerType *i32, *i64;
+  llvm::StructType *tensorDesc, *entryDesc, *artifact, *hostApi;
+};
+
+void optimize(llvm::Module &m, llvm::TargetMachine &target, int optLevel) {
+  if (optLevel == 0)
+    return;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(&target, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  pb.buildPerModuleDefaultPipeline(level).run(m, mam);
+}
+
+} // namespace
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const ArtifactOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  std::string message;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, message);
+  if (!target)
+    return error("no LLVM target for " + triple + ": " + message);
+  std::string cpu = options.cpu;
+  std::string features;
+  if (cpu == "native") {
+    cpu = llvm::sys::getHostCPUName().str();
+    llvm::SubtargetFeatures f;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      f.AddFeature(feature.first(), feature.second);
+    features = f.getString();
+  }
+  llvm::TargetOptions targetOptions;
+  auto level = options.optLevel == 0 ? llvm::CodeGenOptLevel::None
+                                     : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      level));
+  if (!machine)
+    return error("cannot create a target machine for " + triple + " cpu " + cpu);
+  // An unknown CPU name makes LLVM print a warning and fall back to generic;
+  // refuse it instead so that `--cpu=x86-64-v5` is an error.
+  if (options.cpu != "native" &&
+      !machine->getMCSubtargetInfo()->isCPUStringValid(cpu))
+    return error("unknown --cpu='" + cpu +
+                 "' (try native, x86-64, x86-64-v2, x86-64-v3, x86-64-v4)");
+  return machine;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+buildArtifactModule(ModuleOp module, llvm::LLVMContext &context,
+                    llvm::TargetMachine &target,
+                    const ArtifactOptions &options) {
+  auto info = collectInfo(module);
+  if (!info)
+    return info.takeError();
+
+  MLIRContext *mlirContext = module.getContext();
+  registerBuiltinDialectTranslation(*mlirContext);
+  registerLLVMDialectTranslation(*mlirContext);
+  PassManager pm(mlirContext);
+  cpu::buildLowerToLLVMPipeline(pm);
+  if (failed(pm.run(module)))
+    return error("lowering the kernels to the LLVM dialect failed");
+
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, context, "tfc_artifact");
+  if (!llvmModule)
+    return error("translating the LLVM dialect to LLVM IR failed");
+  llvmModule->setTargetTriple(target.getTargetTriple().str());
+  llvmModule->setDataLayout(target.createDataLayout());
+
+  TableEmitter tables(*llvmModule, *info, options, target);
+  if (llvm::Error err = tables.emit())
+    return std::move(err);
+  std::string verifyMessage;
+  llvm::raw_string_ostream verifyStream(verifyMessage);
+  if (llvm::verifyModule(*llvmModule, &verifyStream))
+    return error("internal error: the artifact's LLVM IR is invalid: " +
+                 verifyMessage);
+  optimize(*llvmModule, target, options.optLevel);
+  return llvmModule;
+}
+
+llvm::Error emitCode(llvm::Module &module, llvm::TargetMachine &target,
+                     ObjectKind kind, llvm::raw_pwrite_stream &os) {
+  llvm::legacy::PassManager pm;
+  auto fileType = kind == ObjectKind::Assembly
+                      ? llvm::CodeGenFileType::AssemblyFile
+                      : llvm::CodeGenFileType::ObjectFile;
+  if (target.addPassesToEmitFile(pm, os, nullptr, fileType))
+    return error("the target cannot emit this kind of file");
+  pm.run(module);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> findKernelsLibrary(const char *argv0) {
+  if (const char *env = std::getenv("TFC_KERNELS_LIB")) {
+    if (!llvm::sys::fs::exists(env))
+      return error("TFC_KERNELS_LIB='" + Twine(env) + "' does not exist");
+    return std::string(env);
+  }
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      argv0, reinterpret_cast<void *>(&findKernelsLibrary));
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(path, "..", "lib", "libtfc_cpu_kernels.a");
+  if (!llvm::sys::fs::exists(path))
+    return error("cannot find the kernel library at '" + path +
+                 "' (set TFC_KERNELS_LIB)");
+  return std::string(path);
+}
+
+llvm::Error linkSharedObject(const std::string &objectPath,
+                             const std::string &kernelsLibrary,
+                             const std::string &outputPath) {
+  std::string linker;
+  if (const char *env = std::getenv("TFC_LINKER")) {
+    linker = env;
+  } else {
+    for (const char *candidate : {"c++", "g++", "clang++"}) {
+      if (auto found = llvm::sys::findProgramByName(candidate)) {
+        linker = *found;
+        break;
+      }
+    }
+  }
+  if (linker.empty())
+    return error("no linker found (looked for c++, g++, clang++ on PATH; set "
+                 "TFC_LINKER)");
+
+  // Export only the artifact symbol: kernels and the kernel library stay
+  // internal, so two artifacts loaded into one process never collide.
+  llvm::SmallString<128> script, temp;
+  int fd;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("tfc-exports", "map", fd,
+                                                   script))
+    return error("cannot create a temporary file: " + ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << "{ global: " << TFC_ARTIFACT_SYMBOL << "; local: *; };\n";
+  }
+  llvm::FileRemover removeScript(script);
+  llvm::SmallString<256> model(outputPath);
+  if (auto ec = llvm::sys::fs::createUniqueFile(model + ".tmp-%%%%%%", temp))
+    return error("cannot create '" + model + ".tmp-*': " + ec.message());
+  llvm::FileRemover removeTemp(temp);
+  std::string versionScript = "-Wl,--version-script=" + script.str().str();
+  llvm::SmallVector<llvm::StringRef> argv = {
+      linker,          "-shared",      "-o",           temp.str(),
+      objectPath,      kernelsLibrary, versionScript,  "-Wl,-z,noexecstack",
+      "-lm"};
+  std::string errorMessage;
+  llvm::SmallString<128> logPath;
+  llvm::sys::fs::createTemporaryFile("tfc-link", "log", logPath);
+  llvm::FileRemover removeLog(logPath);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, logPath.str(),
+                                                logPath.str()};
+  int rc = llvm::sys::ExecuteAndWait(linker, argv, std::nullopt, redirects, 0,
+                                     0, &errorMessage);
+  if (rc != 0) {
+    std::string log;
+    if (auto buffer = llvm::MemoryBuffer::getFile(logPath))
+      log = (*buffer)->getBuffer().str();
+    return error("linking '" + outputPath + "' with " + linker + " failed" +
+                 (errorMessage.empty() ? "" : ": " + errorMessage) + "\n" +
+                 log);
+  }
+  if (auto ec = llvm::sys::fs::rename(temp, outputPath))
+    return error("cannot write '" + outputPath + "': " + ec.message());
+  removeTemp.releaseFile();
+  return llvm::Error::success();
+}
+
+} // namespace tfc

@@ -1,0 +1,200 @@
+//===- LibraryKernels.cpp - ops computed by the hand-written kernels ------===//
+//
+// matmul, linear, attention and sample call codegen/cpu/kernels (packed,
+// register-blocked, multi-threaded code). The emitters only compute sizes and
+// strides and pass pointers.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/KernelEmitters.h"
+
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace tfc::cpu {
+namespace {
+
+Value i64(OpBuilder &b, Location loc, int64_t v) {
+  return b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(v));
+}
+Value i32(OpBuilder &b, Location loc, int64_t v) {
+  return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
+}
+Value f32(OpBuilder &b, Location loc, double v) {
+  return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v));
+}
+
+void call(OpBuilder &b, Operation *op, StringRef name, ValueRange args) {
+  SmallVector<Type> types;
+  for (Value a : args)
+    types.push_back(a.getType());
+  auto fn = declareExternal(b, op, name, b.getFunctionType(types, {}));
+  b.create<func::CallOp>(op->getLoc(), fn, args);
+}
+
+bool requireF32(Operation *op, ValueRange operands) {
+  for (Value v : operands) {
+    auto t = llvm::cast<MemRefType>(v.getType());
+    if (llvm::isa<FloatType>(t.getElementType()) &&
+        !t.getElementType().isF32()) {
+      op->emitError("CPU codegen: ")
+          << op->getName() << " on " << t.getElementType()
+          << " is not supported yet (f32 only)";
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Copies `src` broadcast to `batch` + its own last two dims into a fresh
+/// buffer, for matmul operands whose batch broadcast no stride can express.
+Value materializeBatch(OpBuilder &b, Location loc, Value src,
+                       ArrayRef<int64_t> batch) {
+  auto type = llvm::cast<MemRefType>(src.getType());
+  SmallVector<int64_t> shape(batch);
+  shape.append(type.getShape().take_back(2).begin(),
+               type.getShape().take_back(2).end());
+  auto outType = MemRefType::get(shape, type.getElementType());
+  Value out = b.create<memref::AllocOp>(loc, outType);
+  MLIRContext *ctx = b.getContext();
+  int64_t offset = shape.size() - type.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, d] : llvm::enumerate(type.getShape())) {
+    if (d == 1 && shape[i + offset] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(i + offset, ctx));
+  }
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(shape.size(), 0, exprs, ctx),
+      AffineMap::getMultiDimIdentityMap(shape.size(), ctx)};
+  SmallVector<utils::IteratorType> iters(shape.size(),
+                                         utils::IteratorType::parallel);
+  b.create<linalg::GenericOp>(loc, ValueRange{src}, ValueRange{out}, maps,
+                              iters,
+                              [](OpBuilder &nb, Location l, ValueRange args) {
+                                nb.create<linalg::YieldOp>(l, args[0]);
+                              });
+  return out;
+}
+
+bool emitMatmul(OpBuilder &b, MatmulOp op, ValueRange operands,
+                ValueRange results) {
+  Location loc = op.getLoc();
+  auto outType = llvm::cast<MemRefType>(results[0].getType());
+  ArrayRef<int64_t> outShape = outType.getShape();
+  ArrayRef<int64_t> batch = outShape.drop_back(2);
+  int64_t batchCount = numElements(batch);
+  int64_t m = outShape[outShape.size() - 2], n = outShape.back();
+  auto lhsShape = llvm::cast<MemRefType>(operands[0].getType()).getShape();
+  int64_t k = op.getTransposeLhs() ? lhsShape[lhsShape.size() - 2]
+                                   : lhsShape.back();
+  SmallVector<Value> temporaries;
+  // A stride per operand: the full matrix size when its batch equals the
+  // result's, 0 when it has a single matrix, else materialize the broadcast.
+  auto strideFor = [&](Value &v) -> int64_t {
+    auto shape = llvm::cast<MemRefType>(v.getType()).getShape();
+    int64_t matrix = shape[shape.size() - 2] * shape.back();
+    int64_t count = numElements(shape.drop_back(2));
+    if (count == 1)
+      return batchCount == 1 ? matrix : 0;
+    SmallVector<int64_t> padded(batch.size() - (shape.size() - 2), 1);
+    padded.append(shape.begin(), shape.end() - 2);
+    if (llvm::ArrayRef<int64_t>(padded) == batch)
+      return matrix;
+    v = materializeBatch(b, loc, v, batch);
+    temporaries.push_back(v);
+    return matrix;
+  };
+  Value lhs = operands[0], rhs = operands[1];
+  int64_t strideA = strideFor(lhs), strideB = strideFor(rhs);
+  call(b, op, "tfc_k_matmul_f32",
+       {pointerOf(b, loc, lhs), pointerOf(b, loc, rhs),
+        pointerOf(b, loc, results[0]), i64(b, loc, batchCount),
+        i64(b, loc, m), i64(b, loc, n), i64(b, loc, k),
+        i32(b, loc, op.getTransposeLhs()), i32(b, loc, op.getTransposeRhs()),
+        i64(b, loc, strideA), i64(b, loc, strideB), i64(b, loc, m * n),
+        i32(b, loc, 0)});
+  for (Value t : temporaries)
+    b.create<memref::DeallocOp>(loc, t);
+  return true;
+}
+
+bool emitLinear(OpBuilder &b, LinearOp op, ValueRange operands,
+                ValueRange results) {
+  Location loc = op.getLoc();
+  auto outShape = llvm::cast<MemRefType>(results[0].getType()).getShape();
+  int64_t n = outShape.back();
+  int64_t m = numElements(outShape) / n;
+  int64_t k = llvm::cast<MemRefType>(operands[0].getType()).getShape().back();
+  Value bias = op.getBias()
+                   ? pointerOf(b, loc, operands[2])
+                   : b.create<LLVM::ZeroOp>(
+                          loc, LLVM::LLVMPointerType::get(b.getContext()))
+                         .getResult();
+  call(b, op, "tfc_k_linear_f32",
+       {pointerOf(b, loc, operands[0]), pointerOf(b, loc, operands[1]), bias,
+        pointerOf(b, loc, results[0]), i64(b, loc, m), i64(b, loc, n),
+        i64(b, loc, k), i32(b, loc, op.getTransposeWeight())});
+  return true;
+}
+
+bool emitAttention(OpBuilder &b, AttentionOp op, ValueRange operands,
+                   ValueRange results) {
+  Location loc = op.getLoc();
+  auto q = op.getQuery().getType(), k = op.getKey().getType(),
+       v = op.getValue().getType();
+  Value offset;
+  if (op.getOffset())
+    offset = b.create<arith::ExtSIOp>(loc, b.getI64Type(),
+                                      loadScalar(b, loc, operands[3]));
+  else
+    offset = i64(b, loc, k.getDimSize(2) - q.getDimSize(2));
+  call(b, op, "tfc_k_attention_f32",
+       {pointerOf(b, loc, operands[0]), pointerOf(b, loc, operands[1]),
+        pointerOf(b, loc, operands[2]), pointerOf(b, loc, results[0]),
+        i64(b, loc, q.getDimSize(0)), i64(b, loc, q.getDimSize(1)),
+        i64(b, loc, k.getDimSize(1)), i64(b, loc, q.getDimSize(2)),
+        i64(b, loc, k.getDimSize(2)), i64(b, loc, q.getDimSize(3)),
+        i64(b, loc, v.getDimSize(3)), i32(b, loc, op.getCausal()), offset,
+        f32(b, loc, op.getEffectiveScale())});
+  return true;
+}
+
+bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
+                ValueRange results) {
+  Location loc = op.getLoc();
+  auto logits = op.getLogits().getType();
+  call(b, op, "tfc_k_sample_f32",
+       {pointerOf(b, loc, operands[0]), i64(b, loc, logits.getDimSize(0)),
+        i64(b, loc, logits.getDimSize(1)), loadScalar(b, loc, operands[1]),
+        loadScalar(b, loc, operands[2]), loadScalar(b, loc, operands[3]),
+        loadScalar(b, loc, operands[4]), pointerOf(b, loc, results[0])});
+  return true;
+}
+
+} // namespace
+
+FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
+                                  ValueRange operands, ValueRange results) {
+  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, SampleOp>(op))
+    return failure();
+  if (!requireF32(op, operands))
+    return false;
+  return llvm::TypeSwitch<Operation *, bool>(op)
+      .Case([&](MatmulOp m) { return emitMatmul(b, m, operands, results); })
+      .Case([&](LinearOp l) { return emitLinear(b, l, operands, results); })
+      .Case([&](AttentionOp a) {
+        return emitAttention(b, a, operands, results);
+      })
+      .Case([&](SampleOp s) { return emitSample(b, s, operands, results); })
+      .Default([](Operation *) { return false; });
+}
+
+} // namespace tfc::cpu

@@ -1,0 +1,33 @@
+//===- LowerToLLVM.cpp - kernels and entries to the LLVM dialect ----------===//
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace tfc::cpu {
+
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm) {
+  pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass());
+  pm.addPass(mlir::createLowerAffinePass());
+  pm.addPass(mlir::createConvertSCFToCFPass());
+  // Integer powers become software loops; tanh, erf and friends become libm
+  // calls; the rest (exp, log, sqrt, ...) become LLVM intrinsics.
+  pm.addPass(mlir::createConvertMathToFuncs());
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
+  pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
+  mlir::ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(mlir::createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createArithToLLVMConversionPass());
+  pm.addPass(mlir::createConvertIndexToLLVMPass());
+  pm.addPass(mlir::createConvertControlFlowToLLVMPass());
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  pm.addPass(mlir::createCanonicalizerPass());
+}
+
+} // namespace tfc::cpu

@@ -1,0 +1,154 @@
+// The C entry points for matrix products and attention: argument checks, ISA dispatch.
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+
+#include "internal.h"
+#include "tfc_kernels.h"
+
+namespace tfc_kern {
+namespace {
+
+std::atomic<const IsaKernels*> g_isa{nullptr};
+
+bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+const IsaKernels* by_name(const char* name) {
+  if (!name) return nullptr;
+  if (strcmp(name, "avx512") == 0) return cpu_has_avx512() ? &kIsaAvx512 : nullptr;
+  if (strcmp(name, "avx2") == 0) return cpu_has_avx2() ? &kIsaAvx2 : nullptr;
+  if (strcmp(name, "scalar") == 0) return &kIsaScalar;
+  return nullptr;
+}
+
+const IsaKernels* detect() {
+  // TFC_KERNELS_ISA=avx512|avx2|scalar caps the choice (for testing and comparisons);
+  // a value the CPU cannot run is ignored.
+  if (const IsaKernels* forced = by_name(getenv("TFC_KERNELS_ISA"))) return forced;
+  if (cpu_has_avx512()) return &kIsaAvx512;
+  if (cpu_has_avx2()) return &kIsaAvx2;
+  return &kIsaScalar;
+}
+
+void fill_k0(const GemmArgs& g) {
+  // k == 0: op(A) op(B) is the zero matrix.
+  for (int64_t b = 0; b < g.batch; ++b) {
+    float* c = g.c + b * g.stride_c;
+    for (int64_t i = 0; i < g.m; ++i) {
+      for (int64_t j = 0; j < g.n; ++j) {
+        float x = g.bias ? g.bias[j] : 0.f;
+        c[i * g.n + j] = (g.accumulate || (g.stride_c == 0 && b > 0)) ? c[i * g.n + j] + x : x;
+      }
+    }
+  }
+}
+
+void run_gemm(GemmArgs g) {
+  if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
+  if (!g.a && g.k > 0) return;
+  if (g.k <= 0) {
+    fill_k0(g);
+    return;
+  }
+  if (g.stride_c == 0 && g.batch > 1) {
+    // One output for the whole batch: the products are summed into it, batch by batch
+    // in order (deterministic), C = sum_b op(A_b) op(B_b) (+ C when accumulate).
+    GemmArgs one = g;
+    one.batch = 1;
+    for (int64_t b = 0; b < g.batch; ++b) {
+      one.a = g.a + b * g.stride_a;
+      one.b = g.b + b * g.stride_b;
+      one.accumulate = g.accumulate || b > 0;
+      one.bias = b == 0 ? g.bias : nullptr;
+      isa().gemm(one);
+    }
+    return;
+  }
+  isa().gemm(g);
+}
+
+}  // namespace
+
+const IsaKernels& isa() {
+  const IsaKernels* p = g_isa.load(std::memory_order_acquire);
+  if (!p) {
+    p = detect();
+    g_isa.store(p, std::memory_order_release);
+  }
+  return *p;
+}
+
+}  // namespace tfc_kern
+
+extern "C" {
+
+int tfc_kernels_internal_set_isa(const char* name) {
+  if (!name) {
+    tfc_kern::g_isa.store(tfc_kern::detect());
+    return 1;
+  }
+  const tfc_kern::IsaKernels* p = tfc_kern::by_name(name);
+  if (!p) return 0;
+  tfc_kern::g_isa.store(p);
+  return 1;
+}
+
+const char* tfc_kernels_internal_isa_name(void) { return tfc_kern::isa().name; }
+
+void tfc_k_matmul_f32(const float* a, const float* b, float* c, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                      int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                      int32_t accumulate) {
+  if (m < 0 || n < 0 || k < 0 || batch < 0) {
+    tfc_kernels_error("tfc_k_matmul_f32: negative size");
+    return;
+  }
+  tfc_kern::GemmArgs g{a,       b,        c,        nullptr,  batch,   m,
+                       n,       k,        trans_a != 0, trans_b != 0, stride_a, stride_b,
+                       stride_c, accumulate != 0};
+  tfc_kern::run_gemm(g);
+}
+
+void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* y, int64_t m,
+                      int64_t n, int64_t k, int32_t trans_w) {
+  if (m < 0 || n < 0 || k < 0) {
+    tfc_kernels_error("tfc_k_linear_f32: negative size");
+    return;
+  }
+  tfc_kern::GemmArgs g{x, w, y, bias, 1, m, n, k, false, trans_w != 0, 0, 0, 0, false};
+  tfc_kern::run_gemm(g);
+}
+
+void tfc_k_attention_f32(const float* q, const float* k, const float* v, float* out,
+                         int64_t batch, int64_t heads, int64_t kv_heads, int64_t tq,
+                         int64_t tk, int64_t d, int64_t dv, int32_t causal, int64_t offset,
+                         float scale) {
+  if (batch < 0 || heads < 0 || kv_heads <= 0 || tq < 0 || tk < 0 || d <= 0 || dv < 0 ||
+      heads % kv_heads != 0) {
+    tfc_kernels_error("tfc_k_attention_f32: bad sizes (heads must be a multiple of kv_heads)");
+    return;
+  }
+  tfc_kern::AttnArgs a{q, k, v, out, batch, heads, kv_heads, tq, tk, d, dv, causal != 0, offset,
+                       scale};
+  tfc_kern::isa().attention(a);
+}
+
+}  // extern "C"

@@ -1,0 +1,81 @@
+// Internal interfaces of the tfc CPU kernel library (not part of the C API).
+//
+// Layout: the public C functions (src/api.cpp, src/sample.cpp, src/random.cpp) are
+// compiled for the x86-64 baseline. The heavy kernels (packed sgemm, attention, the
+// vectorized exp-sum used by sampling) live in src/kernels_impl.inc, written once against
+// a small vector abstraction `V`, and compiled three times: src/isa_avx512.cpp
+// (-mavx512f -mavx512bw -mavx512vl -mfma), src/isa_avx2.cpp (-mavx2 -mfma) and
+// src/isa_scalar.cpp (baseline). Each of those translation units keeps everything in an
+// anonymous namespace and exports only one constant table (IsaKernels); the baseline code
+// picks a table at run time with __builtin_cpu_supports. Nothing compiled with wider ISA
+// flags may be an inline function or template with external linkage (the linker could
+// keep the AVX-512 copy of a COMDAT for the whole program), so the ISA units use no
+// std:: templates.
+#ifndef TFC_CODEGEN_CPU_KERNELS_SRC_INTERNAL_H_
+#define TFC_CODEGEN_CPU_KERNELS_SRC_INTERNAL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace tfc_kern {
+
+struct GemmArgs {
+  const float* a;
+  const float* b;
+  float* c;
+  const float* bias;  // [n] or nullptr, added once to every row of C
+  int64_t batch, m, n, k;
+  bool trans_a, trans_b;
+  int64_t stride_a, stride_b, stride_c;
+  bool accumulate;
+};
+
+struct AttnArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  int64_t batch, heads, kv_heads, tq, tk, d, dv;
+  bool causal;
+  int64_t offset;
+  float scale;
+};
+
+struct IsaKernels {
+  const char* name;
+  int mr, nr, kc;  // microkernel shape and K block, for reports and tests
+  void (*gemm)(const GemmArgs& args);
+  void (*attention)(const AttnArgs& args);
+  // Returns max(x[0..n)) (n >= 1; NaN-free input assumed).
+  float (*max)(const float* x, int64_t n);
+  // out[i] = exp((x[i] - shift) * scale) for i < n; returns their sum in double.
+  double (*exp_sum)(const float* x, int64_t n, float shift, float scale, float* out);
+};
+
+extern const IsaKernels kIsaAvx512;
+extern const IsaKernels kIsaAvx2;
+extern const IsaKernels kIsaScalar;
+
+// The table in use (chosen on first call, or forced by set_isa / TFC_KERNELS_ISA).
+const IsaKernels& isa();
+
+// ---- Context (src/context.cpp) ----
+// Runs fn over [0, n) with the current thread's host (serially without one, or when
+// called from inside a kernel's own parallel region). Workers see the caller's context,
+// so tfc_kernels_error() from a worker reaches the caller's pending error.
+void parallel_for(int64_t n, int64_t grain, void (*fn)(void* ctx, int64_t begin, int64_t end),
+                  void* ctx);
+
+// A per-thread, 64-byte aligned scratch buffer of at least `count` floats. Slots are
+// independent; a slot's content is undefined after a call with a larger count.
+float* scratch(int slot, size_t count);
+constexpr int kScratchSlots = 8;
+
+}  // namespace tfc_kern
+
+// Test hooks (C linkage, not in the public header): force an ISA by name ("avx512",
+// "avx2", "scalar"; nullptr: automatic). Returns 0 when the CPU cannot run it.
+extern "C" int tfc_kernels_internal_set_isa(const char* name);
+extern "C" const char* tfc_kernels_internal_isa_name(void);
+
+#endif  // TFC_CODEGEN_CPU_KERNELS_SRC_INTERNAL_H_

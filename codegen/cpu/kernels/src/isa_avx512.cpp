@@ -1,0 +1,81 @@
+// AVX-512 (F/BW/VL) + FMA kernels. Compiled with -mavx512f -mavx512bw -mavx512vl -mfma;
+// only reached after a run-time CPU check (api.cpp). See internal.h for the rules.
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+#ifndef TFC_AVX512_MR
+#define TFC_AVX512_MR 14
+#endif
+#ifndef TFC_AVX512_NR
+#define TFC_AVX512_NR 32
+#endif
+#ifndef TFC_AVX512_KC
+#define TFC_AVX512_KC 256
+#endif
+#ifndef TFC_AVX512_NT
+#define TFC_AVX512_NT 128
+#endif
+
+namespace tfc_kern {
+namespace {
+
+struct V {
+  static constexpr int W = 16;
+  using reg = __m512;
+  using mask = __mmask16;
+  static inline reg zero() { return _mm512_setzero_ps(); }
+  static inline reg set1(float x) { return _mm512_set1_ps(x); }
+  static inline reg loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static inline reg loadu_mask(const float* p, mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static inline void storeu(float* p, reg x) { _mm512_storeu_ps(p, x); }
+  static inline void storeu_mask(float* p, reg x, mask m) { _mm512_mask_storeu_ps(p, m, x); }
+  static inline reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static inline reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static inline reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
+  static inline reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static inline reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
+  static inline mask make_mask(int n) { return (mask)((1u << n) - 1u); }
+  static inline float hsum(reg x) { return _mm512_reduce_add_ps(x); }
+  static inline float hmax(reg x) { return _mm512_reduce_max_ps(x); }
+  // exp(x): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, Cephes polynomial, then
+  // scalef (exact 2^n with correct underflow to 0 and overflow to inf).
+  static inline reg exp(reg x) {
+    x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.8f)), _mm512_set1_ps(-104.f));
+    reg n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    reg r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    reg p = _mm512_set1_ps(1.9875691500E-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    reg r2 = _mm512_mul_ps(r, r);
+    p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+    return _mm512_scalef_ps(p, n);
+  }
+};
+
+constexpr int MR = TFC_AVX512_MR;
+constexpr int NR = TFC_AVX512_NR;
+constexpr int KC = TFC_AVX512_KC;
+constexpr int NT = TFC_AVX512_NT;
+constexpr int MCMAX = 36 * MR;
+constexpr int BQ = 2 * MR;
+constexpr int BK = 128;
+
+#include "kernels_impl.inc"
+
+float max_fn(const float* x, int64_t n) { return row_max(x, n); }
+double exp_sum_fn(const float* x, int64_t n, float shift, float scale, float* out) {
+  return row_exp_sum(x, n, shift, scale, out);
+}
+
+}  // namespace
+
+extern const IsaKernels kIsaAvx512 = {"avx512", MR, NR, KC, gemm, attention, max_fn, exp_sum_fn};
+
+}  // namespace tfc_kern

@@ -1,0 +1,190 @@
+// tfc_k_matmul_f32 / tfc_k_linear_f32 against a double-precision reference, on every ISA
+// this CPU runs, serial and with a 3-thread host (bit-identical: the K blocking depends on
+// K only and every output element is summed in the same order whatever the partition).
+#include <gtest/gtest.h>
+#include <string.h>
+
+#include <array>
+
+#include "internal.h"
+#include "test_util.h"
+
+namespace tfc_kern_test {
+namespace {
+
+struct MatmulCase {
+  int64_t batch, m, n, k;
+  bool ta, tb;
+  int64_t sa, sb, sc;  // in units: -1 = dense, 0 = broadcast, else extra gap
+  bool acc;
+};
+
+// Reference: C[b] = sum_k op(A)op(B) (+C); with stride_c == 0 all batches sum into C.
+void reference(const std::vector<float>& A, const std::vector<float>& B,
+               const std::vector<float>& C0, std::vector<double>& C, const MatmulCase& c,
+               int64_t sa, int64_t sb, int64_t sc) {
+  const int64_t M = c.m, N = c.n, K = c.k;
+  C.assign(C0.begin(), C0.end());
+  std::vector<bool> initialized(C.size(), false);
+  for (int64_t b = 0; b < c.batch; ++b) {
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < K; ++p) {
+          double a = c.ta ? A[b * sa + p * M + i] : A[b * sa + i * K + p];
+          double bb = c.tb ? B[b * sb + j * K + p] : B[b * sb + p * N + j];
+          s += a * bb;
+        }
+        size_t idx = (size_t)(b * sc + i * N + j);
+        bool add = c.acc || initialized[idx];
+        C[idx] = add ? C[idx] + s : s;
+        initialized[idx] = true;
+      }
+    }
+  }
+}
+
+class MatmulTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(tfc_kernels_internal_set_isa(GetParam().c_str())); }
+  void TearDown() override { tfc_kernels_internal_set_isa(nullptr); }
+
+  void check(const MatmulCase& c, double tol = 1e-5) {
+    const uint64_t seed = run_seed() ^ (uint64_t)(c.m * 1000003 + c.n * 1009 + c.k * 7 + c.batch +
+                                                  c.ta * 2 + c.tb * 4);
+    TFC_SEED_TRACE(run_seed());
+    SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " batch=" << c.batch << " m=" << c.m
+                                      << " n=" << c.n << " k=" << c.k << " ta=" << c.ta
+                                      << " tb=" << c.tb << " sa=" << c.sa << " sb=" << c.sb
+                                      << " sc=" << c.sc << " acc=" << c.acc);
+    std::mt19937_64 rng(seed);
+    auto stride = [&](int64_t s, int64_t size) { return s < 0 ? size : (s == 0 ? 0 : size + s); };
+    const int64_t sa = stride(c.sa, c.m * c.k), sb = stride(c.sb, c.k * c.n),
+                  sc = stride(c.sc, c.m * c.n);
+    const int64_t nb = c.batch > 0 ? c.batch : 1;
+    auto A = random_vec(rng, (size_t)(sa * (nb - 1) + c.m * c.k + 1));
+    auto B = random_vec(rng, (size_t)(sb * (nb - 1) + c.k * c.n + 1));
+    auto C0 = random_vec(rng, (size_t)(sc * (nb - 1) + c.m * c.n + 1));
+    std::vector<double> ref;
+    reference(A, B, C0, ref, c, sa, sb, sc);
+    std::vector<float> C = C0;
+    tfc_k_matmul_f32(A.data(), B.data(), C.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa, sb,
+                     sc, c.acc);
+    EXPECT_EQ(tfc_kernels_take_error(), nullptr);
+    EXPECT_LE(rel_max_err(C.data(), ref.data(), C.size()), tol);
+    // With a 3-thread host: the same bits.
+    ThreadHost host(3);
+    std::vector<float> Cp = C0;
+    {
+      ScopedHost sh(host.api());
+      tfc_k_matmul_f32(A.data(), B.data(), Cp.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa, sb,
+                       sc, c.acc);
+    }
+    EXPECT_EQ(memcmp(C.data(), Cp.data(), C.size() * sizeof(float)), 0)
+        << "parallel result differs from serial";
+  }
+};
+
+const int64_t kSizes[][3] = {
+    {1, 1, 1},     {1, 17, 3},    {3, 5, 7},      {1, 65, 129},   {2, 129, 63},  {4, 300, 64},
+    {5, 7, 1},     {13, 31, 17},  {14, 32, 256},  {15, 33, 257},  {17, 63, 65},  {28, 64, 512},
+    {63, 65, 127}, {65, 63, 3},   {127, 129, 17}, {129, 127, 65}, {100, 50, 600}, {6, 16, 33},
+    {7, 1, 100},   {1, 1000, 17}, {3, 513, 40},   {64, 1, 9},
+};
+
+TEST_P(MatmulTest, ShapesAndTransposes) {
+  for (auto& s : kSizes) {
+    for (int t = 0; t < 4; ++t) {
+      for (int acc = 0; acc < 2; ++acc) {
+        check({1, s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, -1, -1, -1, acc != 0});
+      }
+    }
+  }
+}
+
+TEST_P(MatmulTest, LargeK) {
+  // GPT-2 MLP down-projection depth; the scalar path gets a smaller M/N.
+  const bool slow = GetParam() == "scalar";
+  check({1, slow ? 9 : 65, slow ? 20 : 129, 3072, false, false, -1, -1, -1, false});
+  check({1, 3, 77, 3072, false, true, -1, -1, -1, true});
+  check({1, slow ? 17 : 130, slow ? 19 : 70, 3072, true, true, -1, -1, -1, false});
+}
+
+TEST_P(MatmulTest, BatchStrides) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    for (auto& s : {std::array<int64_t, 3>{17, 33, 29}, std::array<int64_t, 3>{3, 70, 20},
+                    std::array<int64_t, 3>{40, 5, 64}}) {
+      check({3, s[0], s[1], s[2], ta, tb, -1, -1, -1, false});
+      check({3, s[0], s[1], s[2], ta, tb, 0, -1, -1, false});   // broadcast A
+      check({4, s[0], s[1], s[2], ta, tb, -1, 0, -1, true});    // broadcast B
+      check({2, s[0], s[1], s[2], ta, tb, 5, 3, 7, true});      // gaps between matrices
+      check({3, s[0], s[1], s[2], ta, tb, -1, -1, 0, false});   // one C: sum over batch
+      check({3, s[0], s[1], s[2], ta, tb, -1, -1, 0, true});
+    }
+  }
+}
+
+TEST_P(MatmulTest, ZeroK) {
+  std::vector<float> C(6, 3.f);
+  tfc_k_matmul_f32(nullptr, nullptr, C.data(), 1, 2, 3, 0, 0, 0, 0, 0, 0, 0);
+  for (float x : C) EXPECT_EQ(x, 0.f);
+  std::fill(C.begin(), C.end(), 3.f);
+  tfc_k_matmul_f32(nullptr, nullptr, C.data(), 1, 2, 3, 0, 0, 0, 0, 0, 0, 1);
+  for (float x : C) EXPECT_EQ(x, 3.f);
+}
+
+TEST_P(MatmulTest, Linear) {
+  TFC_SEED_TRACE(run_seed());
+  std::mt19937_64 rng(run_seed() + 17);
+  for (auto& s : {std::array<int64_t, 3>{1, 2304, 768}, std::array<int64_t, 3>{17, 65, 33},
+                  std::array<int64_t, 3>{4, 129, 300}, std::array<int64_t, 3>{33, 47, 513}}) {
+    for (int tw = 0; tw < 2; ++tw) {
+      for (int with_bias = 0; with_bias < 2; ++with_bias) {
+        const int64_t M = s[0], N = s[1], K = s[2];
+        SCOPED_TRACE(::testing::Message() << "m=" << M << " n=" << N << " k=" << K << " tw=" << tw
+                                          << " bias=" << with_bias);
+        auto x = random_vec(rng, (size_t)(M * K)), w = random_vec(rng, (size_t)(K * N)),
+             bias = random_vec(rng, (size_t)N);
+        std::vector<double> ref((size_t)(M * N));
+        for (int64_t i = 0; i < M; ++i) {
+          for (int64_t j = 0; j < N; ++j) {
+            double acc = with_bias ? bias[j] : 0.0;
+            for (int64_t p = 0; p < K; ++p) {
+              acc += (double)x[i * K + p] * (tw ? w[j * K + p] : w[p * N + j]);
+            }
+            ref[i * N + j] = acc;
+          }
+        }
+        std::vector<float> y((size_t)(M * N), 7.f);
+        tfc_k_linear_f32(x.data(), w.data(), with_bias ? bias.data() : nullptr, y.data(), M, N,
+                         K, tw);
+        EXPECT_LE(rel_max_err(y.data(), ref.data(), y.size()), 1e-5);
+        ThreadHost host(2);
+        std::vector<float> yp((size_t)(M * N), 9.f);
+        {
+          ScopedHost sh(host.api());
+          tfc_k_linear_f32(x.data(), w.data(), with_bias ? bias.data() : nullptr, yp.data(), M,
+                           N, K, tw);
+        }
+        EXPECT_EQ(memcmp(y.data(), yp.data(), y.size() * sizeof(float)), 0);
+      }
+    }
+  }
+}
+
+TEST_P(MatmulTest, UsesHostForLargeProducts) {
+  ThreadHost host(2);
+  std::mt19937_64 rng(run_seed());
+  auto A = random_vec(rng, 256 * 256), B = random_vec(rng, 256 * 256);
+  std::vector<float> C(256 * 256);
+  ScopedHost sh(host.api());
+  tfc_k_matmul_f32(A.data(), B.data(), C.data(), 1, 256, 256, 256, 0, 0, 0, 0, 0, 0);
+  EXPECT_GE(host.calls(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, MatmulTest, ::testing::ValuesIn(available_isas()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace
+}  // namespace tfc_kern_test

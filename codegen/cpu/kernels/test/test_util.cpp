@@ -1,0 +1,82 @@
+#include "test_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "internal.h"
+
+namespace tfc_kern_test {
+
+uint64_t run_seed() {
+  static uint64_t seed = [] {
+    if (const char* s = getenv("TFC_TEST_SEED")) return (uint64_t)strtoull(s, nullptr, 10);
+    return (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007ull;
+  }();
+  return seed;
+}
+
+std::vector<float> random_vec(std::mt19937_64& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    do {
+      x = d(rng);
+    } while (fabsf(x) < 1e-3f);
+  }
+  return v;
+}
+
+std::vector<std::string> available_isas() {
+  std::vector<std::string> out;
+  for (const char* n : {"avx512", "avx2", "scalar"}) {
+    if (tfc_kernels_internal_set_isa(n)) out.push_back(n);
+  }
+  tfc_kernels_internal_set_isa(nullptr);
+  return out;
+}
+
+ThreadHost::ThreadHost(int threads) : threads_(threads) {
+  api_.struct_size = sizeof(tfc_host_api_t);
+  api_.user = this;
+  api_.parallel_for = &ThreadHost::parallel_for;
+  api_.report_error = &ThreadHost::report_error;
+}
+
+void ThreadHost::parallel_for(void* user, int64_t n, int64_t grain,
+                              void (*fn)(void*, int64_t, int64_t), void* ctx) {
+  ThreadHost* self = static_cast<ThreadHost*>(user);
+  ++self->calls_;
+  if (grain < 1) grain = 1;
+  int64_t parts = std::min<int64_t>(self->threads_, std::max<int64_t>(1, n / grain));
+  std::vector<std::thread> workers;
+  int64_t per = n / parts, extra = n % parts, begin = 0;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t p = 0; p < parts; ++p) {
+    int64_t len = per + (p < extra ? 1 : 0);
+    ranges.push_back({begin, begin + len});
+    begin += len;
+  }
+  for (int64_t p = 1; p < parts; ++p) {
+    workers.emplace_back([=] { fn(ctx, ranges[p].first, ranges[p].second); });
+  }
+  fn(ctx, ranges[0].first, ranges[0].second);
+  for (auto& w : workers) w.join();
+}
+
+void ThreadHost::report_error(void*, const char*) {}
+
+double rel_max_err(const float* a, const double* b, size_t n) {
+  double mx = 0, err = 0;
+  for (size_t i = 0; i < n; ++i) {
+    mx = std::max(mx, fabs(b[i]));
+    double e = fabs((double)a[i] - b[i]);
+    if (!(e <= err)) err = e;  // NaN propagates as failure
+  }
+  return err / std::max(mx, 1e-30);
+}
+
+}  // namespace tfc_kern_test

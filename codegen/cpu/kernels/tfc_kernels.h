@@ -1,0 +1,83 @@
+/* The CPU kernel library that every compiled artifact links statically.
+ *
+ * Generated code (codegen/cpu) lowers most tfc ops to loops through MLIR and LLVM, and
+ * calls these hand-written kernels for the ops where a packed, register-blocked or
+ * sorting algorithm matters: matrix products, attention and sampling. All pointers are
+ * dense row-major buffers; all sizes are element counts. The functions are C so that the
+ * generated LLVM IR calls them with plain pointers and integers.
+ *
+ * Threading: kernels split their work with the host's parallel_for (tfc_host_api_t),
+ * set for the calling thread by tfc_kernels_set_host() at the start of every entry call.
+ * Errors: a kernel that meets bad run-time data (an id out of range) calls
+ * tfc_kernels_error(); the entry point checks tfc_kernels_take_error() after the call.
+ */
+#ifndef TFC_CODEGEN_CPU_KERNELS_TFC_KERNELS_H_
+#define TFC_CODEGEN_CPU_KERNELS_TFC_KERNELS_H_
+
+#include <stdint.h>
+
+#include "tfc/artifact_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Per-thread context of the current entry call ---- */
+
+/* Sets the host API used by kernels on this thread (NULL: run serially) and clears any
+ * pending error. */
+void tfc_kernels_set_host(const tfc_host_api_t* host);
+
+/* Records a run-time error for the current call (the first one wins). */
+void tfc_kernels_error(const char* message);
+
+/* Returns the pending error message of this thread, or NULL, and clears it. The string
+ * stays valid until the next call of tfc_kernels_set_host on this thread. */
+const char* tfc_kernels_take_error(void);
+
+/* ---- Matrix products ---- */
+
+/* C[b] = op(A[b]) @ op(B[b]) (+ C[b] when accumulate != 0) for b in [0, batch), where
+ * op(A) is M x K (A stored K x M when trans_a), op(B) is K x N (B stored N x K when
+ * trans_b), and C is M x N. Consecutive batch matrices are stride_a / stride_b / stride_c
+ * elements apart; a stride of 0 broadcasts one matrix over the batch. */
+void tfc_k_matmul_f32(const float* a, const float* b, float* c, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                      int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                      int32_t accumulate);
+
+/* y = x @ W + bias for x [M, K]; W [K, N] (or [N, K] when trans_w); bias [N] or NULL. */
+void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* y,
+                      int64_t m, int64_t n, int64_t k, int32_t trans_w);
+
+/* ---- Attention ---- */
+
+/* out[b,h,i,:] = softmax_j(scale * q[b,h,i,:] . k[b,h/g,j,:] + mask) v[b,h/g,j,:] with
+ * g = heads / kv_heads. q [B,H,Tq,D], k [B,Hkv,Tk,D], v [B,Hkv,Tk,Dv], out [B,H,Tq,Dv].
+ * With causal != 0, key j is visible to query i iff j <= i + offset. Never forms the
+ * Tq x Tk score matrix in memory (online softmax over key blocks). */
+void tfc_k_attention_f32(const float* q, const float* k, const float* v, float* out,
+                         int64_t batch, int64_t heads, int64_t kv_heads, int64_t tq,
+                         int64_t tk, int64_t d, int64_t dv, int32_t causal, int64_t offset,
+                         float scale);
+
+/* ---- Sampling ---- */
+
+/* For each row b of logits [B, V]: temperature <= 0 -> argmax (first on ties); else
+ * softmax(logits / temperature) restricted to the top_k largest (top_k <= 0: all), then
+ * to the smallest prefix (by descending probability) whose mass reaches top_p (>= 1: all),
+ * renormalized, and one draw with a counter-based generator keyed by (seed, b). */
+void tfc_k_sample_f32(const float* logits, int64_t batch, int64_t vocab, float temperature,
+                      int32_t top_k, float top_p, int64_t seed, int32_t* out_ids);
+
+/* ---- Counter-based random numbers (dropout, sampling) ---- */
+
+/* A uniform float in [0, 1) that depends only on (seed, counter): the same on any
+ * thread count. Generated dropout code calls it per element. */
+float tfc_k_uniform(int64_t seed, int64_t counter);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TFC_CODEGEN_CPU_KERNELS_TFC_KERNELS_H_ */

@@ -1,0 +1,123 @@
+//===- Common.cpp - pieces the models share -------------------------------===//
+#include "compiler/frontend/models/Common.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace tfc::frontend {
+
+std::string normalInit(double std) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "normal(0.0, " << llvm::format("%.9g", std) << ")";
+  return s;
+}
+
+Tensor splitHeads(Tensor x, int64_t heads) {
+  int64_t B = x.dim(0), T = x.dim(1), C = x.dim(2);
+  if (C % heads != 0)
+    throw TraceError("splitHeads: width " + std::to_string(C) +
+                     " is not divisible by " + std::to_string(heads) +
+                     " heads");
+  Tensor h = reshape(x, {B, T, heads, C / heads}); // (B, T, H, D)
+  return transpose(h, {0, 2, 1, 3});               // (B, H, T, D)
+}
+
+Tensor mergeHeads(Tensor x) {
+  int64_t B = x.dim(0), H = x.dim(1), T = x.dim(2), D = x.dim(3);
+  Tensor t = transpose(x, {0, 2, 1, 3}); // (B, T, H, D)
+  return reshape(t, {B, T, H * D});      // (B, T, H*D)
+}
+
+Tensor sliceLastDim(Tensor x, int64_t begin, int64_t end) {
+  Shape start(x.rank(), 0);
+  Shape limit(x.shape());
+  start.back() = begin;
+  limit.back() = end;
+  return slice(x, start, limit);
+}
+
+Tensor causalSelfAttention(Graph &g, int64_t layer, Tensor q, Tensor k,
+                           Tensor v, const KVCacheStep *cache) {
+  AttentionOptions options;
+  options.causal = true;
+  if (!cache)
+    return attention(q, k, v, options); // (B, H, T, D)
+
+  // The caches are (B, Hkv, nCtx, D); this chunk fills [pos, pos + T).
+  std::string prefix = "kv." + std::to_string(layer);
+  auto update = [&](const std::string &name, Tensor fresh) {
+    Shape shape = {fresh.dim(0), fresh.dim(1), cache->nCtx, fresh.dim(3)};
+    Tensor stored = g.state(name, shape, fresh.dtype(), "zeros");
+    Tensor updated = kvCacheUpdate(stored, fresh, cache->pos, /*dim=*/2);
+    g.store(name, updated);
+    return updated;
+  };
+  Tensor keys = update(prefix + ".k", k);   // (B, Hkv, nCtx, D)
+  Tensor values = update(prefix + ".v", v); // (B, Hkv, nCtx, D)
+  options.offset = cache->pos;
+  return attention(q, keys, values, options); // (B, H, T, D)
+}
+
+void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
+  const int64_t B = s.batch, T = s.seq, P = s.prefillLen, C = s.width,
+                V = s.vocab;
+  using Outputs = std::vector<EntryOutput>;
+
+  g.entry("forward", {{"tokens", {B, T}, DType::I32}},
+          [&](llvm::ArrayRef<Tensor> in) {
+            Tensor h = model.hidden(in[0], nullptr); // (B, T, C)
+            return Outputs{{"logits", model.logits(h)}}; // (B, T, V)
+          });
+
+  g.entry("loss",
+          {{"tokens", {B, T}, DType::I32}, {"targets", {B, T}, DType::I32}},
+          [&](llvm::ArrayRef<Tensor> in) {
+            Tensor logits = model.logits(model.hidden(in[0], nullptr));
+            auto scope = g.scope("loss");
+            // mean over targets != -100, () f32
+            Tensor loss = crossEntropy(logits, in[1], /*ignoreIndex=*/-100);
+            return Outputs{{"loss", loss}};
+          });
+
+  // Runs a chunk of P tokens from cache position `pos` and returns the
+  // logits of its token n-1 (a last, partly filled chunk has n < P; the
+  // cache slots it writes past n are overwritten by the next step before
+  // any query can see them).
+  g.entry("prefill",
+          {{"tokens", {B, P}, DType::I32},
+           {"pos", {}, DType::I32},
+           {"n", {}, DType::I32}},
+          [&](llvm::ArrayRef<Tensor> in) {
+            KVCacheStep cache{in[1], s.nCtx};
+            Tensor h = model.hidden(in[0], &cache); // (B, P, C)
+            Tensor last;
+            {
+              auto scope = g.scope("last_token");
+              last = dynamicSlice(h, in[2] - 1, /*dim=*/1, 1); // (B, 1, C)
+              last = reshape(last, {B, C});                    // (B, C)
+            }
+            return Outputs{{"logits", model.logits(last)}}; // (B, V)
+          });
+
+  g.entry("decode", {{"token", {B, 1}, DType::I32}, {"pos", {}, DType::I32}},
+          [&](llvm::ArrayRef<Tensor> in) {
+            KVCacheStep cache{in[1], s.nCtx};
+            Tensor h = model.hidden(in[0], &cache); // (B, 1, C)
+            h = reshape(h, {B, C});                 // (B, C)
+            return Outputs{{"logits", model.logits(h)}}; // (B, V)
+          });
+
+  g.entry("sample",
+          {{"logits", {B, V}, DType::F32},
+           {"temperature", {}, DType::F32},
+           {"top_k", {}, DType::I32},
+           {"top_p", {}, DType::F32},
+           {"seed", {}, DType::I64}},
+          [&](llvm::ArrayRef<Tensor> in) {
+            Tensor ids = sample(in[0], in[1], in[2], in[3], in[4]); // (B) i32
+            return Outputs{{"ids", ids}};
+          });
+}
+
+} // namespace tfc::frontend

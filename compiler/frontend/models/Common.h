@@ -1,0 +1,78 @@
+//===- Common.h - pieces the models share ------------------------*- C++ -*-===//
+//
+// Head splitting, KV-cached causal self-attention and the entry points every
+// decoder-only language model has (forward, loss, prefill, decode, sample).
+// Only what is truly the same across models lives here; each model file
+// reads top to bottom on its own.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TFC_COMPILER_FRONTEND_MODELS_COMMON_H
+#define TFC_COMPILER_FRONTEND_MODELS_COMMON_H
+
+#include "compiler/frontend/Graph.h"
+#include "compiler/frontend/Ops.h"
+
+#include <string>
+
+namespace tfc::frontend {
+
+/// "normal(0.0, <std>)", as tfc.param's init grammar spells it.
+std::string normalInit(double std);
+
+/// (B, T, H*D) -> (B, H, T, D): head h owns features [h*D, (h+1)*D).
+Tensor splitHeads(Tensor x, int64_t heads);
+/// (B, H, T, D) -> (B, T, H*D): the inverse of splitHeads.
+Tensor mergeHeads(Tensor x);
+/// x[..., begin:end] along the last dimension.
+Tensor sliceLastDim(Tensor x, int64_t begin, int64_t end);
+
+/// A step of incremental decoding: the chunk's tokens start at cache position
+/// `pos` (a 0-d i32), and every layer keeps its keys and values in module
+/// state `kv.{layer}.k` / `kv.{layer}.v` of shape (B, Hkv, nCtx, D).
+struct KVCacheStep {
+  Tensor pos;
+  int64_t nCtx;
+};
+
+/// Causal self-attention of layer `layer`: q (B, H, T, D), k and v
+/// (B, Hkv, T, D) -> (B, H, T, D). Without `cache` the T tokens attend to
+/// each other. With it, k and v are written into the layer's cache at
+/// [pos, pos + T) and the queries attend over the whole cache with
+/// `offset = pos`: query i sees cache slots 0 .. pos + i and nothing later.
+Tensor causalSelfAttention(Graph &g, int64_t layer, Tensor q, Tensor k,
+                           Tensor v, const KVCacheStep *cache);
+
+/// The model-specific half of a decoder-only language model.
+class CausalLM {
+public:
+  virtual ~CausalLM() = default;
+  /// tokens (B, T) i32 -> hidden states (B, T, C) before the final norm.
+  /// With `cache`, positions start at cache->pos and attention goes through
+  /// the KV cache (causalSelfAttention).
+  virtual Tensor hidden(Tensor tokens, const KVCacheStep *cache) = 0;
+  /// h (..., C) -> logits (..., V): the final norm and the LM head.
+  virtual Tensor logits(Tensor h) = 0;
+};
+
+/// Sizes of the entry points of a decoder-only LM.
+struct CausalLMSizes {
+  int64_t batch;      ///< B of every entry
+  int64_t seq;        ///< T of forward and loss
+  int64_t prefillLen; ///< P of prefill
+  int64_t nCtx;       ///< KV cache length
+  int64_t width;      ///< C, the hidden width
+  int64_t vocab;      ///< V
+};
+
+/// Adds the entry functions of a decoder-only LM to `g`:
+///   forward(tokens (B,T) i32) -> logits (B,T,V)
+///   loss(tokens (B,T) i32, targets (B,T) i32) -> loss () f32
+///   prefill(tokens (B,P) i32, pos () i32, n () i32) -> logits (B,V)
+///   decode(token (B,1) i32, pos () i32) -> logits (B,V)
+///   sample(logits (B,V) f32, temperature () f32, top_k () i32,
+///          top_p () f32, seed () i64) -> ids (B) i32
+void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &sizes);
+
+} // namespace tfc::frontend
+
+#endif // TFC_COMPILER_FRONTEND_MODELS_COMMON_H

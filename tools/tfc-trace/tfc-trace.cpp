@@ -1,0 +1,195 @@
+//===- tfc-trace.cpp - trace a model of the library into tfc IR -----------===//
+//
+//   tfc-trace gpt2 --set n_layer=4 -o gpt2.mlir
+//
+// Builds the model's entry functions with the C++ tracing frontend and writes
+// the verified module as MLIR text, exactly as tfc-opt prints it. Errors
+// (unknown model or option, bad value, inconsistent sizes) print one line and
+// exit 1 without touching the output file.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/frontend/models/Model.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+using namespace tfc::frontend;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory traceCategory("tfc-trace options");
+
+static cl::opt<std::string> modelName(cl::Positional, cl::desc("MODEL"),
+                                      cl::cat(traceCategory));
+static cl::list<std::string>
+    settings("set", cl::desc("Set a model option (repeatable)"),
+             cl::value_desc("key=value"), cl::cat(traceCategory));
+static cl::opt<std::string> outputFile("o",
+                                       cl::desc("Output file ('-': stdout)"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(traceCategory));
+static cl::opt<bool> listModels("list-models",
+                                cl::desc("List the models and exit"),
+                                cl::cat(traceCategory));
+static cl::opt<std::string>
+    listOptions("list-options",
+                cl::desc("List a model's options with defaults and exit"),
+                cl::value_desc("model"), cl::cat(traceCategory));
+
+static int error(const llvm::Twine &message) {
+  llvm::errs() << "tfc-trace: error: " << message << "\n";
+  return 1;
+}
+
+static std::string kindHint(ModelOption::Kind kind) {
+  switch (kind) {
+  case ModelOption::Kind::Size:
+    return "integer >= 1";
+  case ModelOption::Kind::Number:
+    return "number";
+  case ModelOption::Kind::Flag:
+    return "0 or 1";
+  case ModelOption::Kind::Preset:
+    return "preset name";
+  }
+  return "";
+}
+
+/// The model's options, defaults and presets, as --help and --list-options
+/// print them.
+static void describeModel(const ModelInfo &model, llvm::raw_ostream &os) {
+  os << model.name << ": " << model.summary << "\n";
+  for (const ModelOption &option : model.options) {
+    std::string lhs = "  " + option.key + "=" + option.defaultValue;
+    os << lhs;
+    os.indent(lhs.size() < 26 ? 26 - lhs.size() : 1);
+    os << option.help << " (" << kindHint(option.kind) << ")\n";
+  }
+  for (const ModelPreset &preset : model.presets) {
+    std::vector<std::string> values;
+    for (const auto &[key, value] : preset.values)
+      values.push_back(key + "=" + value);
+    os << "  preset " << preset.name << ": " << preset.help << "\n    "
+       << llvm::join(values, " ") << "\n";
+  }
+}
+
+static std::string helpText() {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "trace a model of the tfc library into tfc IR\n\n"
+     << "Builds the model's entry functions (forward, loss; prefill, decode and\n"
+     << "sample for decoder-only models) and writes the verified module as MLIR\n"
+     << "text. Parameters carry the names real checkpoints use. Every size has\n"
+     << "a small default that traces, compiles and runs in seconds.\n\n"
+     << "Models and their options (--set key=value; shown with defaults):\n\n";
+  for (const ModelInfo &model : allModels()) {
+    describeModel(model, os);
+    os << "\n";
+  }
+  os << "Examples:\n"
+     << "  tfc-trace gpt2 -o gpt2.mlir\n"
+     << "  tfc-trace gpt2 --set preset=gpt2-124m --set batch=1 -o gpt2-124m.mlir\n"
+     << "  tfc-trace llama --set n_head=8 --set n_kv_head=2 | tfc-opt --tfc-summary\n"
+     << "  tfc-trace encdec --mlir-print-debuginfo   (locations name the layer)\n";
+  return text;
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory and
+/// a rename, so that a failure never leaves a half-written output.
+static bool writeAtomically(llvm::StringRef path, llvm::StringRef text,
+                            std::string &message) {
+  llvm::SmallString<256> tmpPath;
+  int fd;
+  llvm::SmallString<256> model(path);
+  model += ".tmp-%%%%%%%%";
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tmpPath)) {
+    message = "cannot write '" + path.str() + "': " + ec.message();
+    return false;
+  }
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << text;
+    os.close();
+    if (os.has_error()) {
+      message = "cannot write '" + path.str() + "': " + os.error().message();
+      os.clear_error();
+      llvm::sys::fs::remove(tmpPath);
+      return false;
+    }
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmpPath, path)) {
+    message = "cannot write '" + path.str() + "': " + ec.message();
+    llvm::sys::fs::remove(tmpPath);
+    return false;
+  }
+  return true;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  cl::HideUnrelatedOptions(traceCategory);
+  std::string overview = helpText();
+  cl::extrahelp note(
+      "\nThe printing options of tfc-opt work too, e.g. --mlir-print-debuginfo "
+      "(see --help-hidden).\n");
+  cl::ParseCommandLineOptions(argc, argv, overview);
+
+  if (listModels) {
+    for (const ModelInfo &model : allModels())
+      llvm::outs() << model.name << ": " << model.summary << "\n";
+    return 0;
+  }
+  if (!listOptions.empty()) {
+    const ModelInfo *model = findModel(listOptions);
+    if (!model)
+      return error("unknown model '" + listOptions + "' (known: " +
+                   modelList() + ")");
+    describeModel(*model, llvm::outs());
+    return 0;
+  }
+  if (modelName.empty())
+    return error("no model given (known: " + modelList() +
+                 "); see tfc-trace --help");
+  const ModelInfo *model = findModel(modelName);
+  if (!model)
+    return error("unknown model '" + modelName + "' (known: " + modelList() +
+                 ")");
+
+  std::string text;
+  try {
+    ModelConfig config = configureModel(*model, settings);
+    mlir::MLIRContext context;
+    loadDialects(context);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        traceModel(context, *model, config);
+    // Print exactly as tfc-opt does, so that its output round-trips.
+    llvm::raw_string_ostream os(text);
+    module->print(os, mlir::OpPrintingFlags());
+    os << "\n";
+  } catch (const TraceError &e) {
+    return error(e.what());
+  } catch (const std::exception &e) {
+    return error(llvm::Twine("internal error while tracing '") + modelName +
+                 "': " + e.what());
+  }
+
+  if (outputFile == "-") {
+    llvm::outs() << text;
+    llvm::outs().flush();
+    return 0;
+  }
+  std::string message;
+  if (!writeAtomically(outputFile, text, message))
+    return error(message);
+  return 0;
+}
