@@ -11,6 +11,7 @@ using namespace tfc;
 
 #include "dialects/tfc/TfcDialect.cpp.inc"
 #include "dialects/tfc/TfcEnums.cpp.inc"
+#include "dialects/tfc/TfcInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/tfc/TfcAttrs.cpp.inc"

@@ -452,11 +452,9 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
                           (int64_t)adaptor.getDim(), inferred);
 }
 
-LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  OpDiag diag{loc, "attention"};
+/// The shape rule of attention, shared with attention_grad.
+static LogicalResult inferAttention(OpDiag diag, AttentionOp::Adaptor adaptor,
+                                    SmallVectorImpl<Type> &inferred) {
   if (failed(requireTensors(diag, {{"query", adaptor.getQuery()},
                                    {"key", adaptor.getKey()},
                                    {"value", adaptor.getValue()}})))
@@ -505,6 +503,13 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
   inferred.push_back(
       RankedTensorType::get({b, h, tq, v.getDimSize(3)}, q.getElementType()));
   return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferAttention(OpDiag{loc, "attention"}, adaptor, inferred);
 }
 
 float AttentionOp::getEffectiveScale() {
@@ -919,6 +924,80 @@ LogicalResult KvCacheUpdateOp::inferReturnTypes(
   }
   inferred.push_back(cache);
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto grad = getGrad().getType(), ids = getIds().getType();
+  auto result = getType();
+  if (result.getRank() != 2)
+    return emitOpError("result must be [V, D], got ") << shapeOf(result);
+  SmallVector<int64_t> expected(ids.getShape());
+  expected.push_back(result.getDimSize(1));
+  if (grad.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("operand 'grad' has shape ")
+           << shapeOf(grad) << ", expected " << formatShape(expected)
+           << " (ids " << shapeOf(ids) << " + [D])";
+  if (grad.getElementType() != result.getElementType())
+    return emitOpError("result element type ")
+           << result.getElementType() << " differs from 'grad' "
+           << grad.getElementType();
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  OpDiag diag{loc, "cross_entropy_grad"};
+  auto logits = tensorOf(adaptor.getLogits());
+  auto targets = tensorOf(adaptor.getTargets());
+  if (!logits || !targets)
+    return diag("operands must be ranked tensors");
+  if (logits.getRank() < 2 ||
+      targets.getShape() != logits.getShape().drop_back())
+    return diag("operand 'targets' has shape ", shapeOf(targets),
+                ", expected the leading dimensions of 'logits' ",
+                shapeOf(logits));
+  inferred.push_back(logits);
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  OpDiag diag{loc, "attention_grad"};
+  SmallVector<Type> forward;
+  AttentionOp::Properties properties;
+  properties.causal = adaptor.getCausalAttr();
+  properties.scale = adaptor.getScaleAttr();
+  SmallVector<Value> operands = {adaptor.getQuery(), adaptor.getKey(),
+                                 adaptor.getValue()};
+  if (adaptor.getOffset())
+    operands.push_back(adaptor.getOffset());
+  if (failed(inferAttention(diag, AttentionOp::Adaptor(operands, nullptr,
+                                                       properties),
+                            forward)))
+    return failure();
+  auto out = tensorOf(adaptor.getOut()), gradOut = tensorOf(adaptor.getGradOut());
+  if (!out || out != forward[0])
+    return diag("operand 'out' has type ", adaptor.getOut().getType(),
+                ", expected the attention result ", forward[0]);
+  if (!gradOut || gradOut != forward[0])
+    return diag("operand 'grad_out' has type ", adaptor.getGradOut().getType(),
+                ", expected ", forward[0]);
+  inferred.push_back(adaptor.getQuery().getType());
+  inferred.push_back(adaptor.getKey().getType());
+  inferred.push_back(adaptor.getValue().getType());
+  return success();
+}
+
+float AttentionGradOp::getEffectiveScale() {
+  if (auto s = getScale())
+    return s->convertToFloat();
+  return 1.0f / std::sqrt((float)getQuery().getType().getDimSize(3));
 }
 
 #define GET_OP_CLASSES

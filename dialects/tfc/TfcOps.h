@@ -14,6 +14,7 @@
 #include "dialects/tfc/TfcShapes.h"
 
 #include "dialects/tfc/TfcEnums.h.inc"
+#include "dialects/tfc/TfcInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/tfc/TfcAttrs.h.inc"

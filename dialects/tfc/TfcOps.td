@@ -11,6 +11,7 @@
 #define TFC_OPS_TD
 
 include "TfcBase.td"
+include "TfcInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -22,6 +23,9 @@ class TFC_Op<string mnemonic, list<Trait> traits = []>
 // A pure op whose result type is computed from its operands and attributes.
 class TFC_InferOp<string mnemonic, list<Trait> traits = []>
     : TFC_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
+
+// The op states its vector-Jacobian product (TfcVJPs.cpp).
+def TFC_VJP : DeclareOpInterfaceMethods<TFC_DifferentiableOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Module-level parameters and state
@@ -150,7 +154,7 @@ def TFC_IotaOp : TFC_Op<"iota", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 class TFC_BinaryOp<string mnemonic, list<Trait> traits = []>
-    : TFC_InferOp<mnemonic, traits> {
+    : TFC_InferOp<mnemonic, !listconcat([TFC_VJP], traits)> {
   let description = [{
     Elementwise with NumPy broadcasting: shapes are aligned from the right and
     each pair of dimensions must be equal or 1. Both operands have the same
@@ -175,7 +179,7 @@ def TFC_MaxOp : TFC_BinaryOp<"max", [Commutative]> { let summary = "elementwise 
 def TFC_MinOp : TFC_BinaryOp<"min", [Commutative]> { let summary = "elementwise minimum"; }
 def TFC_PowOp : TFC_BinaryOp<"pow"> { let summary = "elementwise a ** b (floats)"; }
 
-class TFC_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
+class TFC_UnaryOp<string mnemonic, Type operandType, list<Trait> traits = [TFC_VJP]>
     : TFC_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
   let description = [{
     Elementwise; the result has the operand's type.
@@ -197,6 +201,9 @@ def TFC_TanhOp : TFC_UnaryOp<"tanh", TFC_FloatTensor> { let summary = "hyperboli
 def TFC_SinOp : TFC_UnaryOp<"sin", TFC_FloatTensor> { let summary = "sine"; }
 def TFC_CosOp : TFC_UnaryOp<"cos", TFC_FloatTensor> { let summary = "cosine"; }
 def TFC_SigmoidOp : TFC_UnaryOp<"sigmoid", TFC_FloatTensor> { let summary = "1 / (1 + e ** -x)"; }
+def TFC_StepOp : TFC_UnaryOp<"step", TFC_FloatTensor, []> {
+  let summary = "1 where x > 0, else 0 (the derivative of relu)";
+}
 def TFC_NegOp : TFC_UnaryOp<"neg", TFC_SignedTensor> {
   let summary = "-x";
   let hasFolder = 1;
@@ -205,7 +212,7 @@ def TFC_AbsOp : TFC_UnaryOp<"abs", TFC_SignedTensor> { let summary = "|x|"; }
 def TFC_ReluOp : TFC_UnaryOp<"relu", TFC_FloatTensor> { let summary = "max(x, 0)"; }
 def TFC_SiluOp : TFC_UnaryOp<"silu", TFC_FloatTensor> { let summary = "x * sigmoid(x) (SwiGLU's gate)"; }
 
-def TFC_GeluOp : TFC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def TFC_GeluOp : TFC_Op<"gelu", [Pure, SameOperandsAndResultType, TFC_VJP]> {
   let summary = "Gaussian error linear unit, exact or tanh-approximated";
   let description = [{
     `approximate = none`: x * Phi(x) with the Gaussian CDF (erf).
@@ -221,7 +228,7 @@ def TFC_GeluOp : TFC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$x `approximate` `=` `` $approximate attr-dict `:` type($x)";
 }
 
-def TFC_LeakyReluOp : TFC_Op<"leaky_relu", [Pure, SameOperandsAndResultType]> {
+def TFC_LeakyReluOp : TFC_Op<"leaky_relu", [Pure, SameOperandsAndResultType, TFC_VJP]> {
   let summary = "x if x > 0 else alpha * x";
   let description = [{
     ```mlir
@@ -233,7 +240,7 @@ def TFC_LeakyReluOp : TFC_Op<"leaky_relu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$x `alpha` `=` $alpha attr-dict `:` type($x)";
 }
 
-def TFC_CastOp : TFC_Op<"cast", [Pure]> {
+def TFC_CastOp : TFC_Op<"cast", [Pure, TFC_VJP]> {
   let summary = "converts the element type; the shape is unchanged";
   let description = [{
     Float to float rounds to nearest even; float to int truncates toward zero;
@@ -250,7 +257,7 @@ def TFC_CastOp : TFC_Op<"cast", [Pure]> {
   let hasFolder = 1;
 }
 
-def TFC_DropoutOp : TFC_InferOp<"dropout"> {
+def TFC_DropoutOp : TFC_InferOp<"dropout", [TFC_VJP]> {
   let summary = "zeroes elements with probability `rate`, scales the rest";
   let description = [{
     Keeps each element with probability 1 - rate and scales it by
@@ -273,7 +280,7 @@ def TFC_DropoutOp : TFC_InferOp<"dropout"> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def TFC_MatmulOp : TFC_InferOp<"matmul"> {
+def TFC_MatmulOp : TFC_InferOp<"matmul", [TFC_VJP]> {
   let summary = "batched matrix product with optional transposes";
   let description = [{
     `lhs` is [..., M, K] ([..., K, M] with `transpose_lhs`), `rhs` is
@@ -293,7 +300,7 @@ def TFC_MatmulOp : TFC_InferOp<"matmul"> {
   }];
 }
 
-def TFC_LinearOp : TFC_InferOp<"linear"> {
+def TFC_LinearOp : TFC_InferOp<"linear", [TFC_VJP]> {
   let summary = "x @ W (+ bias): a dense layer";
   let description = [{
     `x` is [..., K]. `weight` is [K, N] by default: the layout of GPT-2's
@@ -320,7 +327,7 @@ def TFC_LinearOp : TFC_InferOp<"linear"> {
 // Normalization, softmax, attention
 //===----------------------------------------------------------------------===//
 
-def TFC_LayerNormOp : TFC_InferOp<"layer_norm", [AttrSizedOperandSegments]> {
+def TFC_LayerNormOp : TFC_InferOp<"layer_norm", [AttrSizedOperandSegments, TFC_VJP]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     y = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, with the mean and
@@ -339,7 +346,7 @@ def TFC_LayerNormOp : TFC_InferOp<"layer_norm", [AttrSizedOperandSegments]> {
   }];
 }
 
-def TFC_RmsNormOp : TFC_InferOp<"rms_norm"> {
+def TFC_RmsNormOp : TFC_InferOp<"rms_norm", [TFC_VJP]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     y = x / sqrt(mean(x^2) + eps) * weight. Without `weight` the op is
@@ -357,7 +364,7 @@ def TFC_RmsNormOp : TFC_InferOp<"rms_norm"> {
   }];
 }
 
-def TFC_SoftmaxOp : TFC_InferOp<"softmax"> {
+def TFC_SoftmaxOp : TFC_InferOp<"softmax", [TFC_VJP]> {
   let summary = "softmax along one dimension";
   let description = [{
     exp(x - max) / sum(exp(x - max)) along `dim` (negative counts from the
@@ -372,7 +379,7 @@ def TFC_SoftmaxOp : TFC_InferOp<"softmax"> {
   let assemblyFormat = "$x `dim` `=` $dim attr-dict `:` type($x) `->` type($result)";
 }
 
-def TFC_LogSoftmaxOp : TFC_InferOp<"log_softmax"> {
+def TFC_LogSoftmaxOp : TFC_InferOp<"log_softmax", [TFC_VJP]> {
   let summary = "log of softmax along one dimension, computed stably";
   let description = [{
     ```mlir
@@ -384,7 +391,7 @@ def TFC_LogSoftmaxOp : TFC_InferOp<"log_softmax"> {
   let assemblyFormat = "$x `dim` `=` $dim attr-dict `:` type($x) `->` type($result)";
 }
 
-def TFC_AttentionOp : TFC_InferOp<"attention"> {
+def TFC_AttentionOp : TFC_InferOp<"attention", [TFC_VJP]> {
   let summary = "scaled dot-product attention, optionally causal, with GQA";
   let description = [{
     `query` is [B, H, Tq, D], `key` is [B, Hkv, Tk, D], `value` is
@@ -418,28 +425,29 @@ def TFC_AttentionOp : TFC_InferOp<"attention"> {
   }];
 }
 
-def TFC_RotaryOp : TFC_InferOp<"rotary"> {
+def TFC_RotaryOp : TFC_InferOp<"rotary", [TFC_VJP]> {
   let summary = "rotary position embedding (rotate-half convention)";
   let description = [{
     `x` is [B, H, T, D] with D even. Token t has position p = offset + t
     (offset defaults to 0). For i < D/2, with f = theta^(-2i/D):
     y[i] = x[i] cos(p f) - x[i + D/2] sin(p f),
     y[i + D/2] = x[i + D/2] cos(p f) + x[i] sin(p f),
-    matching Hugging Face's LLaMA (`rotate_half`).
+    matching Hugging Face's LLaMA (`rotate_half`). With `inverse` the
+    rotation is by -p f: the transpose, which is rotary's VJP.
 
     ```mlir
     %qr = tfc.rotary %q offset %pos theta = 1.000000e+04 : (tensor<1x8x1x16xf32>, tensor<i32>) -> tensor<1x8x1x16xf32>
     ```
   }];
   let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_I32Scalar>:$offset,
-                       F32Attr:$theta);
+                       F32Attr:$theta, UnitAttr:$inverse);
   let results = (outs TFC_FloatTensor:$result);
   let assemblyFormat = [{
-    $x (`offset` $offset^)? `theta` `=` $theta attr-dict `:` functional-type(operands, results)
+    $x (`offset` $offset^)? `theta` `=` $theta (`inverse` $inverse^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
-def TFC_EmbeddingOp : TFC_InferOp<"embedding"> {
+def TFC_EmbeddingOp : TFC_InferOp<"embedding", [TFC_VJP]> {
   let summary = "gathers rows of a table by integer ids";
   let description = [{
     `table` is [V, D], `ids` any shape of i32/i64; the result is
@@ -461,7 +469,7 @@ def TFC_EmbeddingOp : TFC_InferOp<"embedding"> {
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def TFC_ReshapeOp : TFC_Op<"reshape", [Pure]> {
+def TFC_ReshapeOp : TFC_Op<"reshape", [Pure, TFC_VJP]> {
   let summary = "same elements, new static shape";
   let description = [{
     Row-major reinterpretation; the element count is unchanged.
@@ -478,7 +486,7 @@ def TFC_ReshapeOp : TFC_Op<"reshape", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def TFC_TransposeOp : TFC_InferOp<"transpose"> {
+def TFC_TransposeOp : TFC_InferOp<"transpose", [TFC_VJP]> {
   let summary = "permutes dimensions";
   let description = [{
     result.shape[i] = x.shape[perm[i]].
@@ -494,7 +502,7 @@ def TFC_TransposeOp : TFC_InferOp<"transpose"> {
   let hasCanonicalizer = 1;
 }
 
-def TFC_ConcatOp : TFC_InferOp<"concat"> {
+def TFC_ConcatOp : TFC_InferOp<"concat", [TFC_VJP]> {
   let summary = "joins tensors along one dimension";
   let description = [{
     All inputs have the same rank and element type and agree on every
@@ -510,7 +518,7 @@ def TFC_ConcatOp : TFC_InferOp<"concat"> {
   let hasFolder = 1;
 }
 
-def TFC_SliceOp : TFC_InferOp<"slice"> {
+def TFC_SliceOp : TFC_InferOp<"slice", [TFC_VJP]> {
   let summary = "a static strided window";
   let description = [{
     For each dimension d: elements start[d], start[d] + stride[d], ... below
@@ -548,7 +556,7 @@ def TFC_DynamicSliceOp : TFC_Op<"dynamic_slice", [Pure]> {
   let hasVerifier = 1;
 }
 
-def TFC_BroadcastToOp : TFC_Op<"broadcast_to", [Pure]> {
+def TFC_BroadcastToOp : TFC_Op<"broadcast_to", [Pure, TFC_VJP]> {
   let summary = "broadcasts to a larger shape (NumPy rules)";
   let description = [{
     ```mlir
@@ -566,7 +574,7 @@ def TFC_BroadcastToOp : TFC_Op<"broadcast_to", [Pure]> {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class TFC_ReduceOp<string mnemonic, Type operandType> : TFC_InferOp<mnemonic> {
+class TFC_ReduceOp<string mnemonic, Type operandType> : TFC_InferOp<mnemonic, [TFC_VJP]> {
   let description = [{
     Reduces over `dims` (distinct, negative counts from the end). With
     `keepdim` the reduced dimensions stay as size 1.
@@ -604,7 +612,7 @@ def TFC_ArgmaxOp : TFC_InferOp<"argmax"> {
 // Losses and sampling
 //===----------------------------------------------------------------------===//
 
-def TFC_CrossEntropyOp : TFC_InferOp<"cross_entropy"> {
+def TFC_CrossEntropyOp : TFC_InferOp<"cross_entropy", [TFC_VJP]> {
   let summary = "sparse softmax cross-entropy, averaged over counted targets";
   let description = [{
     `logits` is [..., V], `targets` has the leading shape of `logits` (i32 or
@@ -662,6 +670,81 @@ def TFC_KvCacheUpdateOp : TFC_InferOp<"kv_cache_update"> {
   let results = (outs TFC_Tensor:$result);
   let assemblyFormat = [{
     $cache `,` $update `,` $position `dim` `=` $dim attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops: what VJPs use where a decomposition would lose a fusion that
+// every framework makes (softmax + cross-entropy, FlashAttention backward,
+// scatter-add of embedding rows).
+//===----------------------------------------------------------------------===//
+
+def TFC_EmbeddingGradOp : TFC_Op<"embedding_grad", [Pure]> {
+  let summary = "scatter-adds gradient rows into a table-shaped gradient";
+  let description = [{
+    The VJP of `tfc.embedding` with respect to the table: the result [V, D]
+    is zero except that row ids[i] accumulates grad[i] for every position i
+    (in position order, so the sum is deterministic). Ids out of [0, V) are
+    a run-time error.
+
+    ```mlir
+    %dw = tfc.embedding_grad %dy, %tokens : (tensor<4x64x768xf32>, tensor<4x64xi32>) -> tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$grad, TFC_IntTensor:$ids);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $ids attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TFC_CrossEntropyGradOp : TFC_InferOp<"cross_entropy_grad"> {
+  let summary = "gradient of the mean sparse cross-entropy w.r.t. the logits";
+  let description = [{
+    (softmax(logits) - onehot(target)) * grad / count at every position whose
+    target is not `ignore_index`, 0 elsewhere; count is the number of counted
+    positions. `grad` is the 0-d gradient of the loss.
+
+    ```mlir
+    %dl = tfc.cross_entropy_grad %logits, %targets, %g ignore_index = -100 : (tensor<4x64x50257xf32>, tensor<4x64xi32>, tensor<f32>) -> tensor<4x64x50257xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$logits, TFC_IntTensor:$targets,
+                       TFC_F32Scalar:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $grad `ignore_index` `=` $ignore_index attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TFC_AttentionGradOp : TFC_InferOp<"attention_grad"> {
+  let summary = "gradients of attention w.r.t. query, key and value";
+  let description = [{
+    Given the operands of a `tfc.attention`, its result `out` and the
+    gradient `grad_out`, computes (dQ, dK, dV) of the same shapes as Q, K, V,
+    recomputing the attention probabilities block by block (FlashAttention's
+    backward) instead of reading a saved T x T matrix. With grouped-query
+    attention, dK and dV sum over the query heads that share a key head.
+
+    ```mlir
+    %dq, %dk, %dv = tfc.attention_grad %q, %k, %v, %o, %do causal : (tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>) -> (tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>)
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$query, TFC_FloatTensor:$key,
+                       TFC_FloatTensor:$value, TFC_FloatTensor:$out,
+                       TFC_FloatTensor:$grad_out,
+                       Optional<TFC_I32Scalar>:$offset,
+                       UnitAttr:$causal, OptionalAttr<F32Attr>:$scale);
+  let results = (outs TFC_FloatTensor:$grad_query, TFC_FloatTensor:$grad_key,
+                      TFC_FloatTensor:$grad_value);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $grad_out (`offset` $offset^)? (`causal` $causal^)?
+    (`scale` `=` $scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    float getEffectiveScale();
   }];
 }
 

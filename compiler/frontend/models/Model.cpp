@@ -1,6 +1,8 @@
 //===- Model.cpp - the model library: registry and configs ----------------===//
 #include "compiler/frontend/models/Model.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 #include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
@@ -164,12 +166,46 @@ ModelConfig configureModel(const ModelInfo &model,
   return config;
 }
 
+std::string ModelConfig::toJson() const {
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  auto quoted = [&](llvm::StringRef s) {
+    os << '"';
+    llvm::printEscapedString(s, os);
+    os << '"';
+  };
+  os << "{\"model\": ";
+  quoted(model_->name);
+  os << ", \"config\": {";
+  bool first = true;
+  for (const ModelOption &option : model_->options) {
+    auto it = values_.find(option.key);
+    if (it == values_.end())
+      continue;
+    os << (first ? "" : ", ");
+    first = false;
+    quoted(option.key);
+    os << ": ";
+    bool numeric = option.kind == ModelOption::Kind::Size ||
+                   option.kind == ModelOption::Kind::Number;
+    if (numeric)
+      os << it->second;
+    else
+      quoted(it->second);
+  }
+  os << "}}";
+  return json;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp> traceModel(mlir::MLIRContext &context,
                                              const ModelInfo &model,
                                              const ModelConfig &config) {
   Graph graph(context);
   model.build(graph, config);
-  return graph.finish();
+  auto module = graph.finish();
+  (*module)->setAttr("tfc.metadata",
+                     mlir::StringAttr::get(&context, config.toJson()));
+  return module;
 }
 
 } // namespace tfc::frontend

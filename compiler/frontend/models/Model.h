@@ -60,6 +60,11 @@ public:
   /// Parses and sets one value; throws for an unknown key or a bad value.
   void set(llvm::StringRef key, llvm::StringRef value);
 
+  /// {"model": "gpt2", "config": {"n_layer": 2, ...}}: recorded in the
+  /// module (`tfc.metadata`) and carried into the artifact, so that tools
+  /// such as `tfc-run generate` know the model without guessing.
+  std::string toJson() const;
+
 private:
   const ModelOption &option(llvm::StringRef key) const;
   const ModelInfo *model_;

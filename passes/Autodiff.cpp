@@ -1,0 +1,167 @@
+//===- Autodiff.cpp - the tfc-autodiff pass -------------------------------===//
+//
+// Reverse-mode differentiation on the graph. The forward ops are cloned into
+// `<entry>_grad`; then, walking them backwards, each op's VJP turns the
+// gradients of its results into gradients of its operands, appended after
+// the forward ops. Gradients reaching a `tfc.load` of a trainable parameter
+// accumulate into that parameter's gradient.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+
+#define DEBUG_TYPE "tfc-autodiff"
+
+namespace tfc {
+#define GEN_PASS_DEF_TFCAUTODIFF
+#include "passes/Passes.h.inc"
+} // namespace tfc
+
+using namespace mlir;
+using namespace tfc;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto t = llvm::dyn_cast<RankedTensorType>(v.getType());
+  return t && llvm::isa<FloatType>(t.getElementType());
+}
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto t = llvm::cast<RankedTensorType>(type);
+  return b.create<ConstantOp>(
+      loc, DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0)));
+}
+
+struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
+  using TfcAutodiffBase::TfcAutodiffBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(entry);
+    if (!forward || forward.isExternal()) {
+      module.emitError("tfc-autodiff: no entry function '") << entry << "'";
+      return signalPassFailure();
+    }
+    if (failed(differentiate(module, forward)))
+      signalPassFailure();
+  }
+
+  LogicalResult differentiate(ModuleOp module, func::FuncOp forward) {
+    auto resultTypes = forward.getResultTypes();
+    if (resultTypes.size() != 1 ||
+        llvm::cast<RankedTensorType>(resultTypes[0]).getRank() != 0 ||
+        !isFloatTensor(forward.getBody().front().getTerminator()->getOperand(0)))
+      return forward.emitError("tfc-autodiff: '")
+             << entry << "' must return exactly one 0-d float loss";
+    std::string gradName = entry + "_grad";
+    if (module.lookupSymbol(gradName))
+      return forward.emitError("tfc-autodiff: '")
+             << gradName << "' already exists";
+
+    SmallVector<ParamOp> trainable;
+    for (auto p : module.getOps<ParamOp>())
+      if (!p.getFrozen())
+        trainable.push_back(p);
+
+    // The gradient function: same inputs; loss, then one gradient per
+    // trainable parameter.
+    SmallVector<Type> results = {resultTypes[0]};
+    for (ParamOp p : trainable)
+      results.push_back(p.getType());
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(forward);
+    auto grad = b.create<func::FuncOp>(
+        forward.getLoc(), gradName,
+        b.getFunctionType(forward.getArgumentTypes(), results));
+    for (unsigned i = 0; i < forward.getNumArguments(); ++i)
+      grad.setArgAttrs(i, forward.getArgAttrDict(i));
+    grad.setResultAttrs(0, forward.getResultAttrDict(0));
+    for (auto [i, p] : llvm::enumerate(trainable)) {
+      grad.setResultAttr(i + 1, "tfc.name",
+                         b.getStringAttr("grad." + p.getSymName()));
+      grad.setResultAttr(i + 1, "tfc.grad_of", p.getSymNameAttr());
+    }
+
+    // Forward: a clone of the entry's body.
+    Block *body = grad.addEntryBlock();
+    IRMapping mapping;
+    for (auto [from, to] : llvm::zip(forward.getArguments(), body->getArguments()))
+      mapping.map(from, to);
+    b.setInsertionPointToEnd(body);
+    SmallVector<Operation *> forwardOps;
+    for (Operation &op : forward.getBody().front().without_terminator()) {
+      if (llvm::isa<StoreOp>(op))
+        return op.emitError("tfc-autodiff: the loss entry writes state; "
+                            "differentiate a function without tfc.store");
+      forwardOps.push_back(b.clone(op, mapping));
+    }
+    Value loss =
+        mapping.lookup(forward.getBody().front().getTerminator()->getOperand(0));
+
+    // Backward.
+    DenseMap<Value, Value> grads;
+    llvm::MapVector<StringAttr, Value> paramGrads;
+    auto accumulate = [&](DenseMap<Value, Value> &map, Value key, Value g) {
+      Value &slot = map[key];
+      slot = slot ? b.create<AddOp>(g.getLoc(), slot, g).getResult() : g;
+    };
+    auto lossType = llvm::cast<RankedTensorType>(loss.getType());
+    grads[loss] = b.create<ConstantOp>(
+        loss.getLoc(),
+        DenseElementsAttr::get(lossType,
+                               b.getFloatAttr(lossType.getElementType(), 1.0)));
+    DenseSet<StringAttr> trainableNames;
+    for (ParamOp p : trainable)
+      trainableNames.insert(p.getSymNameAttr());
+
+    for (Operation *op : llvm::reverse(forwardOps)) {
+      bool reached = llvm::any_of(op->getResults(),
+                                  [&](Value r) { return grads.count(r); });
+      if (!reached)
+        continue;
+      if (auto load = llvm::dyn_cast<LoadOp>(op)) {
+        StringAttr name = load.getNameAttr().getAttr();
+        if (trainableNames.contains(name)) {
+          Value &slot = paramGrads[name];
+          Value g = grads.lookup(load.getResult());
+          slot = slot ? b.create<AddOp>(load.getLoc(), slot, g).getResult() : g;
+        }
+        continue;
+      }
+      auto differentiable = llvm::dyn_cast<DifferentiableOpInterface>(op);
+      if (!differentiable)
+        return op->emitError("tfc-autodiff: '")
+               << op->getName() << "' lies on the path to the loss but has no "
+               << "vector-Jacobian product";
+      SmallVector<Value> resultGrads;
+      for (Value r : op->getResults()) {
+        Value g = grads.lookup(r);
+        resultGrads.push_back(g ? g : zerosLike(b, op->getLoc(), r.getType()));
+      }
+      SmallVector<Value> operandGrads;
+      b.setInsertionPointToEnd(body);
+      if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
+        return failure();
+      for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+        if (g && isFloatTensor(operand))
+          accumulate(grads, operand, g);
+    }
+
+    SmallVector<Value> returned = {loss};
+    for (ParamOp p : trainable) {
+      Value g = paramGrads.lookup(p.getSymNameAttr());
+      returned.push_back(g ? g : zerosLike(b, p.getLoc(), p.getType()));
+    }
+    b.create<func::ReturnOp>(forward.getLoc(), returned);
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,243 @@
+//===- TrainStep.cpp - the tfc-train-step pass ----------------------------===//
+//
+// train_step = <entry>_grad's body + gradient clipping + learning-rate
+// schedule + optimizer update, as one entry. Everything is tfc IR, so the
+// optimizer is compiled, fused and planned like the model itself.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "tfc-train-step"
+
+namespace tfc {
+#define GEN_PASS_DEF_TFCTRAINSTEP
+#include "passes/Passes.h.inc"
+} // namespace tfc
+
+using namespace mlir;
+using namespace tfc;
+
+namespace {
+
+/// Scalar and elementwise arithmetic on f32 tensors, read like formulas.
+struct Arith {
+  OpBuilder &b;
+  Location loc;
+
+  Value c(double v) {
+    auto t = RankedTensorType::get({}, b.getF32Type());
+    return b.create<ConstantOp>(loc,
+                                DenseElementsAttr::get(t, b.getF32FloatAttr(v)));
+  }
+  Value add(Value x, Value y) { return b.create<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.create<DivOp>(loc, x, y); }
+  Value min(Value x, Value y) { return b.create<MinOp>(loc, x, y); }
+  Value max(Value x, Value y) { return b.create<MaxOp>(loc, x, y); }
+  Value pow(Value x, Value y) { return b.create<PowOp>(loc, x, y); }
+  Value sqrt(Value x) { return b.create<SqrtOp>(loc, x); }
+  Value cos(Value x) { return b.create<CosOp>(loc, x); }
+  /// 1 where x > 0, else 0.
+  Value step(Value x) { return b.create<StepOp>(loc, x); }
+  /// 1 where x == k for a small integer code k held in a float.
+  Value is(Value x, double k) {
+    Value d = sub(x, c(k));
+    return step(sub(c(0.5), b.create<AbsOp>(loc, d)));
+  }
+  /// Sum of squares of every element: a 0-d tensor.
+  Value sumSquares(Value x) {
+    auto t = llvm::cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, t.getRank()));
+    Value sq = mul(x, x);
+    if (dims.empty())
+      return sq;
+    return b.create<ReduceSumOp>(loc, sq, dims, /*keepdim=*/false);
+  }
+};
+
+struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
+  using TfcTrainStepBase::TfcTrainStepBase;
+
+  void runOnOperation() override {
+    if (failed(build(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult build(ModuleOp module) {
+    bool adamw = optimizer == "adamw";
+    if (!adamw && optimizer != "sgd")
+      return module.emitError("tfc-train-step: unknown optimizer '")
+             << optimizer << "' (adamw or sgd)";
+    auto grad = module.lookupSymbol<func::FuncOp>(entry + "_grad");
+    if (!grad || grad.isExternal())
+      return module.emitError("tfc-train-step: no '")
+             << entry << "_grad' entry; run tfc-autodiff{entry=" << entry
+             << "} first";
+    if (module.lookupSymbol("train_step"))
+      return module.emitError("tfc-train-step: 'train_step' already exists");
+
+    OpBuilder b(module.getContext());
+    Location loc = grad.getLoc();
+    auto f32 = RankedTensorType::get({}, b.getF32Type());
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+
+    // Module state, declared after the parameters and existing state: the
+    // step counter and the optimizer's moments.
+    b.setInsertionPointToStart(module.getBody());
+    for (Operation &op : module.getBody()->getOperations())
+      if (llvm::isa<ParamOp, StateOp>(op))
+        b.setInsertionPointAfter(&op);
+    StringRef stepName = "train.step";
+    if (!module.lookupSymbol(stepName))
+      b.create<StateOp>(loc, stepName, i64, "zeros");
+    struct Trained {
+      StringAttr param;
+      RankedTensorType type;
+      std::string m, v;
+    };
+    SmallVector<Trained> trained;
+    for (unsigned i = 1; i < grad.getNumResults(); ++i) {
+      auto of = grad.getResultAttrOfType<StringAttr>(i, "tfc.grad_of");
+      if (!of)
+        return grad.emitError("tfc-train-step: result ")
+               << i << " of '" << grad.getName() << "' has no tfc.grad_of";
+      Trained t{of, llvm::cast<RankedTensorType>(grad.getResultTypes()[i]),
+                "", ""};
+      t.m = ((adamw ? "opt.m." : "opt.buf.") + of.getValue()).str();
+      t.v = ("opt.v." + of.getValue()).str();
+      for (const std::string &name : {t.m, t.v}) {
+        if (!adamw && name == t.v)
+          continue;
+        if (module.lookupSymbol(name))
+          return module.emitError("tfc-train-step: state '")
+                 << name << "' already exists";
+        b.create<StateOp>(loc, name, t.type, "zeros");
+      }
+      trained.push_back(t);
+    }
+
+    // Signature: the loss inputs, then the hyper-parameters.
+    SmallVector<std::string> hyper = {"lr",           "min_lr",  "warmup",
+                                      "total_steps",  "schedule", "weight_decay",
+                                      "grad_clip"};
+    if (adamw)
+      hyper.append({"beta1", "beta2", "eps"});
+    else
+      hyper.push_back("momentum");
+    SmallVector<Type> inputs(grad.getArgumentTypes());
+    inputs.append(hyper.size(), f32);
+    b.setInsertionPointAfter(grad);
+    auto train = b.create<func::FuncOp>(
+        loc, "train_step", b.getFunctionType(inputs, {f32, f32, f32}));
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i)
+      train.setArgAttrs(i, grad.getArgAttrDict(i));
+    for (auto [i, name] : llvm::enumerate(hyper))
+      train.setArgAttr(grad.getNumArguments() + i, "tfc.name",
+                       b.getStringAttr(name));
+    const char *outputs[] = {"loss", "lr", "grad_norm"};
+    for (auto [i, name] : llvm::enumerate(outputs))
+      train.setResultAttr(i, "tfc.name", b.getStringAttr(name));
+
+    // Forward and backward: grad's body, inlined.
+    Block *body = train.addEntryBlock();
+    IRMapping mapping;
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i)
+      mapping.map(grad.getArgument(i), body->getArgument(i));
+    b.setInsertionPointToEnd(body);
+    Block &gradBody = grad.getBody().front();
+    for (Operation &op : gradBody.without_terminator())
+      b.clone(op, mapping);
+    SmallVector<Value> results;
+    for (Value v : gradBody.getTerminator()->getOperands())
+      results.push_back(mapping.lookup(v));
+    auto hp = [&](StringRef name) {
+      auto it = llvm::find(hyper, name.str());
+      return body->getArgument(grad.getNumArguments() +
+                               std::distance(hyper.begin(), it));
+    };
+    Arith a{b, loc};
+
+    // Global-norm clipping (off when grad_clip <= 0).
+    Value sumsq = a.c(0.0);
+    for (unsigned i = 0; i < trained.size(); ++i)
+      sumsq = a.add(sumsq, a.sumSquares(results[i + 1]));
+    Value norm = a.sqrt(sumsq);
+    Value clip = hp("grad_clip");
+    Value on = a.step(clip);
+    Value coef = a.min(a.c(1.0), a.div(clip, a.add(norm, a.c(1e-6))));
+    Value gradScale = a.add(a.mul(on, coef), a.sub(a.c(1.0), on));
+
+    // The step counter t (1 for the first update) and the learning rate.
+    Value stepOld = b.create<LoadOp>(loc, i64, stepName);
+    Value stepNew = b.create<AddOp>(
+        loc, stepOld,
+        b.create<ConstantOp>(loc, DenseElementsAttr::get(
+                                      i64, b.getI64IntegerAttr(1))));
+    b.create<StoreOp>(loc, stepNew, stepName);
+    Value t = b.create<CastOp>(loc, f32, stepNew);
+    Value lr = hp("lr"), minLr = hp("min_lr"), warmup = hp("warmup"),
+          total = hp("total_steps"), schedule = hp("schedule");
+    // Warm-up factor min(1, t / warmup), 1 without warm-up.
+    Value warm = a.min(a.c(1.0), a.div(t, a.max(warmup, a.c(1e-9))));
+    warm = a.add(a.mul(a.step(warmup), warm), a.sub(a.c(1.0), a.step(warmup)));
+    // Decay progress in [0, 1] after the warm-up.
+    Value progress = a.div(a.sub(t, warmup), a.max(a.sub(total, warmup), a.c(1.0)));
+    progress = a.min(a.c(1.0), a.max(a.c(0.0), progress));
+    Value linear = a.sub(a.c(1.0), progress);
+    Value cosine = a.mul(a.c(0.5), a.add(a.c(1.0), a.cos(a.mul(a.c(M_PI), progress))));
+    Value decayed = [&](Value shape) {
+      return a.add(minLr, a.mul(a.sub(lr, minLr), shape));
+    }(a.add(a.mul(a.is(schedule, 1), linear), a.mul(a.is(schedule, 2), cosine)));
+    Value isConstant = a.is(schedule, 0);
+    Value lrNow = a.add(a.mul(isConstant, lr),
+                        a.mul(a.sub(a.c(1.0), isConstant), decayed));
+    // During warm-up the rate ramps towards lr whatever the schedule.
+    Value inWarmup = a.step(a.sub(warmup, t));
+    lrNow = a.add(a.mul(inWarmup, a.mul(lr, warm)),
+                  a.mul(a.sub(a.c(1.0), inWarmup), lrNow));
+
+    // The update of every trainable parameter.
+    Value wd = hp("weight_decay");
+    for (auto [i, tr] : llvm::enumerate(trained)) {
+      Value g = a.mul(results[i + 1], gradScale);
+      Value p = b.create<LoadOp>(loc, tr.type, tr.param.getValue());
+      bool decays = tr.type.getRank() >= 2;
+      Value pNew;
+      if (adamw) {
+        Value b1 = hp("beta1"), b2 = hp("beta2"), eps = hp("eps");
+        Value m = b.create<LoadOp>(loc, tr.type, tr.m);
+        Value v = b.create<LoadOp>(loc, tr.type, tr.v);
+        Value mNew = a.add(a.mul(b1, m), a.mul(a.sub(a.c(1.0), b1), g));
+        Value vNew = a.add(a.mul(b2, v), a.mul(a.sub(a.c(1.0), b2), a.mul(g, g)));
+        Value c1 = a.sub(a.c(1.0), a.pow(b1, t));
+        Value c2 = a.sub(a.c(1.0), a.pow(b2, t));
+        Value update = a.div(a.div(mNew, c1), a.add(a.sqrt(a.div(vNew, c2)), eps));
+        Value decayed = decays ? a.mul(p, a.sub(a.c(1.0), a.mul(lrNow, wd))) : p;
+        pNew = a.sub(decayed, a.mul(lrNow, update));
+        b.create<StoreOp>(loc, mNew, tr.m);
+        b.create<StoreOp>(loc, vNew, tr.v);
+      } else {
+        Value buf = b.create<LoadOp>(loc, tr.type, tr.m);
+        if (decays)
+          g = a.add(g, a.mul(wd, p));
+        Value bufNew = a.add(a.mul(hp("momentum"), buf), g);
+        pNew = a.sub(p, a.mul(lrNow, bufNew));
+        b.create<StoreOp>(loc, bufNew, tr.m);
+      }
+      b.create<StoreOp>(loc, pNew, tr.param.getValue());
+    }
+    b.create<func::ReturnOp>(loc, ValueRange{results[0], lrNow, norm});
+    return success();
+  }
+};
+
+} // namespace
