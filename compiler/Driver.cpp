@@ -81,6 +81,11 @@ struct Options {
                "as 00-input.mlir, 01-<pass>.mlir, ...; with an artifact also "
                "the LLVM IR as NN-llvm.ll"),
       cl::value_desc("DIR"), cl::init(""), cl::cat(category)};
+  cl::opt<std::string> optimizer{
+      "optimizer",
+      cl::desc("Also build the training entries from `loss`: loss_grad and "
+               "train_step with this optimizer (adamw or sgd)"),
+      cl::value_desc("adamw|sgd"), cl::init(""), cl::cat(category)};
   cl::opt<bool> summary{
       "summary",
       cl::desc("Print a summary of the module after the graph phase "
@@ -149,7 +154,8 @@ int compilerMain(int argc, char **argv) {
     os << "tfc: ahead-of-time compiler for transformer models\n\n"
           "  tfc model.mlir -o model.so --summary        compile to an artifact\n"
           "  tfc model.mlir --compile-to=graph -o g.mlir  read the optimized graph\n"
-          "  tfc model.mlir -o model.so --dump-ir=ir/     keep the IR of every pass\n\n";
+          "  tfc model.mlir -o model.so --dump-ir=ir/     keep the IR of every pass\n"
+          "  tfc model.mlir -o model.so --optimizer=adamw add loss_grad, train_step\n\n";
     describePipeline(os);
   }
   // libLLVM registers hundreds of backend flags; --help shows tfc's own and
@@ -175,6 +181,11 @@ int compilerMain(int argc, char **argv) {
                 ": the optimization level must be 0, 1, 2 or 3");
   PipelineOptions pipeline;
   pipeline.optLevel = options.optLevel;
+  if (!options.optimizer.empty() && options.optimizer != "adamw" &&
+      options.optimizer != "sgd")
+    return fail("unknown --optimizer='" + options.optimizer +
+                "' (expected adamw or sgd)");
+  pipeline.optimizer = options.optimizer;
   pipeline.compileTo = lastPhase();
   if (!options.compileTo.empty()) {
     auto phase = parsePhase(options.compileTo);

@@ -2,6 +2,7 @@
 #include "compiler/Pipeline.h"
 
 #include "codegen/cpu/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -38,8 +39,15 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
                    Phase from, Phase to) {
   to = std::min(to, options.compileTo);
   auto runs = [&](Phase p) { return from <= p && p <= to; };
-  // graph: cleanup that every later phase relies on (folded reshapes and
-  // transposes, no duplicated loads).
+  // graph: the training entries when asked for, then the cleanup that every
+  // later phase relies on (folded reshapes and transposes, no duplicated
+  // loads, no dead gradient ops).
+  if (runs(Phase::Graph) && !options.optimizer.empty()) {
+    pm.addPass(createTfcAutodiff());
+    TfcTrainStepOptions trainStep;
+    trainStep.optimizer = options.optimizer;
+    pm.addPass(createTfcTrainStep(trainStep));
+  }
   if (runs(Phase::Graph) && options.optLevel >= 1) {
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
@@ -51,7 +59,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
 void describePipeline(llvm::raw_ostream &os) {
   os << "Phases (--compile-to=<phase>; each includes the ones before):\n"
         "  input   parse and verify the tfc module\n"
-        "  graph   canonicalize, cse                       (-O1 and above)\n"
+        "  graph   with --optimizer: tfc-autodiff, tfc-train-step;\n"
+        "          canonicalize, cse                       (-O1 and above)\n"
         "  kernels tfc-lower-to-kernels: every op a CPU kernel, buffers in\n"
         "          one arena per entry (the planned program)\n"
         "Then --emit=llvm|asm|obj|so lowers kernels through MLIR's LLVM\n"

@@ -46,6 +46,9 @@ struct PipelineOptions {
   int optLevel = 2;
   /// Stop after this phase.
   Phase compileTo = Phase::Graph;
+  /// When set ("adamw" or "sgd"), the graph phase first differentiates the
+  /// `loss` entry (tfc-autodiff) and builds `train_step` (tfc-train-step).
+  std::string optimizer;
 };
 
 /// Adds the passes of the phases in [from, to] (and not past

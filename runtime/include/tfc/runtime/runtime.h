@@ -1,0 +1,269 @@
+/* The tfc runtime's C API: load a compiled model (an artifact, model.so), hold its
+ * parameters, and call its entry points.
+ *
+ *   tfc_loaded_artifact_t* artifact = NULL;
+ *   tfc_status_t status = tfc_artifact_open("model.so", NULL, &artifact);
+ *   tfc_params_t* params = NULL;
+ *   if (!status) status = tfc_params_create(artifact, NULL, &params);
+ *   if (!status) status = tfc_params_load_safetensors(params, "model.safetensors", NULL);
+ *   tfc_context_t* context = NULL;
+ *   if (!status) status = tfc_context_create(artifact, params, NULL, &context);
+ *   if (!status) status = tfc_context_call(context, "forward", inputs, 1, outputs, 1);
+ *   if (status) { fprintf(stderr, "%s\n", tfc_status_message(status)); tfc_status_free(status); }
+ *   tfc_context_release(context); tfc_params_release(params); tfc_artifact_release(artifact);
+ *
+ * Conventions (as in IREE's runtime):
+ *   - Objects are opaque, reference-counted handles: *_create and *_open return a handle with
+ *     one reference, *_retain adds one, *_release drops one (NULL is accepted) and frees the
+ *     object with the last. An object keeps alive what it was made from: params retain
+ *     their artifact, a context retains its artifact and params, so release order is free.
+ *   - Options are plain structs: call *_options_initialize() and change what you need.
+ *     Passing NULL for options means the defaults.
+ *   - Functions that can fail return a tfc_status_t (NULL = success; see status.h) and
+ *     write results through out_ parameters, which are left untouched on failure.
+ *   - Memory for tensors (parameters, state, arenas) comes from a tfc_allocator_t given in
+ *     the options; the default is the C library's aligned allocator.
+ *
+ * Thread-safety, per type:
+ *   - tfc_loaded_artifact_t is immutable once open: every query may be made from any thread.
+ *   - tfc_params_t: reads (tfc_params_tensor, calls through contexts) may run concurrently;
+ *     anything that writes the values (load, init, set, and entry points that update
+ *     parameters in place, such as train_step) needs exclusive access to the params.
+ *   - tfc_context_t is used by one thread at a time. Distinct contexts may call entry
+ *     points concurrently (each owns its state, arenas and threads), sharing params for
+ *     reading.
+ *   - Retain/release are thread-safe on every type.
+ *
+ * "tfc_artifact_t" is the artifact's own table (artifact_abi.h); tfc_loaded_artifact_t is
+ * the runtime's handle around a loaded one.
+ */
+#ifndef TFC_RUNTIME_RUNTIME_H_
+#define TFC_RUNTIME_RUNTIME_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfc/artifact_abi.h"
+#include "tfc/runtime/dtype.h"
+#include "tfc/runtime/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===----------------------------------------------------------------------===
+ * Allocator
+ *===----------------------------------------------------------------------===*/
+
+/* Where the runtime takes tensor memory from. |allocate| returns |byte_size| bytes (at
+ * least 1) aligned to |alignment| (a power of two, at least TFC_ARENA_ALIGNMENT), or NULL
+ * when it cannot; |deallocate| gives back a pointer |allocate| returned. Both may be
+ * called from any thread that uses an object made with this allocator; |self| is passed
+ * back unchanged and must outlive every object made with the allocator. */
+typedef struct tfc_allocator_t {
+  void* self;
+  void* (*allocate)(void* self, size_t byte_size, size_t alignment);
+  void (*deallocate)(void* self, void* pointer);
+} tfc_allocator_t;
+
+/* The default allocator: posix_memalign and free. */
+tfc_allocator_t tfc_allocator_system(void);
+
+/*===----------------------------------------------------------------------===
+ * Host tensors passed across the API
+ *===----------------------------------------------------------------------===*/
+
+/* A borrowed, dense, row-major tensor in host memory. The caller owns |shape| and |data|;
+ * they must stay valid for the duration of the call they are passed to. */
+typedef struct tfc_tensor_ref_t {
+  tfc_dtype_t dtype;
+  int32_t rank;
+  const int64_t* shape; /* |rank| dimensions; may be NULL when rank is 0 */
+  void* data;
+  size_t byte_size;     /* must equal the size implied by dtype and shape */
+} tfc_tensor_ref_t;
+
+/* Returns the byte size of a tensor with |desc|'s dtype and shape (0 if invalid). */
+uint64_t tfc_tensor_desc_byte_size(const tfc_tensor_desc_t* desc);
+
+/*===----------------------------------------------------------------------===
+ * Artifacts
+ *===----------------------------------------------------------------------===*/
+
+typedef struct tfc_loaded_artifact_s tfc_loaded_artifact_t;
+
+typedef struct tfc_artifact_options_t {
+  /* Skip parsing the parameters' and state's initializer specs at open time (they are then
+   * checked by tfc_params_init / tfc_context_create instead). Default false. */
+  bool skip_init_spec_check;
+} tfc_artifact_options_t;
+
+void tfc_artifact_options_initialize(tfc_artifact_options_t* out_options);
+
+/* Loads the compiled model at |path|. Before dlopen(RTLD_NOW | RTLD_LOCAL) the file must
+ * exist, be a regular file and start with the ELF magic; after it, the file must export
+ * TFC_ARTIFACT_SYMBOL, and the table must carry TFC_ARTIFACT_MAGIC, this runtime's
+ * TFC_ARTIFACT_ABI_VERSION and a large enough struct_size, and be well formed (non-empty
+ * unique names, ranks 0..8, dimensions >= 1, known dtypes, non-null entry points, valid
+ * initializer specs). Every refusal names the file and the reason (a version mismatch says
+ * both versions and to recompile the model with this tfc). */
+tfc_status_t tfc_artifact_open(const char* path, const tfc_artifact_options_t* options,
+                               tfc_loaded_artifact_t** out_artifact);
+void tfc_artifact_retain(tfc_loaded_artifact_t* artifact);
+/* Unloads the shared object with the last reference. */
+void tfc_artifact_release(tfc_loaded_artifact_t* artifact);
+
+/* Queries. Strings are owned by the artifact and live as long as it does. */
+const char* tfc_artifact_path(const tfc_loaded_artifact_t* artifact);
+const char* tfc_artifact_target(const tfc_loaded_artifact_t* artifact);
+const char* tfc_artifact_compiler_version(const tfc_loaded_artifact_t* artifact);
+const char* tfc_artifact_module_hash(const tfc_loaded_artifact_t* artifact);
+const char* tfc_artifact_metadata_json(const tfc_loaded_artifact_t* artifact); /* "" if none */
+/* The validated table itself, for everything else. */
+const tfc_artifact_t* tfc_artifact_table(const tfc_loaded_artifact_t* artifact);
+
+int32_t tfc_artifact_param_count(const tfc_loaded_artifact_t* artifact);
+/* Returns parameter |index| (0 <= index < count), or NULL when out of range. */
+const tfc_tensor_desc_t* tfc_artifact_param(const tfc_loaded_artifact_t* artifact,
+                                            int32_t index);
+int32_t tfc_artifact_state_count(const tfc_loaded_artifact_t* artifact);
+const tfc_tensor_desc_t* tfc_artifact_state(const tfc_loaded_artifact_t* artifact,
+                                            int32_t index);
+int32_t tfc_artifact_entry_count(const tfc_loaded_artifact_t* artifact);
+const tfc_entry_t* tfc_artifact_entry(const tfc_loaded_artifact_t* artifact, int32_t index);
+
+/* Looks a parameter up by name; NOT_FOUND suggests the closest name. */
+tfc_status_t tfc_artifact_find_param(const tfc_loaded_artifact_t* artifact, const char* name,
+                                     int32_t* out_index);
+/* Looks an entry point up by name; NOT_FOUND lists the entries (and the closest one). */
+tfc_status_t tfc_artifact_find_entry(const tfc_loaded_artifact_t* artifact, const char* name,
+                                     int32_t* out_index);
+
+/*===----------------------------------------------------------------------===
+ * Parameters
+ *===----------------------------------------------------------------------===*/
+
+/* The values of an artifact's parameters (weights), in the artifact's order, each in its
+ * own TFC_ARENA_ALIGNMENT-aligned buffer. A parameter is "unset" until loaded, set or
+ * initialized; calling an entry point with unset parameters fails. */
+typedef struct tfc_params_s tfc_params_t;
+
+typedef struct tfc_params_options_t {
+  tfc_allocator_t allocator; /* default: tfc_allocator_system() */
+} tfc_params_options_t;
+
+void tfc_params_options_initialize(tfc_params_options_t* out_options);
+
+/* Allocates (zero-filled, all unset) storage for every parameter of |artifact|. */
+tfc_status_t tfc_params_create(tfc_loaded_artifact_t* artifact,
+                               const tfc_params_options_t* options, tfc_params_t** out_params);
+void tfc_params_retain(tfc_params_t* params);
+void tfc_params_release(tfc_params_t* params);
+
+tfc_loaded_artifact_t* tfc_params_artifact(const tfc_params_t* params);
+
+/* Describes parameter |index|'s storage (writable: the caller may fill it in place, then
+ * call tfc_params_mark_set). INVALID_ARGUMENT when out of range. */
+tfc_status_t tfc_params_tensor(tfc_params_t* params, int32_t index, tfc_tensor_ref_t* out_tensor);
+/* Returns whether parameter |index| has been loaded, set or initialized. */
+bool tfc_params_is_set(const tfc_params_t* params, int32_t index);
+/* Declares parameter |index| set after the caller filled it through tfc_params_tensor. */
+tfc_status_t tfc_params_mark_set(tfc_params_t* params, int32_t index);
+/* Returns OK when every parameter is set; otherwise FAILED_PRECONDITION naming them. */
+tfc_status_t tfc_params_check_all_set(const tfc_params_t* params);
+
+/* Copies |value| into parameter |index|, checking its dtype and shape. */
+tfc_status_t tfc_params_set(tfc_params_t* params, int32_t index, const tfc_tensor_ref_t* value);
+
+/* Fills every parameter from its initializer spec (zeros, ones, constant(v),
+ * normal(mean, std), uniform(lo, hi), orthogonal(gain)). The values depend only on |seed|,
+ * the parameter's index, spec, dtype and shape: a SplitMix64 stream seeded with
+ * (seed, index) feeds uniform draws and Box-Muller normals, drawn in double; orthogonal
+ * runs modified Gram-Schmidt on a normal matrix in double. */
+tfc_status_t tfc_params_init(tfc_params_t* params, uint64_t seed);
+
+typedef struct tfc_params_load_options_t {
+  /* Leave parameters the file does not have as they are, instead of failing. */
+  bool allow_missing;
+  /* Ignore tensors of the file that are not parameters, instead of failing. */
+  bool allow_unexpected;
+} tfc_params_load_options_t;
+
+void tfc_params_load_options_initialize(tfc_params_load_options_t* out_options);
+
+/* Binds parameters by name from the safetensors file at |path|. Refused (naming the file and
+ * each tensor, nothing changed): a missing parameter, an unexpected tensor (with the closest
+ * parameter name as a suggestion), a wrong shape or a wrong dtype. */
+tfc_status_t tfc_params_load_safetensors(tfc_params_t* params, const char* path,
+                                         const tfc_params_load_options_t* options);
+
+/* Writes every parameter to a safetensors file at |path|, atomically. All must be set. */
+tfc_status_t tfc_params_save_safetensors(const tfc_params_t* params, const char* path);
+
+/*===----------------------------------------------------------------------===
+ * Contexts: state, arenas and threads for calling entry points
+ *===----------------------------------------------------------------------===*/
+
+/* A session with a model: owns the module state (KV cache, optimizer moments), initialized
+ * from the state's init specs, one scratch arena per entry point (allocated at its first
+ * call and reused) and a thread pool that compiled code uses through
+ * tfc_host_api_t.parallel_for. */
+typedef struct tfc_context_s tfc_context_t;
+
+typedef struct tfc_context_options_t {
+  tfc_allocator_t allocator; /* state and arenas; default: tfc_allocator_system() */
+  /* Threads for parallel_for, the calling thread included: 0 (default) means
+   * std::thread::hardware_concurrency(), 1 runs everything on the calling thread. */
+  int32_t num_threads;
+  /* Seed for state tensors with random initializers (rare; KV caches are zeros). */
+  uint64_t state_seed;
+} tfc_context_options_t;
+
+void tfc_context_options_initialize(tfc_context_options_t* out_options);
+
+/* Creates a context for |artifact| with |params| (which must belong to |artifact|; they
+ * need not be set yet, only before the first call). */
+tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* params,
+                                const tfc_context_options_t* options,
+                                tfc_context_t** out_context);
+void tfc_context_retain(tfc_context_t* context);
+void tfc_context_release(tfc_context_t* context);
+
+/* The artifact and params the context was made with (not retained for the caller). */
+tfc_loaded_artifact_t* tfc_context_artifact(const tfc_context_t* context);
+tfc_params_t* tfc_context_params(const tfc_context_t* context);
+/* The number of threads parallel_for uses. */
+int32_t tfc_context_num_threads(const tfc_context_t* context);
+/* Bytes of arena memory allocated so far (entry points called at least once). */
+uint64_t tfc_context_arena_bytes_allocated(const tfc_context_t* context);
+
+/* Re-initializes every state tensor from its init spec (a new generation starts with an
+ * empty KV cache). */
+tfc_status_t tfc_context_reset_state(tfc_context_t* context);
+/* Describes state tensor |index|'s storage (writable). */
+tfc_status_t tfc_context_state_tensor(tfc_context_t* context, int32_t index,
+                                      tfc_tensor_ref_t* out_tensor);
+/* Replaces the state from a safetensors file (every state tensor, by name, with dtype and
+ * shape checks; an unexpected tensor is an error). Nothing changes on failure. */
+tfc_status_t tfc_context_load_state_safetensors(tfc_context_t* context, const char* path);
+/* Writes the state to a safetensors file at |path|, atomically. */
+tfc_status_t tfc_context_save_state_safetensors(const tfc_context_t* context, const char* path);
+
+/* Calls entry point |entry_name| with |inputs| and |outputs| in the entry's order. Each
+ * tensor's dtype and shape must equal the entry's description, and no two buffers may
+ * overlap. The outputs are written in place; the state is updated. A run-time error that
+ * compiled code reports (host->report_error) comes back as a status with its message. */
+tfc_status_t tfc_context_call(tfc_context_t* context, const char* entry_name,
+                              const tfc_tensor_ref_t* inputs, size_t num_inputs,
+                              const tfc_tensor_ref_t* outputs, size_t num_outputs);
+/* The same with the entry's index (see tfc_artifact_find_entry). */
+tfc_status_t tfc_context_call_index(tfc_context_t* context, int32_t entry_index,
+                                    const tfc_tensor_ref_t* inputs, size_t num_inputs,
+                                    const tfc_tensor_ref_t* outputs, size_t num_outputs);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* TFC_RUNTIME_RUNTIME_H_ */

@@ -1,0 +1,342 @@
+// Contexts: state, arenas, the thread pool, and calling entry points.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "file_util.hpp"
+#include "runtime_internal.hpp"
+
+using tfc::Status;
+using tfc::internal::quoteForMessage;
+
+tfc_context_s::~tfc_context_s() {
+  pool.reset();
+  for (auto& buffer : state) tfc::internal::freeBuffer(allocator, buffer);
+  for (auto& buffer : arenas) tfc::internal::freeBuffer(allocator, buffer);
+  tfc_params_release(params);
+  tfc_artifact_release(artifact);
+}
+
+namespace {
+
+void hostParallelFor(void* user, int64_t n, int64_t grain,
+                     void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx) {
+  auto* context = static_cast<tfc_context_t*>(user);
+  context->pool->parallelFor(n, grain, fn, ctx);
+}
+
+void hostReportError(void* user, const char* message) {
+  auto* context = static_cast<tfc_context_t*>(user);
+  std::lock_guard<std::mutex> lock(context->errorMutex);
+  if (context->hasError) return;  // keep the first
+  context->hasError = true;
+  context->error = message != nullptr ? message : "(null message)";
+}
+
+Status resetState(tfc_context_t* context) {
+  std::vector<tfc::internal::InitSpec> specs;
+  TFC_RETURN_IF_ERROR(tfc::internal::initSpecsFor(context->artifact, true, &specs));
+  const tfc_artifact_t& table = *context->artifact->table;
+  for (int32_t i = 0; i < table.num_state; ++i) {
+    const tfc_tensor_desc_t& desc = table.state[i];
+    Status status = tfc::internal::fillInit(
+        specs[static_cast<size_t>(i)], static_cast<tfc_dtype_t>(desc.dtype),
+        tfc::internal::descShape(desc),
+        tfc::internal::initStreamSeed(context->stateSeed, static_cast<uint64_t>(i)),
+        context->state[static_cast<size_t>(i)].data);
+    if (!status.ok()) {
+      return Status::error(status.code(), "%s: state tensor %s: %s",
+                           context->artifact->path.c_str(), quoteForMessage(desc.name).c_str(),
+                           status.message());
+    }
+  }
+  return Status();
+}
+
+struct Range {
+  uintptr_t begin;
+  uintptr_t end;
+  std::string what;
+};
+
+// The ABI forbids aliasing between the buffers of one call.
+Status checkNoOverlap(std::vector<Range>& ranges, const std::string& entrySubject) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].begin < ranges[i - 1].end) {
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "%s: %s and %s overlap in memory (buffers of a call may not alias; "
+                           "pass a copy)",
+                           entrySubject.c_str(), ranges[i - 1].what.c_str(),
+                           ranges[i].what.c_str());
+    }
+  }
+  return Status();
+}
+
+std::string nameList(const tfc_tensor_desc_t* descs, int32_t count) {
+  std::string list;
+  for (int32_t i = 0; i < count; ++i) {
+    if (i > 0) list += ", ";
+    list += descs[i].name;
+  }
+  return list;
+}
+
+Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* inputs,
+                 size_t numInputs, const tfc_tensor_ref_t* outputs, size_t numOutputs) {
+  const tfc_loaded_artifact_t* artifact = context->artifact;
+  const tfc_artifact_t& table = *artifact->table;
+  if (index < 0 || index >= table.num_entries) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: entry index %d is out of range [0, %d)",
+                         artifact->path.c_str(), index, table.num_entries);
+  }
+  const tfc_entry_t& entry = table.entries[index];
+  std::string subject = artifact->path + ": entry " + quoteForMessage(entry.name);
+  if (numInputs != static_cast<size_t>(entry.num_inputs)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s takes %d input%s (%s), got %zu",
+                         subject.c_str(), entry.num_inputs, entry.num_inputs == 1 ? "" : "s",
+                         nameList(entry.inputs, entry.num_inputs).c_str(), numInputs);
+  }
+  if (numOutputs != static_cast<size_t>(entry.num_outputs)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s has %d output%s (%s), got %zu",
+                         subject.c_str(), entry.num_outputs, entry.num_outputs == 1 ? "" : "s",
+                         nameList(entry.outputs, entry.num_outputs).c_str(), numOutputs);
+  }
+  if ((numInputs > 0 && inputs == nullptr) || (numOutputs > 0 && outputs == nullptr)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: null inputs or outputs array",
+                         subject.c_str());
+  }
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < numInputs; ++i) {
+    std::string what = "input " + quoteForMessage(entry.inputs[i].name);
+    TFC_RETURN_IF_ERROR(
+        tfc::internal::checkTensorRef(inputs[i], entry.inputs[i], subject + " " + what));
+    auto begin = reinterpret_cast<uintptr_t>(inputs[i].data);
+    if (inputs[i].byte_size > 0) ranges.push_back({begin, begin + inputs[i].byte_size, what});
+  }
+  for (size_t i = 0; i < numOutputs; ++i) {
+    std::string what = "output " + quoteForMessage(entry.outputs[i].name);
+    TFC_RETURN_IF_ERROR(
+        tfc::internal::checkTensorRef(outputs[i], entry.outputs[i], subject + " " + what));
+    auto begin = reinterpret_cast<uintptr_t>(outputs[i].data);
+    if (outputs[i].byte_size > 0) ranges.push_back({begin, begin + outputs[i].byte_size, what});
+  }
+  for (size_t i = 0; i < context->params->buffers.size(); ++i) {
+    const auto& buffer = context->params->buffers[i];
+    auto begin = reinterpret_cast<uintptr_t>(buffer.data);
+    ranges.push_back({begin, begin + buffer.byteSize,
+                      "parameter " + quoteForMessage(table.params[i].name)});
+  }
+  for (size_t i = 0; i < context->state.size(); ++i) {
+    auto begin = reinterpret_cast<uintptr_t>(context->state[i].data);
+    ranges.push_back({begin, begin + context->state[i].byteSize,
+                      "state tensor " + quoteForMessage(table.state[i].name)});
+  }
+  TFC_RETURN_IF_ERROR(checkNoOverlap(ranges, subject));
+  tfc_status_t unset = tfc_params_check_all_set(context->params);
+  if (unset != nullptr) return Status(unset);
+
+  tfc::internal::Buffer& arena = context->arenas[static_cast<size_t>(index)];
+  if (entry.arena_bytes > 0 && arena.data == nullptr) {
+    if (entry.arena_bytes > SIZE_MAX / 2) {
+      return Status::error(TFC_OUT_OF_MEMORY, "%s needs an arena of %llu bytes, more than this "
+                           "machine can address", subject.c_str(),
+                           static_cast<unsigned long long>(entry.arena_bytes));
+    }
+    std::string what = "the arena of " + subject;
+    TFC_ASSIGN_OR_RETURN(arena, tfc::internal::allocateBuffer(
+                                    context->allocator, static_cast<size_t>(entry.arena_bytes),
+                                    false, what.c_str()));
+  }
+
+  context->inputPointers.resize(numInputs);
+  for (size_t i = 0; i < numInputs; ++i) context->inputPointers[i] = inputs[i].data;
+  context->outputPointers.resize(numOutputs);
+  for (size_t i = 0; i < numOutputs; ++i) context->outputPointers[i] = outputs[i].data;
+  {
+    std::lock_guard<std::mutex> lock(context->errorMutex);
+    context->hasError = false;
+    context->error.clear();
+  }
+  int32_t result = entry.call(&context->host, context->paramPointers.data(),
+                              context->statePointers.data(), context->inputPointers.data(),
+                              context->outputPointers.data(), arena.data);
+  std::lock_guard<std::mutex> lock(context->errorMutex);
+  if (context->hasError) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
+                         context->error.c_str());
+  }
+  if (result != 0) {
+    return Status::error(TFC_INTERNAL, "%s failed (returned %d) without reporting an error",
+                         subject.c_str(), result);
+  }
+  return Status();
+}
+
+}  // namespace
+
+extern "C" {
+
+void tfc_context_options_initialize(tfc_context_options_t* out_options) {
+  if (out_options == nullptr) return;
+  std::memset(out_options, 0, sizeof(*out_options));
+  out_options->allocator = tfc_allocator_system();
+  out_options->num_threads = 0;
+  out_options->state_seed = 0;
+}
+
+tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* params,
+                                const tfc_context_options_t* options,
+                                tfc_context_t** out_context) {
+  if (artifact == nullptr || params == nullptr || out_context == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_create: null argument");
+  }
+  if (params->artifact != artifact) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT,
+                           "tfc_context_create: the params belong to %s, not to %s",
+                           params->artifact->path.c_str(), artifact->path.c_str());
+  }
+  tfc_context_options_t defaults;
+  tfc_context_options_initialize(&defaults);
+  if (options == nullptr) options = &defaults;
+  if (options->allocator.allocate == nullptr || options->allocator.deallocate == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT,
+                           "tfc_context_create: the allocator has null functions (call "
+                           "tfc_context_options_initialize)");
+  }
+  if (options->num_threads < 0) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT,
+                           "tfc_context_create: num_threads is %d (0 means all cores)",
+                           options->num_threads);
+  }
+  auto* context = new (std::nothrow) tfc_context_s();
+  if (context == nullptr) return tfc_status_make(TFC_OUT_OF_MEMORY, "out of memory");
+  tfc_artifact_retain(artifact);
+  tfc_params_retain(params);
+  context->artifact = artifact;
+  context->params = params;
+  context->allocator = options->allocator;
+  context->stateSeed = options->state_seed;
+  const tfc_artifact_t& table = *artifact->table;
+  Status status;
+  for (int32_t i = 0; i < table.num_state && status.ok(); ++i) {
+    std::string what = "state tensor " + quoteForMessage(table.state[i].name);
+    auto buffer = tfc::internal::allocateBuffer(
+        context->allocator, tfc_tensor_desc_byte_size(&table.state[i]), true, what.c_str());
+    if (buffer.ok()) {
+      context->state.push_back(*buffer);
+    } else {
+      status = std::move(buffer).takeStatus();
+    }
+  }
+  if (status.ok()) status = resetState(context);
+  if (!status.ok()) {
+    tfc_context_release(context);
+    return status.release();
+  }
+  context->arenas.resize(static_cast<size_t>(table.num_entries));
+  for (auto& buffer : params->buffers) context->paramPointers.push_back(buffer.data);
+  for (auto& buffer : context->state) context->statePointers.push_back(buffer.data);
+  context->pool = std::make_unique<tfc::internal::ThreadPool>(options->num_threads);
+  context->host.struct_size = sizeof(tfc_host_api_t);
+  context->host.user = context;
+  context->host.parallel_for = hostParallelFor;
+  context->host.report_error = hostReportError;
+  *out_context = context;
+  return nullptr;
+}
+
+void tfc_context_retain(tfc_context_t* context) {
+  if (context != nullptr) context->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void tfc_context_release(tfc_context_t* context) {
+  if (context != nullptr && context->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    delete context;
+  }
+}
+
+tfc_loaded_artifact_t* tfc_context_artifact(const tfc_context_t* context) {
+  return context->artifact;
+}
+
+tfc_params_t* tfc_context_params(const tfc_context_t* context) { return context->params; }
+
+int32_t tfc_context_num_threads(const tfc_context_t* context) {
+  return context->pool ? context->pool->numThreads() : 1;
+}
+
+uint64_t tfc_context_arena_bytes_allocated(const tfc_context_t* context) {
+  uint64_t total = 0;
+  for (const auto& buffer : context->arenas) total += buffer.byteSize;
+  return total;
+}
+
+tfc_status_t tfc_context_reset_state(tfc_context_t* context) {
+  if (context == nullptr) return tfc_status_make(TFC_INVALID_ARGUMENT, "null context");
+  return resetState(context).release();
+}
+
+tfc_status_t tfc_context_state_tensor(tfc_context_t* context, int32_t index,
+                                      tfc_tensor_ref_t* out_tensor) {
+  if (context == nullptr || out_tensor == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_state_tensor: null argument");
+  }
+  const tfc_artifact_t& table = *context->artifact->table;
+  if (index < 0 || index >= table.num_state) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "%s: state index %d is out of range [0, %d)",
+                           context->artifact->path.c_str(), index, table.num_state);
+  }
+  const tfc_tensor_desc_t& desc = table.state[index];
+  out_tensor->dtype = static_cast<tfc_dtype_t>(desc.dtype);
+  out_tensor->rank = desc.rank;
+  out_tensor->shape = desc.shape;
+  out_tensor->data = context->state[static_cast<size_t>(index)].data;
+  out_tensor->byte_size = context->state[static_cast<size_t>(index)].byteSize;
+  return nullptr;
+}
+
+tfc_status_t tfc_context_load_state_safetensors(tfc_context_t* context, const char* path) {
+  if (context == nullptr || path == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_load_state_safetensors: null argument");
+  }
+  auto file = tfc::SafetensorsFile::open(path);
+  if (!file.ok()) return std::move(file).takeStatus().release();
+  const tfc_artifact_t& table = *context->artifact->table;
+  return tfc::internal::bindFromSafetensors(*file, table.state, table.num_state, context->state,
+                                            "state tensor", false, false, nullptr)
+      .release();
+}
+
+tfc_status_t tfc_context_save_state_safetensors(const tfc_context_t* context, const char* path) {
+  if (context == nullptr || path == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_save_state_safetensors: null argument");
+  }
+  const tfc_artifact_t& table = *context->artifact->table;
+  return tfc::internal::saveToSafetensors(path, table.state, table.num_state, context->state,
+                                          table.module_hash)
+      .release();
+}
+
+tfc_status_t tfc_context_call(tfc_context_t* context, const char* entry_name,
+                              const tfc_tensor_ref_t* inputs, size_t num_inputs,
+                              const tfc_tensor_ref_t* outputs, size_t num_outputs) {
+  if (context == nullptr || entry_name == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_call: null context or entry name");
+  }
+  int32_t index = -1;
+  tfc_status_t status = tfc_artifact_find_entry(context->artifact, entry_name, &index);
+  if (status != nullptr) return status;
+  return callEntry(context, index, inputs, num_inputs, outputs, num_outputs).release();
+}
+
+tfc_status_t tfc_context_call_index(tfc_context_t* context, int32_t entry_index,
+                                    const tfc_tensor_ref_t* inputs, size_t num_inputs,
+                                    const tfc_tensor_ref_t* outputs, size_t num_outputs) {
+  if (context == nullptr) return tfc_status_make(TFC_INVALID_ARGUMENT, "null context");
+  return callEntry(context, entry_index, inputs, num_inputs, outputs, num_outputs).release();
+}
+
+}  // extern "C"

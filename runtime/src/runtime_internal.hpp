@@ -1,0 +1,106 @@
+// Internal: the structs behind the C API's opaque handles, shared by artifact.cpp,
+// params.cpp and context.cpp.
+#ifndef TFC_RUNTIME_SRC_RUNTIME_INTERNAL_HPP_
+#define TFC_RUNTIME_SRC_RUNTIME_INTERNAL_HPP_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "init.hpp"
+#include "thread_pool.hpp"
+#include "tfc/runtime/runtime.h"
+#include "tfc/runtime/safetensors.hpp"
+#include "tfc/runtime/status.hpp"
+
+struct tfc_loaded_artifact_s {
+  std::atomic<int> refs{1};
+  std::string path;
+  void* handle = nullptr;  // from dlopen
+  const tfc_artifact_t* table = nullptr;
+  // Parsed init specs of params and state (empty when the check was skipped).
+  std::vector<tfc::internal::InitSpec> paramInits;
+  std::vector<tfc::internal::InitSpec> stateInits;
+  bool initsParsed = false;
+  ~tfc_loaded_artifact_s();
+};
+
+namespace tfc::internal {
+
+// One tensor's storage, from an allocator.
+struct Buffer {
+  void* data = nullptr;
+  size_t byteSize = 0;
+};
+
+// Allocates |bytes| (at least 1) aligned to TFC_ARENA_ALIGNMENT and zero-filled when |zero|.
+StatusOr<Buffer> allocateBuffer(const tfc_allocator_t& allocator, size_t bytes, bool zero,
+                                const char* what);
+void freeBuffer(const tfc_allocator_t& allocator, Buffer& buffer);
+
+// A tensor description's shape as a vector.
+std::vector<int64_t> descShape(const tfc_tensor_desc_t& desc);
+
+// The closest of |candidates| to |name| by edit distance when close enough, else "".
+std::string closestName(std::string_view name, const std::vector<std::string_view>& candidates);
+
+// Parses the init spec of every description (params or state), prefixing errors with
+// "<path>: <what> '<name>': ".
+Status parseInits(const std::string& path, const char* what, const tfc_tensor_desc_t* descs,
+                  int32_t count, std::vector<InitSpec>* out);
+
+// Binds |count| tensors described by |descs| from |file| by name into |buffers|: all checks
+// first, then the copies, so nothing changes on failure. |what| is "parameter" or "state
+// tensor". |set| (may be null) gets true for each tensor copied.
+Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t* descs,
+                           int32_t count, std::vector<Buffer>& buffers, const char* what,
+                           bool allowMissing, bool allowUnexpected, std::vector<bool>* set);
+
+// Writes |count| tensors to |path| atomically.
+Status saveToSafetensors(const std::string& path, const tfc_tensor_desc_t* descs, int32_t count,
+                         const std::vector<Buffer>& buffers, const std::string& modelPath);
+
+// Checks |ref| against |desc|; messages start with |subject| ("entry 'forward' input 'x'").
+Status checkTensorRef(const tfc_tensor_ref_t& ref, const tfc_tensor_desc_t& desc,
+                      const std::string& subject);
+
+}  // namespace tfc::internal
+
+struct tfc_params_s {
+  std::atomic<int> refs{1};
+  tfc_loaded_artifact_t* artifact = nullptr;  // retained
+  tfc_allocator_t allocator{};
+  std::vector<tfc::internal::Buffer> buffers;
+  std::vector<bool> set;
+  ~tfc_params_s();
+};
+
+struct tfc_context_s {
+  std::atomic<int> refs{1};
+  tfc_loaded_artifact_t* artifact = nullptr;  // retained
+  tfc_params_t* params = nullptr;             // retained
+  tfc_allocator_t allocator{};
+  uint64_t stateSeed = 0;
+  std::vector<tfc::internal::Buffer> state;
+  std::vector<tfc::internal::Buffer> arenas;  // per entry, allocated at the first call
+  std::unique_ptr<tfc::internal::ThreadPool> pool;
+  tfc_host_api_t host{};
+  // Set by report_error during a call (possibly from pool threads).
+  std::mutex errorMutex;
+  std::string error;
+  bool hasError = false;
+  std::vector<void*> paramPointers, statePointers, inputPointers, outputPointers;
+  ~tfc_context_s();
+};
+
+
+namespace tfc::internal {
+// The parsed init specs of the artifact's params (|state| false) or state (true).
+Status initSpecsFor(const tfc_loaded_artifact_t* artifact, bool state, std::vector<InitSpec>* out);
+}  // namespace tfc::internal
+
+#endif  // TFC_RUNTIME_SRC_RUNTIME_INTERNAL_HPP_

@@ -1,0 +1,253 @@
+// Helpers shared by the artifact, params and context code: allocation, names, binding
+// tensors from safetensors files, and checks of host tensors against descriptions.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "file_util.hpp"
+#include "runtime_internal.hpp"
+
+namespace {
+
+void* systemAllocate(void* /*self*/, size_t byteSize, size_t alignment) {
+  void* memory = nullptr;
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  if (posix_memalign(&memory, alignment, byteSize == 0 ? 1 : byteSize) != 0) return nullptr;
+  return memory;
+}
+
+void systemDeallocate(void* /*self*/, void* pointer) { std::free(pointer); }
+
+}  // namespace
+
+extern "C" {
+
+tfc_allocator_t tfc_allocator_system(void) {
+  tfc_allocator_t allocator;
+  allocator.self = nullptr;
+  allocator.allocate = systemAllocate;
+  allocator.deallocate = systemDeallocate;
+  return allocator;
+}
+
+uint64_t tfc_tensor_desc_byte_size(const tfc_tensor_desc_t* desc) {
+  if (desc == nullptr || desc->rank < 0 || (desc->rank > 0 && desc->shape == nullptr)) return 0;
+  uint64_t bytes = 0;
+  if (!tfc::computeByteSize(static_cast<tfc_dtype_t>(desc->dtype), tfc::internal::descShape(*desc),
+                            &bytes)) {
+    return 0;
+  }
+  return bytes;
+}
+
+}  // extern "C"
+
+namespace tfc::internal {
+
+StatusOr<Buffer> allocateBuffer(const tfc_allocator_t& allocator, size_t bytes, bool zero,
+                                const char* what) {
+  Buffer buffer;
+  buffer.byteSize = bytes;
+  // Round up to whole alignment units so that vector code may read a full line at the end.
+  size_t rounded = (std::max<size_t>(bytes, 1) + TFC_ARENA_ALIGNMENT - 1) &
+                   ~static_cast<size_t>(TFC_ARENA_ALIGNMENT - 1);
+  if (rounded < bytes) {
+    return Status::error(TFC_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s", bytes, what);
+  }
+  buffer.data = allocator.allocate(allocator.self, rounded, TFC_ARENA_ALIGNMENT);
+  if (buffer.data == nullptr) {
+    return Status::error(TFC_OUT_OF_MEMORY, "cannot allocate %zu bytes (%.2f GiB) for %s", bytes,
+                         static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), what);
+  }
+  if (reinterpret_cast<uintptr_t>(buffer.data) % TFC_ARENA_ALIGNMENT != 0) {
+    allocator.deallocate(allocator.self, buffer.data);
+    return Status::error(TFC_INTERNAL, "the allocator returned memory not aligned to %u bytes",
+                         TFC_ARENA_ALIGNMENT);
+  }
+  if (zero) std::memset(buffer.data, 0, rounded);
+  return buffer;
+}
+
+void freeBuffer(const tfc_allocator_t& allocator, Buffer& buffer) {
+  if (buffer.data != nullptr) allocator.deallocate(allocator.self, buffer.data);
+  buffer.data = nullptr;
+  buffer.byteSize = 0;
+}
+
+std::vector<int64_t> descShape(const tfc_tensor_desc_t& desc) {
+  if (desc.rank <= 0 || desc.shape == nullptr) return {};
+  return std::vector<int64_t>(desc.shape, desc.shape + desc.rank);
+}
+
+namespace {
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string closestName(std::string_view name, const std::vector<std::string_view>& candidates) {
+  size_t best = SIZE_MAX;
+  std::string_view bestName;
+  size_t limit = std::max<size_t>(2, name.size() / 3);
+  for (std::string_view candidate : candidates) {
+    if (name.size() > 1000 || candidate.size() > 1000) continue;
+    size_t distance = editDistance(name, candidate);
+    if (distance < best) {
+      best = distance;
+      bestName = candidate;
+    }
+  }
+  if (best > limit || best >= name.size()) return "";
+  return std::string(bestName);
+}
+
+Status parseInits(const std::string& path, const char* what, const tfc_tensor_desc_t* descs,
+                  int32_t count, std::vector<InitSpec>* out) {
+  out->clear();
+  for (int32_t i = 0; i < count; ++i) {
+    auto spec = parseInitSpec(descs[i].init, static_cast<tfc_dtype_t>(descs[i].dtype),
+                              descShape(descs[i]));
+    if (!spec.ok()) {
+      return Status::error(TFC_DATA_LOSS, "%s: %s %s: %s", path.c_str(), what,
+                           quoteForMessage(descs[i].name).c_str(), spec.status().message());
+    }
+    out->push_back(*spec);
+  }
+  return Status();
+}
+
+Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t* descs,
+                           int32_t count, std::vector<Buffer>& buffers, const char* what,
+                           bool allowMissing, bool allowUnexpected, std::vector<bool>* set) {
+  std::vector<std::string> problems;
+  tfc_status_code_t code = TFC_OK;
+  auto problem = [&](tfc_status_code_t problemCode, std::string text) {
+    if (code == TFC_OK) code = problemCode;
+    problems.push_back(std::move(text));
+  };
+  std::vector<const SafetensorsTensorInfo*> sources(static_cast<size_t>(count), nullptr);
+  std::set<std::string_view> known;
+  std::vector<std::string_view> missingNames;
+  for (int32_t i = 0; i < count; ++i) {
+    const tfc_tensor_desc_t& desc = descs[i];
+    known.insert(desc.name);
+    std::string name = quoteForMessage(desc.name);
+    std::vector<int64_t> shape = descShape(desc);
+    const SafetensorsTensorInfo* info = file.find(desc.name);
+    if (info == nullptr) {
+      missingNames.emplace_back(desc.name);
+      if (!allowMissing) {
+        problem(TFC_NOT_FOUND, "missing " + std::string(what) + " " + name + " (" +
+                                   tfc_dtype_name(static_cast<tfc_dtype_t>(desc.dtype)) + " " +
+                                   formatShape(shape) + ")");
+      }
+      continue;
+    }
+    bool good = true;
+    if (info->dtype != static_cast<tfc_dtype_t>(desc.dtype)) {
+      problem(TFC_INVALID_ARGUMENT, "tensor " + name + " has dtype " +
+                                        tfc_dtype_name(info->dtype) + ", expected " +
+                                        tfc_dtype_name(static_cast<tfc_dtype_t>(desc.dtype)));
+      good = false;
+    }
+    if (info->shape != shape) {
+      problem(TFC_INVALID_ARGUMENT, "tensor " + name + " has shape " + formatShape(info->shape) +
+                                        ", expected " + formatShape(shape));
+      good = false;
+    }
+    if (good) sources[static_cast<size_t>(i)] = info;
+  }
+  for (const SafetensorsTensorInfo& info : file.tensors()) {
+    if (known.count(info.name) != 0 || allowUnexpected) continue;
+    std::string text = "unexpected tensor " + quoteForMessage(info.name) + " (no " + what +
+                       " of that name";
+    std::string closest = closestName(info.name, missingNames);
+    if (!closest.empty()) text += "; did you mean '" + closest + "'?";
+    text += ")";
+    problem(TFC_INVALID_ARGUMENT, std::move(text));
+  }
+  if (!problems.empty()) {
+    std::string message = file.path() + ": ";
+    if (problems.size() == 1) {
+      message += problems[0];
+    } else {
+      message += std::to_string(problems.size()) + " problems:";
+      constexpr size_t kMaxListed = 20;
+      for (size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
+        message += "\n  " + problems[i];
+      }
+      if (problems.size() > kMaxListed) {
+        message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
+      }
+    }
+    return Status(code, message);
+  }
+  for (int32_t i = 0; i < count; ++i) {
+    const SafetensorsTensorInfo* info = sources[static_cast<size_t>(i)];
+    if (info == nullptr) continue;
+    if (info->byteSize > 0) std::memcpy(buffers[static_cast<size_t>(i)].data, info->data, info->byteSize);
+    if (set != nullptr) (*set)[static_cast<size_t>(i)] = true;
+  }
+  return Status();
+}
+
+Status saveToSafetensors(const std::string& path, const tfc_tensor_desc_t* descs, int32_t count,
+                         const std::vector<Buffer>& buffers, const std::string& modelHash) {
+  std::vector<NamedTensorView> tensors;
+  tensors.reserve(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    const Buffer& buffer = buffers[static_cast<size_t>(i)];
+    tensors.push_back(NamedTensorView{
+        descs[i].name, TensorView{static_cast<tfc_dtype_t>(descs[i].dtype), descShape(descs[i]),
+                                  buffer.data, buffer.byteSize}});
+  }
+  std::map<std::string, std::string> metadata = {{"format", "pt"}};
+  if (!modelHash.empty()) metadata["tfc_module_hash"] = modelHash;
+  return writeSafetensors(path, tensors, metadata);
+}
+
+Status checkTensorRef(const tfc_tensor_ref_t& ref, const tfc_tensor_desc_t& desc,
+                      const std::string& subject) {
+  std::vector<int64_t> expected = descShape(desc);
+  auto expectedDtype = static_cast<tfc_dtype_t>(desc.dtype);
+  if (ref.rank < 0 || (ref.rank > 0 && ref.shape == nullptr) ||
+      static_cast<size_t>(ref.rank) > kMaxRank) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s has an invalid rank (%d) or a null shape",
+                         subject.c_str(), ref.rank);
+  }
+  std::vector<int64_t> given =
+      ref.rank > 0 ? std::vector<int64_t>(ref.shape, ref.shape + ref.rank) : std::vector<int64_t>();
+  if (ref.dtype != expectedDtype) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s has dtype %s, expected %s", subject.c_str(),
+                         tfc_dtype_name(ref.dtype), tfc_dtype_name(expectedDtype));
+  }
+  if (given != expected) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s has shape %s, expected %s", subject.c_str(),
+                         formatShape(given).c_str(), formatShape(expected).c_str());
+  }
+  uint64_t bytes = tfc_tensor_desc_byte_size(&desc);
+  if (ref.byte_size != bytes) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s has byte_size %zu, but %s %s needs %llu",
+                         subject.c_str(), ref.byte_size, tfc_dtype_name(expectedDtype),
+                         formatShape(expected).c_str(), static_cast<unsigned long long>(bytes));
+  }
+  if (ref.data == nullptr && bytes > 0) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s has a null data pointer", subject.c_str());
+  }
+  return Status();
+}
+
+}  // namespace tfc::internal

@@ -1,0 +1,61 @@
+// Internal: the persistent thread pool behind tfc_host_api_t.parallel_for.
+#ifndef TFC_RUNTIME_SRC_THREAD_POOL_HPP_
+#define TFC_RUNTIME_SRC_THREAD_POOL_HPP_
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tfc::internal {
+
+// A fixed set of worker threads that run parallelFor() jobs. The calling thread takes part
+// in every job, so a pool of N threads starts N - 1 workers; with N = 1 everything runs
+// inline and no thread is started.
+//
+// Thread-safety: parallelFor() may be called from any thread; calls from different threads
+// are serialized. A parallelFor() made from inside a job (nesting) runs inline on the
+// thread that made it instead of deadlocking.
+class ThreadPool {
+ public:
+  using Fn = void (*)(void* ctx, int64_t begin, int64_t end);
+
+  // |numThreads| <= 0 means std::thread::hardware_concurrency() (at least 1).
+  explicit ThreadPool(int numThreads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int numThreads() const { return numThreads_; }
+
+  // Splits [0, n) into at most numThreads() contiguous chunks, each at least |grain| long
+  // (except when n < grain: one chunk), runs fn(ctx, begin, end) on each, and returns when
+  // all are done. n <= 0 does nothing; grain <= 0 counts as 1.
+  void parallelFor(int64_t n, int64_t grain, Fn fn, void* ctx);
+
+  // The chunk count and bounds parallelFor() uses, exposed for tests.
+  static int64_t chunkCount(int64_t n, int64_t grain, int numThreads);
+  static void chunkBounds(int64_t n, int64_t chunks, int64_t index, int64_t* begin,
+                          int64_t* end);
+
+ private:
+  struct Job;
+  void workerLoop();
+  static void runChunks(Job* job);
+
+  int numThreads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex submitMutex_;  // serializes parallelFor() callers
+  std::mutex mutex_;        // guards the fields below
+  std::condition_variable workCv_;
+  std::condition_variable doneCv_;
+  uint64_t generation_ = 0;
+  Job* job_ = nullptr;
+  int activeWorkers_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace tfc::internal
+
+#endif  // TFC_RUNTIME_SRC_THREAD_POOL_HPP_

@@ -1,0 +1,32 @@
+# ctest driver (cmake -P): installs the runtime from BUILD_DIR into a scratch prefix, then
+# configures, builds and runs examples/embed against it with find_package(tfc).
+foreach(var BUILD_DIR WORK_DIR EXAMPLE_DIR GENERATOR MODEL)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "embed_example_test.cmake: ${var} is not set")
+  endif()
+endforeach()
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT result EQUAL 0)
+    string(REPLACE ";" " " command "${ARGN}")
+    message(FATAL_ERROR "failed (${result}): ${command}\n${out}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --component tfc_runtime --prefix ${WORK_DIR}/prefix)
+set(compiler_args)
+if(CXX_COMPILER)
+  set(compiler_args -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+endif()
+run(${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix ${compiler_args})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/tfc-embed-example ${MODEL} forward)
+message(STATUS "${last_output}")
+if(NOT last_output MATCHES "output 'y'")
+  message(FATAL_ERROR "the example's output does not mention output 'y':\n${last_output}")
+endif()

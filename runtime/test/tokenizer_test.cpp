@@ -1,0 +1,483 @@
+// Tests the GPT-2 byte-level BPE tokenizer against runtime/test/bpe_reference.py, an
+// independent Python implementation: through the committed fixture data/bpe_fixture.txt
+// always, and through fresh random cases from the script when Python 3 is available.
+// With TFC_GPT2_TOKENIZER_DIR naming a directory with GPT-2's real vocab.json and
+// merges.txt, the real vocabulary is checked too.
+#include "tfc/runtime/tokenizer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace tfc {
+namespace {
+
+using ::tfc::testing::isError;
+using ::tfc::testing::Random;
+using ::tfc::testing::TempDir;
+using ::tfc::testing::writeBytes;
+
+std::string sourceDir() {
+  std::string file = __FILE__;
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "." : file.substr(0, slash);
+}
+
+std::string fixturePath() {
+#ifdef TFC_RUNTIME_TEST_DATA_DIR
+  return std::string(TFC_RUNTIME_TEST_DATA_DIR) + "/bpe_fixture.txt";
+#else
+  return sourceDir() + "/data/bpe_fixture.txt";
+#endif
+}
+
+std::string pythonExecutable() {
+#ifdef TFC_PYTHON3_EXECUTABLE
+  if (std::string(TFC_PYTHON3_EXECUTABLE).size() > 0) return TFC_PYTHON3_EXECUTABLE;
+#endif
+  return "python3";
+}
+
+const char* gpt2Dir() {
+  const char* dir = std::getenv("TFC_GPT2_TOKENIZER_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : nullptr;
+}
+
+std::string fromHex(const std::string& hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return out;
+}
+
+std::vector<int32_t> parseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::istringstream in(text);
+  int32_t id;
+  while (in >> id) ids.push_back(id);
+  return ids;
+}
+
+std::string hexOf(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+struct Case {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+struct DecodeCase {
+  std::vector<int32_t> ids;
+  std::string text;  // Hugging Face's decode(): invalid UTF-8 replaced
+};
+
+struct Fixture {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::vector<Case> cases;
+  std::vector<Case> gpt2Cases;
+  std::vector<DecodeCase> decodes;
+  std::vector<DecodeCase> gpt2Decodes;
+};
+
+Fixture parseFixture(const std::string& path) {
+  Fixture fixture;
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> fields;
+    std::istringstream split(line);
+    std::string field;
+    while (std::getline(split, field, '\t')) fields.push_back(field);
+    while (fields.size() < 3) fields.emplace_back();
+    const std::string& kind = fields[0];
+    if (kind == "vocab") {
+      fixture.vocab.emplace_back(fromHex(fields[1]), std::stoi(fields[2]));
+    } else if (kind == "merge") {
+      fixture.merges.emplace_back(fromHex(fields[1]), fromHex(fields[2]));
+    } else if (kind == "case") {
+      fixture.cases.push_back({fromHex(fields[1]), parseIds(fields[2])});
+    } else if (kind == "gpt2case") {
+      fixture.gpt2Cases.push_back({fromHex(fields[1]), parseIds(fields[2])});
+    } else if (kind == "decode") {
+      fixture.decodes.push_back({parseIds(fields[1]), fromHex(fields[2])});
+    } else if (kind == "gpt2decode") {
+      fixture.gpt2Decodes.push_back({parseIds(fields[1]), fromHex(fields[2])});
+    } else {
+      ADD_FAILURE() << path << ": unknown line " << line;
+    }
+  }
+  return fixture;
+}
+
+std::string jsonString(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buffer[8];
+      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+      out += buffer;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// Writes vocab.json and merges.txt (with a "#version" line) into |dir|.
+void writeTokenizerFiles(const std::string& dir,
+                         const std::vector<std::pair<std::string, int32_t>>& vocab,
+                         const std::vector<std::pair<std::string, std::string>>& merges) {
+  std::string json = "{";
+  for (size_t i = 0; i < vocab.size(); ++i) {
+    json += (i ? ",\n  " : "\n  ") + jsonString(vocab[i].first) + ": " +
+            std::to_string(vocab[i].second);
+  }
+  json += "\n}\n";
+  writeBytes(dir + "/vocab.json", json);
+  std::string text = "#version: 0.2\n";
+  for (const auto& merge : merges) text += merge.first + " " + merge.second + "\n";
+  writeBytes(dir + "/merges.txt", text);
+}
+
+// GPT-2's printable stand-in for |byte| (bytes_to_unicode), as UTF-8.
+std::string standIn(int byte) {
+  int cp = byte;
+  if (!((byte >= '!' && byte <= '~') || (byte >= 0xA1 && byte <= 0xAC) || byte >= 0xAE)) {
+    int n = 0;
+    for (int b = 0; b < byte; ++b) {
+      if (!((b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) ++n;
+    }
+    cp = 256 + n;
+  }
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// A vocabulary of the 256 byte tokens (byte b has id b) plus |extra| tokens.
+std::vector<std::pair<std::string, int32_t>> byteVocab(const std::vector<std::string>& extra) {
+  std::vector<std::pair<std::string, int32_t>> vocab;
+  for (int b = 0; b < 256; ++b) vocab.emplace_back(standIn(b), b);
+  for (const std::string& token : extra) {
+    vocab.emplace_back(token, static_cast<int32_t>(vocab.size()));
+  }
+  return vocab;
+}
+
+void checkCases(const Gpt2Tokenizer& tokenizer, const std::vector<Case>& cases,
+                const std::string& what) {
+  ASSERT_FALSE(cases.empty()) << what;
+  int failures = 0;
+  for (const Case& c : cases) {
+    std::vector<int32_t> ids = tokenizer.encode(c.text);
+    EXPECT_EQ(ids, c.ids) << what << ": encode of hex " << hexOf(c.text);
+    if (ids != c.ids && ++failures >= 10) break;
+    StatusOr<std::string> decoded = tokenizer.decode(c.ids);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().toString();
+    EXPECT_EQ(hexOf(*decoded), hexOf(c.text)) << what << ": decode(encode(s)) != s";
+  }
+}
+
+void checkDecodes(const Gpt2Tokenizer& tokenizer, const std::vector<DecodeCase>& decodes) {
+  for (const DecodeCase& c : decodes) {
+    StatusOr<std::string> raw = tokenizer.decode(c.ids);
+    ASSERT_TRUE(raw.ok()) << raw.status().toString();
+    EXPECT_EQ(hexOf(Gpt2Tokenizer::replaceInvalidUtf8(*raw)), hexOf(c.text));
+  }
+}
+
+// Loads the synthetic tokenizer of |fixture| from files written into |dir|.
+StatusOr<Gpt2Tokenizer> loadFixtureTokenizer(const TempDir& dir, const Fixture& fixture) {
+  writeTokenizerFiles(dir.path(), fixture.vocab, fixture.merges);
+  return Gpt2Tokenizer::load(dir.path());
+}
+
+TEST(Gpt2Tokenizer, CommittedFixture) {
+  Fixture fixture = parseFixture(fixturePath());
+  ASSERT_GT(fixture.vocab.size(), 256u);
+  TempDir dir;
+  StatusOr<Gpt2Tokenizer> tokenizer = loadFixtureTokenizer(dir, fixture);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  EXPECT_EQ(tokenizer->vocabSize(), static_cast<int32_t>(fixture.vocab.size()));
+  ASSERT_TRUE(tokenizer->eosId().has_value());
+  EXPECT_EQ(*tokenizer->eosId(), fixture.vocab.back().second);
+  checkCases(*tokenizer, fixture.cases, "committed fixture");
+  checkDecodes(*tokenizer, fixture.decodes);
+}
+
+bool runCommand(const std::string& command) {
+  int result = std::system(command.c_str());
+  return result == 0;
+}
+
+TEST(Gpt2Tokenizer, LiveReference) {
+  const std::string python = pythonExecutable();
+  if (!runCommand("'" + python + "' -c 'import unicodedata' >/dev/null 2>&1")) {
+    GTEST_SKIP() << "no Python 3 (" << python << "); the committed fixture still ran";
+  }
+  Random random;
+  SCOPED_TRACE(random.trace());
+  TempDir dir;
+  std::string out = dir.file("fixture.txt");
+  std::string command = "'" + python + "' '" + sourceDir() + "/bpe_reference.py' synthetic --seed " +
+                        std::to_string(random.seed) + " --cases 400 --out '" + out + "'";
+  const char* real = gpt2Dir();
+  if (real != nullptr) command += std::string(" --gpt2-cases 300 --tokenizer '") + real + "'";
+  ASSERT_TRUE(runCommand(command)) << command;
+  Fixture fixture = parseFixture(out);
+  TempDir tokenizerDir;
+  StatusOr<Gpt2Tokenizer> tokenizer = loadFixtureTokenizer(tokenizerDir, fixture);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  checkCases(*tokenizer, fixture.cases, "live synthetic");
+  checkDecodes(*tokenizer, fixture.decodes);
+  if (real != nullptr) {
+    StatusOr<Gpt2Tokenizer> gpt2 = Gpt2Tokenizer::load(real);
+    ASSERT_TRUE(gpt2.ok()) << gpt2.status().toString();
+    checkCases(*gpt2, fixture.gpt2Cases, "live GPT-2");
+    checkDecodes(*gpt2, fixture.gpt2Decodes);
+  }
+}
+
+TEST(Gpt2Tokenizer, RealGpt2) {
+  const char* real = gpt2Dir();
+  if (real == nullptr) {
+    GTEST_SKIP() << "set TFC_GPT2_TOKENIZER_DIR to a directory with GPT-2's vocab.json and "
+                    "merges.txt to check the real vocabulary";
+  }
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(real);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  EXPECT_EQ(tokenizer->vocabSize(), 50257);
+  EXPECT_EQ(tokenizer->eosId(), std::optional<int32_t>(50256));
+  EXPECT_EQ(tokenizer->encode("Hello world"), (std::vector<int32_t>{15496, 995}));
+  EXPECT_EQ(tokenizer->encode("<|endoftext|>"), (std::vector<int32_t>{50256}));
+  Fixture fixture = parseFixture(fixturePath());
+  checkCases(*tokenizer, fixture.gpt2Cases, "committed GPT-2 cases");
+  checkDecodes(*tokenizer, fixture.gpt2Decodes);
+}
+
+// --- hand-made vocabularies ------------------------------------------------------------
+
+// "Ġ" is the stand-in of ' '; merges: "Ġ a", "Ġa b", "a a".
+struct SmallTokenizer {
+  SmallTokenizer() {
+    writeTokenizerFiles(dir.path(), byteVocab({"\xC4\xA0" "a", "\xC4\xA0" "ab", "aa", "<|endoftext|>"}),
+                        {{"\xC4\xA0", "a"}, {"\xC4\xA0" "a", "b"}, {"a", "a"}});
+  }
+  TempDir dir;
+};
+
+TEST(Gpt2Tokenizer, SmallVocabulary) {
+  SmallTokenizer small;
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  EXPECT_EQ(tokenizer->vocabSize(), 260);
+  EXPECT_EQ(tokenizer->eosId(), std::optional<int32_t>(259));
+  EXPECT_EQ(tokenizer->encode(""), std::vector<int32_t>{});
+  EXPECT_EQ(tokenizer->encode(" ab"), (std::vector<int32_t>{257}));
+  // "aaa": "a a" merges left to right without overlap.
+  EXPECT_EQ(tokenizer->encode("aaa"), (std::vector<int32_t>{258, 'a'}));
+  EXPECT_EQ(tokenizer->encode("aaaa"), (std::vector<int32_t>{258, 258}));
+  // "  a": the first space stands alone (\s+(?!\S)), the second joins the word.
+  EXPECT_EQ(tokenizer->encode("  a"), (std::vector<int32_t>{' ', 256}));
+  EXPECT_EQ(tokenizer->encode("x<|endoftext|> a<|endoftext|>"),
+            (std::vector<int32_t>{'x', 259, 256, 259}));
+  EXPECT_EQ(tokenizer->encode("<|endoftext"), (std::vector<int32_t>{'<', '|', 'e', 'n', 'd', 'o',
+                                                                    'f', 't', 'e', 'x', 't'}));
+  StatusOr<std::string> text = tokenizer->decode({256, 259, 258, '\n'});
+  ASSERT_TRUE(text.ok()) << text.status().toString();
+  EXPECT_EQ(*text, " a<|endoftext|>aa\n");
+}
+
+// Merges out of rank order: after "a b" (rank 1) merges its first occurrence in "abab", the
+// pair "ab a" (rank 0) appears. Hugging Face merges every "a b" before looking again, so
+// the answer is "ab ab", not "aba b".
+TEST(Gpt2Tokenizer, MergesAllOccurrencesOfARankFirst) {
+  TempDir dir;
+  writeTokenizerFiles(dir.path(), byteVocab({"ab", "aba"}), {{"ab", "a"}, {"a", "b"}});
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  EXPECT_EQ(tokenizer->encode("abab"), (std::vector<int32_t>{256, 256}));
+  EXPECT_EQ(tokenizer->encode("aba"), (std::vector<int32_t>{257}));
+}
+
+TEST(Gpt2Tokenizer, NoEndOfTextInVocabulary) {
+  TempDir dir;
+  writeTokenizerFiles(dir.path(), byteVocab({}), {});
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  EXPECT_FALSE(tokenizer->eosId().has_value());
+  EXPECT_EQ(tokenizer->encode("<|endoftext|>").size(), 13u);
+}
+
+TEST(Gpt2Tokenizer, DecodeRejectsUnknownIds) {
+  SmallTokenizer small;
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  EXPECT_TRUE(isError(tokenizer->decode({1, 260}).status(), TFC_INVALID_ARGUMENT, "260",
+                      "outside the vocabulary"));
+  EXPECT_TRUE(isError(tokenizer->decode({-7}).status(), TFC_INVALID_ARGUMENT, "-7", "token id"));
+}
+
+TEST(Gpt2Tokenizer, InvalidUtf8RoundTrips) {
+  SmallTokenizer small;
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  Random random;
+  SCOPED_TRACE(random.trace());
+  std::uniform_int_distribution<int> length(0, 64);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(static_cast<size_t>(length(random.engine)), '\0');
+    random.fill(bytes.data(), bytes.size());
+    std::vector<int32_t> ids = tokenizer->encode(bytes);
+    StatusOr<std::string> decoded = tokenizer->decode(ids);
+    ASSERT_TRUE(decoded.ok()) << decoded.status().toString();
+    ASSERT_EQ(hexOf(*decoded), hexOf(bytes));
+  }
+}
+
+TEST(Gpt2Tokenizer, ReplaceInvalidUtf8LikePython) {
+  auto replace = [](const std::string& s) { return Gpt2Tokenizer::replaceInvalidUtf8(s); };
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(replace("abc \xC3\xA9 \xF0\x9F\x98\x80"), "abc \xC3\xA9 \xF0\x9F\x98\x80");
+  EXPECT_EQ(replace("a\xFF" "b"), "a" + r + "b");
+  EXPECT_EQ(replace("\xE2\x82"), r);              // truncated: one maximal subpart
+  EXPECT_EQ(replace("\xE2\x82" "A"), r + "A");
+  EXPECT_EQ(replace("\xF0\x80\x80"), r + r + r);  // overlong: the lead byte alone
+  EXPECT_EQ(replace("\xED\xA0\x80"), r + r + r);  // surrogate
+  EXPECT_EQ(replace("\xF0\x9F\x98"), r);
+  EXPECT_EQ(replace("\xC0\xAF"), r + r);
+}
+
+TEST(Gpt2Tokenizer, LongWordIsFast) {
+  SmallTokenizer small;
+  StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  // One 400001-letter word: quadratic merging would take minutes.
+  std::string text(400001, 'a');
+  std::vector<int32_t> ids = tokenizer->encode(text);
+  ASSERT_EQ(ids.size(), 200001u);
+  EXPECT_EQ(ids.front(), 258);
+  EXPECT_EQ(ids.back(), 'a');
+}
+
+TEST(Gpt2Tokenizer, ConcurrentEncode) {
+  Fixture fixture = parseFixture(fixturePath());
+  TempDir dir;
+  StatusOr<Gpt2Tokenizer> loaded = loadFixtureTokenizer(dir, fixture);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  // Moved, to check that moving keeps it working.
+  Gpt2Tokenizer tokenizer = std::move(loaded).value();
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (const Case& c : fixture.cases) mismatches[t] += tokenizer.encode(c.text) != c.ids;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// --- load errors ---------------------------------------------------------------------------
+
+class Gpt2TokenizerErrors : public ::testing::Test {
+ protected:
+  Status errorOf(const std::string& vocab, const std::string& merges) {
+    writeBytes(dir.file("vocab.json"), vocab);
+    writeBytes(dir.file("merges.txt"), merges);
+    StatusOr<Gpt2Tokenizer> result = Gpt2Tokenizer::load(dir.path());
+    if (result.ok()) return Status();
+    return std::move(result).takeStatus();
+  }
+  std::string vocabJson(const std::vector<std::string>& extra) {
+    std::string json = "{";
+    auto vocab = byteVocab(extra);
+    for (size_t i = 0; i < vocab.size(); ++i) {
+      json += (i ? ",\n" : "\n") + jsonString(vocab[i].first) + ": " + std::to_string(vocab[i].second);
+    }
+    return json + "\n}\n";
+  }
+  TempDir dir;
+};
+
+TEST_F(Gpt2TokenizerErrors, MissingFiles) {
+  TempDir empty;
+  StatusOr<Gpt2Tokenizer> result = Gpt2Tokenizer::load(empty.path());
+  EXPECT_TRUE(isError(result.status(), TFC_NOT_FOUND, empty.file("vocab.json"), ""));
+  writeBytes(empty.file("vocab.json"), vocabJson({}));
+  result = Gpt2Tokenizer::load(empty.path());
+  EXPECT_TRUE(isError(result.status(), TFC_NOT_FOUND, empty.file("merges.txt"), ""));
+}
+
+TEST_F(Gpt2TokenizerErrors, InvalidJson) {
+  EXPECT_TRUE(isError(errorOf("{\n\"a\": 0,\n\"b\" 1}", ""), TFC_DATA_LOSS,
+                      dir.file("vocab.json") + ":3", "expected ':'"));
+  EXPECT_TRUE(isError(errorOf("{\"a\": 0} x", ""), TFC_DATA_LOSS, dir.file("vocab.json") + ":1",
+                      "after the top-level object"));
+  EXPECT_TRUE(isError(errorOf("[]", ""), TFC_DATA_LOSS, dir.file("vocab.json"), "invalid"));
+  EXPECT_TRUE(isError(errorOf("{\"a\": 1.5}", ""), TFC_DATA_LOSS, dir.file("vocab.json"), "invalid"));
+}
+
+TEST_F(Gpt2TokenizerErrors, BadIds) {
+  EXPECT_TRUE(isError(errorOf("{\"a\": 0,\n\"b\": 2}", ""), TFC_DATA_LOSS,
+                      dir.file("vocab.json") + ":2", "id 2"));
+  EXPECT_TRUE(isError(errorOf("{\"a\": 0,\n\"b\": -1}", ""), TFC_DATA_LOSS,
+                      dir.file("vocab.json") + ":2", "id -1"));
+  EXPECT_TRUE(isError(errorOf("{\"a\": 0,\n\"b\": 0}", ""), TFC_DATA_LOSS,
+                      dir.file("vocab.json") + ":2", "used twice"));
+  EXPECT_TRUE(isError(errorOf("{\"a\": 0,\n\"a\": 1}", ""), TFC_DATA_LOSS,
+                      dir.file("vocab.json") + ":2", "appears twice"));
+  // A vocabulary without a token for every byte.
+  EXPECT_TRUE(isError(errorOf("{\"a\": 0}", ""), TFC_DATA_LOSS, dir.file("vocab.json"),
+                      "no token for byte 0x00"));
+}
+
+TEST_F(Gpt2TokenizerErrors, BadMerges) {
+  std::string vocab = vocabJson({"ab", "abc"});
+  EXPECT_TRUE(errorOf(vocab, "#version: 0.2\na b\nab c\n").ok());
+  EXPECT_TRUE(errorOf(vocab, "a b\r\nab c").ok());  // no header, CRLF, no final newline
+  EXPECT_TRUE(isError(errorOf(vocab, "#version: 0.2\na b\nabc\n"), TFC_DATA_LOSS,
+                      dir.file("merges.txt") + ":3", "two tokens"));
+  EXPECT_TRUE(isError(errorOf(vocab, "#version: 0.2\na b c\n"), TFC_DATA_LOSS,
+                      dir.file("merges.txt") + ":2", "two tokens"));
+  EXPECT_TRUE(isError(errorOf(vocab, "a b\n\nab c\n"), TFC_DATA_LOSS,
+                      dir.file("merges.txt") + ":2", "two tokens"));
+  EXPECT_TRUE(isError(errorOf(vocab, "a b\nab  c\n"), TFC_DATA_LOSS,
+                      dir.file("merges.txt") + ":2", "two tokens"));
+  EXPECT_TRUE(isError(errorOf(vocab, "a b\nab xyz\n"), TFC_DATA_LOSS,
+                      dir.file("merges.txt") + ":2", "'xyz' is not in"));
+  EXPECT_TRUE(isError(errorOf(vocab, "a b\nb c\n"), TFC_DATA_LOSS,
+                      dir.file("merges.txt") + ":2", "merged token 'bc'"));
+}
+
+}  // namespace
+}  // namespace tfc

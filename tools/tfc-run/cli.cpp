@@ -1,0 +1,242 @@
+#include "cli.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace tfc::run {
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = options.find(name);
+  return it == options.end() || it->second.empty() ? fallback : it->second.back();
+}
+
+const std::vector<std::string>& Args::all(const std::string& name) const {
+  static const std::vector<std::string> kEmpty;
+  auto it = options.find(name);
+  return it == options.end() ? kEmpty : it->second;
+}
+
+const std::vector<const Command*>& commands() {
+  static const std::vector<const Command*> kCommands = {&kInfoCommand, &kInitCommand,
+                                                        &kCallCommand, &kInspectCommand};
+  return kCommands;
+}
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "tfc-run: error: %s\n", message.c_str());
+  return code;
+}
+
+int fail(const Status& status) { return fail(status.message()); }
+
+int usageError(const Command* command, const std::string& message) {
+  std::string hint = command ? std::string("tfc-run ") + command->name + " --help" : "tfc-run --help";
+  std::fprintf(stderr, "tfc-run: error: %s\n(see %s)\n", message.c_str(), hint.c_str());
+  return kExitUsage;
+}
+
+bool parseArgs(const Command& command, const std::vector<std::string>& argv, Args* out) {
+  bool onlyPositional = false;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (onlyPositional || arg.size() < 2 || arg[0] != '-' ||
+        (arg[1] != '-' && std::isdigit(static_cast<unsigned char>(arg[1])))) {
+      out->positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      onlyPositional = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool hasInlineValue = false;
+    size_t equals = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && equals != std::string::npos) {
+      name = arg.substr(0, equals);
+      value = arg.substr(equals + 1);
+      hasInlineValue = true;
+    }
+    const OptionSpec* spec = nullptr;
+    std::vector<std::string> known;
+    for (const OptionSpec& option : command.options) {
+      known.push_back(option.name);
+      if (name == option.name || (option.alias && name == option.alias)) spec = &option;
+    }
+    if (spec == nullptr) {
+      std::string suggestion = closest(name, known);
+      usageError(&command, "unknown option '" + name + "' for 'tfc-run " + command.name + "'" +
+                               (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+      return false;
+    }
+    if (spec->takesValue && !hasInlineValue) {
+      if (i + 1 >= argv.size()) {
+        usageError(&command, std::string("option ") + spec->name + " needs a value");
+        return false;
+      }
+      value = argv[++i];
+    } else if (!spec->takesValue && hasInlineValue) {
+      usageError(&command, std::string("option ") + spec->name + " takes no value");
+      return false;
+    }
+    auto& values = out->options[spec->name];
+    if (!values.empty() && !spec->repeatable) {
+      usageError(&command, std::string("option ") + spec->name + " given twice");
+      return false;
+    }
+    values.push_back(value);
+  }
+  return true;
+}
+
+bool parseInt64(const std::string& text, int64_t* out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end != text.c_str() + text.size()) return false;
+  *out = value;
+  return true;
+}
+
+bool parseUint64(const std::string& text, uint64_t* out) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || end != text.c_str() + text.size()) return false;
+  *out = value;
+  return true;
+}
+
+bool parseDouble(const std::string& text, double* out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+  errno = 0;
+  char* end = nullptr;
+  double value = std::strtod(text.c_str(), &end);
+  if (errno == ERANGE || end != text.c_str() + text.size() || !std::isfinite(value)) return false;
+  *out = value;
+  return true;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  char buffer[64];
+  if (bytes < 1024) {
+    std::snprintf(buffer, sizeof(buffer), "%" PRIu64 " B", bytes);
+  } else {
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+    double value = static_cast<double>(bytes) / 1024.0;
+    int unit = 0;
+    while (value >= 1024.0 && unit < 3) {
+      value /= 1024.0;
+      ++unit;
+    }
+    std::snprintf(buffer, sizeof(buffer), "%.2f %s", value, units[unit]);
+  }
+  return buffer;
+}
+
+std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
+  size_t best = SIZE_MAX;
+  std::string bestName;
+  for (const std::string& candidate : candidates) {
+    std::vector<size_t> row(candidate.size() + 1);
+    for (size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= name.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= candidate.size(); ++j) {
+        size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                           diagonal + (name[i - 1] == candidate[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    if (row[candidate.size()] < best) {
+      best = row[candidate.size()];
+      bestName = candidate;
+    }
+  }
+  if (best > std::max<size_t>(2, name.size() / 3) || best >= name.size()) return "";
+  return bestName;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string text;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) text += separator;
+    text += items[i];
+  }
+  return text;
+}
+
+void printTable(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line = indent;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+namespace {
+float halfToFloat(uint16_t bits) {
+  uint32_t exponent = (bits >> 10) & 0x1Fu, mantissa = bits & 0x3FFu;
+  float value = exponent == 0    ? std::ldexp(static_cast<float>(mantissa), -24)
+                : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                 : std::ldexp(static_cast<float>(mantissa | 0x400u),
+                                              static_cast<int>(exponent) - 25);
+  return (bits & 0x8000u) ? -value : value;
+}
+}  // namespace
+
+std::string formatValues(const TensorView& tensor, int64_t count) {
+  size_t size = tfc_dtype_size(tensor.dtype);
+  if (size == 0) return "";
+  int64_t total = static_cast<int64_t>(tensor.byteSize / size);
+  std::string text;
+  const auto* bytes = static_cast<const uint8_t*>(tensor.data);
+  for (int64_t i = 0; i < std::min(count, total); ++i) {
+    char buffer[64];
+    const uint8_t* p = bytes + static_cast<size_t>(i) * size;
+    switch (tensor.dtype) {
+      case TFC_DTYPE_F32: { float v; std::memcpy(&v, p, 4); std::snprintf(buffer, sizeof(buffer), "%.7g", v); break; }
+      case TFC_DTYPE_F64: { double v; std::memcpy(&v, p, 8); std::snprintf(buffer, sizeof(buffer), "%.15g", v); break; }
+      case TFC_DTYPE_F16: { uint16_t v; std::memcpy(&v, p, 2); std::snprintf(buffer, sizeof(buffer), "%.5g", halfToFloat(v)); break; }
+      case TFC_DTYPE_BF16: {
+        uint16_t v; std::memcpy(&v, p, 2);
+        uint32_t w = static_cast<uint32_t>(v) << 16; float f; std::memcpy(&f, &w, 4);
+        std::snprintf(buffer, sizeof(buffer), "%.4g", f);
+        break;
+      }
+      case TFC_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); std::snprintf(buffer, sizeof(buffer), "%d", v); break; }
+      case TFC_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); std::snprintf(buffer, sizeof(buffer), "%" PRId64, v); break; }
+      case TFC_DTYPE_I16: { int16_t v; std::memcpy(&v, p, 2); std::snprintf(buffer, sizeof(buffer), "%d", v); break; }
+      case TFC_DTYPE_I8: std::snprintf(buffer, sizeof(buffer), "%d", static_cast<int8_t>(*p)); break;
+      case TFC_DTYPE_U8: std::snprintf(buffer, sizeof(buffer), "%u", *p); break;
+      case TFC_DTYPE_BOOL: std::snprintf(buffer, sizeof(buffer), "%s", *p ? "true" : "false"); break;
+      case TFC_DTYPE_U16: { uint16_t v; std::memcpy(&v, p, 2); std::snprintf(buffer, sizeof(buffer), "%u", v); break; }
+      case TFC_DTYPE_U32: { uint32_t v; std::memcpy(&v, p, 4); std::snprintf(buffer, sizeof(buffer), "%u", v); break; }
+      case TFC_DTYPE_U64: { uint64_t v; std::memcpy(&v, p, 8); std::snprintf(buffer, sizeof(buffer), "%" PRIu64, v); break; }
+      default: std::snprintf(buffer, sizeof(buffer), "?"); break;
+    }
+    if (i > 0) text += ", ";
+    text += buffer;
+  }
+  if (total > count) text += ", ...";
+  return text;
+}
+
+}  // namespace tfc::run

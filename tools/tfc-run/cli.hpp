@@ -1,0 +1,91 @@
+// tfc-run's command-line plumbing: the command table, option parsing, error reporting and
+// formatting helpers shared by the subcommands.
+#ifndef TFC_TOOLS_TFC_RUN_CLI_HPP_
+#define TFC_TOOLS_TFC_RUN_CLI_HPP_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tfc/runtime/status.hpp"
+#include "tfc/runtime/tensor.hpp"
+
+namespace tfc::run {
+
+// Exit codes: 0 success, 1 a failure while doing the work, 2 a usage error.
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+struct OptionSpec {
+  const char* name;   // "--weights"
+  const char* alias;  // "-o" or nullptr
+  bool takesValue;
+  bool repeatable;
+};
+
+// Parsed arguments of one subcommand.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> options;  // by OptionSpec::name
+  bool has(const std::string& name) const { return options.count(name) != 0; }
+  // The last value of |name|, or |fallback|.
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+  const std::vector<std::string>& all(const std::string& name) const;
+};
+
+struct Command;
+
+// One run of a subcommand: the model path (empty for commands that take none) and the
+// parsed arguments.
+struct Invocation {
+  const Command* command;
+  std::string model;
+  Args args;
+};
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line for the overview
+  const char* help;     // the full --help text (usage, options, examples)
+  bool needsModel;      // invoked as `tfc-run MODEL.so NAME`, else `tfc-run NAME`
+  std::vector<OptionSpec> options;
+  int (*run)(const Invocation& invocation);
+};
+
+// The subcommands, in the order the overview lists them. Adding one (generate is next):
+// write cmd_<name>.cpp defining its Command, declare it here and list it in commands().
+extern const Command kInfoCommand;
+extern const Command kInitCommand;
+extern const Command kCallCommand;
+extern const Command kInspectCommand;
+const std::vector<const Command*>& commands();
+
+// Parses |argv| for |command|. On a usage error prints it and returns false.
+bool parseArgs(const Command& command, const std::vector<std::string>& argv, Args* out);
+
+// Prints "tfc-run: error: <message>" to stderr and returns kExitFailure (or |code|).
+int fail(const std::string& message, int code = kExitFailure);
+int fail(const Status& status);
+// A usage error: the message and a pointer to --help; returns kExitUsage.
+int usageError(const Command* command, const std::string& message);
+
+// Parsing helpers; false when |text| is not entirely a number in range.
+bool parseInt64(const std::string& text, int64_t* out);
+bool parseUint64(const std::string& text, uint64_t* out);
+bool parseDouble(const std::string& text, double* out);
+
+// "224 B", "1.50 KiB", "3.20 GiB".
+std::string formatBytes(uint64_t bytes);
+// The closest of |candidates| to |name|, or "".
+std::string closest(const std::string& name, const std::vector<std::string>& candidates);
+// "a, b, c".
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+// Prints rows as aligned columns, each line prefixed with |indent|.
+void printTable(const std::vector<std::vector<std::string>>& rows, const std::string& indent);
+// The first |count| values of |tensor| as text ("1, 2.5, ...").
+std::string formatValues(const TensorView& tensor, int64_t count);
+
+}  // namespace tfc::run
+
+#endif  // TFC_TOOLS_TFC_RUN_CLI_HPP_

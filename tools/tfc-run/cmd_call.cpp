@@ -1,0 +1,308 @@
+// tfc-run MODEL.so call ENTRY: run one entry point on .npy inputs, write .npy outputs.
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "cli.hpp"
+#include "tfc/runtime/npy.hpp"
+#include "tfc/runtime/runtime.hpp"
+
+namespace tfc::run {
+namespace {
+
+uint16_t floatToHalf(float value) {
+  uint32_t x = 0;
+  std::memcpy(&x, &value, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, absx = x & 0x7FFFFFFFu;
+  if (absx >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
+  if (absx >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);
+  if (absx < 0x38800000u) {
+    float magnitude = 0;
+    std::memcpy(&magnitude, &absx, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f)));
+  }
+  uint32_t half = (((absx >> 23) - 112u) << 10) | ((absx & 0x7FFFFFu) >> 13);
+  uint32_t rest = absx & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+uint16_t floatToBfloat16(float value) {
+  uint32_t x = 0;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+// An inline 0-d value such as "5" or "0.8", typed by the input's dtype.
+StatusOr<HostTensor> parseInlineScalar(const std::string& text, const tfc_tensor_desc_t& desc,
+                                       const std::string& subject) {
+  auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
+  auto tensor = HostTensor::allocate(dtype, {});
+  if (!tensor.ok()) return tensor;
+  if (dtype == TFC_DTYPE_I32 || dtype == TFC_DTYPE_I64) {
+    int64_t value = 0;
+    if (!parseInt64(text, &value)) {
+      return Status::error(TFC_INVALID_ARGUMENT, "%s is %s; '%s' is not an integer",
+                           subject.c_str(), tfc_dtype_name(dtype), text.c_str());
+    }
+    if (dtype == TFC_DTYPE_I32) {
+      if (value < INT32_MIN || value > INT32_MAX) {
+        return Status::error(TFC_INVALID_ARGUMENT, "%s is I32; %s is out of range",
+                             subject.c_str(), text.c_str());
+      }
+      *tensor->mutableDataAs<int32_t>() = static_cast<int32_t>(value);
+    } else {
+      *tensor->mutableDataAs<int64_t>() = value;
+    }
+    return tensor;
+  }
+  double value = 0;
+  if (!parseDouble(text, &value)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s is %s; '%s' is not a finite number",
+                         subject.c_str(), tfc_dtype_name(dtype), text.c_str());
+  }
+  switch (dtype) {
+    case TFC_DTYPE_F32: *tensor->mutableDataAs<float>() = static_cast<float>(value); break;
+    case TFC_DTYPE_F16: *tensor->mutableDataAs<uint16_t>() = floatToHalf(static_cast<float>(value)); break;
+    case TFC_DTYPE_BF16: *tensor->mutableDataAs<uint16_t>() = floatToBfloat16(static_cast<float>(value)); break;
+    default:
+      return Status::error(TFC_INVALID_ARGUMENT, "%s has dtype %s, which cannot be given inline",
+                           subject.c_str(), tfc_dtype_name(dtype));
+  }
+  return tensor;
+}
+
+bool isFile(const std::string& path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+// The file name an output gets: its name, with anything but [A-Za-z0-9._-] replaced.
+std::string outputFileName(const std::string& name) {
+  std::string safe = name;
+  for (char& c : safe) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  if (safe.empty() || safe[0] == '.') safe = "_" + safe;
+  return safe + ".npy";
+}
+
+int runCall(const Invocation& invocation) {
+  const Command* command = invocation.command;
+  const Args& args = invocation.args;
+  if (args.positional.empty()) {
+    return usageError(command, "missing ENTRY (see the entries with: tfc-run " +
+                                   invocation.model + " info)");
+  }
+  if (args.positional.size() > 1) {
+    return usageError(command, "unexpected argument '" + args.positional[1] +
+                                   "' (inputs are given as --in NAME=FILE.npy)");
+  }
+  const std::string& entryName = args.positional[0];
+  if (args.has("--weights") && args.has("--init-seed")) {
+    return usageError(command, "give either --weights or --init-seed, not both");
+  }
+  uint64_t initSeed = 0;
+  if (args.has("--init-seed") && !parseUint64(args.get("--init-seed"), &initSeed)) {
+    return usageError(command, "--init-seed '" + args.get("--init-seed") +
+                                   "' is not a non-negative integer");
+  }
+  int64_t threads = 0;
+  if (args.has("--threads") && (!parseInt64(args.get("--threads"), &threads) || threads < 0 ||
+                                 threads > 4096)) {
+    return usageError(command, "--threads '" + args.get("--threads") +
+                                   "' is not a thread count (0 = all cores)");
+  }
+  std::string outDir = args.get("--out-dir", ".");
+
+  auto artifact = Artifact::open(invocation.model);
+  if (!artifact.ok()) return fail(artifact.status());
+  auto entryIndex = artifact->findEntry(entryName);
+  if (!entryIndex.ok()) return fail(entryIndex.status());
+  const tfc_entry_t& entry = artifact->entry(*entryIndex);
+  std::string entryText = "entry '" + entryName + "'";
+
+  // Everything that can be checked before running is checked before running.
+  for (int32_t i = 0; i < entry.num_outputs; ++i) {
+    if (tfc_dtype_npy_descr(static_cast<tfc_dtype_t>(entry.outputs[i].dtype)) == nullptr) {
+      return fail(entryText + " output '" + entry.outputs[i].name + "' is " +
+                  tfc_dtype_name(static_cast<tfc_dtype_t>(entry.outputs[i].dtype)) +
+                  ", which .npy cannot store");
+    }
+  }
+  if (entry.num_outputs > 0) {
+    struct stat info;
+    if (::stat(outDir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+      return fail("--out-dir " + outDir + ": not a directory");
+    }
+  }
+  if (artifact->paramCount() > 0 && !args.has("--weights") && !args.has("--init-seed")) {
+    return usageError(command, "missing --weights W.safetensors (or --init-seed S to use the "
+                               "model's initializers)");
+  }
+
+  // Inputs, by name.
+  std::vector<std::string> inputNames;
+  for (int32_t i = 0; i < entry.num_inputs; ++i) inputNames.push_back(entry.inputs[i].name);
+  std::vector<HostTensor> inputs(static_cast<size_t>(entry.num_inputs));
+  std::vector<bool> given(static_cast<size_t>(entry.num_inputs), false);
+  for (const std::string& spec : args.all("--in")) {
+    size_t equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return usageError(command, "--in '" + spec + "' is not NAME=FILE.npy or NAME=VALUE");
+    }
+    std::string name = spec.substr(0, equals), value = spec.substr(equals + 1);
+    int32_t index = -1;
+    for (int32_t i = 0; i < entry.num_inputs; ++i) {
+      if (name == entry.inputs[i].name) index = i;
+    }
+    if (index < 0) {
+      std::string suggestion = closest(name, inputNames);
+      return fail(entryText + " has no input '" + name + "' (inputs: " +
+                  (inputNames.empty() ? "none" : join(inputNames)) + ")" +
+                  (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
+    }
+    if (given[static_cast<size_t>(index)]) return fail("input '" + name + "' given twice");
+    given[static_cast<size_t>(index)] = true;
+    const tfc_tensor_desc_t& desc = entry.inputs[index];
+    std::string subject = entryText + " input '" + name + "'";
+    std::vector<int64_t> expectedShape = shapeOf(desc);
+    auto expectedDtype = static_cast<tfc_dtype_t>(desc.dtype);
+    if (desc.rank == 0 && !isFile(value)) {
+      auto scalar = parseInlineScalar(value, desc, subject);
+      if (!scalar.ok()) return fail(scalar.status());
+      inputs[static_cast<size_t>(index)] = std::move(scalar).value();
+      continue;
+    }
+    if (!isFile(value) && desc.rank > 0) {
+      double unused = 0;
+      if (parseDouble(value, &unused)) {
+        return fail(subject + " has shape " + formatShape(expectedShape) +
+                    "; give it as a .npy file (inline values are for 0-d inputs only)");
+      }
+    }
+    auto tensor = readNpy(value);
+    if (!tensor.ok()) return fail(tensor.status());
+    if (tensor->dtype() != expectedDtype) {
+      return fail(value + ": " + subject + " has dtype " + tfc_dtype_name(tensor->dtype()) +
+                  ", expected " + tfc_dtype_name(expectedDtype));
+    }
+    if (tensor->shape() != expectedShape) {
+      return fail(value + ": " + subject + " has shape " + formatShape(tensor->shape()) +
+                  ", expected " + formatShape(expectedShape));
+    }
+    inputs[static_cast<size_t>(index)] = std::move(tensor).value();
+  }
+  std::vector<std::string> missing;
+  for (int32_t i = 0; i < entry.num_inputs; ++i) {
+    if (!given[static_cast<size_t>(i)]) {
+      missing.push_back(std::string(entry.inputs[i].name) + " (" +
+                        tfc_dtype_name(static_cast<tfc_dtype_t>(entry.inputs[i].dtype)) + " " +
+                        formatShape(shapeOf(entry.inputs[i])) + ")");
+    }
+  }
+  if (!missing.empty()) {
+    return usageError(command, entryText + " needs --in for: " + join(missing));
+  }
+
+  // Parameters, context, state.
+  auto params = Params::create(*artifact);
+  if (!params.ok()) return fail(params.status());
+  Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
+                                        : params->init(initSeed);
+  if (!status.ok()) return fail(status);
+  tfc_context_options_t options;
+  tfc_context_options_initialize(&options);
+  options.num_threads = static_cast<int32_t>(threads);
+  auto context = Context::create(*artifact, *params, &options);
+  if (!context.ok()) return fail(context.status());
+  if (args.has("--state-in")) {
+    status = context->loadStateSafetensors(args.get("--state-in"));
+    if (!status.ok()) return fail(status);
+  }
+
+  std::vector<TensorView> views;
+  for (const HostTensor& tensor : inputs) views.push_back(tensor.view());
+  auto outputs = context->call(entryName, views);
+  if (!outputs.ok()) return fail(outputs.status());
+
+  for (int32_t i = 0; i < entry.num_outputs; ++i) {
+    const HostTensor& output = (*outputs)[static_cast<size_t>(i)];
+    std::string path = outDir + "/" + outputFileName(entry.outputs[i].name);
+    status = writeNpy(path, output.view());
+    if (!status.ok()) return fail(status);
+    std::printf("wrote %s (%s %s)", path.c_str(), tfc_dtype_name(output.dtype()),
+                formatShape(output.shape()).c_str());
+    if (output.rank() == 0) std::printf(" = %s", formatValues(output.view(), 1).c_str());
+    std::printf("\n");
+  }
+  if (args.has("--state-out")) {
+    status = context->saveStateSafetensors(args.get("--state-out"));
+    if (!status.ok()) return fail(status);
+    std::printf("wrote %s (state)\n", args.get("--state-out").c_str());
+  }
+  if (args.has("--weights-out")) {
+    status = params->saveSafetensors(args.get("--weights-out"));
+    if (!status.ok()) return fail(status);
+    std::printf("wrote %s (parameters)\n", args.get("--weights-out").c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+const Command kCallCommand = {
+    "call",
+    "run one entry point on .npy inputs and write its outputs as .npy",
+    R"(usage: tfc-run MODEL.so call ENTRY (--weights W.safetensors | --init-seed S)
+                          [--in NAME=FILE.npy | --in NAME=VALUE]... [--out-dir DIR]
+                          [--state-in S.safetensors] [--state-out S.safetensors]
+                          [--weights-out W.safetensors] [--threads N]
+
+Calls entry point ENTRY once. Every input of the entry is given with --in, by name, as a
+.npy file whose dtype and shape must match the entry's (see `tfc-run MODEL.so info`);
+0-d inputs may also be given inline as a number, typed by the entry (`--in pos=5`,
+`--in temperature=0.8`). Each output is written to DIR/NAME.npy, atomically.
+
+The state (KV cache, optimizer moments) starts from its initializers, or from --state-in;
+--state-out saves it after the call. Entries that update parameters in place (train_step)
+can save them with --weights-out.
+
+options:
+  ENTRY                  the entry point to call (forward, loss, prefill, decode, ...)
+  --weights FILE         parameters from a .safetensors file (names, dtypes and shapes
+                         must match the model exactly)
+  --init-seed S          instead of --weights, initialize parameters with seed S
+  --in NAME=FILE|VALUE   one input (repeat for each)
+  --out-dir DIR          where to write NAME.npy for each output (default: .)
+  --state-in FILE        start from this state instead of the initial one
+  --state-out FILE       write the state after the call
+  --weights-out FILE     write the parameters after the call
+  --threads N            threads for parallel kernels (default 0 = all cores)
+
+examples:
+  tfc-run gpt2.so call forward --weights gpt2.safetensors --in tokens=tokens.npy --out-dir out
+  tfc-run gpt2.so call decode --weights gpt2.safetensors --in token=t.npy --in pos=5 \
+      --state-in cache.safetensors --state-out cache.safetensors
+  tfc-run tiny.so call train_step --weights w.safetensors --in tokens=batch.npy \
+      --in targets=targets.npy --weights-out w.safetensors --out-dir out
+  tfc-run inspect out/logits.npy --values 8
+)",
+    true,
+    {{"--weights", nullptr, true, false},
+     {"--init-seed", nullptr, true, false},
+     {"--in", "-i", true, true},
+     {"--out-dir", nullptr, true, false},
+     {"--state-in", nullptr, true, false},
+     {"--state-out", nullptr, true, false},
+     {"--weights-out", nullptr, true, false},
+     {"--threads", "-j", true, false}},
+    runCall,
+};
+
+}  // namespace tfc::run
