@@ -90,8 +90,10 @@ TensorInfo tensorInfo(StringRef name, ShapedType type, StringRef init = "",
 /// exported-to-the-trampoline names.
 llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
   ArtifactInfo info;
-  if (auto meta = module->getAttrOfType<StringAttr>("tfc.metadata"))
+  if (auto meta = module->getAttrOfType<StringAttr>("tfc.metadata")) {
     info.metadata = meta.str();
+    module->removeAttr("tfc.metadata");
+  }
   SmallVector<Operation *> declarations;
   for (Operation &op : module.getBody()->getOperations()) {
     if (auto p = llvm::dyn_cast<ParamOp>(op)) {
@@ -140,6 +142,11 @@ llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
       }
     }
     func.setName(entry.symbol);
+    // The roles are in the tables now; LLVM IR has no use for them.
+    func.removeArgAttrsAttr();
+    func.removeResAttrsAttr();
+    for (StringRef attr : {"tfc.entry", "tfc.arena_bytes", "tfc.num_kernels"})
+      func->removeAttr(attr);
     info.entries.push_back(std::move(entry));
   }
   if (info.entries.empty())

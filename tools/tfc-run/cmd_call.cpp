@@ -1,6 +1,9 @@
 // tfc-run MODEL.so call ENTRY: run one entry point on .npy inputs, write .npy outputs.
 #include <sys/stat.h>
+#include <cerrno>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -112,6 +115,12 @@ int runCall(const Invocation& invocation) {
     return usageError(command, "--init-seed '" + args.get("--init-seed") +
                                    "' is not a non-negative integer");
   }
+  int64_t repeat = 0;
+  if (args.has("--repeat") && (!parseInt64(args.get("--repeat"), &repeat) || repeat < 1 ||
+                               repeat > 1000000)) {
+    return usageError(command, "--repeat '" + args.get("--repeat") +
+                                   "' is not a count between 1 and 1000000");
+  }
   int64_t threads = 0;
   if (args.has("--threads") && (!parseInt64(args.get("--threads"), &threads) || threads < 0 ||
                                  threads > 4096)) {
@@ -137,6 +146,11 @@ int runCall(const Invocation& invocation) {
   }
   if (entry.num_outputs > 0) {
     struct stat info;
+    // Like `mkdir -p` for the last component: a missing output directory is
+    // created; a path that exists but is not a directory is an error.
+    if (::stat(outDir.c_str(), &info) != 0 && errno == ENOENT &&
+        ::mkdir(outDir.c_str(), 0777) == 0)
+      ::stat(outDir.c_str(), &info);
     if (::stat(outDir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
       return fail("--out-dir " + outDir + ": not a directory");
     }
@@ -230,6 +244,23 @@ int runCall(const Invocation& invocation) {
   for (const HostTensor& tensor : inputs) views.push_back(tensor.view());
   auto outputs = context->call(entryName, views);
   if (!outputs.ok()) return fail(outputs.status());
+  // --repeat N: the first call above is the warm-up; time N more on the same
+  // inputs (state keeps changing for entries that write it) and report the
+  // median and the minimum, as benchmarks want.
+  if (repeat > 0) {
+    std::vector<double> ms;
+    for (int64_t r = 0; r < repeat; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      outputs = context->call(entryName, views);
+      if (!outputs.ok()) return fail(outputs.status());
+      ms.push_back(std::chrono::duration<double, std::milli>(
+                       std::chrono::steady_clock::now() - start)
+                       .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::fprintf(stderr, "%s: %lld calls after 1 warm-up: median %.3f ms, min %.3f ms\n",
+                 entryName.c_str(), static_cast<long long>(repeat), ms[ms.size() / 2], ms[0]);
+  }
 
   for (int32_t i = 0; i < entry.num_outputs; ++i) {
     const HostTensor& output = (*outputs)[static_cast<size_t>(i)];
@@ -262,7 +293,7 @@ const Command kCallCommand = {
     R"(usage: tfc-run MODEL.so call ENTRY (--weights W.safetensors | --init-seed S)
                           [--in NAME=FILE.npy | --in NAME=VALUE]... [--out-dir DIR]
                           [--state-in S.safetensors] [--state-out S.safetensors]
-                          [--weights-out W.safetensors] [--threads N]
+                          [--weights-out W.safetensors] [--threads N] [--repeat N]
 
 Calls entry point ENTRY once. Every input of the entry is given with --in, by name, as a
 .npy file whose dtype and shape must match the entry's (see `tfc-run MODEL.so info`);
@@ -284,6 +315,7 @@ options:
   --state-out FILE       write the state after the call
   --weights-out FILE     write the parameters after the call
   --threads N            threads for parallel kernels (default 0 = all cores)
+  --repeat N             after the call, time N more and print the median (benchmarks)
 
 examples:
   tfc-run gpt2.so call forward --weights gpt2.safetensors --in tokens=tokens.npy --out-dir out
@@ -301,7 +333,8 @@ examples:
      {"--state-in", nullptr, true, false},
      {"--state-out", nullptr, true, false},
      {"--weights-out", nullptr, true, false},
-     {"--threads", "-j", true, false}},
+     {"--threads", "-j", true, false},
+     {"--repeat", nullptr, true, false}},
     runCall,
 };
 
