@@ -16,6 +16,7 @@ config.test_exec_root = os.path.join(config.tfc_obj_root, "test")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%tfc_src", config.tfc_src_root))
+config.substitutions.append(("%tfc_bin", config.tfc_tools_dir))
 # Variables in one CHECK block never leak into the next.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope --dump-input=fail"
 

@@ -1,18 +1,380 @@
 //===- DataMovementKernels.cpp - gathers, slices, caches, transposes ------===//
+//
+// Ops that move elements rather than combine them: transpose, concat, slice,
+// dynamic_slice, broadcast_to, embedding and the KV cache write, plus the
+// generators iota, rotary and dropout.
+//
+// Static windows are memref.subview + an element-wise copy (linalg.copy, which
+// lowers to loops: memref.copy of a strided view would need the MLIR runtime
+// library's memrefCopy, which artifacts do not link). Run-time positions
+// (embedding ids, dynamic_slice start, the cache position) are checked in the
+// generated code; a bad one is reported through tfc_kernels_error and never
+// causes an out-of-bounds access.
+//
+//===----------------------------------------------------------------------===//
 #include "codegen/cpu/KernelEmitters.h"
+
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 using namespace mlir;
 
 namespace tfc::cpu {
+namespace {
 
-FailureOr<bool> emitDataMovementKernel(OpBuilder &, Operation *, ValueRange,
-                                       ValueRange) {
-  return failure();
+int64_t normalizedDim(int64_t dim, int64_t rank) {
+  return dim < 0 ? dim + rank : dim;
 }
 
-LogicalResult emitKvCacheWrite(OpBuilder &, Location loc, Value, Value, Value,
-                               int64_t) {
-  return emitError(loc, "CPU codegen: kv_cache_update is not lowered yet");
+SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  SmallVector<OpFoldResult> r;
+  for (int64_t v : values)
+    r.push_back(b.getIndexAttr(v));
+  return r;
+}
+
+/// The window of `memref` of shape `sizes` whose offset along `dim` is
+/// `offset` (static or run-time; 0 along every other dimension), unit strides.
+Value windowAlong(OpBuilder &b, Location loc, Value memref, int64_t dim,
+                  OpFoldResult offset, ArrayRef<int64_t> sizes) {
+  SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0));
+  offsets[dim] = offset;
+  SmallVector<int64_t> strides(sizes.size(), 1);
+  return b.create<memref::SubViewOp>(loc, memref, offsets,
+                                     indexAttrs(b, sizes),
+                                     indexAttrs(b, strides));
+}
+
+Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(v));
+}
+
+/// A run-time integer (i32 or i64) as i64.
+Value toI64(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isInteger(64))
+    return v;
+  return b.create<arith::ExtSIOp>(loc, b.getI64Type(), v);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops: transpose, concat, slice, dynamic_slice, broadcast_to
+//===----------------------------------------------------------------------===//
+
+void emitTranspose(OpBuilder &b, TransposeOp op, Value input, Value output) {
+  // linalg.transpose has tfc's convention: result dim i is input dim perm[i].
+  b.create<linalg::TransposeOp>(op.getLoc(), input, output, op.getPerm());
+}
+
+void emitConcat(OpBuilder &b, ConcatOp op, ValueRange inputs, Value output) {
+  Location loc = op.getLoc();
+  int64_t rank = shapeOf(output).size();
+  int64_t dim = normalizedDim(static_cast<int64_t>(op.getDim()), rank);
+  int64_t offset = 0;
+  for (Value in : inputs) {
+    ArrayRef<int64_t> shape = shapeOf(in);
+    Value window =
+        windowAlong(b, loc, output, dim, b.getIndexAttr(offset), shape);
+    copyElements(b, loc, in, window);
+    offset += shape[dim];
+  }
+}
+
+void emitSlice(OpBuilder &b, SliceOp op, Value input, Value output) {
+  Location loc = op.getLoc();
+  Value window = b.create<memref::SubViewOp>(
+      loc, input, indexAttrs(b, op.getStart()),
+      indexAttrs(b, shapeOf(output)), indexAttrs(b, op.getStride()));
+  copyElements(b, loc, window, output);
+}
+
+/// Clamps start to [0, size - length] (as XLA does), so the window is always
+/// in bounds.
+void emitDynamicSlice(OpBuilder &b, DynamicSliceOp op, Value input,
+                      Value start, Value output) {
+  Location loc = op.getLoc();
+  int64_t rank = shapeOf(input).size();
+  int64_t dim = normalizedDim(static_cast<int64_t>(op.getDim()), rank);
+  int64_t maxStart = shapeOf(input)[dim] - shapeOf(output)[dim];
+  Value s = toI64(b, loc, loadScalar(b, loc, start));
+  s = b.create<arith::MaxSIOp>(loc, s, i64Const(b, loc, 0));
+  s = b.create<arith::MinSIOp>(loc, s, i64Const(b, loc, maxStart));
+  Value offset = b.create<arith::IndexCastOp>(loc, b.getIndexType(), s);
+  copyElements(b, loc,
+               windowAlong(b, loc, input, dim, offset, shapeOf(output)),
+               output);
+}
+
+void emitBroadcastTo(OpBuilder &b, Location loc, Value input, Value output) {
+  ArrayRef<int64_t> outShape = shapeOf(output);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps = {
+      broadcastMap(ctx, shapeOf(input), outShape),
+      AffineMap::getMultiDimIdentityMap(outShape.size(), ctx)};
+  SmallVector<utils::IteratorType> iterators(outShape.size(),
+                                             utils::IteratorType::parallel);
+  b.create<linalg::GenericOp>(
+      loc, ValueRange{input}, ValueRange{output}, maps, iterators,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        nb.create<linalg::YieldOp>(l, args[0]);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// Generators: iota, rotary, dropout
+//===----------------------------------------------------------------------===//
+
+/// result[..., i_dim, ...] = i_dim, converted to the element type.
+void emitIota(OpBuilder &b, IotaOp op, Value output) {
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> shape = shapeOf(output);
+  int64_t dim =
+      normalizedDim(static_cast<int64_t>(op.getDim()), shape.size());
+  MLIRContext *ctx = b.getContext();
+  SmallVector<utils::IteratorType> iterators(shape.size(),
+                                             utils::IteratorType::parallel);
+  b.create<linalg::GenericOp>(
+      loc, ValueRange{}, ValueRange{output},
+      AffineMap::getMultiDimIdentityMap(shape.size(), ctx), iterators,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Type elem = args[0].getType();
+        Value i = nb.create<linalg::IndexOp>(l, dim);
+        Value v;
+        if (llvm::isa<FloatType>(elem))
+          v = nb.create<arith::SIToFPOp>(
+              l, elem, nb.create<arith::IndexCastOp>(l, nb.getI64Type(), i));
+        else
+          v = nb.create<arith::IndexCastOp>(l, elem, i);
+        nb.create<linalg::YieldOp>(l, v);
+      });
+}
+
+/// Rotate-half rotary embedding over x [B, H, T, D]. For token t (position
+/// p = offset + t) and i < D/2, with f_i = theta^(-2i/D) and a = p * f_i:
+///   y[i]       = x[i] cos a - x[i + D/2] sin a
+///   y[i + D/2] = x[i + D/2] cos a + x[i] sin a
+/// The angle and its cosine/sine are computed in f64 and rounded to f32:
+/// p * f_i in f32 loses digits once positions reach the thousands.
+void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
+                Value output) {
+  Location loc = op.getLoc();
+  Value input = operands[0];
+  ArrayRef<int64_t> shape = shapeOf(input);
+  int64_t d = shape.back(), half = d / 2, t = shape[shape.size() - 2];
+  int64_t rows = numElements(shape) / d;
+  Type f64 = b.getF64Type(), f32 = b.getF32Type();
+  Value offset = op.getOffset() ? toI64(b, loc, loadScalar(b, loc, operands[1]))
+                                : i64Const(b, loc, 0);
+  // f_i = exp(i * c) with c = -2 ln(theta) / D.
+  double theta = op.getTheta().convertToDouble();
+  Value c = floatConst(b, loc, f64, -2.0 * std::log(theta) / d);
+  Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
+  Type elem = elementTypeOf(output);
+  forRange(b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
+    Value tok = b.create<arith::RemUIOp>(loc, r, indexConst(b, loc, t));
+    Value pos = b.create<arith::AddIOp>(
+        loc, offset, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tok));
+    Value p = b.create<arith::SIToFPOp>(loc, f64, pos);
+    Value base = b.create<arith::MulIOp>(loc, r, indexConst(b, loc, d));
+    forRange(b, loc, half, [&](OpBuilder &b, Location loc, Value i) {
+      Value fi = b.create<arith::SIToFPOp>(
+          loc, f64, b.create<arith::IndexCastOp>(loc, b.getI64Type(), i));
+      Value freq = b.create<math::ExpOp>(loc, b.create<arith::MulFOp>(loc, fi, c));
+      Value angle = b.create<arith::MulFOp>(loc, p, freq);
+      Value cos = b.create<arith::TruncFOp>(
+          loc, f32, b.create<math::CosOp>(loc, angle));
+      Value sin = b.create<arith::TruncFOp>(
+          loc, f32, b.create<math::SinOp>(loc, angle));
+      Value i1 = b.create<arith::AddIOp>(loc, base, i);
+      Value i2 = b.create<arith::AddIOp>(loc, i1, indexConst(b, loc, half));
+      Value x1 = widen(b, loc, b.create<memref::LoadOp>(loc, xf, i1));
+      Value x2 = widen(b, loc, b.create<memref::LoadOp>(loc, xf, i2));
+      Value y1 = b.create<arith::SubFOp>(
+          loc, b.create<arith::MulFOp>(loc, x1, cos),
+          b.create<arith::MulFOp>(loc, x2, sin));
+      Value y2 = b.create<arith::AddFOp>(
+          loc, b.create<arith::MulFOp>(loc, x2, cos),
+          b.create<arith::MulFOp>(loc, x1, sin));
+      b.create<memref::StoreOp>(loc, narrow(b, loc, y1, elem), yf, i1);
+      b.create<memref::StoreOp>(loc, narrow(b, loc, y2, elem), yf, i2);
+    });
+  });
+}
+
+/// Keeps element e iff tfc_k_uniform(seed, e) >= rate (probability
+/// 1 - rate) and scales it by 1 / (1 - rate). The counter is the flat element
+/// index, so the mask does not depend on how the work is split.
+void emitDropout(OpBuilder &b, DropoutOp op, ValueRange operands,
+                 Value output) {
+  Location loc = op.getLoc();
+  double rate = op.getRate().convertToDouble();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  auto uniform = declareExternal(b, op, "tfc_k_uniform",
+                                 b.getFunctionType({i64, i64}, {f32}));
+  Value seed = loadScalar(b, loc, operands[1]);
+  Value xf = flatten(b, loc, operands[0]), yf = flatten(b, loc, output);
+  Type elem = elementTypeOf(output);
+  Value rateF = floatConst(b, loc, f32, rate);
+  // rate == 1 keeps nothing (u < 1 always); the infinite scale is never used.
+  Value scale = floatConst(b, loc, f32, 1.0 / (1.0 - rate));
+  Value zero = floatConst(b, loc, f32, 0.0);
+  forRange(b, loc, numElements(shapeOf(output)),
+           [&](OpBuilder &b, Location loc, Value e) {
+             Value counter = b.create<arith::IndexCastOp>(loc, i64, e);
+             Value u = b.create<func::CallOp>(loc, uniform,
+                                              ValueRange{seed, counter})
+                           .getResult(0);
+             Value keep = b.create<arith::CmpFOp>(
+                 loc, arith::CmpFPredicate::OGE, u, rateF);
+             Value x = widen(b, loc, b.create<memref::LoadOp>(loc, xf, e));
+             Value y = b.create<arith::SelectOp>(
+                 loc, keep, b.create<arith::MulFOp>(loc, x, scale), zero);
+             b.create<memref::StoreOp>(loc, narrow(b, loc, y, elem), yf, e);
+           });
+}
+
+//===----------------------------------------------------------------------===//
+// embedding
+//===----------------------------------------------------------------------===//
+
+/// out[r, :] = table[ids[r], :]; an id outside [0, V) is reported and its row
+/// is zero-filled (the output never holds stale arena bytes).
+void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
+                   Value output) {
+  Location loc = op.getLoc();
+  int64_t vocab = shapeOf(table)[0], dim = shapeOf(table)[1];
+  Value tf = flatten(b, loc, table), idf = flatten(b, loc, ids),
+        of = flatten(b, loc, output);
+  Type elem = elementTypeOf(output);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
+  Value vocabI = i64Const(b, loc, vocab), zeroI = i64Const(b, loc, 0);
+  forRange(
+      b, loc, numElements(shapeOf(ids)),
+      [&](OpBuilder &b, Location loc, Value r) {
+        Value id = toI64(b, loc, b.create<memref::LoadOp>(loc, idf, r));
+        Value valid = b.create<arith::AndIOp>(
+            loc,
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, id, zeroI),
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, id,
+                                    vocabI));
+        Value outBase = b.create<arith::MulIOp>(loc, r, indexConst(b, loc, dim));
+        b.create<scf::IfOp>(
+            loc, valid,
+            [&](OpBuilder &b, Location loc) {
+              Value row = b.create<arith::IndexCastOp>(loc, b.getIndexType(), id);
+              Value inBase =
+                  b.create<arith::MulIOp>(loc, row, indexConst(b, loc, dim));
+              forRange(b, loc, dim, [&](OpBuilder &b, Location loc, Value j) {
+                Value v = b.create<memref::LoadOp>(
+                    loc, tf, ValueRange{b.create<arith::AddIOp>(loc, inBase, j)});
+                b.create<memref::StoreOp>(
+                    loc, v, of,
+                    ValueRange{b.create<arith::AddIOp>(loc, outBase, j)});
+              });
+              b.create<scf::YieldOp>(loc);
+            },
+            [&](OpBuilder &b, Location loc) {
+              emitRuntimeError(b, loc, op, "embedding: id out of range");
+              forRange(b, loc, dim, [&](OpBuilder &b, Location loc, Value j) {
+                b.create<memref::StoreOp>(
+                    loc, zero, of,
+                    ValueRange{b.create<arith::AddIOp>(loc, outBase, j)});
+              });
+              b.create<scf::YieldOp>(loc);
+            });
+      });
+}
+
+} // namespace
+
+LogicalResult emitKvCacheWrite(OpBuilder &b, Location loc, Value update,
+                               Value position, Value dest, int64_t dim) {
+  ArrayRef<int64_t> shape = shapeOf(update);
+  dim = normalizedDim(dim, shape.size());
+  int64_t length = shape[dim], size = shapeOf(dest)[dim];
+  // In i64, so that a huge position cannot wrap around the bounds check.
+  Value pos = toI64(b, loc, loadScalar(b, loc, position));
+  Value bad = b.create<arith::OrIOp>(
+      loc,
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, pos,
+                              i64Const(b, loc, 0)),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, pos,
+                              i64Const(b, loc, size - length)));
+  // The error call needs the module: `dest` is an argument of the kernel.
+  Operation *anchor = b.getInsertionBlock()->getParentOp();
+  b.create<scf::IfOp>(
+      loc, bad,
+      [&](OpBuilder &b, Location loc) {
+        emitRuntimeError(b, loc, anchor,
+                         "kv_cache_update: position out of range");
+        b.create<scf::YieldOp>(loc);
+      },
+      [&](OpBuilder &b, Location loc) {
+        Value offset = b.create<arith::IndexCastOp>(loc, b.getIndexType(), pos);
+        copyElements(b, loc, update,
+                     windowAlong(b, loc, dest, dim, offset, shape));
+        b.create<scf::YieldOp>(loc);
+      });
+  return success();
+}
+
+FailureOr<bool> emitDataMovementKernel(OpBuilder &b, Operation *op,
+                                       ValueRange operands,
+                                       ValueRange results) {
+  Location loc = op->getLoc();
+  return llvm::TypeSwitch<Operation *, FailureOr<bool>>(op)
+      .Case([&](TransposeOp t) {
+        emitTranspose(b, t, operands[0], results[0]);
+        return true;
+      })
+      .Case([&](ConcatOp c) {
+        emitConcat(b, c, operands, results[0]);
+        return true;
+      })
+      .Case([&](SliceOp s) {
+        emitSlice(b, s, operands[0], results[0]);
+        return true;
+      })
+      .Case([&](DynamicSliceOp s) {
+        emitDynamicSlice(b, s, operands[0], operands[1], results[0]);
+        return true;
+      })
+      .Case([&](BroadcastToOp) {
+        emitBroadcastTo(b, loc, operands[0], results[0]);
+        return true;
+      })
+      .Case([&](IotaOp i) {
+        emitIota(b, i, results[0]);
+        return true;
+      })
+      .Case([&](RotaryOp r) {
+        emitRotary(b, r, operands, results[0]);
+        return true;
+      })
+      .Case([&](DropoutOp d) {
+        emitDropout(b, d, operands, results[0]);
+        return true;
+      })
+      .Case([&](EmbeddingOp e) {
+        emitEmbedding(b, e, operands[0], operands[1], results[0]);
+        return true;
+      })
+      .Case([&](KvCacheUpdateOp kv) {
+        // The planner normally calls emitKvCacheWrite directly (in place or
+        // after its own copy); as a standalone kernel: copy, then write.
+        b.create<memref::CopyOp>(loc, operands[0], results[0]);
+        return succeeded(emitKvCacheWrite(b, loc, operands[1], operands[2],
+                                          results[0],
+                                          static_cast<int64_t>(kv.getDim())));
+      })
+      .Default([](Operation *) { return failure(); });
 }
 
 } // namespace tfc::cpu

@@ -22,21 +22,6 @@ using namespace mlir;
 namespace tfc::cpu {
 namespace {
 
-/// The map from the output's iteration space to an operand of `shape`,
-/// broadcasting from the right.
-AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
-                       ArrayRef<int64_t> outShape) {
-  int64_t offset = outShape.size() - shape.size();
-  SmallVector<AffineExpr> exprs;
-  for (auto [i, d] : llvm::enumerate(shape)) {
-    if (d == 1 && outShape[i + offset] != 1)
-      exprs.push_back(getAffineConstantExpr(0, ctx));
-    else
-      exprs.push_back(getAffineDimExpr(i + offset, ctx));
-  }
-  return AffineMap::get(outShape.size(), 0, exprs, ctx);
-}
-
 using ScalarFn =
     llvm::function_ref<Value(OpBuilder &, Location, ValueRange args)>;
 
@@ -143,7 +128,13 @@ FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
       .Case([&](ExpOp) { return TFC_UN(math::ExpOp); })
       .Case([&](LogOp) { return TFC_UN(math::LogOp); })
       .Case([&](SqrtOp) { return TFC_UN(math::SqrtOp); })
-      .Case([&](RsqrtOp) { return TFC_UN(math::RsqrtOp); })
+      .Case([&](RsqrtOp) {
+        // 1 / sqrt(x): math.rsqrt has no scalar lowering to LLVM in MLIR 19.
+        return unary([](OpBuilder &nb, Location l, Value x) -> Value {
+          return nb.create<arith::DivFOp>(l, floatConst(nb, l, x.getType(), 1.0),
+                                          nb.create<math::SqrtOp>(l, x));
+        });
+      })
       .Case([&](TanhOp) { return TFC_UN(math::TanhOp); })
       .Case([&](SinOp) { return TFC_UN(math::SinOp); })
       .Case([&](CosOp) { return TFC_UN(math::CosOp); })
@@ -165,7 +156,13 @@ FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
         return unary([](OpBuilder &nb, Location l, Value x) -> Value {
           if (isFloat(x))
             return nb.create<math::AbsFOp>(l, x);
-          return nb.create<math::AbsIOp>(l, x);
+          // x < 0 ? -x : x; math.absi has no lowering to LLVM in MLIR 19.
+          Value zero = nb.create<arith::ConstantOp>(
+              l, nb.getIntegerAttr(x.getType(), 0));
+          Value negative =
+              nb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, x, zero);
+          return nb.create<arith::SelectOp>(
+              l, negative, nb.create<arith::SubIOp>(l, zero, x), x);
         });
       })
       .Case([&](ReluOp) {

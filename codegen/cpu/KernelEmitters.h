@@ -9,14 +9,17 @@
 // and the calls; the standard MLIR -> LLVM pipeline lowers what they contain.
 //
 // Families live in their own files: ElementwiseKernels.cpp (pointwise ops with
-// broadcasting, casts, dropout, iota), LibraryKernels.cpp (calls into the
-// kernel library), and the rest as they are added.
+// broadcasting, casts), LibraryKernels.cpp (calls into the kernel library),
+// RowKernels.cpp (reductions, norms, softmax, cross-entropy, argmax) and
+// DataMovementKernels.cpp (gathers, slices, transposes, caches, iota, rotary,
+// dropout).
 //
 //===----------------------------------------------------------------------===//
 #ifndef TFC_CODEGEN_CPU_KERNELEMITTERS_H
 #define TFC_CODEGEN_CPU_KERNELEMITTERS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
@@ -68,7 +71,8 @@ mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Declares (once per module) an external function `name` with the given
 /// signature and returns its symbol; memref arguments become bare pointers
-/// under the bare-pointer calling convention used for kernels.
+/// under the bare-pointer calling convention used for kernels. `anchor` is the
+/// module or any op inside it.
 mlir::func::FuncOp declareExternal(mlir::OpBuilder &b, mlir::Operation *anchor,
                                    llvm::StringRef name,
                                    mlir::FunctionType type);
@@ -82,9 +86,84 @@ mlir::Value loadScalar(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value pointerOf(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Value memref);
 
-/// Calls the kernel library's tfc_kernels_error(message).
+/// Calls the kernel library's tfc_kernels_error(message); the entry reports
+/// the error after the call. `anchor` is the module or any op inside it; the
+/// builder may point into a block not yet attached to an op (an scf.if branch
+/// being built).
 void emitRuntimeError(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Operation *anchor, llvm::StringRef message);
+
+/// The map from an iteration space of `outShape` to an operand of `shape`
+/// under NumPy broadcasting (aligned from the right; a size-1 operand
+/// dimension reads index 0).
+mlir::AffineMap broadcastMap(mlir::MLIRContext *ctx,
+                             llvm::ArrayRef<int64_t> shape,
+                             llvm::ArrayRef<int64_t> outShape);
+
+/// `memref` viewed as 1-D (memref.collapse_shape; a 0-d memref becomes
+/// memref<1x...>), so that kernels can address it with one flat index.
+mlir::Value flatten(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
+
+/// Copies `src` into `dst` (same shape, any strided layout) element by
+/// element. Unlike memref.copy this needs no runtime support for strided
+/// layouts: it lowers to loops.
+void copyElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value src,
+                  mlir::Value dst);
+
+/// The type arithmetic is done in: f32 for every float type (16-bit floats
+/// are widened so that sums and exponentials do not lose precision), the
+/// element type itself for integers.
+mlir::Type computeType(mlir::Type elementType);
+
+/// Widens a 16-bit float to f32; other values are returned unchanged.
+mlir::Value widen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+
+/// Rounds an f32 (from `widen`) back to the float type `to`; unchanged when
+/// the types already agree.
+mlir::Value narrow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                   mlir::Type to);
+
+/// The body of a loop: the builder, the location and the induction variable.
+using LoopBody =
+    llvm::function_ref<void(mlir::OpBuilder &, mlir::Location, mlir::Value)>;
+/// The body of a loop carrying values: returns the values for the next
+/// iteration (as many as `inits`).
+using ReductionBody = llvm::function_ref<llvm::SmallVector<mlir::Value>(
+    mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::ValueRange)>;
+
+/// scf.for %i = 0 to `count` step 1 { body(%i) }.
+void forRange(mlir::OpBuilder &b, mlir::Location loc, int64_t count,
+              LoopBody body);
+
+/// scf.for %i = `start` to `count` carrying `inits`; returns the final values.
+llvm::SmallVector<mlir::Value> reduceRange(mlir::OpBuilder &b,
+                                           mlir::Location loc, int64_t start,
+                                           int64_t count,
+                                           mlir::ValueRange inits,
+                                           ReductionBody body);
+
+/// A dimension `dim` of a row-major `shape` splits the flat index space into
+/// [outer, size, inner]: element (o, j, i) is at o*size*inner + j*inner + i.
+/// The elements of one "line" along `dim` are base + j * inner.
+struct DimSplit {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+DimSplit splitAtDim(llvm::ArrayRef<int64_t> shape, int64_t dim);
+
+/// Calls body(base) for every line along the split dimension, where `base` is
+/// the flat index of the line's first element.
+void forEachLine(mlir::OpBuilder &b, mlir::Location loc, const DimSplit &split,
+                 LoopBody body);
+
+/// base + j * stride, in index arithmetic.
+mlir::Value lineIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                      mlir::Value j, int64_t stride);
+
+/// The element type of a memref value.
+mlir::Type elementTypeOf(mlir::Value memref);
+
+/// The shape of a memref value.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value memref);
 
 } // namespace tfc::cpu
 

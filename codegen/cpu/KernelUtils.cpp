@@ -3,7 +3,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -21,7 +23,9 @@ Value floatConst(OpBuilder &b, Location loc, Type type, double v) {
 
 func::FuncOp declareExternal(OpBuilder &b, Operation *anchor, StringRef name,
                              FunctionType type) {
-  auto module = anchor->getParentOfType<ModuleOp>();
+  auto module = llvm::dyn_cast<ModuleOp>(anchor);
+  if (!module)
+    module = anchor->getParentOfType<ModuleOp>();
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   OpBuilder::InsertionGuard guard(b);
@@ -45,26 +49,149 @@ Value pointerOf(OpBuilder &b, Location loc, Value memref) {
 
 void emitRuntimeError(OpBuilder &b, Location loc, Operation *anchor,
                       StringRef message) {
+  // The module comes from `anchor`, not from the insertion point: emitters
+  // call this from scf.if/scf.for body builders, whose blocks are not yet
+  // attached to an operation.
   auto module = anchor->getParentOfType<ModuleOp>();
+  if (!module)
+    module = llvm::dyn_cast<ModuleOp>(anchor);
   // One global per distinct message, named by a hash of its text.
   std::string name =
       "tfc_error_" + std::to_string(llvm::hash_value(message) & 0xffffffffu);
-  Value text;
-  {
-    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-    if (auto global = module.lookupSymbol<LLVM::GlobalOp>(name)) {
-      text = b.create<LLVM::AddressOfOp>(loc, ptrType, global.getSymName());
-    } else {
-      OpBuilder::InsertionGuard guard(b);
-      std::string terminated(message);
-      terminated.push_back('\0');
-      text = LLVM::createGlobalString(loc, b, name, terminated,
-                                      LLVM::Linkage::Internal);
-    }
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global) {
+    OpBuilder moduleBuilder = OpBuilder::atBlockBegin(module.getBody());
+    std::string terminated(message);
+    terminated.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), terminated.size());
+    global = moduleBuilder.create<LLVM::GlobalOp>(
+        module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::Internal,
+        name, b.getStringAttr(terminated), /*alignment=*/0);
   }
-  auto fnType = b.getFunctionType({text.getType()}, {});
-  auto fn = declareExternal(b, anchor, "tfc_kernels_error", fnType);
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value text = b.create<LLVM::AddressOfOp>(loc, ptrType, global.getSymName());
+  auto fnType = b.getFunctionType({ptrType}, {});
+  auto fn = declareExternal(b, module, "tfc_kernels_error", fnType);
   b.create<func::CallOp>(loc, fn, ValueRange{text});
+}
+
+AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                       ArrayRef<int64_t> outShape) {
+  int64_t offset = outShape.size() - shape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (d == 1 && outShape[i + offset] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(i + offset, ctx));
+  }
+  return AffineMap::get(outShape.size(), 0, exprs, ctx);
+}
+
+Value flatten(OpBuilder &b, Location loc, Value memref) {
+  auto type = llvm::cast<MemRefType>(memref.getType());
+  if (type.getRank() == 1)
+    return memref;
+  if (type.getRank() == 0) {
+    // A 0-d memref expands to one element; there is nothing to collapse.
+    auto flatType = MemRefType::get({1}, type.getElementType());
+    return b.create<memref::ExpandShapeOp>(loc, flatType, memref,
+                                           ArrayRef<ReassociationIndices>{});
+  }
+  ReassociationIndices all =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return b.create<memref::CollapseShapeOp>(
+      loc, memref, SmallVector<ReassociationIndices>{all});
+}
+
+void copyElements(OpBuilder &b, Location loc, Value src, Value dst) {
+  b.create<linalg::CopyOp>(loc, src, dst);
+}
+
+Type computeType(Type elementType) {
+  if (llvm::isa<FloatType>(elementType))
+    return Float32Type::get(elementType.getContext());
+  return elementType;
+}
+
+Value widen(OpBuilder &b, Location loc, Value v) {
+  Type t = v.getType();
+  if (t.isF16() || t.isBF16())
+    return b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
+  return v;
+}
+
+Value narrow(OpBuilder &b, Location loc, Value v, Type to) {
+  if (v.getType() == to)
+    return v;
+  return b.create<arith::TruncFOp>(loc, to, v);
+}
+
+void forRange(OpBuilder &b, Location loc, int64_t count, LoopBody body) {
+  b.create<scf::ForOp>(
+      loc, indexConst(b, loc, 0), indexConst(b, loc, count),
+      indexConst(b, loc, 1), ValueRange{},
+      [&](OpBuilder &nb, Location nloc, Value iv, ValueRange) {
+        body(nb, nloc, iv);
+        nb.create<scf::YieldOp>(nloc);
+      });
+}
+
+SmallVector<Value> reduceRange(OpBuilder &b, Location loc, int64_t start,
+                               int64_t count, ValueRange inits,
+                               ReductionBody body) {
+  auto loop = b.create<scf::ForOp>(
+      loc, indexConst(b, loc, start), indexConst(b, loc, count),
+      indexConst(b, loc, 1), inits,
+      [&](OpBuilder &nb, Location nloc, Value iv, ValueRange acc) {
+        nb.create<scf::YieldOp>(nloc, body(nb, nloc, iv, acc));
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
+DimSplit splitAtDim(ArrayRef<int64_t> shape, int64_t dim) {
+  DimSplit split;
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (static_cast<int64_t>(i) < dim)
+      split.outer *= d;
+    else if (static_cast<int64_t>(i) == dim)
+      split.size = d;
+    else
+      split.inner *= d;
+  }
+  return split;
+}
+
+void forEachLine(OpBuilder &b, Location loc, const DimSplit &split,
+                 LoopBody body) {
+  int64_t outerStride = split.size * split.inner;
+  forRange(b, loc, split.outer, [&](OpBuilder &b, Location loc, Value o) {
+    Value outerBase = b.create<arith::MulIOp>(
+        loc, o, indexConst(b, loc, outerStride));
+    // The common case (the last dimension) needs no inner loop.
+    if (split.inner == 1)
+      return body(b, loc, outerBase);
+    forRange(b, loc, split.inner, [&](OpBuilder &b, Location loc, Value i) {
+      body(b, loc, b.create<arith::AddIOp>(loc, outerBase, i));
+    });
+  });
+}
+
+Value lineIndex(OpBuilder &b, Location loc, Value base, Value j,
+                int64_t stride) {
+  Value offset = stride == 1 ? j
+                             : b.create<arith::MulIOp>(
+                                   loc, j, indexConst(b, loc, stride))
+                                   .getResult();
+  return b.create<arith::AddIOp>(loc, base, offset);
+}
+
+Type elementTypeOf(Value memref) {
+  return llvm::cast<MemRefType>(memref.getType()).getElementType();
+}
+
+ArrayRef<int64_t> shapeOf(Value memref) {
+  return llvm::cast<MemRefType>(memref.getType()).getShape();
 }
 
 } // namespace tfc::cpu

@@ -136,6 +136,11 @@ func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
       op->getLoc(), name, builder.getFunctionType(argTypes, {}));
   kernel.setPrivate();
   kernel->setAttr("tfc.kernel", builder.getUnitAttr());
+  // Private in MLIR becomes internal in LLVM IR (func-to-llvm keeps external
+  // linkage otherwise), so that LLVM may inline and specialize kernels.
+  kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
+                                      builder.getContext(),
+                                      LLVM::Linkage::Internal));
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToStart(body);
   auto args = body->getArguments();

@@ -11,13 +11,15 @@ namespace tfc::cpu {
 
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm) {
   pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass());
+  // Before lower-affine: the offsets of subviews at run-time positions
+  // (dynamic_slice, kv_cache_update) expand to affine.apply.
+  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
   pm.addPass(mlir::createConvertSCFToCFPass());
   // Integer powers become software loops; tanh, erf and friends become libm
   // calls; the rest (exp, log, sqrt, ...) become LLVM intrinsics.
   pm.addPass(mlir::createConvertMathToFuncs());
   pm.addPass(mlir::createConvertMathToLibmPass());
-  pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());
   mlir::ConvertFuncToLLVMPassOptions funcOptions;
   funcOptions.useBarePtrCallConv = true;

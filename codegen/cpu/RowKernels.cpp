@@ -1,13 +1,480 @@
 //===- RowKernels.cpp - reductions, norms, softmax, losses ----------------===//
+//
+// Ops that combine the elements of a "line" of a tensor: softmax,
+// log_softmax, layer_norm, rms_norm, argmax and cross_entropy along one
+// dimension, and reduce_sum/mean/max over any set of dimensions.
+//
+// The single-dimension ops view their buffers as flat 1-D memrefs and walk
+// every line along the dimension with explicit index arithmetic (see DimSplit
+// in KernelEmitters.h): a line is base + j * inner for j in [0, size). Each
+// line is traversed a few times (max, then sum, then write), which keeps the
+// code simple and numerically stable. Float arithmetic is done in f32 for
+// every float type; 16-bit results are rounded once, at the store.
+//
+//===----------------------------------------------------------------------===//
 #include "codegen/cpu/KernelEmitters.h"
+
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
 
 using namespace mlir;
 
 namespace tfc::cpu {
+namespace {
 
-FailureOr<bool> emitRowKernel(OpBuilder &, Operation *, ValueRange,
-                              ValueRange) {
-  return failure();
+Value f32Const(OpBuilder &b, Location loc, double v) {
+  return floatConst(b, loc, b.getF32Type(), v);
+}
+
+/// One line of a flat buffer: elements base + j * stride.
+struct Line {
+  Value memref; // flat (1-D)
+  Value base;
+  int64_t stride;
+
+  /// Element j, widened to the compute type.
+  Value load(OpBuilder &b, Location loc, Value j) const {
+    Value v = b.create<memref::LoadOp>(
+        loc, memref, ValueRange{lineIndex(b, loc, base, j, stride)});
+    return widen(b, loc, v);
+  }
+  /// Stores `v` (in the compute type) as element j.
+  void store(OpBuilder &b, Location loc, Value v, Value j) const {
+    v = narrow(b, loc, v, elementTypeOf(memref));
+    b.create<memref::StoreOp>(loc, v, memref,
+                              ValueRange{lineIndex(b, loc, base, j, stride)});
+  }
+};
+
+/// The maximum of a float line (NaN-propagating, like torch.max).
+Value lineMax(OpBuilder &b, Location loc, const Line &x, int64_t n) {
+  Value init = x.load(b, loc, indexConst(b, loc, 0));
+  return reduceRange(b, loc, 1, n, init,
+                     [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
+                       Value v = x.load(nb, l, j);
+                       return SmallVector<Value>{
+                           nb.create<arith::MaximumFOp>(l, acc[0], v)};
+                     })[0];
+}
+
+/// sum_j exp(x[j] - max).
+Value lineSumExp(OpBuilder &b, Location loc, const Line &x, int64_t n,
+                 Value max) {
+  return reduceRange(
+      b, loc, 0, n, f32Const(b, loc, 0.0),
+      [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
+        Value e = nb.create<math::ExpOp>(
+            l, nb.create<arith::SubFOp>(l, x.load(nb, l, j), max));
+        return SmallVector<Value>{nb.create<arith::AddFOp>(l, acc[0], e)};
+      })[0];
+}
+
+/// sum_j f(x[j]) in f32.
+Value lineSum(OpBuilder &b, Location loc, const Line &x, int64_t n,
+              llvm::function_ref<Value(OpBuilder &, Location, Value)> f) {
+  return reduceRange(b, loc, 0, n, f32Const(b, loc, 0.0),
+                     [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
+                       Value v = f(nb, l, x.load(nb, l, j));
+                       return SmallVector<Value>{
+                           nb.create<arith::AddFOp>(l, acc[0], v)};
+                     })[0];
+}
+
+/// Rejects an op whose float operands are not one of the supported types
+/// (the verifier already restricts them; this guards future types).
+bool checkFloat(Operation *op, Value memref) {
+  Type t = elementTypeOf(memref);
+  if (t.isF32() || t.isF16() || t.isBF16())
+    return true;
+  op->emitError("CPU codegen: ")
+      << op->getName() << " on " << t << " is not supported";
+  return false;
+}
+
+int64_t normalizedDim(int64_t dim, int64_t rank) {
+  return dim < 0 ? dim + rank : dim;
+}
+
+//===----------------------------------------------------------------------===//
+// softmax, log_softmax
+//===----------------------------------------------------------------------===//
+
+/// y = exp(x - max) / sum, or x - max - log(sum) for log_softmax: the max is
+/// subtracted first so that exp never overflows.
+bool emitSoftmax(OpBuilder &b, Operation *op, int64_t dim, bool log,
+                 Value input, Value output) {
+  if (!checkFloat(op, input))
+    return false;
+  Location loc = op->getLoc();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  DimSplit split = splitAtDim(shape, normalizedDim(dim, shape.size()));
+  Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
+  forEachLine(b, loc, split, [&](OpBuilder &b, Location loc, Value base) {
+    Line x{xf, base, split.inner}, y{yf, base, split.inner};
+    Value max = lineMax(b, loc, x, split.size);
+    Value sum = lineSumExp(b, loc, x, split.size, max);
+    Value logSum = log ? b.create<math::LogOp>(loc, sum).getResult() : Value();
+    forRange(b, loc, split.size, [&](OpBuilder &b, Location loc, Value j) {
+      Value shifted = b.create<arith::SubFOp>(loc, x.load(b, loc, j), max);
+      Value r = log ? b.create<arith::SubFOp>(loc, shifted, logSum).getResult()
+                    : b.create<arith::DivFOp>(
+                           loc, b.create<math::ExpOp>(loc, shifted), sum)
+                          .getResult();
+      y.store(b, loc, r, j);
+    });
+  });
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm, rms_norm
+//===----------------------------------------------------------------------===//
+
+/// Normalizes every row (the last dimension). `shift` is the mean for
+/// layer_norm (two passes: mean, then the biased variance of x - mean, which
+/// does not cancel catastrophically as E[x^2] - E[x]^2 can) and absent for
+/// rms_norm. y = (x - shift) / sqrt(meanSquare + eps) * weight + bias.
+void emitNorm(OpBuilder &b, Location loc, bool center, double eps, Value input,
+              Value weight, Value bias, Value output) {
+  ArrayRef<int64_t> shape = shapeOf(input);
+  int64_t n = shape.back();
+  DimSplit split = splitAtDim(shape, shape.size() - 1);
+  Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
+  Value zero = indexConst(b, loc, 0);
+  Line w{weight, zero, 1}, bi{bias, zero, 1};
+  Value count = f32Const(b, loc, static_cast<double>(n));
+  forEachLine(b, loc, split, [&](OpBuilder &b, Location loc, Value base) {
+    Line x{xf, base, 1}, y{yf, base, 1};
+    Value mean;
+    if (center)
+      mean = b.create<arith::DivFOp>(
+          loc,
+          lineSum(b, loc, x, n, [](OpBuilder &, Location, Value v) {
+            return v;
+          }),
+          count);
+    Value sumSq = lineSum(b, loc, x, n, [&](OpBuilder &b, Location l, Value v) {
+      if (mean)
+        v = b.create<arith::SubFOp>(l, v, mean);
+      return b.create<arith::MulFOp>(l, v, v).getResult();
+    });
+    Value variance = b.create<arith::DivFOp>(loc, sumSq, count);
+    Value denom = b.create<math::SqrtOp>(
+        loc, b.create<arith::AddFOp>(loc, variance, f32Const(b, loc, eps)));
+    Value inv = b.create<arith::DivFOp>(loc, f32Const(b, loc, 1.0), denom);
+    forRange(b, loc, n, [&](OpBuilder &b, Location loc, Value j) {
+      Value v = x.load(b, loc, j);
+      if (mean)
+        v = b.create<arith::SubFOp>(loc, v, mean);
+      v = b.create<arith::MulFOp>(loc, v, inv);
+      if (weight)
+        v = b.create<arith::MulFOp>(loc, v, w.load(b, loc, j));
+      if (bias)
+        v = b.create<arith::AddFOp>(loc, v, bi.load(b, loc, j));
+      y.store(b, loc, v, j);
+    });
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// reduce_sum, reduce_mean, reduce_max
+//===----------------------------------------------------------------------===//
+
+enum class ReduceKind { Sum, Mean, Max };
+
+/// For every kept index (a loop nest over the kept dimensions), folds the
+/// reduced dimensions (an inner loop nest carrying the accumulator) and
+/// stores the result. Works for any set of dimensions, with or without
+/// keepdim, including all of them (a 0-d result).
+bool emitReduce(OpBuilder &b, Operation *op, ReduceKind kind,
+                ArrayRef<int64_t> dims, bool keepdim, Value input,
+                Value output) {
+  Location loc = op->getLoc();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  int64_t rank = shape.size();
+  Type elem = elementTypeOf(input);
+  bool isFloatElem = llvm::isa<FloatType>(elem);
+  if (isFloatElem && !checkFloat(op, input))
+    return false;
+  Type acc = computeType(elem);
+
+  llvm::SmallVector<bool> reduced(rank, false);
+  for (int64_t d : dims)
+    reduced[normalizedDim(d, rank)] = true;
+  SmallVector<Value> keptUbs, reducedUbs;
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (reduced[d]) {
+      reducedUbs.push_back(indexConst(b, loc, shape[d]));
+      count *= shape[d];
+    } else {
+      keptUbs.push_back(indexConst(b, loc, shape[d]));
+    }
+  }
+
+  // The accumulator's identity.
+  Value init;
+  if (kind != ReduceKind::Max) {
+    init = b.create<arith::ConstantOp>(loc, b.getZeroAttr(acc));
+  } else if (isFloatElem) {
+    init = f32Const(b, loc, -std::numeric_limits<double>::infinity());
+  } else {
+    unsigned width = acc.getIntOrFloatBitWidth();
+    init = b.create<arith::ConstantOp>(
+        loc, b.getIntegerAttr(acc, llvm::APInt::getSignedMinValue(width)));
+  }
+
+  auto combine = [&](OpBuilder &b, Location l, Value a, Value v) -> Value {
+    if (kind == ReduceKind::Max)
+      return isFloatElem ? b.create<arith::MaximumFOp>(l, a, v).getResult()
+                         : b.create<arith::MaxSIOp>(l, a, v).getResult();
+    return isFloatElem ? b.create<arith::AddFOp>(l, a, v).getResult()
+                       : b.create<arith::AddIOp>(l, a, v).getResult();
+  };
+
+  auto zeros = [&](size_t n) {
+    return SmallVector<Value>(n, indexConst(b, loc, 0));
+  };
+  auto ones = [&](size_t n) {
+    return SmallVector<Value>(n, indexConst(b, loc, 1));
+  };
+  scf::buildLoopNest(
+      b, loc, zeros(keptUbs.size()), keptUbs, ones(keptUbs.size()),
+      [&](OpBuilder &b, Location loc, ValueRange kept) {
+        auto inner = scf::buildLoopNest(
+            b, loc, zeros(reducedUbs.size()), reducedUbs,
+            ones(reducedUbs.size()), ValueRange{init},
+            [&](OpBuilder &b, Location loc, ValueRange red,
+                ValueRange accs) -> scf::ValueVector {
+              // Interleave the kept and reduced induction variables back
+              // into the input's dimension order.
+              SmallVector<Value> indices;
+              unsigned k = 0, r = 0;
+              for (int64_t d = 0; d < rank; ++d)
+                indices.push_back(reduced[d] ? red[r++] : kept[k++]);
+              Value v = widen(b, loc,
+                              b.create<memref::LoadOp>(loc, input, indices));
+              return {combine(b, loc, accs[0], v)};
+            });
+        Value result = inner.results.empty() ? init : inner.results[0];
+        if (kind == ReduceKind::Mean)
+          result = b.create<arith::DivFOp>(
+              loc, result, f32Const(b, loc, static_cast<double>(count)));
+        SmallVector<Value> outIndices;
+        unsigned k = 0;
+        for (int64_t d = 0; d < rank; ++d) {
+          if (!reduced[d])
+            outIndices.push_back(kept[k++]);
+          else if (keepdim)
+            outIndices.push_back(indexConst(b, loc, 0));
+        }
+        b.create<memref::StoreOp>(loc, narrow(b, loc, result, elem), output,
+                                  outIndices);
+      });
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// argmax
+//===----------------------------------------------------------------------===//
+
+/// The index of the first maximum along `dim` (first on ties; the first NaN
+/// if any, as PyTorch treats NaN as the largest value), as i32.
+bool emitArgmax(OpBuilder &b, ArgmaxOp op, Value input, Value output) {
+  Location loc = op.getLoc();
+  Type elem = elementTypeOf(input);
+  bool isFloatElem = llvm::isa<FloatType>(elem);
+  if (isFloatElem && !checkFloat(op, input))
+    return false;
+  ArrayRef<int64_t> shape = shapeOf(input);
+  DimSplit split =
+      splitAtDim(shape, normalizedDim(static_cast<int64_t>(op.getDim()),
+                                      shape.size()));
+  Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
+  // The result drops `dim`: line (o, i) is element o * inner + i, i.e. the
+  // line's base with the `size` factor removed from the outer part.
+  forRange(b, loc, split.outer, [&](OpBuilder &b, Location loc, Value o) {
+    forRange(b, loc, split.inner, [&](OpBuilder &b, Location loc, Value i) {
+      Value base = b.create<arith::AddIOp>(
+          loc,
+          b.create<arith::MulIOp>(
+              loc, o, indexConst(b, loc, split.size * split.inner)),
+          i);
+      Line x{xf, base, split.inner};
+      Value first = x.load(b, loc, indexConst(b, loc, 0));
+      auto best = reduceRange(
+          b, loc, 1, split.size, ValueRange{first, indexConst(b, loc, 0)},
+          [&](OpBuilder &b, Location l, Value j, ValueRange acc) {
+            Value v = x.load(b, l, j);
+            Value better;
+            if (isFloatElem) {
+              Value greater = b.create<arith::CmpFOp>(
+                  l, arith::CmpFPredicate::OGT, v, acc[0]);
+              Value vNan = b.create<arith::CmpFOp>(
+                  l, arith::CmpFPredicate::UNO, v, v);
+              Value bestOrdered = b.create<arith::CmpFOp>(
+                  l, arith::CmpFPredicate::ORD, acc[0], acc[0]);
+              better = b.create<arith::OrIOp>(
+                  l, greater, b.create<arith::AndIOp>(l, vNan, bestOrdered));
+            } else {
+              better = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, v,
+                                               acc[0]);
+            }
+            return SmallVector<Value>{
+                b.create<arith::SelectOp>(l, better, v, acc[0]),
+                b.create<arith::SelectOp>(l, better, j, acc[1])};
+          });
+      Value outIndex = b.create<arith::AddIOp>(
+          loc, b.create<arith::MulIOp>(loc, o, indexConst(b, loc, split.inner)),
+          i);
+      Value index =
+          b.create<arith::IndexCastOp>(loc, elementTypeOf(output), best[1]);
+      b.create<memref::StoreOp>(loc, index, yf, ValueRange{outIndex});
+    });
+  });
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// cross_entropy
+//===----------------------------------------------------------------------===//
+
+/// mean over counted rows of logsumexp(row) - row[target]. A row counts when
+/// its target is not ignore_index; a target outside [0, V) is reported with
+/// tfc_kernels_error and skipped (never read out of bounds).
+bool emitCrossEntropy(OpBuilder &b, CrossEntropyOp op, ValueRange operands,
+                      Value output) {
+  Location loc = op.getLoc();
+  Value logits = operands[0], targets = operands[1];
+  if (!checkFloat(op, logits))
+    return false;
+  ArrayRef<int64_t> shape = shapeOf(logits);
+  int64_t vocab = shape.back();
+  int64_t rows = numElements(shape) / vocab;
+  Value lf = flatten(b, loc, logits), tf = flatten(b, loc, targets);
+  Type i64 = b.getI64Type();
+  Value ignore = b.create<arith::ConstantOp>(
+      loc, b.getI64IntegerAttr(static_cast<int64_t>(op.getIgnoreIndex())));
+  Value zeroI = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(0));
+  Value vocabI = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(vocab));
+  Value zeroF = f32Const(b, loc, 0.0), oneF = f32Const(b, loc, 1.0);
+
+  auto totals = reduceRange(
+      b, loc, 0, rows, ValueRange{zeroF, zeroF},
+      [&](OpBuilder &b, Location l, Value r, ValueRange acc) {
+        Value t = b.create<memref::LoadOp>(l, tf, ValueRange{r});
+        if (t.getType() != i64)
+          t = b.create<arith::ExtSIOp>(l, i64, t);
+        Value ignored =
+            b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, t, ignore);
+        Value inRange = b.create<arith::AndIOp>(
+            l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, t, zeroI),
+            b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, t, vocabI));
+        auto ifIgnored = b.create<scf::IfOp>(
+            l, ignored,
+            [&](OpBuilder &b, Location l) {
+              b.create<scf::YieldOp>(l, acc);
+            },
+            [&](OpBuilder &b, Location l) {
+              auto ifValid = b.create<scf::IfOp>(
+                  l, inRange,
+                  [&](OpBuilder &b, Location l) {
+                    Value base = b.create<arith::MulIOp>(
+                        l, r, indexConst(b, l, vocab));
+                    Line x{lf, base, 1};
+                    Value max = lineMax(b, l, x, vocab);
+                    Value lse = b.create<arith::AddFOp>(
+                        l, max,
+                        b.create<math::LogOp>(
+                            l, lineSumExp(b, l, x, vocab, max)));
+                    Value target = b.create<arith::IndexCastOp>(
+                        l, b.getIndexType(), t);
+                    Value loss = b.create<arith::SubFOp>(
+                        l, lse, x.load(b, l, target));
+                    b.create<scf::YieldOp>(
+                        l, ValueRange{
+                               b.create<arith::AddFOp>(l, acc[0], loss),
+                               b.create<arith::AddFOp>(l, acc[1], oneF)});
+                  },
+                  [&](OpBuilder &b, Location l) {
+                    emitRuntimeError(b, l, op,
+                                     "cross_entropy: target out of range");
+                    b.create<scf::YieldOp>(l, acc);
+                  });
+              b.create<scf::YieldOp>(l, ifValid.getResults());
+            });
+        return SmallVector<Value>(ifIgnored.getResults());
+      });
+  // 0 when no row counts (0 / 0 would be NaN).
+  Value any = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT,
+                                      totals[1], zeroF);
+  Value mean = b.create<arith::DivFOp>(loc, totals[0], totals[1]);
+  Value result = b.create<arith::SelectOp>(loc, any, mean, zeroF);
+  b.create<memref::StoreOp>(loc, result, output, ValueRange{});
+  return true;
+}
+
+} // namespace
+
+FailureOr<bool> emitRowKernel(OpBuilder &b, Operation *op, ValueRange operands,
+                              ValueRange results) {
+  Location loc = op->getLoc();
+  return llvm::TypeSwitch<Operation *, FailureOr<bool>>(op)
+      .Case([&](SoftmaxOp s) {
+        return emitSoftmax(b, op, static_cast<int64_t>(s.getDim()),
+                           /*log=*/false, operands[0], results[0]);
+      })
+      .Case([&](LogSoftmaxOp s) {
+        return emitSoftmax(b, op, static_cast<int64_t>(s.getDim()),
+                           /*log=*/true, operands[0], results[0]);
+      })
+      .Case([&](LayerNormOp ln) -> FailureOr<bool> {
+        for (Value v : operands)
+          if (!checkFloat(op, v))
+            return false;
+        // Optional operands follow x in declaration order.
+        unsigned next = 1;
+        Value weight = ln.getWeight() ? operands[next++] : Value();
+        Value bias = ln.getBias() ? operands[next++] : Value();
+        emitNorm(b, loc, /*center=*/true, ln.getEps().convertToDouble(),
+                 operands[0], weight, bias, results[0]);
+        return true;
+      })
+      .Case([&](RmsNormOp rn) -> FailureOr<bool> {
+        for (Value v : operands)
+          if (!checkFloat(op, v))
+            return false;
+        Value weight = rn.getWeight() ? operands[1] : Value();
+        emitNorm(b, loc, /*center=*/false, rn.getEps().convertToDouble(),
+                 operands[0], weight, Value(), results[0]);
+        return true;
+      })
+      .Case([&](ReduceSumOp r) {
+        return emitReduce(b, op, ReduceKind::Sum, r.getDims(), r.getKeepdim(),
+                          operands[0], results[0]);
+      })
+      .Case([&](ReduceMeanOp r) {
+        return emitReduce(b, op, ReduceKind::Mean, r.getDims(), r.getKeepdim(),
+                          operands[0], results[0]);
+      })
+      .Case([&](ReduceMaxOp r) {
+        return emitReduce(b, op, ReduceKind::Max, r.getDims(), r.getKeepdim(),
+                          operands[0], results[0]);
+      })
+      .Case([&](ArgmaxOp a) {
+        return emitArgmax(b, a, operands[0], results[0]);
+      })
+      .Case([&](CrossEntropyOp ce) {
+        return emitCrossEntropy(b, ce, operands, results[0]);
+      })
+      .Default([](Operation *) { return failure(); });
 }
 
 } // namespace tfc::cpu

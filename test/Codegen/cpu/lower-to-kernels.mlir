@@ -1,0 +1,368 @@
+// RUN: tfc-opt %s --tfc-lower-to-kernels -split-input-file | FileCheck %s
+
+// Tests of tfc-lower-to-kernels: the kernel each emitter family writes
+// (signature and key ops) and the planner's buffer decisions.
+
+//===----------------------------------------------------------------------===//
+// Row kernels (RowKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+// Tests that softmax along a middle dimension walks flat lines of stride
+// `inner` (here 5) and subtracts the line's max before exp.
+
+// CHECK-LABEL: func.func private @k0_softmax(
+// CHECK-SAME:      %[[X:.*]]: memref<2x3x5xf32>, %[[Y:.*]]: memref<2x3x5xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, tfc.kernel}
+// CHECK-DAG:     %[[XF:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1, 2]] : memref<2x3x5xf32> into memref<30xf32>
+// CHECK-DAG:     %[[YF:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1, 2]] : memref<2x3x5xf32> into memref<30xf32>
+// CHECK:         scf.for
+// CHECK:           scf.for
+// CHECK:             %[[MAX:.*]] = scf.for {{.*}} -> (f32)
+// CHECK:               arith.maximumf
+// CHECK:             %[[SUM:.*]] = scf.for {{.*}} -> (f32)
+// CHECK:               arith.subf {{.*}}, %[[MAX]]
+// CHECK:               math.exp
+// CHECK:             scf.for
+// CHECK:               arith.divf {{.*}}, %[[SUM]] : f32
+// CHECK:               memref.store {{.*}}, %[[YF]]
+// CHECK-LABEL: func.func @softmax(
+// CHECK:         call @k0_softmax(%arg0, %arg1)
+func.func @softmax(%x: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
+  %0 = tfc.softmax %x dim = 1 : tensor<2x3x5xf32> -> tensor<2x3x5xf32>
+  return %0 : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Tests that layer_norm on bf16 computes in f32 (mean, then the variance of
+// x - mean, then sqrt(var + eps)) and rounds once at the store.
+
+// CHECK-LABEL: func.func private @k0_layer_norm(
+// CHECK-SAME:      memref<4x8xbf16>, %[[W:.*]]: memref<8xbf16>, %[[B:.*]]: memref<8xbf16>, %{{.*}}: memref<4x8xbf16>)
+// CHECK:         scf.for
+// CHECK:           arith.extf {{.*}} : bf16 to f32
+// CHECK:           %[[MEAN:.*]] = arith.divf
+// CHECK:           scf.for
+// CHECK:             arith.subf {{.*}}, %[[MEAN]] : f32
+// CHECK:           math.sqrt
+// CHECK:           scf.for
+// CHECK:             memref.load %[[W]]
+// CHECK:             memref.load %[[B]]
+// CHECK:             arith.truncf {{.*}} : f32 to bf16
+// CHECK:             memref.store
+func.func @layer_norm(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xbf16>) -> tensor<4x8xbf16> {
+  %0 = tfc.layer_norm %x weight %w bias %b eps = 1.0e-5 : (tensor<4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>) -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+// Tests that a reduction over several dimensions with keepdim loops over the
+// kept dimension outside and the reduced ones inside, carrying the sum, and
+// stores at index 0 of each kept size-1 dimension.
+
+// CHECK-LABEL: func.func private @k0_reduce_mean(
+// CHECK-SAME:      %[[X:.*]]: memref<2x3x4xf32>, %[[Y:.*]]: memref<1x3x1xf32>)
+// CHECK:         scf.for %[[K:.*]] = %{{.*}} to %c3
+// CHECK:           scf.for %[[R0:.*]] = {{.*}} iter_args
+// CHECK:             scf.for %[[R1:.*]] = {{.*}} iter_args
+// CHECK:               memref.load %[[X]][%[[R0]], %[[K]], %[[R1]]]
+// CHECK:               arith.addf
+// CHECK:           arith.divf
+// CHECK:           memref.store {{.*}}, %[[Y]][%{{.*}}, %[[K]], %{{.*}}] : memref<1x3x1xf32>
+func.func @reduce(%x: tensor<2x3x4xf32>) -> tensor<1x3x1xf32> {
+  %0 = tfc.reduce_mean %x dims = [0, -1] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>
+  return %0 : tensor<1x3x1xf32>
+}
+
+// -----
+
+// Tests that cross_entropy skips ignored rows, reports a target out of
+// [0, V) through tfc_kernels_error without reading the row, and returns 0
+// when no row counts.
+
+// CHECK-DAG:   func.func private @tfc_kernels_error(!llvm.ptr)
+// CHECK-DAG:   llvm.mlir.global internal constant @[[$MSG:tfc_error_[0-9]+]]("cross_entropy: target out of range\00")
+// CHECK-LABEL: func.func private @k0_cross_entropy(
+// CHECK-SAME:      memref<3x7xf32>, %{{.*}}: memref<3xi32>, %[[OUT:.*]]: memref<f32>)
+// CHECK:         %[[TOT:.*]]:2 = scf.for {{.*}} -> (f32, f32)
+// CHECK:           arith.extsi {{.*}} : i32 to i64
+// CHECK:           arith.cmpi eq, {{.*}}, %c-100_i64
+// CHECK:           scf.if
+// CHECK:           } else {
+// CHECK:             scf.if
+// CHECK:               math.log
+// CHECK:             } else {
+// CHECK:               %[[P:.*]] = llvm.mlir.addressof @[[$MSG]]
+// CHECK:               call @tfc_kernels_error(%[[P]])
+// CHECK:         arith.cmpf ogt, %[[TOT]]#1
+// CHECK:         arith.select
+// CHECK:         memref.store {{.*}}, %[[OUT]][] : memref<f32>
+func.func @cross_entropy(%l: tensor<3x7xf32>, %t: tensor<3xi32>) -> tensor<f32> {
+  %0 = tfc.cross_entropy %l, %t ignore_index = -100 : tensor<3x7xf32>, tensor<3xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that argmax keeps the first maximum (strictly greater replaces) and
+// stores the index as i32.
+
+// CHECK-LABEL: func.func private @k0_argmax(
+// CHECK-SAME:      memref<2x5xf32>, %[[Y:.*]]: memref<2xi32>)
+// CHECK:         scf.for {{.*}} -> (f32, index)
+// CHECK:           arith.cmpf ogt
+// CHECK:           arith.select
+// CHECK:         arith.index_cast {{.*}} : index to i32
+// CHECK:         memref.store {{.*}}, %[[Y]]
+func.func @argmax(%x: tensor<2x5xf32>) -> tensor<2xi32> {
+  %0 = tfc.argmax %x dim = -1 : tensor<2x5xf32> -> tensor<2xi32>
+  return %0 : tensor<2xi32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Data movement kernels (DataMovementKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+// Tests that embedding checks each id (i64 here) against [0, V), copies the
+// row when valid, and reports and zero-fills it otherwise.
+
+// CHECK-LABEL: func.func private @k0_embedding(
+// CHECK-SAME:      %[[T:.*]]: memref<10x4xf32>, %[[IDS:.*]]: memref<3xi64>, %[[OUT:.*]]: memref<3x4xf32>)
+// CHECK-DAG:     %[[TF:.*]] = memref.collapse_shape %[[T]] {{\[}}[0, 1]] : memref<10x4xf32> into memref<40xf32>
+// CHECK-DAG:     %[[OF:.*]] = memref.collapse_shape %[[OUT]] {{\[}}[0, 1]] : memref<3x4xf32> into memref<12xf32>
+// CHECK:         scf.for
+// CHECK:           %[[ID:.*]] = memref.load %[[IDS]]
+// CHECK-DAG:       arith.cmpi slt, %[[ID]], %c10_i64
+// CHECK-DAG:       arith.cmpi sge, %[[ID]], %c0_i64
+// CHECK:           scf.if
+// CHECK:             scf.for
+// CHECK:               memref.load %[[TF]]
+// CHECK:               memref.store {{.*}}, %[[OF]]
+// CHECK:           } else {
+// CHECK:             call @tfc_kernels_error
+// CHECK:             scf.for
+// CHECK:               memref.store %cst, %[[OF]]
+func.func @embedding(%t: tensor<10x4xf32>, %ids: tensor<3xi64>) -> tensor<3x4xf32> {
+  %0 = tfc.embedding %t, %ids : tensor<10x4xf32>, tensor<3xi64> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that transpose is a linalg.transpose with the op's permutation.
+
+// CHECK-LABEL: func.func private @k0_transpose(
+// CHECK:         linalg.transpose ins(%{{.*}} : memref<2x3x5xf32>) outs(%{{.*}} : memref<5x2x3xf32>) permutation = [2, 0, 1]
+func.func @transpose(%x: tensor<2x3x5xf32>) -> tensor<5x2x3xf32> {
+  %0 = tfc.transpose %x perm = [2, 0, 1] : tensor<2x3x5xf32> -> tensor<5x2x3xf32>
+  return %0 : tensor<5x2x3xf32>
+}
+
+// -----
+
+// Tests that concat copies each input into a subview of the result at its
+// running offset.
+
+// CHECK-LABEL: func.func private @k0_concat(
+// CHECK-SAME:      %[[A:.*]]: memref<2x3xf32>, %[[B:.*]]: memref<2x5xf32>, %[[C:.*]]: memref<2x8xf32>)
+// CHECK:         %[[SA:.*]] = memref.subview %[[C]][0, 0] [2, 3] [1, 1]
+// CHECK:         linalg.copy ins(%[[A]] : memref<2x3xf32>) outs(%[[SA]]
+// CHECK:         %[[SB:.*]] = memref.subview %[[C]][0, 3] [2, 5] [1, 1]
+// CHECK:         linalg.copy ins(%[[B]] : memref<2x5xf32>) outs(%[[SB]]
+func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x8xf32> {
+  %0 = tfc.concat %a, %b dim = 1 : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that slice is a strided subview and dynamic_slice clamps its start to
+// [0, size - length] (here [0, 7]) before taking the window.
+
+// CHECK-LABEL: func.func private @k0_slice(
+// CHECK:         %[[S:.*]] = memref.subview %{{.*}}[1, 0] [2, 3] [1, 3] : memref<4x9xf32> to memref<2x3xf32, strided<[9, 3], offset: 9>>
+// CHECK:         linalg.copy ins(%[[S]]
+// CHECK-LABEL: func.func private @k1_dynamic_slice(
+// CHECK-SAME:      %[[X:.*]]: memref<4x9xf32>, %[[START:.*]]: memref<i32>, %{{.*}}: memref<4x2xf32>)
+// CHECK:         memref.load %[[START]][]
+// CHECK:         arith.maxsi {{.*}}, %c0_i64
+// CHECK:         arith.minsi {{.*}}, %c7_i64
+// CHECK:         %[[OFF:.*]] = arith.index_cast
+// CHECK:         memref.subview %[[X]][0, %[[OFF]]] [4, 2] [1, 1]
+// CHECK:         linalg.copy
+func.func @slice(%x: tensor<4x9xf32>, %s: tensor<i32>) -> (tensor<2x3xf32>, tensor<4x2xf32>) {
+  %0 = tfc.slice %x start = [1, 0] limit = [3, 9] stride = [1, 3] : tensor<4x9xf32> -> tensor<2x3xf32>
+  %1 = tfc.dynamic_slice %x[%s] dim = 1 : (tensor<4x9xf32>, tensor<i32>) -> tensor<4x2xf32>
+  return %0, %1 : tensor<2x3xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that broadcast_to reads size-1 dimensions at index 0 and iota yields
+// its index along `dim` converted to the element type.
+
+// CHECK-DAG:   #[[$BC:.*]] = affine_map<(d0, d1, d2) -> (d1, 0)>
+// CHECK-LABEL: func.func private @k0_broadcast_to(
+// CHECK:         linalg.generic {indexing_maps = [#[[$BC]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel"]}
+// CHECK-LABEL: func.func private @k1_iota(
+// CHECK:         linalg.generic
+// CHECK:           linalg.index 1 : index
+// CHECK:           arith.sitofp {{.*}} : i64 to f32
+func.func @broadcast_iota(%x: tensor<3x1xf32>) -> (tensor<2x3x4xf32>, tensor<2x3xf32>) {
+  %0 = tfc.broadcast_to %x : tensor<3x1xf32> -> tensor<2x3x4xf32>
+  %1 = tfc.iota dim = 1 : tensor<2x3xf32>
+  return %0, %1 : tensor<2x3x4xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that rotary takes position offset + t from the 0-d offset operand and
+// computes the angle and its cos/sin in f64; dropout draws one
+// tfc_k_uniform(seed, flat index) per element.
+
+// CHECK-DAG:   func.func private @tfc_k_uniform(i64, i64) -> f32
+// CHECK-LABEL: func.func private @k0_rotary(
+// CHECK-SAME:      memref<1x2x3x4xf32>, %[[OFF:.*]]: memref<i32>, %{{.*}}: memref<1x2x3x4xf32>)
+// CHECK:         memref.load %[[OFF]][]
+// CHECK:         scf.for
+// CHECK:           arith.remui
+// CHECK:           scf.for
+// CHECK:             math.cos {{.*}} : f64
+// CHECK:             math.sin {{.*}} : f64
+// CHECK:             arith.subf
+// CHECK:             arith.addf
+// CHECK-LABEL: func.func private @k1_dropout(
+// CHECK-SAME:      memref<1x2x3x4xf32>, %[[SEED:.*]]: memref<i64>, %{{.*}}: memref<1x2x3x4xf32>)
+// CHECK:         %[[S:.*]] = memref.load %[[SEED]][]
+// CHECK:         scf.for %[[E:.*]] = %{{.*}} to %c24
+// CHECK:           %[[CTR:.*]] = arith.index_cast %[[E]] : index to i64
+// CHECK:           %[[U:.*]] = func.call @tfc_k_uniform(%[[S]], %[[CTR]])
+// CHECK:           arith.cmpf oge, %[[U]]
+// CHECK:           arith.select
+func.func @rotary_dropout(%x: tensor<1x2x3x4xf32>, %pos: tensor<i32>, %seed: tensor<i64>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %0 = tfc.rotary %x offset %pos theta = 1.0e4 : (tensor<1x2x3x4xf32>, tensor<i32>) -> tensor<1x2x3x4xf32>
+  %1 = tfc.dropout %x, %seed rate = 0.25 : tensor<1x2x3x4xf32>, tensor<i64> -> tensor<1x2x3x4xf32>
+  return %0, %1 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// The planner (LowerToKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+// Tests that two identical ops share one kernel and that results returned by
+// the entry are written in place into the output arguments.
+
+// CHECK-LABEL: func.func private @k0_softmax(
+// CHECK-NOT:   func.func private @k1
+// CHECK-LABEL: func.func @dedup(
+// CHECK-SAME:      %[[X:.*]]: memref<4x8xf32> {tfc.input_index = 0 : i64, tfc.name = "input0"}, %[[Y:.*]]: memref<4x8xf32> {{.*}}, %[[O0:.*]]: memref<4x8xf32> {tfc.name = "output0", tfc.output_index = 0 : i64}, %[[O1:.*]]: memref<4x8xf32> {{.*}}, %{{.*}}: memref<64xi8> {tfc.arena})
+// CHECK-SAME:      tfc.num_kernels = 2
+// CHECK-NEXT:    call @k0_softmax(%[[X]], %[[O0]])
+// CHECK-NEXT:    call @k0_softmax(%[[Y]], %[[O1]])
+// CHECK-NEXT:    return
+func.func @dedup(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = tfc.softmax %x dim = -1 : tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = tfc.softmax %y dim = -1 : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a reshape of an arena value is a view of the same arena offset
+// (no copy, no kernel).
+
+// CHECK-LABEL: func.func @reshape_view(
+// CHECK-SAME:      %[[X:.*]]: memref<2x6xf32> {{.*}}, %[[OUT:.*]]: memref<3x4xf32> {{.*}}, %[[ARENA:.*]]: memref<128xi8> {tfc.arena})
+// CHECK-SAME:      tfc.arena_bytes = 128 : i64
+// CHECK:         %[[V0:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<128xi8> to memref<2x6xf32>
+// CHECK:         call @k0_exp(%[[X]], %[[V0]])
+// CHECK:         %[[V1:.*]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<128xi8> to memref<2x6xf32>
+// CHECK:         call @k1_neg(%[[V0]], %[[V1]])
+// CHECK:         %[[V2:.*]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<128xi8> to memref<3x4xf32>
+// CHECK-NOT:     memref.copy
+// CHECK:         call @k2_abs(%[[V2]], %[[OUT]])
+// CHECK-NEXT:    return
+func.func @reshape_view(%x: tensor<2x6xf32>) -> tensor<3x4xf32> {
+  %0 = tfc.exp %x : tensor<2x6xf32>
+  %1 = tfc.neg %0 : tensor<2x6xf32>
+  %2 = tfc.reshape %1 : tensor<2x6xf32> -> tensor<3x4xf32>
+  %3 = tfc.abs %2 : tensor<3x4xf32>
+  return %3 : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that load -> kv_cache_update -> store of the same state, with no other
+// use of the loaded cache, writes the state argument in place: no copy.
+
+// CHECK-LABEL: func.func private @k0_kv_cache_update_write(
+// CHECK-SAME:      %[[U:.*]]: memref<1x2x1x4xf32>, %[[P:.*]]: memref<i32>, %[[D:.*]]: memref<1x2x8x4xf32>)
+// CHECK:         memref.load %[[P]][]
+// CHECK-DAG:     arith.cmpi slt
+// CHECK-DAG:     arith.cmpi sgt
+// CHECK:         scf.if
+// CHECK:           call @tfc_kernels_error
+// CHECK:         } else {
+// CHECK:           %[[W:.*]] = memref.subview %[[D]][0, 0, %{{.*}}, 0] [1, 2, 1, 4] [1, 1, 1, 1]
+// CHECK:           linalg.copy ins(%[[U]] : memref<1x2x1x4xf32>) outs(%[[W]]
+// CHECK-LABEL: func.func @kv_in_place(
+// CHECK-SAME:      %[[STATE:.*]]: memref<1x2x8x4xf32> {tfc.state_index = 0 : i64}, %[[K:.*]]: memref<1x2x1x4xf32> {{.*}}, %[[POS:.*]]: memref<i32> {{.*}}
+// CHECK-NEXT:    call @k0_kv_cache_update_write(%[[K]], %[[POS]], %[[STATE]])
+// CHECK-NEXT:    return
+tfc.state @cache : tensor<1x2x8x4xf32> = "zeros"
+func.func @kv_in_place(%k: tensor<1x2x1x4xf32>, %pos: tensor<i32>) {
+  %c = tfc.load @cache : tensor<1x2x8x4xf32>
+  %c2 = tfc.kv_cache_update %c, %k, %pos dim = 2 : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<i32>) -> tensor<1x2x8x4xf32>
+  tfc.store %c2, @cache : tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that when the loaded cache has another use, kv_cache_update writes a
+// copy (the other use still sees the old cache) and the stored copy goes back
+// to the state at the end of the entry.
+
+// CHECK-LABEL: func.func @kv_copy(
+// CHECK-SAME:      %[[STATE:.*]]: memref<1x2x8x4xf32> {tfc.state_index = 0 : i64}, %[[K:.*]]: memref<1x2x1x4xf32> {{.*}}, %[[POS:.*]]: memref<i32> {{.*}}, %[[OUT:.*]]: memref<1x2x8x4xf32> {{.*}}, %[[ARENA:.*]]: memref<256xi8> {tfc.arena})
+// CHECK:         %[[NEW:.*]] = memref.view %[[ARENA]]
+// CHECK-NEXT:    memref.copy %[[STATE]], %[[NEW]]
+// CHECK-NEXT:    call @k0_kv_cache_update_write(%[[K]], %[[POS]], %[[NEW]])
+// CHECK-NEXT:    call @k1_neg(%[[STATE]], %[[OUT]])
+// CHECK-NEXT:    memref.copy %[[NEW]], %[[STATE]]
+// CHECK-NEXT:    return
+tfc.state @cache : tensor<1x2x8x4xf32> = "zeros"
+func.func @kv_copy(%k: tensor<1x2x1x4xf32>, %pos: tensor<i32>) -> tensor<1x2x8x4xf32> {
+  %c = tfc.load @cache : tensor<1x2x8x4xf32>
+  %c2 = tfc.kv_cache_update %c, %k, %pos dim = 2 : (tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<i32>) -> tensor<1x2x8x4xf32>
+  tfc.store %c2, @cache : tensor<1x2x8x4xf32>
+  %old = tfc.neg %c : tensor<1x2x8x4xf32>
+  return %old : tensor<1x2x8x4xf32>
+}
+
+// -----
+
+// Tests that a stored value computed in the arena is copied back into the
+// state argument at the end of the entry, and that a load after the store
+// sees the stored buffer.
+
+// CHECK-LABEL: func.func @store_back(
+// CHECK-SAME:      %[[STATE:.*]]: memref<4xf32> {tfc.state_index = 0 : i64}, %[[X:.*]]: memref<4xf32> {{.*}}, %[[OUT:.*]]: memref<4xf32> {{.*}}, %[[ARENA:.*]]: memref<64xi8> {tfc.arena})
+// CHECK:         %[[S:.*]] = memref.view %[[ARENA]]
+// CHECK-NEXT:    call @k0_add(%[[STATE]], %[[X]], %[[S]])
+// CHECK-NEXT:    call @k1_neg(%[[S]], %[[OUT]])
+// CHECK-NEXT:    memref.copy %[[S]], %[[STATE]]
+// CHECK-NEXT:    return
+tfc.state @count : tensor<4xf32> = "zeros"
+func.func @store_back(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = tfc.load @count : tensor<4xf32>
+  %s = tfc.add %c, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  tfc.store %s, @count : tensor<4xf32>
+  %again = tfc.load @count : tensor<4xf32>
+  %n = tfc.neg %again : tensor<4xf32>
+  return %n : tensor<4xf32>
+}

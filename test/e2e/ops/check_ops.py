@@ -1,0 +1,741 @@
+#!/usr/bin/env python3
+"""End-to-end numerics of every tfc op on the CPU against float64 NumPy references.
+
+For each case: a one-entry module (@f, inputs named with {tfc.name = ...}) is compiled
+with `tfc -o op.so`, run with `tfc-run op.so call f --in NAME=FILE.npy ...`, and each
+output is compared with a NumPy float64 reference computed from the same (fresh,
+random, never all-zero) inputs:
+
+  float outputs   |tfc - ref| <= atol + rtol * |ref| elementwise (f32: rtol 1e-5)
+  int outputs     exact
+
+Cases cover broadcasting, odd sizes, several dims/keepdim, f16/i32/i64 where the op
+allows them, run-time positions (clamping, out-of-range errors reported by the
+runtime), parameters (--weights) and state updated in place (--state-out). Each case
+prints its max abs diff; the last line is `N passed, M failed`; the exit code is
+non-zero on any failure. Reproduce with the printed --seed.
+
+  check_ops.py --bin-dir build/bin [--work-dir DIR] [--seed S] [--only SUBSTR] [-v]
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+TOOL_TIMEOUT_S = 300
+F32 = dict(rtol=1e-5, atol=1e-6)
+F16 = dict(rtol=2e-3, atol=2e-3)
+
+MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
+              np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
+NP_TYPES = {v: k for k, v in MLIR_TYPES.items()}
+ST_DTYPES = {"f32": "F32", "f16": "F16", "i32": "I32", "i64": "I64"}
+
+
+def ttype(shape, elt):
+    dims = "x".join(str(d) for d in shape)
+    return f"tensor<{dims}x{elt}>" if shape else f"tensor<{elt}>"
+
+
+def ty(a):
+    return ttype(a.shape, MLIR_TYPES[a.dtype])
+
+
+# ---------------------------------------------------------------------------
+# Random inputs (never zeros)
+# ---------------------------------------------------------------------------
+
+class Gen:
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def normal(self, *shape, dtype=np.float32, scale=1.0):
+        a = self.rng.normal(0.0, scale, size=shape)
+        a[np.abs(a) < 1e-3] = 0.5  # never exactly (or nearly) zero
+        return a.astype(dtype)
+
+    def positive(self, *shape, lo=0.5, hi=2.0, dtype=np.float32):
+        return self.rng.uniform(lo, hi, size=shape).astype(dtype)
+
+    def nonzero(self, *shape, dtype=np.float32):
+        sign = np.where(self.rng.random(shape) < 0.5, -1.0, 1.0)
+        return (sign * self.rng.uniform(0.5, 2.0, size=shape)).astype(dtype)
+
+    def ints(self, lo, hi, *shape, dtype=np.int32):
+        a = self.rng.integers(lo, hi, size=shape)
+        return np.asarray(a, dtype=dtype)
+
+    def scalar(self, v, dtype):
+        return np.asarray(v, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------
+# References (float64)
+# ---------------------------------------------------------------------------
+
+def f64(a):
+    return a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a
+
+
+_erf = np.vectorize(math.erf)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def gelu(x, approx):
+    if approx == "tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def softmax(x, dim):
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def log_softmax(x, dim):
+    m = x.max(axis=dim, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))
+
+
+def layer_norm(x, w=None, b=None, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+def rms_norm(x, w=None, eps=1e-6):
+    y = x / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    return y * w if w is not None else y
+
+
+def attention(q, k, v, causal, offset=None, scale=None):
+    b, h, tq, d = q.shape
+    hkv, tk = k.shape[1], k.shape[2]
+    g = h // hkv
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    if offset is None:
+        offset = tk - tq
+    out = np.zeros((b, h, tq, v.shape[3]))
+    for hh in range(h):
+        kk, vv = k[:, hh // g], v[:, hh // g]
+        s = scale * np.einsum("bid,bjd->bij", q[:, hh], kk)
+        if causal:
+            mask = np.arange(tk)[None, :] > (np.arange(tq)[:, None] + offset)
+            s = np.where(mask[None], -np.inf, s)
+        out[:, hh] = np.einsum("bij,bjd->bid", softmax(s, -1), vv)
+    return out
+
+
+def rotary(x, offset, theta):
+    d = x.shape[-1]
+    half = d // 2
+    t = x.shape[-2]
+    pos = offset + np.arange(t, dtype=np.float64)
+    freq = theta ** (-2.0 * np.arange(half) / d)
+    ang = pos[:, None] * freq[None, :]
+    cos, sin = np.cos(ang), np.sin(ang)
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+
+def cross_entropy(logits, targets, ignore=-100):
+    v = logits.shape[-1]
+    flat = logits.reshape(-1, v)
+    t = targets.reshape(-1).astype(np.int64)
+    total, count = 0.0, 0
+    for r in range(flat.shape[0]):
+        if t[r] == ignore:
+            continue
+        row = flat[r]
+        m = row.max()
+        total += m + math.log(np.exp(row - m).sum()) - row[t[r]]
+        count += 1
+    return np.asarray(total / count if count else 0.0)
+
+
+def strided_slice(x, start, limit, stride):
+    return x[tuple(slice(s, l, st) for s, l, st in zip(start, limit, stride))]
+
+
+def trunc_div(a, b):
+    q = np.abs(a) // np.abs(b)
+    return (np.sign(a) * np.sign(b) * q).astype(a.dtype)
+
+
+# ---------------------------------------------------------------------------
+# safetensors (for --weights and --state-out)
+# ---------------------------------------------------------------------------
+
+def write_safetensors(path, tensors):
+    header, blobs, offset = {}, [], 0
+    for name, a in tensors.items():
+        data = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": ST_DTYPES[MLIR_TYPES[a.dtype]], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    out = {}
+    inv = {v: NP_TYPES[k] for k, v in ST_DTYPES.items()}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b],
+                                  dtype=inv[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Cases
+# ---------------------------------------------------------------------------
+
+class Case:
+    """One module with entry @f.
+
+    inputs: {name: array}; body: MLIR lines using %name and defining %<output>;
+    outputs: {name: mlir element type}; ref: fn(inputs as float64) -> {name: array}.
+    check: optional fn(inputs, outputs) -> (ok, detail) instead of ref.
+    expect_error: a substring of tfc-run's stderr (the call must fail).
+    """
+
+    def __init__(self, name, inputs, body, outputs, ref=None, tol=F32, check=None,
+                 expect_error=None, params=None, states=None, state_ref=None,
+                 out_shapes=None):
+        self.name, self.inputs, self.body, self.outputs = name, inputs, body, outputs
+        self.ref, self.tol, self.check = ref, tol, check
+        self.expect_error = expect_error
+        self.params = params or {}
+        self.states = states or {}  # name -> (array type, init string)
+        self.state_ref = state_ref
+        self.out_shapes = out_shapes or {}
+
+    def module(self, shapes):
+        lines = []
+        for name, a in self.params.items():
+            lines.append(f'tfc.param @{name} : {ty(a)} = "zeros"')
+        for name, (t, init) in self.states.items():
+            lines.append(f'tfc.state @{name} : {t} = "{init}"')
+        args = ", ".join(f'%{n}: {ty(a)} {{tfc.name = "{n}"}}' for n, a in self.inputs.items())
+        res = [ttype(shapes[n], e) for n, e in self.outputs.items()]
+        res_decl = ", ".join(f'{t} {{tfc.name = "{n}"}}' for n, t in zip(self.outputs, res))
+        lines.append(f"func.func @f({args}) -> ({res_decl}) {{")
+        lines += ["  " + l for l in self.body]
+        if self.outputs:
+            lines.append("  return " + ", ".join("%" + n for n in self.outputs) + " : " +
+                         ", ".join(res))
+        else:
+            lines.append("  return")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def unary_f(name, fn, x, tol=F32, extra=""):
+    return Case(name, {"x": x}, [f"%y = tfc.{name.split(' ')[0]} %x{extra} : {ty(x)}"],
+                {"y": MLIR_TYPES[x.dtype]}, lambda i: {"y": fn(i["x"])}, tol)
+
+
+def binary(op, fn, a, b, tol=F32, label=""):
+    out = np.broadcast_shapes(a.shape, b.shape)
+    t = ttype(out, MLIR_TYPES[a.dtype])
+    return Case(f"{op} {label}".strip(), {"a": a, "b": b},
+                [f"%y = tfc.{op} %a, %b : {ty(a)}, {ty(b)} -> {t}"],
+                {"y": MLIR_TYPES[a.dtype]}, lambda i: {"y": fn(i["a"], i["b"])}, tol)
+
+
+def build_cases(g):
+    cases = []
+    add = cases.append
+
+    # --- elementwise: broadcasting, odd sizes, every element type ---
+    for op, fn in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("max", np.maximum), ("min", np.minimum)]:
+        add(binary(op, fn, g.normal(3, 1, 5), g.normal(4, 5), label="f32 [3,1,5]x[4,5]"))
+    add(binary("div", np.divide, g.normal(7, 3), g.nonzero(3), label="f32 [7,3]/[3]"))
+    add(binary("div", np.divide, g.nonzero(1), g.nonzero(2, 5), label="f32 [1]/[2,5]"))
+    add(binary("pow", np.power, g.positive(3, 7), g.normal(7), label="f32"))
+    add(binary("add", np.add, g.normal(5, 3, dtype=np.float16), g.normal(3, dtype=np.float16),
+               tol=F16, label="f16"))
+    add(binary("add", np.add, g.ints(-50, 50, 4, 3), g.ints(-50, 50, 3), label="i32"))
+    add(binary("mul", np.multiply, g.ints(-1000, 1000, 2, 3, dtype=np.int64),
+               g.ints(-1000, 1000, 2, 1, dtype=np.int64), label="i64"))
+    a = g.ints(-100, 100, 9)
+    add(binary("div", trunc_div, a, g.ints(1, 9, 9) * np.where(g.rng.random(9) < .5, -1, 1)
+               .astype(np.int32), label="i32 (truncating)"))
+    add(binary("max", np.maximum, g.ints(-9, 9, 3, 4, dtype=np.int64),
+               g.ints(-9, 9, 4, dtype=np.int64), label="i64"))
+    add(binary("min", np.minimum, g.ints(-9, 9, 5), g.ints(-9, 9, 2, 5), label="i32"))
+
+    add(unary_f("exp", np.exp, g.normal(4, 7)))
+    add(unary_f("log", np.log, g.positive(4, 7, lo=0.1, hi=10)))
+    add(unary_f("sqrt", np.sqrt, g.positive(3, 5, lo=0.1, hi=10)))
+    add(unary_f("rsqrt", lambda x: 1 / np.sqrt(x), g.positive(3, 5, lo=0.1, hi=10)))
+    add(unary_f("tanh", np.tanh, g.normal(2, 9)))
+    add(unary_f("sin", np.sin, g.normal(2, 9, scale=3)))
+    add(unary_f("cos", np.cos, g.normal(2, 9, scale=3)))
+    add(unary_f("sigmoid", sigmoid, g.normal(11)))
+    add(unary_f("neg", np.negative, g.normal(3, 3)))
+    add(unary_f("neg i32", np.negative, g.ints(-99, 99, 6)))
+    add(unary_f("abs", np.abs, g.normal(3, 3)))
+    add(unary_f("abs i64", np.abs, g.ints(-99, 99, 6, dtype=np.int64)))
+    add(unary_f("relu", lambda x: np.maximum(x, 0), g.normal(5, 5)))
+    add(unary_f("silu", lambda x: x * sigmoid(x), g.normal(5, 5)))
+    add(unary_f("gelu none", lambda x: gelu(x, "none"), g.normal(5, 5), extra=" approximate = none"))
+    add(unary_f("gelu tanh", lambda x: gelu(x, "tanh"), g.normal(5, 5), extra=" approximate = tanh"))
+    add(unary_f("exp f16", np.exp, g.normal(3, 5, dtype=np.float16), tol=F16))
+    x = g.normal(4, 6)
+    add(Case("leaky_relu", {"x": x}, [f"%y = tfc.leaky_relu %x alpha = 0.1 : {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": np.where(i["x"] > 0, i["x"], 0.1 * i["x"])}))
+
+    # --- cast ---
+    def cast_case(x, to, fn, tol=F32):
+        return Case(f"cast {MLIR_TYPES[x.dtype]}->{to}", {"x": x},
+                    [f"%y = tfc.cast %x : {ty(x)} -> {ttype(x.shape, to)}"], {"y": to},
+                    lambda i: {"y": fn(i["x"])}, tol)
+    add(cast_case(g.normal(3, 4, scale=10), "i32", lambda x: np.trunc(x)))
+    add(cast_case(g.ints(-1000, 1000, 7), "f32", lambda x: x.astype(np.float64)))
+    add(cast_case(g.ints(-10**6, 10**6, 5, dtype=np.int64), "i32", lambda x: x))
+    add(cast_case(g.normal(6), "f16", lambda x: x.astype(np.float16).astype(np.float64),
+                  tol=dict(rtol=0, atol=0)))
+    add(cast_case(g.normal(6, dtype=np.float16), "f32", lambda x: x))
+
+    # --- matmul / linear (the kernel library) ---
+    a, b = g.normal(2, 3, 4), g.normal(4, 5)
+    add(Case("matmul [2,3,4]x[4,5]", {"a": a, "b": b},
+             [f"%y = tfc.matmul %a, %b : {ty(a)}, {ty(b)} -> {ttype((2, 3, 5), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["a"] @ i["b"]}))
+    a, b = g.normal(2, 1, 3, 4), g.normal(3, 5, 4)
+    add(Case("matmul batch-broadcast transpose_rhs", {"a": a, "b": b},
+             [f"%y = tfc.matmul %a, %b transpose_rhs : {ty(a)}, {ty(b)} -> "
+              f"{ttype((2, 3, 3, 5), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["a"] @ np.swapaxes(i["b"], -1, -2)}))
+    a, b = g.normal(4, 3), g.normal(4, 5)
+    add(Case("matmul transpose_lhs", {"a": a, "b": b},
+             [f"%y = tfc.matmul %a, %b transpose_lhs : {ty(a)}, {ty(b)} -> {ttype((3, 5), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["a"].T @ i["b"]}))
+    x, w, bias = g.normal(2, 3, 8), g.normal(8, 5), g.normal(5)
+    add(Case("linear bias", {"x": x, "w": w, "bias": bias},
+             [f"%y = tfc.linear %x, %w bias %bias : ({ty(x)}, {ty(w)}, {ty(bias)}) -> "
+              f"{ttype((2, 3, 5), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["x"] @ i["w"] + i["bias"]}))
+    x, w = g.normal(3, 7), g.normal(6, 7)
+    add(Case("linear transpose_weight", {"x": x, "w": w},
+             [f"%y = tfc.linear %x, %w transpose_weight : ({ty(x)}, {ty(w)}) -> "
+              f"{ttype((3, 6), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["x"] @ i["w"].T}))
+    # The weight as a parameter bound by --weights.
+    x, w = g.normal(3, 4), g.normal(4, 2)
+    add(Case("linear (param from --weights)", {"x": x},
+             [f"%w = tfc.load @w : {ty(w)}",
+              f"%y = tfc.linear %x, %w : ({ty(x)}, {ty(w)}) -> {ttype((3, 2), 'f32')}"],
+             {"y": "f32"}, lambda i, w=w: {"y": i["x"] @ w.astype(np.float64)}, params={"w": w}))
+
+    # --- normalization / softmax ---
+    x, w, b = g.normal(3, 5, 33, scale=3), g.normal(33), g.normal(33)
+    add(Case("layer_norm weight bias", {"x": x, "w": w, "b": b},
+             [f"%y = tfc.layer_norm %x weight %w bias %b eps = 1.0e-5 : "
+              f"({ty(x)}, {ty(w)}, {ty(b)}) -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": layer_norm(i["x"], i["w"], i["b"], 1e-5)}))
+    x = g.normal(4, 7) + 100  # a large mean: the two-pass variance stays accurate
+    add(Case("layer_norm plain (mean 100)", {"x": x},
+             [f"%y = tfc.layer_norm %x eps = 1.0e-5 : ({ty(x)}) -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": layer_norm(i["x"], eps=1e-5)},
+             tol=dict(rtol=1e-4, atol=1e-4)))
+    x, w = g.normal(2, 9, dtype=np.float16), g.normal(9, dtype=np.float16)
+    add(Case("layer_norm f16", {"x": x, "w": w},
+             [f"%y = tfc.layer_norm %x weight %w eps = 1.0e-5 : ({ty(x)}, {ty(w)}) -> {ty(x)}"],
+             {"y": "f16"}, lambda i: {"y": layer_norm(i["x"], i["w"], eps=1e-5)},
+             tol=dict(rtol=5e-3, atol=5e-3)))
+    x, w = g.normal(2, 3, 16), g.normal(16)
+    add(Case("rms_norm weight", {"x": x, "w": w},
+             [f"%y = tfc.rms_norm %x weight %w eps = 1.0e-6 : ({ty(x)}, {ty(w)}) -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": rms_norm(i["x"], i["w"], 1e-6)}))
+    x = g.normal(5, 3)
+    add(Case("rms_norm plain", {"x": x},
+             [f"%y = tfc.rms_norm %x eps = 1.0e-8 : ({ty(x)}) -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": rms_norm(i["x"], eps=1e-8)}))
+    for dim, shape in [(1, (2, 3, 5)), (-1, (4, 33)), (0, (7, 2))]:
+        x = g.normal(*shape, scale=4)
+        add(Case(f"softmax dim={dim} {list(shape)}", {"x": x},
+                 [f"%y = tfc.softmax %x dim = {dim} : {ty(x)} -> {ty(x)}"],
+                 {"y": "f32"}, lambda i, d=dim: {"y": softmax(i["x"], d)}))
+    x = g.normal(3, 6, dtype=np.float16)
+    add(Case("softmax f16", {"x": x}, [f"%y = tfc.softmax %x dim = -1 : {ty(x)} -> {ty(x)}"],
+             {"y": "f16"}, lambda i: {"y": softmax(i["x"], -1)}, tol=F16))
+    x = g.normal(3, 1000, scale=30)
+    add(Case("softmax large logits", {"x": x},
+             [f"%y = tfc.softmax %x dim = -1 : {ty(x)} -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": softmax(i["x"], -1)}))
+    for dim, shape in [(0, (4, 3)), (-1, (2, 3, 17))]:
+        x = g.normal(*shape, scale=4)
+        add(Case(f"log_softmax dim={dim}", {"x": x},
+                 [f"%y = tfc.log_softmax %x dim = {dim} : {ty(x)} -> {ty(x)}"],
+                 {"y": "f32"}, lambda i, d=dim: {"y": log_softmax(i["x"], d)}))
+
+    # --- attention ---
+    q, k, v = g.normal(1, 4, 3, 8), g.normal(1, 2, 5, 8), g.normal(1, 2, 5, 6)
+    t_out = ttype((1, 4, 3, 6), "f32")
+    add(Case("attention causal GQA", {"q": q, "k": k, "v": v},
+             [f"%y = tfc.attention %q, %k, %v causal : ({ty(q)}, {ty(k)}, {ty(v)}) -> {t_out}"],
+             {"y": "f32"}, lambda i: {"y": attention(i["q"], i["k"], i["v"], True)}))
+    add(Case("attention non-causal scale", {"q": q, "k": k, "v": v},
+             [f"%y = tfc.attention %q, %k, %v scale = 0.25 : ({ty(q)}, {ty(k)}, {ty(v)}) -> {t_out}"],
+             {"y": "f32"}, lambda i: {"y": attention(i["q"], i["k"], i["v"], False, scale=0.25)}))
+    pos = g.scalar(1, np.int32)
+    add(Case("attention causal offset", {"q": q, "k": k, "v": v, "pos": pos},
+             [f"%y = tfc.attention %q, %k, %v offset %pos causal : "
+              f"({ty(q)}, {ty(k)}, {ty(v)}, tensor<i32>) -> {t_out}"],
+             {"y": "f32"}, lambda i: {"y": attention(i["q"], i["k"], i["v"], True, offset=1)}))
+
+    # --- rotary ---
+    x = g.normal(2, 3, 5, 8)
+    add(Case("rotary", {"x": x},
+             [f"%y = tfc.rotary %x theta = 1.0e4 : ({ty(x)}) -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": rotary(i["x"], 0, 1e4)}))
+    for p in [3, 3000]:
+        x, pos = g.normal(1, 2, 4, 16), g.scalar(p, np.int32)
+        add(Case(f"rotary offset {p}", {"x": x, "pos": pos},
+                 [f"%y = tfc.rotary %x offset %pos theta = 5.0e5 : ({ty(x)}, tensor<i32>) -> {ty(x)}"],
+                 {"y": "f32"}, lambda i, p=p: {"y": rotary(i["x"], p, 5e5)},
+                 tol=dict(rtol=1e-5, atol=2e-6)))
+
+    # --- embedding ---
+    table = g.normal(11, 6)
+    for dt in (np.int32, np.int64):
+        ids = g.ints(0, 11, 2, 5, dtype=dt)
+        add(Case(f"embedding {MLIR_TYPES[np.dtype(dt)]}", {"table": table, "ids": ids},
+                 [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> "
+                  f"{ttype((2, 5, 6), 'f32')}"],
+                 {"y": "f32"}, lambda i: {"y": i["table"][i["ids"]]}))
+    ids = np.array([1, 11, 2], dtype=np.int32)
+    add(Case("embedding id out of range -> error", {"table": table, "ids": ids},
+             [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> {ttype((3, 6), 'f32')}"],
+             {"y": "f32"}, expect_error="out of range", out_shapes={"y": (3, 6)}))
+
+    # --- shape ops ---
+    x = g.normal(2, 3, 4)
+    add(Case("reshape", {"x": x},
+             [f"%y = tfc.reshape %x : {ty(x)} -> {ttype((4, 6), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["x"].reshape(4, 6)}))
+    add(Case("reshape of an intermediate", {"x": x},
+             [f"%e = tfc.exp %x : {ty(x)}",
+              f"%r = tfc.reshape %e : {ty(x)} -> {ttype((6, 4), 'f32')}",
+              f"%y = tfc.neg %r : {ttype((6, 4), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": -np.exp(i["x"]).reshape(6, 4)}))
+    x = g.normal(2, 3, 5)
+    add(Case("transpose [2,0,1]", {"x": x},
+             [f"%y = tfc.transpose %x perm = [2, 0, 1] : {ty(x)} -> {ttype((5, 2, 3), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": i["x"].transpose(2, 0, 1)}))
+    x = g.ints(-9, 9, 3, 2, dtype=np.int64)
+    add(Case("transpose i64", {"x": x},
+             [f"%y = tfc.transpose %x perm = [1, 0] : {ty(x)} -> {ttype((2, 3), 'i64')}"],
+             {"y": "i64"}, lambda i: {"y": i["x"].T}))
+    a, b, c = g.normal(2, 1, 3), g.normal(2, 4, 3), g.normal(2, 2, 3)
+    add(Case("concat dim=1 (3 inputs)", {"a": a, "b": b, "c": c},
+             [f"%y = tfc.concat %a, %b, %c dim = 1 : ({ty(a)}, {ty(b)}, {ty(c)}) -> "
+              f"{ttype((2, 7, 3), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": np.concatenate([i["a"], i["b"], i["c"]], 1)}))
+    a, b = g.ints(0, 9, 2, 3), g.ints(0, 9, 1, 3)
+    add(Case("concat dim=-2 i32", {"a": a, "b": b},
+             [f"%y = tfc.concat %a, %b dim = -2 : ({ty(a)}, {ty(b)}) -> {ttype((3, 3), 'i32')}"],
+             {"y": "i32"}, lambda i: {"y": np.concatenate([i["a"], i["b"]], -2)}))
+    x = g.normal(5, 9, 4)
+    start, limit, stride = [1, 0, 1], [5, 9, 3], [2, 3, 1]
+    out = strided_slice(x, start, limit, stride).shape
+    add(Case("slice strided", {"x": x},
+             [f"%y = tfc.slice %x start = {start} limit = {limit} stride = {stride} : "
+              f"{ty(x)} -> {ttype(out, 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": strided_slice(i["x"], start, limit, stride)}))
+    x = g.normal(2, 7, 3)
+    for s, eff in [(2, 2), (6, 5), (-3, 0)]:
+        add(Case(f"dynamic_slice start={s} (-> {eff})", {"x": x, "s": g.scalar(s, np.int32)},
+                 [f"%y = tfc.dynamic_slice %x[%s] dim = 1 : ({ty(x)}, tensor<i32>) -> "
+                  f"{ttype((2, 2, 3), 'f32')}"],
+                 {"y": "f32"}, lambda i, e=eff: {"y": i["x"][:, e:e + 2]}))
+    x = g.normal(3, 1)
+    add(Case("broadcast_to", {"x": x},
+             [f"%y = tfc.broadcast_to %x : {ty(x)} -> {ttype((2, 3, 4), 'f32')}"],
+             {"y": "f32"}, lambda i: {"y": np.broadcast_to(i["x"], (2, 3, 4))}))
+    for dim, elt in [(1, "i32"), (0, "f32"), (2, "i64")]:
+        shape = (3, 4, 2)
+        add(Case(f"iota dim={dim} {elt}", {},
+                 [f"%y = tfc.iota dim = {dim} : {ttype(shape, elt)}"], {"y": elt},
+                 lambda i, d=dim, shape=shape: {"y": np.broadcast_to(
+                     np.arange(shape[d]).reshape([-1 if k == d else 1 for k in range(3)]),
+                     shape).astype(np.float64)}))
+    x = g.normal(2, 3)
+    add(Case("constant", {"x": x},
+             ["%c = tfc.constant dense<[[1.5, -2.0, 3.25]]> : tensor<1x3xf32>",
+              f"%y = tfc.add %x, %c : {ty(x)}, tensor<1x3xf32> -> {ty(x)}"],
+             {"y": "f32"}, lambda i: {"y": i["x"] + np.array([[1.5, -2.0, 3.25]])}))
+
+    # --- reductions ---
+    x = g.normal(3, 4, 5)
+    for op, fn in [("reduce_sum", np.sum), ("reduce_mean", np.mean), ("reduce_max", np.max)]:
+        for dims, keep in [([1], False), ([0, 2], True), ([-1], True), ([0, 1, 2], False)]:
+            out = fn(x.astype(np.float64), axis=tuple(d % 3 for d in dims), keepdims=keep).shape
+            kd = " keepdim" if keep else ""
+            add(Case(f"{op} dims={dims}{kd}", {"x": x},
+                     [f"%y = tfc.{op} %x dims = {dims}{kd} : {ty(x)} -> {ttype(out, 'f32')}"],
+                     {"y": "f32"},
+                     lambda i, fn=fn, dims=dims, keep=keep: {
+                         "y": fn(i["x"], axis=tuple(d % 3 for d in dims), keepdims=keep)},
+                     tol=dict(rtol=1e-5, atol=1e-5)))
+    x = g.ints(-1000, 1000, 4, 6)
+    add(Case("reduce_sum i32", {"x": x},
+             [f"%y = tfc.reduce_sum %x dims = [0] : {ty(x)} -> {ttype((6,), 'i32')}"],
+             {"y": "i32"}, lambda i: {"y": i["x"].sum(0)}))
+    x = g.ints(-10**9, 10**9, 4, 6, dtype=np.int64)
+    add(Case("reduce_max i64", {"x": x},
+             [f"%y = tfc.reduce_max %x dims = [1] keepdim : {ty(x)} -> {ttype((4, 1), 'i64')}"],
+             {"y": "i64"}, lambda i: {"y": i["x"].max(1, keepdims=True)}))
+    x = g.normal(4, 16, dtype=np.float16)
+    add(Case("reduce_sum f16", {"x": x},
+             [f"%y = tfc.reduce_sum %x dims = [1] : {ty(x)} -> {ttype((4,), 'f16')}"],
+             {"y": "f16"}, lambda i: {"y": i["x"].sum(1)}, tol=dict(rtol=2e-3, atol=1e-2)))
+    x = g.normal(3, 7, 4)
+    for dim in [-1, 1, 0]:
+        out = np.argmax(x, axis=dim).shape
+        add(Case(f"argmax dim={dim}", {"x": x},
+                 [f"%y = tfc.argmax %x dim = {dim} : {ty(x)} -> {ttype(out, 'i32')}"],
+                 {"y": "i32"}, lambda i, d=dim: {"y": np.argmax(i["x"], axis=d)}))
+    x = g.ints(0, 3, 5, 8).astype(np.float32) + 1  # many ties: the first wins
+    add(Case("argmax ties", {"x": x},
+             [f"%y = tfc.argmax %x dim = -1 : {ty(x)} -> {ttype((5,), 'i32')}"],
+             {"y": "i32"}, lambda i: {"y": np.argmax(i["x"], axis=-1)}))
+    x = g.ints(-50, 50, 4, 6)
+    add(Case("argmax i32", {"x": x},
+             [f"%y = tfc.argmax %x dim = 0 : {ty(x)} -> {ttype((6,), 'i32')}"],
+             {"y": "i32"}, lambda i: {"y": np.argmax(i["x"], axis=0)}))
+
+    # --- cross_entropy ---
+    logits = g.normal(2, 5, 13, scale=3)
+    for dt in (np.int32, np.int64):
+        t = g.ints(0, 13, 2, 5, dtype=dt)
+        t[0, 1] = -100
+        t[1, 4] = -100
+        add(Case(f"cross_entropy {MLIR_TYPES[np.dtype(dt)]} (2 ignored)", {"l": logits, "t": t},
+                 [f"%y = tfc.cross_entropy %l, %t ignore_index = -100 : {ty(logits)}, {ty(t)} "
+                  f"-> tensor<f32>"],
+                 {"y": "f32"}, lambda i: {"y": cross_entropy(i["l"], i["t"])}))
+    t = np.full((2, 5), 7, dtype=np.int32)
+    add(Case("cross_entropy all ignored -> 0", {"l": logits, "t": t},
+             [f"%y = tfc.cross_entropy %l, %t ignore_index = 7 : {ty(logits)}, {ty(t)} -> tensor<f32>"],
+             {"y": "f32"}, lambda i: {"y": np.asarray(0.0)}))
+    t = g.ints(0, 13, 2, 5)
+    t[1, 2] = 13
+    add(Case("cross_entropy target out of range -> error", {"l": logits, "t": t},
+             [f"%y = tfc.cross_entropy %l, %t ignore_index = -100 : {ty(logits)}, {ty(t)} -> tensor<f32>"],
+             {"y": "f32"}, expect_error="out of range", out_shapes={"y": ()}))
+
+    # --- kv_cache_update ---
+    cache, upd = g.normal(1, 2, 8, 4), g.normal(1, 2, 3, 4)
+
+    def kv_ref(c, u, p):
+        out = c.copy()
+        out[:, :, p:p + u.shape[2]] = u
+        return out
+    for p in [0, 5]:
+        add(Case(f"kv_cache_update pos={p}", {"c": cache, "u": upd, "p": g.scalar(p, np.int32)},
+                 [f"%y = tfc.kv_cache_update %c, %u, %p dim = 2 : "
+                  f"({ty(cache)}, {ty(upd)}, tensor<i32>) -> {ty(cache)}"],
+                 {"y": "f32"}, lambda i, p=p: {"y": kv_ref(i["c"], i["u"], p)}))
+    add(Case("kv_cache_update pos=6 (past the end) -> error",
+             {"c": cache, "u": upd, "p": g.scalar(6, np.int32)},
+             [f"%y = tfc.kv_cache_update %c, %u, %p dim = 2 : "
+              f"({ty(cache)}, {ty(upd)}, tensor<i32>) -> {ty(cache)}"],
+             {"y": "f32"}, expect_error="out of range", out_shapes={"y": cache.shape}))
+    # In place on a state: load -> update -> store, the cache not otherwise used.
+    u1 = g.normal(1, 2, 1, 4)
+    st = ttype((1, 2, 8, 4), "f32")
+    add(Case("kv_cache_update in place on state", {"u": u1, "p": g.scalar(6, np.int32)},
+             [f"%c = tfc.load @cache : {st}",
+              f"%c2 = tfc.kv_cache_update %c, %u, %p dim = -2 : ({st}, {ty(u1)}, tensor<i32>) -> {st}",
+              f"tfc.store %c2, @cache : {st}",
+              f"%y = tfc.reduce_sum %u dims = [0, 1, 2, 3] : {ty(u1)} -> tensor<f32>"],
+             {"y": "f32"}, lambda i: {"y": i["u"].sum()},
+             states={"cache": (st, "ones")},
+             state_ref=lambda i: {"cache": kv_ref(np.ones((1, 2, 8, 4)), i["u"], 6)}))
+
+    # --- dropout and sample (properties, not bitwise references) ---
+    x = g.positive(40, 50)
+
+    def dropout_check(i, o, rate=0.25):
+        y, xx = o["y"].astype(np.float64), i["x"]
+        kept = y != 0
+        scaled_ok = np.allclose(y[kept], xx[kept] / (1 - rate), rtol=1e-6)
+        frac = kept.mean()
+        ok = scaled_ok and abs(frac - (1 - rate)) < 0.05
+        return ok, f"kept {frac:.3f} (want {1 - rate}), kept values scaled: {scaled_ok}"
+    add(Case("dropout rate=0.25", {"x": x, "seed": g.scalar(1234, np.int64)},
+             [f"%y = tfc.dropout %x, %seed rate = 0.25 : {ty(x)}, tensor<i64> -> {ty(x)}"],
+             {"y": "f32"}, check=dropout_check))
+    logits = g.normal(3, 17, scale=3)
+    add(Case("sample temperature 0 (greedy)",
+             {"l": logits, "t": g.scalar(0.0, np.float32), "k": g.scalar(0, np.int32),
+              "p": g.scalar(1.0, np.float32), "seed": g.scalar(7, np.int64)},
+             [f"%y = tfc.sample %l, %t, %k, %p, %seed : ({ty(logits)}, tensor<f32>, tensor<i32>, "
+              f"tensor<f32>, tensor<i64>) -> {ttype((3,), 'i32')}"],
+             {"y": "i32"}, lambda i: {"y": np.argmax(i["l"], -1)}))
+    return cases
+
+
+# ---------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------
+
+def run_tool(args, cwd):
+    p = subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=TOOL_TIMEOUT_S)
+    return p.returncode, p.stdout + p.stderr
+
+
+def compare(got, want, elt, tol):
+    if got.shape != want.shape:
+        return False, f"shape {list(got.shape)} != {list(want.shape)}", float("inf")
+    if elt in ("i32", "i64"):
+        diff = np.abs(got.astype(np.int64) - np.asarray(want).astype(np.int64))
+        md = float(diff.max()) if diff.size else 0.0
+        return md == 0, f"max diff {md:g}", md
+    g64, w64 = got.astype(np.float64), np.asarray(want, dtype=np.float64)
+    diff = np.abs(g64 - w64)
+    md = float(diff.max()) if diff.size else 0.0
+    ok = bool(np.all(diff <= tol["atol"] + tol["rtol"] * np.abs(w64)))
+    return ok, f"max diff {md:.3g}", md
+
+
+def run_case(case, tfc, tfc_run, work, verbose):
+    d = os.path.join(work, "".join(c if c.isalnum() else "_" for c in case.name))
+    os.makedirs(d, exist_ok=True)
+    inputs64 = {n: f64(a) for n, a in case.inputs.items()}
+    want = case.ref(inputs64) if case.ref else None
+    shapes = {}
+    for n in case.outputs:
+        if n in case.out_shapes:
+            shapes[n] = case.out_shapes[n]
+        elif want is not None:
+            shapes[n] = tuple(np.asarray(want[n]).shape)
+        else:
+            shapes[n] = case.inputs["x"].shape
+    with open(os.path.join(d, "op.mlir"), "w") as f:
+        f.write(case.module(shapes))
+    rc, out = run_tool([tfc, "op.mlir", "-o", "op.so"], d)
+    if rc != 0:
+        return False, "tfc failed:\n" + out
+    os.makedirs(os.path.join(d, "out"), exist_ok=True)
+    args = [tfc_run, "op.so", "call", "f", "--out-dir", "out"]
+    if case.params:
+        write_safetensors(os.path.join(d, "w.safetensors"), case.params)
+        args += ["--weights", "w.safetensors"]
+    else:
+        args += ["--init-seed", "0"]
+    for n, a in case.inputs.items():
+        np.save(os.path.join(d, n + ".npy"), a)
+        args += ["--in", f"{n}={n}.npy"]
+    if case.states:
+        args += ["--state-out", "state.safetensors"]
+    rc, out = run_tool(args, d)
+    if case.expect_error:
+        ok = rc != 0 and case.expect_error in out
+        return ok, (f"failed as expected: {out.strip().splitlines()[-1]}" if ok
+                    else f"expected an error containing '{case.expect_error}', got rc={rc}:\n{out}")
+    if rc != 0:
+        return False, "tfc-run failed:\n" + out
+    got = {n: np.load(os.path.join(d, "out", n + ".npy")) for n in case.outputs}
+    if case.check:
+        return case.check(inputs64, got)
+    details, all_ok = [], True
+    for n, elt in case.outputs.items():
+        want_n = np.asarray(want[n])
+        if got[n].dtype != NP_TYPES[elt]:
+            return False, f"{n}: dtype {got[n].dtype}, expected {NP_TYPES[elt]}"
+        ok, detail, _ = compare(got[n], want_n, elt, case.tol)
+        all_ok &= ok
+        details.append(f"{n}: {detail}")
+        if not ok and verbose:
+            details.append(f"  got  {got[n].ravel()[:8]}\n  want {want_n.ravel()[:8]}")
+    if case.state_ref:
+        state = read_safetensors(os.path.join(d, "state.safetensors"))
+        for n, w in case.state_ref(inputs64).items():
+            ok, detail, _ = compare(state[n], w, "f32", case.tol)
+            all_ok &= ok
+            details.append(f"state {n}: {detail}")
+    return all_ok, "; ".join(details)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin-dir", required=True, help="directory holding tfc and tfc-run")
+    ap.add_argument("--work-dir", help="keep the modules, inputs and outputs here")
+    ap.add_argument("--seed", type=int, help="the inputs' seed (default: from the clock)")
+    ap.add_argument("--only", help="run only the cases whose name contains this")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    opts = ap.parse_args()
+
+    tfc = os.path.join(opts.bin_dir, "tfc")
+    tfc_run = os.path.join(opts.bin_dir, "tfc-run")
+    for tool in (tfc, tfc_run):
+        if not os.access(tool, os.X_OK):
+            print(f"error: {tool} not found (build it first)")
+            print("0 passed, 1 failed")
+            return 1
+    seed = opts.seed if opts.seed is not None else int(time.time()) % 100000
+    print(f"seed {seed} (reproduce with --seed {seed})")
+    cases = build_cases(Gen(seed))
+    if opts.only:
+        cases = [c for c in cases if opts.only in c.name]
+
+    if opts.work_dir:
+        shutil.rmtree(opts.work_dir, ignore_errors=True)
+        os.makedirs(opts.work_dir)
+        work = opts.work_dir
+    else:
+        work = tempfile.mkdtemp(prefix="tfc-ops-")
+    passed = failed = 0
+    start = time.time()
+    for case in cases:
+        try:
+            ok, detail = run_case(case, tfc, tfc_run, work, opts.verbose)
+        except Exception as e:  # a broken case is a failure, not a crash of the suite
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        print(f"{'PASS' if ok else 'FAIL'} {case.name}: {detail}", flush=True)
+        passed += ok
+        failed += not ok
+    if not opts.work_dir:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"({time.time() - start:.0f} s)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
