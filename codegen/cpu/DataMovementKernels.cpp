@@ -192,6 +192,9 @@ void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
           loc, f32, b.create<math::CosOp>(loc, angle));
       Value sin = b.create<arith::TruncFOp>(
           loc, f32, b.create<math::SinOp>(loc, angle));
+      // The inverse rotation (rotary's VJP) turns by -angle.
+      if (op.getInverse())
+        sin = b.create<arith::NegFOp>(loc, sin);
       Value i1 = b.create<arith::AddIOp>(loc, base, i);
       Value i2 = b.create<arith::AddIOp>(loc, i1, indexConst(b, loc, half));
       Value x1 = widen(b, loc, b.create<memref::LoadOp>(loc, xf, i1));
@@ -292,6 +295,64 @@ void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
       });
 }
 
+/// out = 0; out[ids[r], :] += grad[r, :] for every r in order, so the sum is
+/// the same on every run. An id outside [0, V) is reported and skipped.
+void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
+                       Value output) {
+  Location loc = op.getLoc();
+  int64_t vocab = shapeOf(output)[0], dim = shapeOf(output)[1];
+  Value gf = flatten(b, loc, grad), idf = flatten(b, loc, ids),
+        of = flatten(b, loc, output);
+  Type elem = elementTypeOf(output);
+  Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
+  forRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
+    b.create<memref::StoreOp>(loc, zero, of, ValueRange{i});
+  });
+  Value vocabI = i64Const(b, loc, vocab), zeroI = i64Const(b, loc, 0);
+  forRange(b, loc, numElements(shapeOf(ids)),
+           [&](OpBuilder &b, Location loc, Value r) {
+             Value id = toI64(b, loc, b.create<memref::LoadOp>(loc, idf, r));
+             Value valid = b.create<arith::AndIOp>(
+                 loc,
+                 b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, id,
+                                         zeroI),
+                 b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, id,
+                                         vocabI));
+             Value inBase =
+                 b.create<arith::MulIOp>(loc, r, indexConst(b, loc, dim));
+             b.create<scf::IfOp>(
+                 loc, valid,
+                 [&](OpBuilder &b, Location loc) {
+                   Value row = b.create<arith::IndexCastOp>(
+                       loc, b.getIndexType(), id);
+                   Value outBase = b.create<arith::MulIOp>(
+                       loc, row, indexConst(b, loc, dim));
+                   forRange(b, loc, dim, [&](OpBuilder &b, Location loc,
+                                              Value j) {
+                     Value o = b.create<arith::AddIOp>(loc, outBase, j);
+                     Value acc = widen(b, loc, b.create<memref::LoadOp>(
+                                                   loc, of, ValueRange{o}));
+                     Value g = widen(
+                         b, loc,
+                         b.create<memref::LoadOp>(
+                             loc, gf,
+                             ValueRange{b.create<arith::AddIOp>(loc, inBase, j)}));
+                     b.create<memref::StoreOp>(
+                         loc,
+                         narrow(b, loc, b.create<arith::AddFOp>(loc, acc, g),
+                                elem),
+                         of, ValueRange{o});
+                   });
+                   b.create<scf::YieldOp>(loc);
+                 },
+                 [&](OpBuilder &b, Location loc) {
+                   emitRuntimeError(b, loc, op,
+                                    "embedding_grad: id out of range");
+                   b.create<scf::YieldOp>(loc);
+                 });
+           });
+}
+
 } // namespace
 
 LogicalResult emitKvCacheWrite(OpBuilder &b, Location loc, Value update,
@@ -364,6 +425,10 @@ FailureOr<bool> emitDataMovementKernel(OpBuilder &b, Operation *op,
       })
       .Case([&](EmbeddingOp e) {
         emitEmbedding(b, e, operands[0], operands[1], results[0]);
+        return true;
+      })
+      .Case([&](EmbeddingGradOp e) {
+        emitEmbeddingGrad(b, e, operands[0], operands[1], results[0]);
         return true;
       })
       .Case([&](KvCacheUpdateOp kv) {

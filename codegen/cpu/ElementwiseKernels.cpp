@@ -165,6 +165,15 @@ FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
               l, negative, nb.create<arith::SubIOp>(l, zero, x), x);
         });
       })
+      .Case([&](StepOp) {
+        return unary([](OpBuilder &nb, Location l, Value x) -> Value {
+          Value zero = floatConst(nb, l, x.getType(), 0.0);
+          Value positive =
+              nb.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, x, zero);
+          return nb.create<arith::SelectOp>(
+              l, positive, floatConst(nb, l, x.getType(), 1.0), zero);
+        });
+      })
       .Case([&](ReluOp) {
         return unary([](OpBuilder &nb, Location l, Value x) -> Value {
           Value zero = floatConst(nb, l, x.getType(), 0.0);

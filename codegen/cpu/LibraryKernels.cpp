@@ -167,6 +167,31 @@ bool emitAttention(OpBuilder &b, AttentionOp op, ValueRange operands,
   return true;
 }
 
+bool emitAttentionGrad(OpBuilder &b, AttentionGradOp op, ValueRange operands,
+                       ValueRange results) {
+  Location loc = op.getLoc();
+  auto q = op.getQuery().getType(), k = op.getKey().getType(),
+       v = op.getValue().getType();
+  Value offset;
+  if (op.getOffset())
+    offset = b.create<arith::ExtSIOp>(loc, b.getI64Type(),
+                                      loadScalar(b, loc, operands[5]));
+  else
+    offset = i64(b, loc, k.getDimSize(2) - q.getDimSize(2));
+  SmallVector<Value> args;
+  for (Value buffer : operands.take_front(5))
+    args.push_back(pointerOf(b, loc, buffer));
+  for (Value buffer : results)
+    args.push_back(pointerOf(b, loc, buffer));
+  args.append({i64(b, loc, q.getDimSize(0)), i64(b, loc, q.getDimSize(1)),
+               i64(b, loc, k.getDimSize(1)), i64(b, loc, q.getDimSize(2)),
+               i64(b, loc, k.getDimSize(2)), i64(b, loc, q.getDimSize(3)),
+               i64(b, loc, v.getDimSize(3)), i32(b, loc, op.getCausal()), offset,
+               f32(b, loc, op.getEffectiveScale())});
+  call(b, op, "tfc_k_attention_grad_f32", args);
+  return true;
+}
+
 bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
                 ValueRange results) {
   Location loc = op.getLoc();
@@ -183,7 +208,7 @@ bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
 
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
-  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, SampleOp>(op))
+  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp>(op))
     return failure();
   if (!requireF32(op, operands))
     return false;
@@ -192,6 +217,9 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
       .Case([&](LinearOp l) { return emitLinear(b, l, operands, results); })
       .Case([&](AttentionOp a) {
         return emitAttention(b, a, operands, results);
+      })
+      .Case([&](AttentionGradOp a) {
+        return emitAttentionGrad(b, a, operands, results);
       })
       .Case([&](SampleOp s) { return emitSample(b, s, operands, results); })
       .Default([](Operation *) { return false; });

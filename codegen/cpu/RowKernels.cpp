@@ -421,6 +421,106 @@ bool emitCrossEntropy(OpBuilder &b, CrossEntropyOp op, ValueRange operands,
   return true;
 }
 
+//===----------------------------------------------------------------------===//
+// cross_entropy_grad
+//===----------------------------------------------------------------------===//
+
+/// dlogits = (softmax(row) - onehot(target)) * grad / count for counted rows,
+/// 0 for ignored ones; count as in cross_entropy. Out-of-range targets are
+/// reported and their rows zeroed.
+bool emitCrossEntropyGrad(OpBuilder &b, CrossEntropyGradOp op,
+                          ValueRange operands, Value output) {
+  Location loc = op.getLoc();
+  Value logits = operands[0], targets = operands[1];
+  if (!checkFloat(op, logits))
+    return false;
+  ArrayRef<int64_t> shape = shapeOf(logits);
+  int64_t vocab = shape.back();
+  int64_t rows = numElements(shape) / vocab;
+  Value lf = flatten(b, loc, logits), tf = flatten(b, loc, targets),
+        of = flatten(b, loc, output);
+  Type i64 = b.getI64Type();
+  Value ignore = b.create<arith::ConstantOp>(
+      loc, b.getI64IntegerAttr(static_cast<int64_t>(op.getIgnoreIndex())));
+  Value zeroI = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(0));
+  Value vocabI = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(vocab));
+  Value zeroF = f32Const(b, loc, 0.0), oneF = f32Const(b, loc, 1.0);
+  auto targetAt = [&](OpBuilder &b, Location l, Value r) {
+    Value t = b.create<memref::LoadOp>(l, tf, ValueRange{r});
+    if (t.getType() != i64)
+      t = b.create<arith::ExtSIOp>(l, i64, t);
+    return t;
+  };
+  auto counted = [&](OpBuilder &b, Location l, Value t) {
+    Value kept = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ne, t, ignore);
+    Value inRange = b.create<arith::AndIOp>(
+        l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, t, zeroI),
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, t, vocabI));
+    return std::pair{kept, inRange};
+  };
+  // The count of counted rows, as in the forward loss.
+  Value count = reduceRange(
+      b, loc, 0, rows, zeroF,
+      [&](OpBuilder &b, Location l, Value r, ValueRange acc) {
+        auto [kept, inRange] = counted(b, l, targetAt(b, l, r));
+        Value both = b.create<arith::AndIOp>(l, kept, inRange);
+        Value add = b.create<arith::SelectOp>(l, both, oneF, zeroF);
+        return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], add)};
+      })[0];
+  Value g = widen(b, loc, loadScalar(b, loc, operands[2]));
+  Value any = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, count,
+                                      zeroF);
+  Value scale = b.create<arith::SelectOp>(
+      loc, any, b.create<arith::DivFOp>(loc, g, count), zeroF);
+  forRange(b, loc, rows, [&](OpBuilder &b, Location l, Value r) {
+    Value base = b.create<arith::MulIOp>(l, r, indexConst(b, l, vocab));
+    Line x{lf, base, 1}, y{of, base, 1};
+    Value t = targetAt(b, l, r);
+    auto [kept, inRange] = counted(b, l, t);
+    auto zeroRow = [&](OpBuilder &b, Location l) {
+      forRange(b, l, vocab, [&](OpBuilder &b, Location l, Value j) {
+        y.store(b, l, f32Const(b, l, 0.0), j);
+      });
+    };
+    b.create<scf::IfOp>(
+        l, kept,
+        [&](OpBuilder &b, Location l) {
+          b.create<scf::IfOp>(
+              l, inRange,
+              [&](OpBuilder &b, Location l) {
+                Value max = lineMax(b, l, x, vocab);
+                Value sum = lineSumExp(b, l, x, vocab, max);
+                Value factor = b.create<arith::DivFOp>(l, scale, sum);
+                Value target =
+                    b.create<arith::IndexCastOp>(l, b.getIndexType(), t);
+                forRange(b, l, vocab, [&](OpBuilder &b, Location l, Value j) {
+                  Value p = b.create<math::ExpOp>(
+                      l, b.create<arith::SubFOp>(l, x.load(b, l, j), max));
+                  Value d = b.create<arith::MulFOp>(l, p, factor);
+                  Value isTarget = b.create<arith::CmpIOp>(
+                      l, arith::CmpIPredicate::eq, j, target);
+                  d = b.create<arith::SelectOp>(
+                      l, isTarget, b.create<arith::SubFOp>(l, d, scale), d);
+                  y.store(b, l, d, j);
+                });
+                b.create<scf::YieldOp>(l);
+              },
+              [&](OpBuilder &b, Location l) {
+                emitRuntimeError(b, l, op,
+                                 "cross_entropy_grad: target out of range");
+                zeroRow(b, l);
+                b.create<scf::YieldOp>(l);
+              });
+          b.create<scf::YieldOp>(l);
+        },
+        [&](OpBuilder &b, Location l) {
+          zeroRow(b, l);
+          b.create<scf::YieldOp>(l);
+        });
+  });
+  return true;
+}
+
 } // namespace
 
 FailureOr<bool> emitRowKernel(OpBuilder &b, Operation *op, ValueRange operands,
@@ -473,6 +573,9 @@ FailureOr<bool> emitRowKernel(OpBuilder &b, Operation *op, ValueRange operands,
       })
       .Case([&](CrossEntropyOp ce) {
         return emitCrossEntropy(b, ce, operands, results[0]);
+      })
+      .Case([&](CrossEntropyGradOp ce) {
+        return emitCrossEntropyGrad(b, ce, operands, results[0]);
       })
       .Default([](Operation *) { return failure(); });
 }
