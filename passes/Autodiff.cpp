@@ -121,10 +121,30 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
     for (ParamOp p : trainable)
       trainableNames.insert(p.getSymNameAttr());
 
+    // Activity: only values computed from a trainable parameter need a
+    // gradient. Constants, positions and inputs never do, so their producers
+    // need no VJP and no backward op is built toward them.
+    DenseSet<Value> active;
+    for (Operation *op : forwardOps) {
+      bool isActive = false;
+      if (auto load = llvm::dyn_cast<LoadOp>(op))
+        isActive = trainableNames.contains(load.getNameAttr().getAttr());
+      else
+        isActive = llvm::any_of(op->getOperands(),
+                                [&](Value v) { return active.contains(v); });
+      if (isActive)
+        for (Value r : op->getResults())
+          if (isFloatTensor(r))
+            active.insert(r);
+    }
+
     for (Operation *op : llvm::reverse(forwardOps)) {
       bool reached = llvm::any_of(op->getResults(),
                                   [&](Value r) { return grads.count(r); });
-      if (!reached)
+      bool needsGrad = llvm::isa<LoadOp>(op) ||
+                       llvm::any_of(op->getOperands(),
+                                    [&](Value v) { return active.contains(v); });
+      if (!reached || !needsGrad)
         continue;
       if (auto load = llvm::dyn_cast<LoadOp>(op)) {
         StringAttr name = load.getNameAttr().getAttr();
@@ -150,7 +170,7 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
       if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
         return failure();
       for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
-        if (g && isFloatTensor(operand))
+        if (g && active.contains(operand))
           accumulate(grads, operand, g);
     }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job on the embedded default model: install, build, trace a small
-# GPT-2 to MLIR, compile it with tfc and print its summary.
+# The main job on the embedded default model: install, build, then trace a
+# small GPT-2 to MLIR, compile it to a shared object with tfc, draw fresh
+# weights and generate tokens with the C++ runner (KV cache, greedy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh >/dev/null
@@ -8,5 +9,9 @@ bin=${TFC_BUILD_DIR:-build}/bin
 out=${TFC_BUILD_DIR:-build}/quickstart
 mkdir -p "$out"
 set -x
-"$bin/tfc-trace" gpt2 -o "$out/gpt2.mlir"
-"$bin/tfc" "$out/gpt2.mlir" -o "$out/gpt2.opt.mlir" --summary
+"$bin/tfc-trace" gpt2 --set batch=1 -o "$out/gpt2.mlir"
+"$bin/tfc" "$out/gpt2.mlir" -o "$out/gpt2.so" --summary
+"$bin/tfc-run" "$out/gpt2.so" info
+"$bin/tfc-run" "$out/gpt2.so" init --seed 42 -o "$out/gpt2.safetensors"
+"$bin/tfc-run" "$out/gpt2.so" generate --weights "$out/gpt2.safetensors" \
+  --prompt-tokens "1 2 3 4 5 6 7 8" --max-new-tokens 24

@@ -51,6 +51,24 @@ func.func @loss() -> tensor<f32> {
 
 // -----
 
+// Tests that constants and inputs on the path to the loss need no VJP (they
+// do not depend on a parameter), and that no gradient is built toward them.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: tfc.reduce_max
+// CHECK: return %{{.*}}, %{{.*}} : tensor<f32>, tensor<4xf32>
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %c = tfc.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %m = tfc.reduce_max %x dims = [0] keepdim : tensor<4xf32> -> tensor<1xf32>
+  %w = tfc.load @w : tensor<4xf32>
+  %y = tfc.mul %w, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %z = tfc.mul %y, %m : tensor<4xf32>, tensor<1xf32> -> tensor<4xf32>
+  %l = tfc.reduce_sum %z dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // Tests that the loss must be a 0-d float.
 // expected-error @+1 {{'loss' must return exactly one 0-d float loss}}
 func.func @loss(%x: tensor<2xf32>) -> tensor<2xf32> {

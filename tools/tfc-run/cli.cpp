@@ -23,7 +23,10 @@ const std::vector<std::string>& Args::all(const std::string& name) const {
 
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> kCommands = {&kInfoCommand, &kInitCommand,
-                                                        &kCallCommand, &kInspectCommand};
+                                                        &kCallCommand, &kGenerateCommand,
+                                                        &kTrainCommand,
+                                                        &kSeedExperimentCommand,
+                                                        &kInspectCommand};
   return kCommands;
 }
 

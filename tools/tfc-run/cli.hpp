@@ -58,6 +58,9 @@ struct Command {
 extern const Command kInfoCommand;
 extern const Command kInitCommand;
 extern const Command kCallCommand;
+extern const Command kGenerateCommand;
+extern const Command kTrainCommand;
+extern const Command kSeedExperimentCommand;
 extern const Command kInspectCommand;
 const std::vector<const Command*>& commands();
 

@@ -1,7 +1,7 @@
 // tfc-run: the command-line runner for models compiled by tfc. A thin main over the
 // runtime (runtime/include/tfc/runtime/runtime.hpp); each subcommand lives in cmd_*.cpp.
 //
-//   tfc-run MODEL.so info | init | call ...     commands on a model
+//   tfc-run MODEL.so info | init | call | generate ...   commands on a model
 //   tfc-run inspect FILE...                     commands without a model
 #include <cstdio>
 #include <cstring>
@@ -24,17 +24,18 @@ void printOverview(FILE* out) {
                "\n"
                "commands:\n");
   for (const Command* command : commands()) {
-    std::fprintf(out, "  %-9s %s\n", command->name, command->summary);
+    std::fprintf(out, "  %-15s %s\n", command->name, command->summary);
   }
-  std::fprintf(out,
-               "  %-9s %s\n", "generate",
-               "generate text with the KV cache (not implemented yet)");
   std::fprintf(out,
                "\n"
                "examples:\n"
                "  tfc-run gpt2.so info\n"
                "  tfc-run gpt2.so init --seed 1 -o init.safetensors\n"
                "  tfc-run gpt2.so call forward --weights gpt2.safetensors --in tokens=t.npy\n"
+               "  tfc-run gpt2.so generate --weights gpt2.safetensors --prompt-tokens \"1 2 3\" "
+               "--max-new-tokens 16\n"
+               "  tfc-run gpt2.so train --init-seed 0 --data train.bin --steps 1000 "
+               "--save ckpt.safetensors\n"
                "  tfc-run inspect gpt2.safetensors\n"
                "\n"
                "Errors print 'tfc-run: error: ...' and exit with 1 (2 for usage errors).\n"
@@ -64,10 +65,6 @@ bool wantsHelp(const std::vector<std::string>& args) {
 }
 
 int unknownCommand(const std::string& name, const std::string& model) {
-  if (name == "generate") {
-    return usageError(nullptr, "'generate' is not implemented yet; use 'call' with the prefill "
-                               "and decode entries for now");
-  }
   std::string suggestion = closest(name, commandNames());
   std::string where = model.empty() ? "" : " (after the model " + model + ")";
   return usageError(nullptr, "unknown command '" + name + "'" + where + "; commands: " +
@@ -115,7 +112,6 @@ int main(int argc, char** argv) {
     return usageError(command, std::string("'") + command->name +
                                    "' needs a model first: tfc-run MODEL.so " + command->name);
   }
-  if (first == "generate") return unknownCommand(first, "");
   if (first.size() > 1 && first[0] == '-') {
     return usageError(nullptr, "unknown option '" + first + "' (the model comes first: "
                                "tfc-run MODEL.so COMMAND)");

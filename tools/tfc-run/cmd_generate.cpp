@@ -1,0 +1,780 @@
+// tfc-run MODEL.so generate: generate tokens with a compiled model in one process.
+//
+// Decoder-only models (gpt2, llama: entries prefill, decode and sample) run a chunked prefill
+// of the prompt into the KV cache (the context's state), then one decode step per new token,
+// each followed by the model's own sample entry. Encoder-decoder models (metadata model
+// "encdec", entry forward(src, tgt_in)) generate greedily by re-running forward on the
+// growing target, as the seed article does.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "tfc/runtime/runtime.hpp"
+#include "tfc/runtime/tokenizer.hpp"
+
+namespace tfc::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// ------------------------------------------------------------------------------ metadata
+// The raw value of "key" in the artifact's metadata JSON ({"model": "gpt2", "config":
+// {"n_ctx": 64, ...}}): a number's text or a string's contents; nullopt when absent. The
+// metadata is flat apart from "config", and its keys are unique, so a scan suffices.
+std::optional<std::string> metadataValue(const std::string& json, const std::string& key) {
+  std::string quoted = "\"" + key + "\"";
+  size_t at = 0;
+  while ((at = json.find(quoted, at)) != std::string::npos) {
+    size_t i = at + quoted.size();
+    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
+    if (i >= json.size() || json[i] != ':') {
+      at += quoted.size();  // the text was a value, not a key
+      continue;
+    }
+    ++i;
+    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
+    if (i < json.size() && json[i] == '"') {
+      size_t end = json.find('"', i + 1);
+      if (end == std::string::npos) return std::nullopt;
+      return json.substr(i + 1, end - i - 1);
+    }
+    size_t end = i;
+    while (end < json.size() && json[end] != ',' && json[end] != '}' &&
+           !std::isspace(static_cast<unsigned char>(json[end]))) {
+      ++end;
+    }
+    return json.substr(i, end - i);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> metadataInt(const std::string& json, const std::string& key) {
+  auto text = metadataValue(json, key);
+  int64_t value = 0;
+  if (!text || !parseInt64(*text, &value)) return std::nullopt;
+  return value;
+}
+
+// ------------------------------------------------------------------------------ entries
+// What generate expects of one input or output of an entry.
+struct Expect {
+  const char* name;
+  tfc_dtype_t dtype;
+  int32_t rank;
+};
+
+// An entry bound to buffers of its own: inputs and outputs allocated once, in the entry's
+// order, and reused for every call.
+struct BoundEntry {
+  std::string name;
+  int32_t index = -1;
+  std::vector<HostTensor> inputs, outputs;
+  std::map<std::string, size_t> inputByName, outputByName;
+  std::vector<tfc_tensor_ref_t> inputRefs, outputRefs;
+
+  HostTensor& in(const std::string& n) { return inputs[inputByName.at(n)]; }
+  HostTensor& out(const std::string& n) { return outputs[outputByName.at(n)]; }
+
+  Status call(Context& context) {
+    return Status(tfc_context_call_index(context.get(), index, inputRefs.data(),
+                                         inputRefs.size(), outputRefs.data(),
+                                         outputRefs.size()));
+  }
+};
+
+std::string signature(const tfc_entry_t& entry) {
+  auto list = [](const tfc_tensor_desc_t* descs, int32_t count) {
+    std::vector<std::string> items;
+    for (int32_t i = 0; i < count; ++i) {
+      items.push_back(std::string(descs[i].name) + " " +
+                      tfc_dtype_name(static_cast<tfc_dtype_t>(descs[i].dtype)) +
+                      formatShape(shapeOf(descs[i])));
+    }
+    return join(items);
+  };
+  return std::string(entry.name) + "(" + list(entry.inputs, entry.num_inputs) + ") -> (" +
+         list(entry.outputs, entry.num_outputs) + ")";
+}
+
+std::string expectedSignature(const char* name, const std::vector<Expect>& in,
+                              const std::vector<Expect>& out) {
+  auto list = [](const std::vector<Expect>& items) {
+    std::vector<std::string> parts;
+    for (const Expect& e : items) {
+      parts.push_back(std::string(e.name) + " " + tfc_dtype_name(e.dtype) + " rank " +
+                      std::to_string(e.rank));
+    }
+    return join(parts);
+  };
+  return std::string(name) + "(" + list(in) + ") -> (" + list(out) + ")";
+}
+
+// Binds entry |name|, checking that its inputs and outputs are exactly |in| and |out| (by
+// name, in any order) with those dtypes and ranks.
+StatusOr<BoundEntry> bindEntry(const Artifact& artifact, const char* name,
+                               const std::vector<Expect>& in, const std::vector<Expect>& out) {
+  auto index = artifact.findEntry(name);
+  if (!index.ok()) return std::move(index).takeStatus();
+  const tfc_entry_t& entry = artifact.entry(*index);
+  auto mismatch = [&]() {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "entry '%s' does not have the signature generate needs: it is %s, "
+                         "generate expects %s",
+                         name, signature(entry).c_str(),
+                         expectedSignature(name, in, out).c_str());
+  };
+  if (entry.num_inputs != static_cast<int32_t>(in.size()) ||
+      entry.num_outputs != static_cast<int32_t>(out.size())) {
+    return mismatch();
+  }
+  BoundEntry bound;
+  bound.name = name;
+  bound.index = *index;
+  auto fill = [&](const tfc_tensor_desc_t* descs, int32_t count, const std::vector<Expect>& want,
+                  std::vector<HostTensor>* tensors, std::map<std::string, size_t>* byName) {
+    for (int32_t i = 0; i < count; ++i) {
+      const tfc_tensor_desc_t& desc = descs[i];
+      auto it = std::find_if(want.begin(), want.end(),
+                             [&](const Expect& e) { return std::strcmp(e.name, desc.name) == 0; });
+      if (it == want.end() || static_cast<tfc_dtype_t>(desc.dtype) != it->dtype ||
+          desc.rank != it->rank) {
+        return false;
+      }
+      auto tensor = HostTensor::allocate(it->dtype, shapeOf(desc));
+      if (!tensor.ok()) return false;
+      std::memset(tensor->mutableData(), 0, tensor->byteSize());
+      (*byName)[desc.name] = tensors->size();
+      tensors->push_back(std::move(tensor).value());
+    }
+    return byName->size() == want.size();
+  };
+  if (!fill(entry.inputs, entry.num_inputs, in, &bound.inputs, &bound.inputByName) ||
+      !fill(entry.outputs, entry.num_outputs, out, &bound.outputs, &bound.outputByName)) {
+    return mismatch();
+  }
+  // The refs point at the tensors' heap storage and shape arrays, which moves keep in place.
+  auto refs = [](std::vector<HostTensor>& tensors, std::vector<tfc_tensor_ref_t>* refsOut) {
+    for (HostTensor& tensor : tensors) {
+      tfc_tensor_ref_t ref{};
+      ref.dtype = tensor.dtype();
+      ref.rank = static_cast<int32_t>(tensor.rank());
+      ref.shape = tensor.shape().data();
+      ref.data = tensor.mutableData();
+      ref.byte_size = tensor.byteSize();
+      refsOut->push_back(ref);
+    }
+  };
+  refs(bound.inputs, &bound.inputRefs);
+  refs(bound.outputs, &bound.outputRefs);
+  return bound;
+}
+
+bool hasEntry(const Artifact& artifact, const char* name) {
+  for (int32_t i = 0; i < artifact.entryCount(); ++i) {
+    if (std::strcmp(artifact.entry(i).name, name) == 0) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> entryNames(const Artifact& artifact) {
+  std::vector<std::string> names;
+  for (int32_t i = 0; i < artifact.entryCount(); ++i) names.push_back(artifact.entry(i).name);
+  return names;
+}
+
+// ------------------------------------------------------------------------------ options
+struct Options {
+  const Command* command = nullptr;
+  std::string weights;
+  std::optional<std::string> promptTokens, promptText, tokenizerDir;
+  std::optional<int64_t> maxNewTokens;
+  double temperature = 0.0;
+  int64_t topK = 0;
+  double topP = 1.0;
+  int64_t seed = 0;
+  int64_t threads = 0;
+  bool quiet = false;
+  bool samplingGiven = false;  // --temperature, --top-k or --top-p
+};
+
+// "1 2 3", "1,2,3" or "1, 2, 3" -> ids; false (with |error|) on anything else.
+bool parseTokenList(const std::string& text, std::vector<int64_t>* out, std::string* error) {
+  std::string item;
+  auto flush = [&]() {
+    if (item.empty()) return true;
+    int64_t value = 0;
+    if (!parseInt64(item, &value) || value < 0) {
+      *error = "--prompt-tokens: '" + item + "' is not a token id (a non-negative integer)";
+      return false;
+    }
+    out->push_back(value);
+    item.clear();
+    return true;
+  };
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == ',') {
+      if (!flush()) return false;
+    } else {
+      item += c;
+    }
+  }
+  return flush();
+}
+
+// Parses and checks everything that needs no model; returns 0 or the usage error's code.
+int parseOptions(const Invocation& invocation, Options* options) {
+  const Command* command = invocation.command;
+  const Args& args = invocation.args;
+  options->command = command;
+  if (!args.positional.empty()) {
+    return usageError(command, "unexpected argument '" + args.positional[0] +
+                                   "' (the prompt is given with --prompt-tokens or --prompt)");
+  }
+  if (args.has("--prompt-tokens") && args.has("--prompt")) {
+    return usageError(command, "give either --prompt-tokens or --prompt, not both");
+  }
+  if (!args.has("--prompt-tokens") && !args.has("--prompt")) {
+    return usageError(command, "missing the prompt: --prompt-tokens \"1 2 3\" or --prompt TEXT "
+                               "--tokenizer DIR");
+  }
+  if (args.has("--prompt") && !args.has("--tokenizer")) {
+    return usageError(command, "--prompt needs --tokenizer DIR (a folder with vocab.json and "
+                               "merges.txt), or give token ids with --prompt-tokens");
+  }
+  if (args.has("--prompt-tokens")) options->promptTokens = args.get("--prompt-tokens");
+  if (args.has("--prompt")) options->promptText = args.get("--prompt");
+  if (args.has("--tokenizer")) options->tokenizerDir = args.get("--tokenizer");
+  options->weights = args.get("--weights");
+  if (args.has("--max-new-tokens")) {
+    int64_t n = 0;
+    if (!parseInt64(args.get("--max-new-tokens"), &n) || n < 1 || n > (int64_t{1} << 30)) {
+      return usageError(command, "--max-new-tokens '" + args.get("--max-new-tokens") +
+                                     "' is not a positive integer");
+    }
+    options->maxNewTokens = n;
+  }
+  if (args.has("--temperature")) {
+    if (!parseDouble(args.get("--temperature"), &options->temperature) ||
+        options->temperature < 0) {
+      return usageError(command, "--temperature '" + args.get("--temperature") +
+                                     "' is not a number >= 0 (0 = greedy)");
+    }
+  }
+  if (args.has("--top-k")) {
+    if (!parseInt64(args.get("--top-k"), &options->topK) || options->topK < 0 ||
+        options->topK > INT32_MAX) {
+      return usageError(command, "--top-k '" + args.get("--top-k") +
+                                     "' is not an integer >= 0 (0 = no top-k filter)");
+    }
+  }
+  if (args.has("--top-p")) {
+    if (!parseDouble(args.get("--top-p"), &options->topP) || !(options->topP > 0) ||
+        options->topP > 1) {
+      return usageError(command, "--top-p '" + args.get("--top-p") +
+                                     "' is not a number in (0, 1] (1 = no top-p filter)");
+    }
+  }
+  options->samplingGiven =
+      args.has("--temperature") || args.has("--top-k") || args.has("--top-p");
+  if (args.has("--seed")) {
+    if (!parseInt64(args.get("--seed"), &options->seed) || options->seed < 0 ||
+        options->seed > (int64_t{1} << 62)) {
+      return usageError(command, "--seed '" + args.get("--seed") +
+                                     "' is not a non-negative integer (below 2^62)");
+    }
+  }
+  if (args.has("--threads") &&
+      (!parseInt64(args.get("--threads"), &options->threads) || options->threads < 0 ||
+       options->threads > 4096)) {
+    return usageError(command, "--threads '" + args.get("--threads") +
+                                   "' is not a thread count (0 = all cores)");
+  }
+  options->quiet = args.has("--quiet");
+  return 0;
+}
+
+// Checks the prompt's ids against the vocabulary; returns 0 or the failure's exit code.
+int checkPrompt(const std::vector<int64_t>& ids, int64_t vocab, const std::string& what) {
+  if (ids.empty()) return fail("the prompt is empty (" + what + " gave no tokens)");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= vocab) {
+      return fail("prompt token " + std::to_string(ids[i]) + " (at position " +
+                  std::to_string(i) + ") is out of range: the model's vocabulary has " +
+                  std::to_string(vocab) + " tokens (ids 0.." + std::to_string(vocab - 1) + ")");
+    }
+  }
+  return 0;
+}
+
+// What generation prints as it goes: ids, streamed text, statistics.
+class Printer {
+ public:
+  Printer(const Gpt2Tokenizer* tokenizer, std::optional<int32_t> eos)
+      : tokenizer_(tokenizer), eos_(eos) {}
+
+  // Streams token |id|'s text (not the end-of-text token's) and keeps the id.
+  void token(int32_t id) {
+    ids_.push_back(id);
+    if (tokenizer_ == nullptr || (eos_ && id == *eos_)) return;
+    if (id < 0 || id >= tokenizer_->vocabSize()) return;  // decode would refuse it
+    auto bytes = tokenizer_->decode(&id, 1);
+    if (!bytes.ok()) return;
+    std::fwrite(bytes->data(), 1, bytes->size(), stdout);
+    std::fflush(stdout);
+  }
+
+  // Ends the streamed text and prints the ids line (always the last line of stdout).
+  void finish() {
+    if (tokenizer_ != nullptr) std::fputc('\n', stdout);
+    std::string line;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (i > 0) line += ' ';
+      line += std::to_string(ids_[i]);
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+
+  size_t count() const { return ids_.size(); }
+
+ private:
+  const Gpt2Tokenizer* tokenizer_;
+  std::optional<int32_t> eos_;
+  std::vector<int32_t> ids_;
+};
+
+void printRate(const char* what, int64_t tokens, double ms, const char* unit) {
+  if (tokens <= 0) {
+    std::fprintf(stderr, "tfc-run: %-8s %6" PRId64 " %s\n", what, tokens, unit);
+    return;
+  }
+  std::fprintf(stderr,
+               "tfc-run: %-8s %6" PRId64 " %s in %10.2f ms (%8.3f ms per token, %9.2f tokens/s)\n",
+               what, tokens, unit, ms, ms / static_cast<double>(tokens),
+               ms > 0 ? 1000.0 * static_cast<double>(tokens) / ms : 0.0);
+}
+
+// ------------------------------------------------------------------------------ decoder-only
+std::string samplingText(const Options& options) {
+  if (options.temperature <= 0) return "greedy";
+  char buffer[160];
+  std::snprintf(buffer, sizeof(buffer), "temperature %g, top-k %" PRId64 ", top-p %g, seed %" PRId64
+                " (+ step)", options.temperature, options.topK, options.topP, options.seed);
+  return buffer;
+}
+
+int generateDecoderOnly(const Options& options, const Artifact& artifact, Context& context,
+                        const std::vector<int64_t>& prompt, const Gpt2Tokenizer* tokenizer,
+                        double loadMs) {
+  auto prefill = bindEntry(artifact, "prefill",
+                           {{"tokens", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0},
+                            {"n", TFC_DTYPE_I32, 0}},
+                           {{"logits", TFC_DTYPE_F32, 2}});
+  if (!prefill.ok()) return fail(prefill.status());
+  auto decode = bindEntry(artifact, "decode",
+                          {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}},
+                          {{"logits", TFC_DTYPE_F32, 2}});
+  if (!decode.ok()) return fail(decode.status());
+  auto sample = bindEntry(artifact, "sample",
+                          {{"logits", TFC_DTYPE_F32, 2}, {"temperature", TFC_DTYPE_F32, 0},
+                           {"top_k", TFC_DTYPE_I32, 0}, {"top_p", TFC_DTYPE_F32, 0},
+                           {"seed", TFC_DTYPE_I64, 0}},
+                          {{"ids", TFC_DTYPE_I32, 1}});
+  if (!sample.ok()) return fail(sample.status());
+
+  const std::vector<int64_t>& prefillTokens = prefill->in("tokens").shape();
+  const int64_t batch = prefillTokens[0], chunk = prefillTokens[1];
+  const int64_t vocab = prefill->out("logits").shape()[1];
+  if (prefill->out("logits").shape()[0] != batch || decode->in("token").shape() !=
+          std::vector<int64_t>{batch, 1} || decode->out("logits").shape() !=
+          std::vector<int64_t>{batch, vocab} || sample->in("logits").shape() !=
+          std::vector<int64_t>{batch, vocab} || sample->out("ids").shape() !=
+          std::vector<int64_t>{batch}) {
+    return fail("the entries disagree on the batch or the vocabulary: " +
+                signature(artifact.entry(prefill->index)) + ", " +
+                signature(artifact.entry(decode->index)) + ", " +
+                signature(artifact.entry(sample->index)));
+  }
+  if (int code = checkPrompt(prompt, vocab, options.promptText ? "--prompt" : "--prompt-tokens")) {
+    return code;
+  }
+  std::string metadata(artifact.metadataJson());
+  std::optional<int64_t> nCtx = metadataInt(metadata, "n_ctx");
+  if (!nCtx) {
+    return fail("the model's metadata does not give its context length (n_ctx); it was not "
+                "traced by tfc-trace? (metadata: '" + metadata + "')");
+  }
+  const int64_t promptLen = static_cast<int64_t>(prompt.size());
+  if (promptLen > *nCtx) {
+    return fail("the prompt has " + std::to_string(promptLen) +
+                " tokens, more than the model's context of " + std::to_string(*nCtx) +
+                " (n_ctx)");
+  }
+  if (!options.maxNewTokens) {
+    return usageError(options.command, "missing --max-new-tokens N");
+  }
+  const int64_t maxNew = *options.maxNewTokens;
+  std::optional<int32_t> eos = tokenizer ? tokenizer->eosId() : std::nullopt;
+  if (tokenizer != nullptr && tokenizer->vocabSize() != vocab && !options.quiet) {
+    std::fprintf(stderr, "tfc-run: note: the tokenizer has %d tokens, the model %" PRId64 "\n",
+                 tokenizer->vocabSize(), vocab);
+  }
+  if (!options.quiet) {
+    std::fprintf(stderr,
+                 "tfc-run: %s: prompt %" PRId64 " tokens, n_ctx %" PRId64 ", prefill chunk %"
+                 PRId64 ", batch %" PRId64 "%s, %d threads, %s\n",
+                 metadataValue(metadata, "model").value_or("model").c_str(), promptLen, *nCtx,
+                 chunk, batch, batch > 1 ? " (every row the same prompt; row 0 reported)" : "",
+                 context.numThreads(),
+                 samplingText(options).c_str());
+  }
+
+  int32_t* tokens = prefill->in("tokens").mutableDataAs<int32_t>();
+  int32_t* prefillPos = prefill->in("pos").mutableDataAs<int32_t>();
+  int32_t* prefillN = prefill->in("n").mutableDataAs<int32_t>();
+  int32_t* decodeToken = decode->in("token").mutableDataAs<int32_t>();
+  int32_t* decodePos = decode->in("pos").mutableDataAs<int32_t>();
+  *sample->in("temperature").mutableDataAs<float>() = static_cast<float>(options.temperature);
+  *sample->in("top_k").mutableDataAs<int32_t>() = static_cast<int32_t>(options.topK);
+  *sample->in("top_p").mutableDataAs<float>() = static_cast<float>(options.topP);
+  int64_t* sampleSeed = sample->in("seed").mutableDataAs<int64_t>();
+  float* sampleLogits = sample->in("logits").mutableDataAs<float>();
+  const int32_t* sampledIds = sample->out("ids").dataAs<int32_t>();
+  const size_t logitsBytes = sample->in("logits").byteSize();
+
+  // Prefill: chunks of P tokens at positions 0, P, 2P, ...; the last one padded with 0s
+  // (n = the tokens left). A chunk must fit the cache (pos + P <= n_ctx): a last chunk that
+  // would not starts earlier instead, at n_ctx - P, recomputing the K/V of tokens already
+  // in the cache (the same values). With P > n_ctx prefill cannot run at all, and the prompt
+  // goes through decode one token at a time.
+  Clock::time_point start = Clock::now();
+  const float* logits = nullptr;
+  int64_t prefillCalls = 0;
+  if (chunk <= *nCtx) {
+    for (int64_t begin = 0; begin < promptLen; begin += chunk) {
+      int64_t at = std::min(begin, *nCtx - chunk);
+      int64_t n = std::min(chunk, promptLen - at);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t j = 0; j < chunk; ++j) {
+          tokens[b * chunk + j] = j < n ? static_cast<int32_t>(prompt[at + j]) : 0;
+        }
+      }
+      *prefillPos = static_cast<int32_t>(at);
+      *prefillN = static_cast<int32_t>(n);
+      Status status = prefill->call(context);
+      if (!status.ok()) return fail("prefill at position " + std::to_string(at) + ": " +
+                                    status.message());
+      ++prefillCalls;
+    }
+    logits = prefill->out("logits").dataAs<float>();
+  } else {
+    for (int64_t i = 0; i < promptLen; ++i) {
+      for (int64_t b = 0; b < batch; ++b) decodeToken[b] = static_cast<int32_t>(prompt[i]);
+      *decodePos = static_cast<int32_t>(i);
+      Status status = decode->call(context);
+      if (!status.ok()) return fail("decode of prompt token " + std::to_string(i) + ": " +
+                                    status.message());
+    }
+    logits = decode->out("logits").dataAs<float>();
+  }
+  const double prefillMs = millisSince(start);
+
+  // Generation: sample from the latest logits (seed + i for step i), then decode the new
+  // token at the next position. Every row of the batch gets row 0's token, so the rows stay
+  // identical.
+  Printer printer(tokenizer, eos);
+  double decodeMs = 0, sampleMs = 0;
+  int64_t decodeCalls = 0;
+  std::string stopReason = "reached --max-new-tokens " + std::to_string(maxNew);
+  for (int64_t step = 0;; ++step) {
+    Clock::time_point t0 = Clock::now();
+    std::memcpy(sampleLogits, logits, logitsBytes);
+    *sampleSeed = options.seed + step;
+    Status status = sample->call(context);
+    if (!status.ok()) return fail("sample at step " + std::to_string(step) + ": " +
+                                  status.message());
+    sampleMs += millisSince(t0);
+    int32_t id = sampledIds[0];
+    if (id < 0 || id >= vocab) {
+      return fail("sample returned token " + std::to_string(id) + ", outside the vocabulary");
+    }
+    printer.token(id);
+    if (eos && id == *eos) {
+      stopReason = "end of text (token " + std::to_string(id) + ")";
+      break;
+    }
+    if (step + 1 >= maxNew) break;
+    int64_t pos = promptLen + step;  // where the new token goes in the cache
+    if (pos >= *nCtx) {
+      stopReason = "reached the context limit (n_ctx " + std::to_string(*nCtx) + ") after " +
+                   std::to_string(step + 1) + " of " + std::to_string(maxNew) + " new tokens";
+      std::fprintf(stderr, "\ntfc-run: stopped: %s\n", stopReason.c_str());
+      break;
+    }
+    t0 = Clock::now();
+    for (int64_t b = 0; b < batch; ++b) decodeToken[b] = id;
+    *decodePos = static_cast<int32_t>(pos);
+    status = decode->call(context);
+    if (!status.ok()) return fail("decode at position " + std::to_string(pos) + ": " +
+                                  status.message());
+    decodeMs += millisSince(t0);
+    ++decodeCalls;
+    logits = decode->out("logits").dataAs<float>();
+  }
+  const double totalMs = millisSince(start);
+  printer.finish();
+  if (!options.quiet) {
+    std::fprintf(stderr, "\ntfc-run: generated %zu tokens (%s)\n", printer.count(),
+                 stopReason.c_str());
+    std::fprintf(stderr, "tfc-run: load     %10.2f ms (open, weights, context)\n", loadMs);
+    printRate("prefill", promptLen, prefillMs, "tokens");
+    if (chunk <= *nCtx) {
+      std::fprintf(stderr, "tfc-run:          (%" PRId64 " prefill call%s of %" PRId64
+                           " tokens)\n", prefillCalls, prefillCalls == 1 ? "" : "s", chunk);
+    }
+    printRate("decode", decodeCalls, decodeMs, "tokens");
+    std::fprintf(stderr, "tfc-run: sample   %6zu calls  in %10.2f ms\n", printer.count(),
+                 sampleMs);
+    std::fprintf(stderr, "tfc-run: total    %10.2f ms (%.2f new tokens/s end to end)\n",
+                 totalMs, totalMs > 0 ? 1000.0 * static_cast<double>(printer.count()) / totalMs
+                                      : 0.0);
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------------------ encdec
+int generateEncDec(const Options& options, const Artifact& artifact, Context& context,
+                   const std::vector<int64_t>& source, double loadMs) {
+  if (options.temperature > 0 || options.topK != 0 || options.topP != 1.0) {
+    return fail("encdec generation is greedy: --temperature must be 0, with no --top-k or "
+                "--top-p");
+  }
+  auto forward = bindEntry(artifact, "forward",
+                           {{"src", TFC_DTYPE_I32, 2}, {"tgt_in", TFC_DTYPE_I32, 2}},
+                           {{"logits", TFC_DTYPE_F32, 3}});
+  if (!forward.ok()) return fail(forward.status());
+  const std::vector<int64_t>& srcShape = forward->in("src").shape();
+  const std::vector<int64_t>& tgtShape = forward->in("tgt_in").shape();
+  const std::vector<int64_t>& logitsShape = forward->out("logits").shape();
+  const int64_t batch = srcShape[0], srcLen = srcShape[1], tgtLen = tgtShape[1];
+  const int64_t vocab = logitsShape[2];
+  if (tgtShape[0] != batch || logitsShape[0] != batch || logitsShape[1] != tgtLen) {
+    return fail("entry forward has inconsistent shapes: " +
+                signature(artifact.entry(forward->index)));
+  }
+  if (vocab < 3 || tgtLen < 2) {
+    return fail("entry forward cannot generate: " + signature(artifact.entry(forward->index)) +
+                " (needs a vocabulary with Start and Finish and a target of >= 2 tokens)");
+  }
+  if (int code = checkPrompt(source, vocab, "--prompt-tokens")) return code;
+  if (static_cast<int64_t>(source.size()) != srcLen) {
+    return fail("the encoder takes exactly " + std::to_string(srcLen) + " source tokens (src_len); "
+                "--prompt-tokens gave " + std::to_string(source.size()));
+  }
+  int64_t steps = tgtLen - 1;
+  if (options.maxNewTokens) {
+    if (*options.maxNewTokens > steps) {
+      return fail("--max-new-tokens " + std::to_string(*options.maxNewTokens) + " is more than "
+                  "the decoder's " + std::to_string(steps) + " (tgt_len - 1)");
+    }
+    steps = *options.maxNewTokens;
+  }
+  const int32_t startToken = static_cast<int32_t>(vocab - 2);
+  if (!options.quiet) {
+    std::fprintf(stderr,
+                 "tfc-run: encdec: %" PRId64 " source tokens, %" PRId64 " target tokens from "
+                 "Start = %d, batch %" PRId64 "%s, %d threads, greedy\n",
+                 srcLen, steps, startToken, batch,
+                 batch > 1 ? " (every row the same source; row 0 reported)" : "",
+                 context.numThreads());
+  }
+  int32_t* src = forward->in("src").mutableDataAs<int32_t>();
+  int32_t* tgt = forward->in("tgt_in").mutableDataAs<int32_t>();
+  const float* logits = forward->out("logits").dataAs<float>();
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t s = 0; s < srcLen; ++s) src[b * srcLen + s] = static_cast<int32_t>(source[s]);
+    for (int64_t t = 0; t < tgtLen; ++t) tgt[b * tgtLen + t] = t == 0 ? startToken : 0;
+  }
+  // tgt_in = [Start, 0, ...]; step t reads the logits of position t (which see only
+  // positions <= t: the zeros after it do not matter) and writes the argmax to t + 1.
+  Printer printer(nullptr, std::nullopt);
+  Clock::time_point start = Clock::now();
+  for (int64_t t = 0; t < steps; ++t) {
+    Status status = forward->call(context);
+    if (!status.ok()) return fail("forward at step " + std::to_string(t) + ": " +
+                                  status.message());
+    const float* row = logits + t * vocab;  // batch row 0, position t
+    int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+    for (int64_t b = 0; b < batch; ++b) tgt[b * tgtLen + t + 1] = best;
+    printer.token(best);
+  }
+  const double ms = millisSince(start);
+  printer.finish();
+  if (!options.quiet) {
+    std::fprintf(stderr, "tfc-run: load     %10.2f ms (open, weights, context)\n", loadMs);
+    printRate("forward", steps, ms, "tokens");
+  }
+  return 0;
+}
+
+// ------------------------------------------------------------------------------ command
+int runGenerate(const Invocation& invocation) {
+  Options options;
+  if (int code = parseOptions(invocation, &options)) return code;
+
+  // The tokenizer first: a bad folder is reported before the model is loaded.
+  std::optional<Gpt2Tokenizer> tokenizer;
+  if (options.tokenizerDir) {
+    auto loaded = Gpt2Tokenizer::load(*options.tokenizerDir);
+    if (!loaded.ok()) {
+      return fail("--tokenizer " + *options.tokenizerDir + ": " + loaded.status().message());
+    }
+    tokenizer.emplace(std::move(loaded).value());
+  }
+  std::vector<int64_t> prompt;
+  if (options.promptTokens) {
+    std::string error;
+    if (!parseTokenList(*options.promptTokens, &prompt, &error)) {
+      return usageError(invocation.command, error);
+    }
+  } else {
+    for (int32_t id : tokenizer->encode(*options.promptText)) prompt.push_back(id);
+  }
+  if (prompt.empty()) {
+    return fail(std::string("the prompt is empty (") +
+                (options.promptText ? "--prompt encodes to" : "--prompt-tokens gave") +
+                " no tokens)");
+  }
+
+  Clock::time_point loadStart = Clock::now();
+  auto artifact = Artifact::open(invocation.model);
+  if (!artifact.ok()) return fail(artifact.status());
+  std::string metadata(artifact->metadataJson());
+  bool encdec = metadataValue(metadata, "model").value_or("") == "encdec";
+  bool decoderOnly = hasEntry(*artifact, "prefill") && hasEntry(*artifact, "decode") &&
+                     hasEntry(*artifact, "sample");
+  if (!encdec && !decoderOnly) {
+    std::vector<std::string> missing;
+    for (const char* name : {"prefill", "decode", "sample"}) {
+      if (!hasEntry(*artifact, name)) missing.push_back(name);
+    }
+    return fail(invocation.model + " cannot generate: it has no " + join(missing) +
+                " entr" + (missing.size() == 1 ? "y" : "ies") + " (its entries: " +
+                join(entryNames(*artifact)) + ") and is not an encoder-decoder (metadata model "
+                "'encdec' with forward(src, tgt_in)); trace gpt2 or llama (which have prefill, "
+                "decode and sample) or encdec");
+  }
+  if (encdec && !hasEntry(*artifact, "forward")) {
+    return fail(invocation.model + ": an encdec model without a forward entry (its entries: " +
+                join(entryNames(*artifact)) + ")");
+  }
+  if (encdec && (options.promptText || tokenizer)) {
+    return usageError(invocation.command, "encdec generation takes digits: --prompt-tokens "
+                                          "with the source tokens, no --prompt or --tokenizer");
+  }
+  if (artifact->paramCount() > 0 && options.weights.empty()) {
+    return usageError(invocation.command, "missing --weights W.safetensors (write initial "
+                                          "weights with: tfc-run " + invocation.model +
+                                          " init -o W.safetensors)");
+  }
+
+  auto params = Params::create(*artifact);
+  if (!params.ok()) return fail(params.status());
+  if (!options.weights.empty()) {
+    Status status = params->loadSafetensors(options.weights);
+    if (!status.ok()) return fail(status);
+  }
+  tfc_context_options_t contextOptions;
+  tfc_context_options_initialize(&contextOptions);
+  contextOptions.num_threads = static_cast<int32_t>(options.threads);
+  auto context = Context::create(*artifact, *params, &contextOptions);
+  if (!context.ok()) return fail(context.status());
+  const double loadMs = millisSince(loadStart);
+
+  if (encdec) return generateEncDec(options, *artifact, *context, prompt, loadMs);
+  return generateDecoderOnly(options, *artifact, *context, prompt,
+                             tokenizer ? &*tokenizer : nullptr, loadMs);
+}
+
+}  // namespace
+
+const Command kGenerateCommand = {
+    "generate",
+    "generate tokens: prefill the prompt into the KV cache, then decode and sample",
+    R"(usage: tfc-run MODEL.so generate --weights W.safetensors
+                          (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR)
+                          --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
+                          [--seed S] [--tokenizer DIR] [--threads N] [--quiet]
+
+Generates a continuation of the prompt in one process, keeping the KV cache in the
+context's state between calls.
+
+Decoder-only models (gpt2, llama: entries prefill, decode and sample): the prompt runs
+through prefill in chunks of the entry's length P (the last chunk padded with 0s), then each
+new token comes from the model's sample entry and goes through decode at the next position.
+Step i samples with seed S + i, so the same seed gives the same tokens (at any --threads).
+Generation stops after N new tokens, at the model's context (n_ctx; said on stderr), or at
+<|endoftext|> when a tokenizer that has it is given. When the model was compiled with a
+batch B > 1, every row runs the same prompt and row 0 is reported.
+
+Encoder-decoder models (encdec): --prompt-tokens gives the S source digits; the decoder
+starts from Start (vocab - 2) and runs forward tgt_len - 1 times, each time taking the argmax
+at the next position (greedy only; --max-new-tokens may ask for fewer steps).
+
+stdout: with a tokenizer, the generated text streamed as tokens arrive (the prompt is not
+echoed; <|endoftext|> is not printed) and a newline; then, always as the last line, the
+generated token ids separated by spaces (an <|endoftext|> that stopped generation included).
+stderr: the settings, and after the run the prefill and decode speeds (wall clock; loading
+the model and weights is timed apart), as llama.cpp prints them.
+
+options:
+  --weights FILE         parameters from a .safetensors file (tfc-run MODEL.so init makes one)
+  --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
+  --prompt TEXT          the prompt as text, encoded with --tokenizer
+  --tokenizer DIR        a GPT-2 BPE tokenizer (DIR/vocab.json, DIR/merges.txt): encodes
+                         --prompt, decodes the output, stops at <|endoftext|>
+  --max-new-tokens N     how many tokens to generate at most (required for decoder-only models)
+  --temperature T        0 (default): greedy; > 0: sample from softmax(logits / T)
+  --top-k K              sample among the K most likely tokens only (default 0 = all)
+  --top-p P              sample among the most likely tokens whose mass reaches P (default 1)
+  --seed S               sampling seed, a non-negative integer (default 0)
+  --threads N            threads for parallel kernels (default 0 = all cores)
+  --quiet                print no settings or statistics on stderr (errors and a stop at
+                         the context limit still are)
+
+examples:
+  tfc-run gpt2.so init -o w.safetensors
+  tfc-run gpt2.so generate --weights w.safetensors --prompt-tokens "1 2 3" --max-new-tokens 32
+  tfc-run gpt2-124m.so generate --weights gpt2.safetensors --tokenizer gpt2/ \
+      --prompt "Hello, my name is" --max-new-tokens 40 --temperature 0.8 --top-k 40 --seed 1
+  tfc-run encdec.so generate --weights w.safetensors \
+      --prompt-tokens "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3"
+)",
+    true,
+    {{"--weights", nullptr, true, false},
+     {"--prompt-tokens", nullptr, true, false},
+     {"--prompt", "-p", true, false},
+     {"--tokenizer", nullptr, true, false},
+     {"--max-new-tokens", "-n", true, false},
+     {"--temperature", nullptr, true, false},
+     {"--top-k", nullptr, true, false},
+     {"--top-p", nullptr, true, false},
+     {"--seed", nullptr, true, false},
+     {"--threads", "-j", true, false},
+     {"--quiet", "-q", false, false}},
+    runGenerate,
+};
+
+}  // namespace tfc::run

@@ -1,0 +1,211 @@
+/* A hand-written stand-in for a model compiled with `tfc --optimizer=adamw`, so that
+ * `tfc-run train` can be tested without the compiler: a bigram language model
+ * (logits[b,t,:] = wte[tokens[b,t], :] + bias) with the entries and state that
+ * tfc-train-step builds.
+ *
+ * Parameters: wte f32[16,16] = normal(0.0, 0.02), bias f32[16] = zeros
+ * State:      opt.m.wte, opt.v.wte f32[16,16], opt.m.bias, opt.v.bias f32[16] = zeros,
+ *             train.step i64[] = zeros
+ * Entries:    forward(tokens i32[2,8]) -> logits f32[2,8,16]
+ *             loss(tokens, targets i32[2,8]) -> loss f32[]   (mean cross-entropy, -100 ignored)
+ *             train_step(tokens, targets, lr, min_lr, warmup, total_steps, schedule,
+ *                        weight_decay, grad_clip, beta1, beta2, eps) -> (loss, lr, grad_norm)
+ *             AdamW as PyTorch's, weight decay on rank >= 2, schedules 0/1/2, global-norm
+ *             clipping, as passes/Passes.td describes tfc-train-step.
+ * Built twice: plain (fake_train.so) and with FAKE_OTHER_HASH (fake_train_other.so, the
+ * same tensors under another module hash).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tfc/artifact_abi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define V 16
+#define B 2
+#define T 8
+
+static const int64_t kShapeVV[] = {V, V};
+static const int64_t kShapeV[] = {V};
+static const int64_t kShapeBT[] = {B, T};
+static const int64_t kShapeBTV[] = {B, T, V};
+
+static const tfc_tensor_desc_t kParams[] = {
+    {"wte", TFC_ABI_F32, 2, kShapeVV, "normal(0.0, 0.02)", 0, 0},
+    {"bias", TFC_ABI_F32, 1, kShapeV, "zeros", 0, 0},
+};
+static const tfc_tensor_desc_t kState[] = {
+    {"opt.m.wte", TFC_ABI_F32, 2, kShapeVV, "zeros", 0, 0},
+    {"opt.v.wte", TFC_ABI_F32, 2, kShapeVV, "zeros", 0, 0},
+    {"opt.m.bias", TFC_ABI_F32, 1, kShapeV, "zeros", 0, 0},
+    {"opt.v.bias", TFC_ABI_F32, 1, kShapeV, "zeros", 0, 0},
+    {"train.step", TFC_ABI_I64, 0, NULL, "zeros", 0, 0},
+};
+
+static const tfc_tensor_desc_t kForwardIn[] = {{"tokens", TFC_ABI_I32, 2, kShapeBT, "", 0, 0}};
+static const tfc_tensor_desc_t kForwardOut[] = {{"logits", TFC_ABI_F32, 3, kShapeBTV, "", 0, 0}};
+static const tfc_tensor_desc_t kLossIn[] = {{"tokens", TFC_ABI_I32, 2, kShapeBT, "", 0, 0},
+                                            {"targets", TFC_ABI_I32, 2, kShapeBT, "", 0, 0}};
+static const tfc_tensor_desc_t kLossOut[] = {{"loss", TFC_ABI_F32, 0, NULL, "", 0, 0}};
+static const tfc_tensor_desc_t kTrainIn[] = {
+    {"tokens", TFC_ABI_I32, 2, kShapeBT, "", 0, 0},  {"targets", TFC_ABI_I32, 2, kShapeBT, "", 0, 0},
+    {"lr", TFC_ABI_F32, 0, NULL, "", 0, 0},           {"min_lr", TFC_ABI_F32, 0, NULL, "", 0, 0},
+    {"warmup", TFC_ABI_F32, 0, NULL, "", 0, 0},       {"total_steps", TFC_ABI_F32, 0, NULL, "", 0, 0},
+    {"schedule", TFC_ABI_F32, 0, NULL, "", 0, 0},     {"weight_decay", TFC_ABI_F32, 0, NULL, "", 0, 0},
+    {"grad_clip", TFC_ABI_F32, 0, NULL, "", 0, 0},    {"beta1", TFC_ABI_F32, 0, NULL, "", 0, 0},
+    {"beta2", TFC_ABI_F32, 0, NULL, "", 0, 0},        {"eps", TFC_ABI_F32, 0, NULL, "", 0, 0},
+};
+static const tfc_tensor_desc_t kTrainOut[] = {{"loss", TFC_ABI_F32, 0, NULL, "", 0, 0},
+                                              {"lr", TFC_ABI_F32, 0, NULL, "", 0, 0},
+                                              {"grad_norm", TFC_ABI_F32, 0, NULL, "", 0, 0}};
+
+static int checkTokens(const tfc_host_api_t* host, const int32_t* tokens) {
+  for (int i = 0; i < B * T; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= V) {
+      char message[96];
+      snprintf(message, sizeof(message), "token id %d is out of range [0, %d)", (int)tokens[i], V);
+      host->report_error(host->user, message);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Mean cross-entropy; with dlogits != NULL also d(loss)/d(logits). */
+static float crossEntropy(const float* wte, const float* bias, const int32_t* tokens,
+                          const int32_t* targets, float* dlogits) {
+  int count = 0;
+  for (int i = 0; i < B * T; ++i) count += targets[i] != -100;
+  float total = 0.0f;
+  for (int i = 0; i < B * T; ++i) {
+    float logits[V], maxLogit = -INFINITY, sum = 0.0f;
+    for (int v = 0; v < V; ++v) {
+      logits[v] = wte[tokens[i] * V + v] + bias[v];
+      if (logits[v] > maxLogit) maxLogit = logits[v];
+    }
+    for (int v = 0; v < V; ++v) sum += expf(logits[v] - maxLogit);
+    if (dlogits) memset(dlogits + i * V, 0, sizeof(float) * V);
+    if (targets[i] == -100) continue;
+    total += logf(sum) + maxLogit - logits[targets[i]];
+    if (dlogits) {
+      for (int v = 0; v < V; ++v) {
+        dlogits[i * V + v] = (expf(logits[v] - maxLogit) / sum - (v == targets[i])) / (float)count;
+      }
+    }
+  }
+  return count ? total / (float)count : 0.0f;
+}
+
+static int32_t forward(const tfc_host_api_t* host, void* const* params, void* const* state,
+                       void* const* inputs, void* const* outputs, void* arena) {
+  (void)state, (void)arena;
+  const int32_t* tokens = (const int32_t*)inputs[0];
+  if (checkTokens(host, tokens)) return 1;
+  const float* wte = (const float*)params[0];
+  const float* bias = (const float*)params[1];
+  float* logits = (float*)outputs[0];
+  for (int i = 0; i < B * T; ++i) {
+    for (int v = 0; v < V; ++v) logits[i * V + v] = wte[tokens[i] * V + v] + bias[v];
+  }
+  return 0;
+}
+
+static int32_t loss(const tfc_host_api_t* host, void* const* params, void* const* state,
+                    void* const* inputs, void* const* outputs, void* arena) {
+  (void)state, (void)arena;
+  if (checkTokens(host, (const int32_t*)inputs[0])) return 1;
+  *(float*)outputs[0] = crossEntropy((const float*)params[0], (const float*)params[1],
+                                     (const int32_t*)inputs[0], (const int32_t*)inputs[1], NULL);
+  return 0;
+}
+
+static void adamw(float* p, const float* g, float* m, float* v, int n, float lr, float wd,
+                  float b1, float b2, float eps, int64_t t, float scale) {
+  float c1 = 1.0f - powf(b1, (float)t), c2 = 1.0f - powf(b2, (float)t);
+  for (int i = 0; i < n; ++i) {
+    float grad = g[i] * scale;
+    m[i] = b1 * m[i] + (1.0f - b1) * grad;
+    v[i] = b2 * v[i] + (1.0f - b2) * grad * grad;
+    p[i] -= lr * (m[i] / c1) / (sqrtf(v[i] / c2) + eps) + lr * wd * p[i];
+  }
+}
+
+static int32_t trainStep(const tfc_host_api_t* host, void* const* params, void* const* state,
+                         void* const* inputs, void* const* outputs, void* arena) {
+  const int32_t* tokens = (const int32_t*)inputs[0];
+  const int32_t* targets = (const int32_t*)inputs[1];
+  if (checkTokens(host, tokens)) return 1;
+  float h[10];
+  for (int i = 0; i < 10; ++i) h[i] = *(const float*)inputs[2 + i];
+  float peak = h[0], minLr = h[1], warmup = h[2], total = h[3], clip = h[6];
+  int schedule = (int)h[4];
+  float* wte = (float*)params[0];
+  float* bias = (float*)params[1];
+  float* dlogits = (float*)arena; /* B*T*V */
+  float gw[V * V], gb[V];
+  memset(gw, 0, sizeof(gw));
+  memset(gb, 0, sizeof(gb));
+  float value = crossEntropy(wte, bias, tokens, targets, dlogits);
+  for (int i = 0; i < B * T; ++i) {
+    for (int v = 0; v < V; ++v) {
+      gw[tokens[i] * V + v] += dlogits[i * V + v];
+      gb[v] += dlogits[i * V + v];
+    }
+  }
+  double norm2 = 0.0;
+  for (int i = 0; i < V * V; ++i) norm2 += (double)gw[i] * gw[i];
+  for (int i = 0; i < V; ++i) norm2 += (double)gb[i] * gb[i];
+  float norm = (float)sqrt(norm2);
+  float scale = clip > 0.0f && norm > clip ? clip / (norm + 1e-6f) : 1.0f;
+  int64_t* step = (int64_t*)state[4];
+  int64_t t = ++*step;
+  float lr = peak;
+  if (schedule != 0) {
+    if ((float)t <= warmup && warmup > 0.0f) {
+      lr = peak * (float)t / warmup;
+    } else {
+      float progress = total > warmup ? ((float)t - warmup) / (total - warmup) : 1.0f;
+      if (progress > 1.0f) progress = 1.0f;
+      float decay = schedule == 1 ? 1.0f - progress : 0.5f * (1.0f + cosf(3.14159265f * progress));
+      lr = minLr + (peak - minLr) * decay;
+    }
+  }
+  adamw(wte, gw, (float*)state[0], (float*)state[1], V * V, lr, h[5], h[7], h[8], h[9], t, scale);
+  adamw(bias, gb, (float*)state[2], (float*)state[3], V, lr, 0.0f, h[7], h[8], h[9], t, scale);
+  *(float*)outputs[0] = value;
+  *(float*)outputs[1] = lr;
+  *(float*)outputs[2] = norm;
+  return 0;
+}
+
+static const tfc_entry_t kEntries[] = {
+    {"forward", 1, 1, kForwardIn, kForwardOut, 0, 1, forward},
+    {"loss", 2, 1, kLossIn, kLossOut, 0, 1, loss},
+    {"train_step", 12, 3, kTrainIn, kTrainOut, sizeof(float) * B * T * V, 1, trainStep},
+};
+
+static const tfc_artifact_t kArtifact = {
+    TFC_ARTIFACT_MAGIC,
+    TFC_ARTIFACT_ABI_VERSION,
+    sizeof(tfc_artifact_t),
+    0,
+    "x86_64-unknown-linux-gnu:fake",
+    "tfc 0.1.0 (fake training artifact)",
+#ifdef FAKE_OTHER_HASH
+    "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+#else
+    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+#endif
+    "{\"model\": \"fake-bigram\", \"config\": {\"vocab_size\": 16, \"batch\": 2, \"seq\": 8}}",
+    (int32_t)(sizeof(kParams) / sizeof(kParams[0])),
+    (int32_t)(sizeof(kState) / sizeof(kState[0])),
+    (int32_t)(sizeof(kEntries) / sizeof(kEntries[0])),
+    0,
+    kParams,
+    kState,
+    kEntries,
+};
+
+EXPORT const tfc_artifact_t* tfc_artifact_v1(void) { return &kArtifact; }

@@ -1,0 +1,177 @@
+// `tfc-run MODEL.so generate`: argument and model errors, checked by running the binary on
+// the runtime's fake artifacts (which have no prefill/decode/sample). Generation itself is
+// checked against a NumPy reference by test/e2e/generate/check_generate.py.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const std::string kModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_model.so";
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string quote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class GenerateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/tfc-run-generate-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::string command = "rm -rf " + quote(dir_);
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+  std::string file(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Runs tfc-run with |args|, stdout and stderr apart.
+  Result run(const std::vector<std::string>& args) {
+    std::string command = quote(TFC_RUN_PATH);
+    for (const std::string& arg : args) command += " " + quote(arg);
+    command += " >" + quote(file("stdout")) + " 2>" + quote(file("stderr"));
+    int status = std::system(command.c_str());
+    Result result;
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = readAll(file("stdout"));
+    result.err = readAll(file("stderr"));
+    return result;
+  }
+
+  // A run that must fail with |code| and a stderr containing |message|, printing nothing on
+  // stdout.
+  void expectError(const std::vector<std::string>& args, int code, const std::string& message) {
+    Result result = run(args);
+    std::string shown;
+    for (const std::string& arg : args) shown += " " + arg;
+    EXPECT_EQ(result.code, code) << "tfc-run" << shown << "\n" << result.err;
+    EXPECT_TRUE(contains(result.err, "tfc-run: error: ")) << shown << "\n" << result.err;
+    EXPECT_TRUE(contains(result.err, message))
+        << "tfc-run" << shown << "\nexpected: " << message << "\ngot: " << result.err;
+    EXPECT_EQ(result.out, "") << shown;
+  }
+
+  std::string dir_;
+};
+
+const std::vector<std::string> kPrompt = {"--prompt-tokens", "1 2 3", "--max-new-tokens", "4"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST_F(GenerateTest, HelpDescribesTheCommand) {
+  Result help = run({"generate", "--help"});
+  EXPECT_EQ(help.code, 0);
+  for (const char* part : {"usage: tfc-run MODEL.so generate", "--prompt-tokens", "--tokenizer",
+                           "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed",
+                           "--threads", "--quiet", "row 0", "examples:"}) {
+    EXPECT_TRUE(contains(help.out, part)) << part;
+  }
+  Result overview = run({"--help"});
+  EXPECT_TRUE(contains(overview.out, "generate")) << overview.out;
+  EXPECT_FALSE(contains(overview.out, "not implemented")) << overview.out;
+  EXPECT_EQ(run({file("missing.so"), "generate", "--help"}).code, 0);
+}
+
+TEST_F(GenerateTest, UsageErrors) {
+  expectError({kModel, "generate"}, 2, "missing the prompt");
+  expectError({kModel, "generate", "--max-new-tokens", "3"}, 2, "missing the prompt");
+  expectError({kModel, "generate", "--prompt", "hi", "--max-new-tokens", "3"}, 2,
+              "--prompt needs --tokenizer DIR");
+  expectError({kModel, "generate", "--prompt", "hi", "--prompt-tokens", "1", "--tokenizer",
+               dir_},
+              2, "either --prompt-tokens or --prompt, not both");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--temprature", "1"})), 2,
+              "unknown option '--temprature'");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--temprature", "1"})), 2,
+              "did you mean '--temperature'?");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--bogus"})), 2,
+              "unknown option '--bogus'");
+  expectError(with({kModel, "generate", "extra"}, kPrompt), 2, "unexpected argument 'extra'");
+  expectError({kModel, "generate", "--prompt-tokens", "1 two 3", "--max-new-tokens", "2"}, 2,
+              "'two' is not a token id");
+  expectError({kModel, "generate", "--prompt-tokens", "1 -2", "--max-new-tokens", "2"}, 2,
+              "'-2' is not a token id");
+  expectError({kModel, "generate", "--prompt-tokens", "1", "--max-new-tokens", "0"}, 2,
+              "--max-new-tokens '0' is not a positive integer");
+  expectError({kModel, "generate", "--prompt-tokens", "1", "--max-new-tokens", "x"}, 2,
+              "--max-new-tokens 'x'");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--temperature", "-1"})), 2,
+              "--temperature '-1' is not a number >= 0");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--top-k", "-3"})), 2, "--top-k '-3'");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--top-p", "0"})), 2,
+              "--top-p '0' is not a number in (0, 1]");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--top-p", "1.5"})), 2, "--top-p '1.5'");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--seed", "-1"})), 2, "--seed '-1'");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--threads", "many"})), 2,
+              "--threads 'many'");
+  expectError(with({kModel, "generate"}, with(kPrompt, {"--seed", "1", "--seed", "2"})), 2,
+              "option --seed given twice");
+  expectError({"generate", "--prompt-tokens", "1"}, 2, "needs a model first");
+}
+
+TEST_F(GenerateTest, EmptyPrompt) {
+  // Empty prompts are refused before the model is looked at.
+  expectError({kModel, "generate", "--prompt-tokens", "", "--max-new-tokens", "2"}, 1,
+              "the prompt is empty");
+  expectError({kModel, "generate", "--prompt-tokens", " , ", "--max-new-tokens", "2"}, 1,
+              "the prompt is empty");
+}
+
+TEST_F(GenerateTest, BadTokenizerFolder) {
+  expectError({kModel, "generate", "--prompt", "hi", "--tokenizer", file("nowhere"),
+               "--max-new-tokens", "2"},
+              1, "--tokenizer " + file("nowhere") + ": ");
+  // A folder with a malformed vocab.json: the error names the file.
+  std::ofstream(file("vocab.json")) << "{\"a\": 0,";
+  std::ofstream(file("merges.txt")) << "#version: 0.2\n";
+  Result result = run({kModel, "generate", "--prompt", "hi", "--tokenizer", dir_,
+                       "--max-new-tokens", "2"});
+  EXPECT_EQ(result.code, 1) << result.err;
+  EXPECT_TRUE(contains(result.err, "tfc-run: error: --tokenizer ")) << result.err;
+  EXPECT_TRUE(contains(result.err, "vocab.json")) << result.err;
+  EXPECT_EQ(result.out, "");
+}
+
+TEST_F(GenerateTest, ModelsThatCannotGenerate) {
+  // The fake model has forward and decode but no prefill or sample, and is not an encdec.
+  Result result = run(with({kModel, "generate", "--weights", file("w.safetensors")}, kPrompt));
+  EXPECT_EQ(result.code, 1) << result.err;
+  EXPECT_TRUE(contains(result.err, "cannot generate: it has no prefill, sample entries"))
+      << result.err;
+  EXPECT_TRUE(contains(result.err, "its entries: forward, decode")) << result.err;
+  EXPECT_EQ(result.out, "");
+  expectError(with({file("missing.so"), "generate"}, kPrompt), 1, "missing.so");
+  expectError(with({std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_plain_library.so", "generate"},
+                   kPrompt),
+              1, "fake_plain_library.so");
+}
+
+}  // namespace

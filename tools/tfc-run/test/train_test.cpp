@@ -1,0 +1,440 @@
+// Tests of `tfc-run train` (and the argument checks of `seed-experiment`) on a fake
+// training artifact (test/fake_train_artifact.c: a bigram model with train_step), so that
+// they run without the compiler: argument, data and checkpoint errors, resume
+// bit-identity, NaN stop, failed saves, the CSV log and the PNG plot.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tfc/runtime/npy.hpp"
+#include "tfc/runtime/safetensors.hpp"
+
+namespace {
+
+const std::string kTrainModel = std::string(TFC_RUN_TEST_ARTIFACT_DIR) + "/fake_train.so";
+const std::string kOtherModel = std::string(TFC_RUN_TEST_ARTIFACT_DIR) + "/fake_train_other.so";
+const std::string kPlainModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_model.so";
+
+struct Result {
+  int code = -1;
+  std::string output;
+};
+
+std::string quote(const std::string& arg) {
+  std::string quoted = "'";
+  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// Runs tfc-run with |args|; |prefix| is shell text run before it (e.g. "ulimit -f 2;").
+Result run(const std::vector<std::string>& args, const std::string& prefix = "") {
+  std::string command = prefix + " exec " + quote(TFC_RUN_PATH);
+  for (const std::string& arg : args) command += " " + quote(arg);
+  command = "sh -c " + quote(command) + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t got = 0;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, got);
+  int status = pclose(pipe);
+  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string readAll(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+class TrainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/tfc-train-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    data_ = writeTokens("train.bin", pattern16(4000));
+  }
+  void TearDown() override {
+    std::string command = "chmod -R u+w " + quote(dir_) + "; rm -rf " + quote(dir_);
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+  std::string file(const std::string& name) const { return dir_ + "/" + name; }
+
+  // A learnable stream: 0 1 2 ... 15 repeated, every 7th token replaced by noise.
+  static std::vector<uint16_t> pattern16(size_t count) {
+    std::vector<uint16_t> tokens(count);
+    uint32_t noise = 12345;
+    for (size_t i = 0; i < count; ++i) {
+      noise = noise * 1103515245u + 12345u;
+      tokens[i] = static_cast<uint16_t>(i % 7 == 6 ? (noise >> 16) % 16 : i % 16);
+    }
+    return tokens;
+  }
+  template <typename T>
+  std::string writeTokens(const std::string& name, const std::vector<T>& tokens,
+                          const std::string& header = "") {
+    std::ofstream out(file(name), std::ios::binary);
+    out << header;
+    out.write(reinterpret_cast<const char*>(tokens.data()),
+              static_cast<std::streamsize>(tokens.size() * sizeof(T)));
+    return file(name);
+  }
+
+  std::vector<std::string> train(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {kTrainModel, "train", "--data", data_, "--lr", "0.05"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  std::string dir_, data_;
+};
+
+// The tensors of a safetensors file by name, as bytes.
+std::map<std::string, std::string> tensorBytes(const std::string& path) {
+  std::map<std::string, std::string> bytes;
+  auto file = tfc::SafetensorsFile::open(path);
+  EXPECT_TRUE(file.ok()) << file.status().toString();
+  if (!file.ok()) return bytes;
+  for (const auto& info : file->tensors()) {
+    bytes[info.name] = std::string(reinterpret_cast<const char*>(info.data), info.byteSize);
+  }
+  return bytes;
+}
+
+TEST_F(TrainTest, HelpAndUsageErrors) {
+  for (const char* command : {"train", "seed-experiment"}) {
+    Result help = run({command, "--help"});
+    EXPECT_EQ(help.code, 0) << help.output;
+    EXPECT_TRUE(contains(help.output, "usage: tfc-run MODEL.so")) << help.output;
+  }
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  std::string ckpt = file("c.safetensors");
+  std::vector<Case> cases = {
+      {{kTrainModel, "train", "--steps", "5", "--save", ckpt, "--init-seed", "0"}, "missing --data"},
+      {{kTrainModel, "train", "--data", data_, "--save", ckpt, "--init-seed", "0"}, "missing --steps"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--init-seed", "0"}, "missing --save"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt}, "missing --weights"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
+        "--resume", ckpt},
+       "give one of --weights, --init-seed and --resume"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "0", "--save", ckpt, "--init-seed", "0"},
+       "--steps '0' is not a positive integer"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
+        "--schedule", "exp"},
+       "--schedule 'exp' is not one of constant, linear, cosine"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
+        "--lr", "fast"},
+       "--lr 'fast' is not a finite number"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
+        "--data-dtype", "int8"},
+       "--data-dtype 'int8' is not uint16 or uint32"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
+        "--eval-every", "5"},
+       "need --eval-data"},
+  };
+  for (const Case& c : cases) {
+    Result result = run(c.args);
+    EXPECT_EQ(result.code, 2) << result.output;
+    EXPECT_TRUE(contains(result.output, c.message)) << c.message << "\n" << result.output;
+  }
+  Result seed = run({kTrainModel, "seed-experiment", "--task", "sorting"});
+  EXPECT_EQ(seed.code, 2);
+  EXPECT_TRUE(contains(seed.output, "--task 'sorting'")) << seed.output;
+}
+
+TEST_F(TrainTest, ModelErrors) {
+  std::string ckpt = file("c.safetensors");
+  Result shapes = run(train({"--init-seed", "0", "--steps", "5", "--save", ckpt, "--batch", "4",
+                             "--seq", "8"}));
+  EXPECT_EQ(shapes.code, 1);
+  EXPECT_TRUE(contains(shapes.output, "was compiled for --batch 2 --seq 8")) << shapes.output;
+  EXPECT_TRUE(contains(shapes.output, "tfc-trace fake-bigram --set batch=4 --set seq=8"))
+      << shapes.output;
+  Result momentum = run(train({"--init-seed", "0", "--steps", "5", "--save", ckpt, "--momentum",
+                               "0.9"}));
+  EXPECT_EQ(momentum.code, 1);
+  EXPECT_TRUE(contains(momentum.output, "--momentum applies to SGD")) << momentum.output;
+  Result noTrainStep = run({kPlainModel, "train", "--data", data_, "--init-seed", "0", "--steps",
+                            "5", "--save", ckpt});
+  EXPECT_EQ(noTrainStep.code, 1);
+  EXPECT_TRUE(contains(noTrainStep.output, "has no train_step entry")) << noTrainStep.output;
+  EXPECT_TRUE(contains(noTrainStep.output, "--optimizer=adamw")) << noTrainStep.output;
+  Result seed = run({kTrainModel, "seed-experiment"});
+  EXPECT_EQ(seed.code, 1);
+  EXPECT_TRUE(contains(seed.output, "needs the encoder-decoder model")) << seed.output;
+  Result folder = run(train({"--init-seed", "0", "--steps", "5", "--save", file("no/c.safetensors")}));
+  EXPECT_EQ(folder.code, 1);
+  EXPECT_TRUE(contains(folder.output, "does not exist")) << folder.output;
+}
+
+TEST_F(TrainTest, DataErrors) {
+  std::string ckpt = file("c.safetensors");
+  auto attempt = [&](const std::string& data, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {kTrainModel, "train", "--data", data, "--init-seed", "0",
+                                     "--steps", "3", "--save", ckpt};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  Result missing = attempt(file("missing.bin"));
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(contains(missing.output, file("missing.bin"))) << missing.output;
+
+  Result empty = attempt(writeTokens("empty.bin", std::vector<uint16_t>{}));
+  EXPECT_EQ(empty.code, 1);
+  EXPECT_TRUE(contains(empty.output, "empty.bin: the data file holds no tokens")) << empty.output;
+
+  Result shortFile = attempt(writeTokens("short.bin", std::vector<uint16_t>(9, 1)));
+  EXPECT_EQ(shortFile.code, 1);
+  EXPECT_TRUE(contains(shortFile.output, "short.bin: holds 9 tokens, too few")) << shortFile.output;
+
+  Result odd = attempt(writeTokens("odd.bin", std::vector<uint8_t>(101, 1)));
+  EXPECT_EQ(odd.code, 1);
+  EXPECT_TRUE(contains(odd.output, "101 bytes is not a whole number of uint16 tokens")) << odd.output;
+
+  std::vector<uint16_t> tokens = pattern16(500);
+  tokens[321] = 16;  // the vocabulary is 16
+  Result vocab = attempt(writeTokens("vocab.bin", tokens));
+  EXPECT_EQ(vocab.code, 1);
+  EXPECT_TRUE(contains(vocab.output, "vocab.bin: token id 16 at offset 321")) << vocab.output;
+  EXPECT_TRUE(contains(vocab.output, "vocabulary of 16")) << vocab.output;
+
+  // uint32 files: read as uint16 they would hold zeros between ids; with --data-dtype uint32
+  // a large id is reported at its token offset.
+  std::vector<uint32_t> wide(500, 3);
+  wide[77] = 70000;
+  Result wideVocab = attempt(writeTokens("wide.bin", wide), {"--data-dtype", "uint32"});
+  EXPECT_EQ(wideVocab.code, 1);
+  EXPECT_TRUE(contains(wideVocab.output, "token id 70000 at offset 77")) << wideVocab.output;
+
+  // llm.c's header: magic, version 1 (uint16), the token count.
+  std::string header(1024, '\0');
+  int32_t fields[3] = {20240520, 1, 600};
+  std::memcpy(&header[0], fields, sizeof(fields));
+  Result llmc = attempt(writeTokens("llmc.bin", pattern16(600), header));
+  EXPECT_EQ(llmc.code, 0) << llmc.output;
+  EXPECT_TRUE(contains(llmc.output, "llm.c v1 (uint16), 600 tokens")) << llmc.output;
+  Result truncated = attempt(writeTokens("llmc_short.bin", pattern16(500), header));
+  EXPECT_EQ(truncated.code, 1);
+  EXPECT_TRUE(contains(truncated.output, "announces 600 tokens")) << truncated.output;
+  fields[1] = 7;
+  std::memcpy(&header[0], fields, sizeof(fields));
+  Result version = attempt(writeTokens("llmc_v7.bin", pattern16(600), header));
+  EXPECT_EQ(version.code, 1);
+  EXPECT_TRUE(contains(version.output, "version 7")) << version.output;
+
+  // .npy: a 1-D integer array works; 2-D and float arrays are refused.
+  auto npy = [&](const std::string& name, tfc_dtype_t dtype, std::vector<int64_t> shape) {
+    auto tensor = tfc::HostTensor::allocate(dtype, std::move(shape));
+    EXPECT_TRUE(tensor.ok());
+    if (dtype == TFC_DTYPE_I64) {
+      for (int64_t i = 0; i < tensor->numElements(); ++i) tensor->mutableDataAs<int64_t>()[i] = i % 16;
+    }
+    EXPECT_TRUE(tfc::writeNpy(file(name), tensor->view()).ok());
+    return file(name);
+  };
+  Result good = attempt(npy("good.npy", TFC_DTYPE_I64, {300}));
+  EXPECT_EQ(good.code, 0) << good.output;
+  Result twoD = attempt(npy("two.npy", TFC_DTYPE_I64, {30, 10}));
+  EXPECT_EQ(twoD.code, 1);
+  EXPECT_TRUE(contains(twoD.output, "must be a 1-D array")) << twoD.output;
+  Result floats = attempt(npy("floats.npy", TFC_DTYPE_F32, {300}));
+  EXPECT_EQ(floats.code, 1);
+  EXPECT_TRUE(contains(floats.output, "token ids must be integers")) << floats.output;
+}
+
+TEST_F(TrainTest, TrainsLogsAndPlots) {
+  std::string ckpt = file("c.safetensors"), log = file("train.csv"), plot = file("loss.png");
+  std::string eval = writeTokens("val.bin", pattern16(1000));
+  Result result = run(train({"--init-seed", "0", "--steps", "60", "--save", ckpt, "--log", log,
+                             "--plot", plot, "--eval-data", eval, "--eval-every", "20",
+                             "--eval-batches", "4"}));
+  ASSERT_EQ(result.code, 0) << result.output;
+  EXPECT_TRUE(contains(result.output, "step 60/60")) << result.output;
+  EXPECT_TRUE(contains(result.output, "tok/s")) << result.output;
+  std::string csv = readAll(log);
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "step,loss,lr,grad_norm,tokens_per_s,eval_loss");
+  std::vector<double> losses;
+  int evals = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> fields;
+    std::stringstream stream(line);
+    std::string field;
+    while (std::getline(stream, field, ',')) fields.push_back(field);
+    ASSERT_GE(fields.size(), 5u) << line;
+    losses.push_back(std::atof(fields[1].c_str()));
+    if (fields.size() == 6 && !fields[5].empty()) ++evals;
+  }
+  ASSERT_EQ(losses.size(), 60u);
+  EXPECT_EQ(evals, 3);
+  double first = 0, last = 0;
+  for (int i = 0; i < 10; ++i) first += losses[static_cast<size_t>(i)], last += losses[losses.size() - 1 - i];
+  EXPECT_LT(last, 0.7 * first) << csv;
+  // The checkpoint: parameters by name, state under state., the step in the metadata.
+  auto file = tfc::SafetensorsFile::open(ckpt);
+  ASSERT_TRUE(file.ok()) << file.status().toString();
+  EXPECT_NE(file->find("wte"), nullptr);
+  EXPECT_NE(file->find("state.opt.m.wte"), nullptr);
+  EXPECT_NE(file->find("state.train.step"), nullptr);
+  EXPECT_EQ(file->metadata().at("step"), "60");
+  EXPECT_EQ(file->metadata().at("format"), "tfc-train-checkpoint-v1");
+  EXPECT_TRUE(contains(file->metadata().at("model_metadata"), "fake-bigram"));
+  // The plot: a PNG (decoded independently with Python's zlib where Python exists).
+  std::string png = readAll(plot);
+  ASSERT_GT(png.size(), 8u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  if (std::system("python3 -c 'import zlib' >/dev/null 2>&1") == 0) {
+    std::string script =
+        "import struct, sys, zlib\n"
+        "b = open(sys.argv[1], 'rb').read()\n"
+        "assert b[:8] == b'\\x89PNG\\r\\n\\x1a\\n'\n"
+        "i, idat, dims = 8, b'', None\n"
+        "while i < len(b):\n"
+        "    n, = struct.unpack('>I', b[i:i+4]); t = b[i+4:i+8]; d = b[i+8:i+8+n]\n"
+        "    assert struct.unpack('>I', b[i+8+n:i+12+n])[0] == zlib.crc32(t + d), t\n"
+        "    if t == b'IHDR': dims = struct.unpack('>IIBBBBB', d)\n"
+        "    if t == b'IDAT': idat += d\n"
+        "    i += 12 + n\n"
+        "w, h, depth, color = dims[:4]\n"
+        "assert (depth, color) == (8, 2)\n"
+        "raw = zlib.decompress(idat)\n"
+        "assert len(raw) == h * (1 + 3 * w)\n"
+        "rows = [raw[r*(1+3*w)+1:(r+1)*(1+3*w)] for r in range(h)]\n"
+        "colors = set(rows[r][3*c:3*c+3] for r in range(h) for c in range(w))\n"
+        "assert bytes([20, 80, 200]) in colors and bytes([220, 50, 40]) in colors, colors\n"
+        "print('png ok', w, h)\n";
+    std::ofstream(this->file("check_png.py")) << script;
+    std::string command = "python3 " + quote(this->file("check_png.py")) + " " + quote(plot);
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+}
+
+TEST_F(TrainTest, ResumeIsBitIdentical) {
+  std::string straight = file("straight.safetensors"), split = file("split.safetensors");
+  std::vector<std::string> common = {"--init-seed", "1", "--seed", "9", "--schedule", "cosine",
+                                     "--warmup", "3"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return train(args);
+  };
+  ASSERT_EQ(run(with({"--steps", "20", "--save", straight})).code, 0);
+  // The first half stops at step 10 of the same 20-step schedule.
+  ASSERT_EQ(run(with({"--steps", "10", "--total-steps", "20", "--save", split})).code, 0);
+  std::vector<std::string> resume = train({"--resume", split, "--steps", "20", "--save", split,
+                                           "--schedule", "cosine", "--warmup", "3"});
+  Result resumed = run(resume);
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_TRUE(contains(resumed.output, "resuming from")) << resumed.output;
+  EXPECT_TRUE(contains(resumed.output, "step 11/20")) << resumed.output;
+  auto a = tensorBytes(straight), b = tensorBytes(split);
+  ASSERT_EQ(a.size(), 7u);
+  ASSERT_EQ(b.size(), 7u);
+  for (const auto& [name, bytes] : a) {
+    EXPECT_TRUE(bytes == b[name]) << name << " differs after 20 steps vs 10 + resume 10";
+  }
+  // A constant schedule needs no --total-steps: 6 straight vs 3 + resume 3.
+  std::string six = file("six.safetensors"), three = file("three.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "2", "--steps", "6", "--save", six})).code, 0);
+  ASSERT_EQ(run(train({"--init-seed", "2", "--steps", "3", "--save", three})).code, 0);
+  ASSERT_EQ(run(train({"--resume", three, "--steps", "6", "--save", three})).code, 0);
+  EXPECT_TRUE(tensorBytes(six) == tensorBytes(three));
+  // A checkpoint already at --steps: nothing to do.
+  Result done = run(train({"--resume", split, "--steps", "20", "--save", split}));
+  EXPECT_EQ(done.code, 0);
+  EXPECT_TRUE(contains(done.output, "nothing to do")) << done.output;
+}
+
+TEST_F(TrainTest, CheckpointErrors) {
+  std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "3", "--save", ckpt})).code, 0);
+  Result other = run({kOtherModel, "train", "--data", data_, "--resume", ckpt, "--steps", "6",
+                      "--save", file("d.safetensors")});
+  EXPECT_EQ(other.code, 1);
+  EXPECT_TRUE(contains(other.output, "written for another model")) << other.output;
+  // Plain weights are not a checkpoint.
+  std::string weights = file("w.safetensors");
+  ASSERT_EQ(run({kTrainModel, "init", "-o", weights}).code, 0);
+  Result plain = run(train({"--resume", weights, "--steps", "6", "--save", ckpt}));
+  EXPECT_EQ(plain.code, 1);
+  EXPECT_TRUE(contains(plain.output, "not a tfc-run training checkpoint")) << plain.output;
+  // ... but a start from them.
+  EXPECT_EQ(run(train({"--weights", weights, "--steps", "2", "--save", file("e.safetensors")})).code, 0);
+  Result missing = run(train({"--resume", file("none.safetensors"), "--steps", "6", "--save", ckpt}));
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(contains(missing.output, "none.safetensors")) << missing.output;
+}
+
+TEST_F(TrainTest, NanStopsAndKeepsTheLastCheckpoint) {
+  std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "5", "--save", ckpt})).code, 0);
+  std::string before = readAll(ckpt);
+  Result nan = run({kTrainModel, "train", "--data", data_, "--resume", ckpt, "--steps", "50",
+                    "--save", ckpt, "--save-every", "1", "--lr", "1e30", "--grad-clip", "0"});
+  EXPECT_EQ(nan.code, 1) << nan.output;
+  EXPECT_TRUE(contains(nan.output, "stopping without saving")) << nan.output;
+  EXPECT_TRUE(contains(nan.output, "the loss is nan") || contains(nan.output, "the loss is inf") ||
+              contains(nan.output, "grad norm nan") || contains(nan.output, "grad norm inf") ||
+              contains(nan.output, "holds a nan or an infinity after the update"))
+      << nan.output;
+  EXPECT_TRUE(contains(nan.output, "The last good checkpoint")) << nan.output;
+  // With --save-every 1 the good steps before the bad one were saved; the bad one was not.
+  auto file = tfc::SafetensorsFile::open(ckpt);
+  ASSERT_TRUE(file.ok());
+  int64_t savedStep = std::atoll(file->metadata().at("step").c_str());
+  EXPECT_TRUE(contains(nan.output, "step " + std::to_string(savedStep + 1) + ":")) << nan.output;
+  for (const auto& info : file->tensors()) {
+    if (info.dtype != TFC_DTYPE_F32) continue;
+    const float* values = reinterpret_cast<const float*>(info.data);
+    for (size_t i = 0; i < info.byteSize / 4; ++i) {
+      ASSERT_TRUE(std::isfinite(values[i])) << info.name << " is not finite in the kept checkpoint";
+    }
+  }
+}
+
+TEST_F(TrainTest, FailedSaveKeepsThePreviousCheckpoint) {
+  std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "3", "--save", ckpt})).code, 0);
+  std::string before = readAll(ckpt);
+  // Files may not grow past 2 blocks (1-2 KiB): the checkpoint (about 4 KiB) cannot be
+  // written. tfc-run ignores SIGXFSZ, so the write fails with EFBIG and is reported.
+  Result full = run(train({"--resume", ckpt, "--steps", "6", "--save", ckpt}), "ulimit -f 2;");
+  EXPECT_EQ(full.code, 1) << full.output;
+  EXPECT_TRUE(contains(full.output, "could not save the checkpoint at step 6")) << full.output;
+  EXPECT_TRUE(contains(full.output, "is unchanged")) << full.output;
+  EXPECT_EQ(readAll(ckpt), before);
+  // No temporary file is left behind.
+  Result listing;
+  std::string command = "ls " + quote(dir_);
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  size_t got = 0;
+  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) listing.output.append(buffer, got);
+  pclose(pipe);
+  EXPECT_FALSE(contains(listing.output, ".tmp")) << listing.output;
+}
+
+}  // namespace
