@@ -61,6 +61,16 @@ void tfc_k_attention_f32(const float* q, const float* k, const float* v, float* 
                          int64_t tk, int64_t d, int64_t dv, int32_t causal, int64_t offset,
                          float scale);
 
+/* The gradients of tfc_k_attention_f32: given its inputs, its output `out` and the
+ * gradient `grad_out` (shaped like out), writes dq, dk, dv (shaped like q, k, v).
+ * Probabilities are recomputed per query row; with grouped-query attention dk and dv
+ * sum over the query heads that share a key/value head. */
+void tfc_k_attention_grad_f32(const float* q, const float* k, const float* v,
+                              const float* out, const float* grad_out, float* dq, float* dk,
+                              float* dv, int64_t batch, int64_t heads, int64_t kv_heads,
+                              int64_t tq, int64_t tk, int64_t d, int64_t dv_dim, int32_t causal,
+                              int64_t offset, float scale);
+
 /* ---- Sampling ---- */
 
 /* For each row b of logits [B, V]: temperature <= 0 -> argmax (first on ties); else
