@@ -1,1 +1,234 @@
-int main(){}
+// tfc-kernels-bench: GFLOP/s of the CPU kernels on GPT-2 124M shapes, with 1 and 2
+// threads (a spinning std::thread pool stands in for the runtime's host). Prints the
+// median of several timed runs after one warm-up run. Not run by ctest.
+//
+//   tfc-kernels-bench [--threads 1,2] [--min-time 0.3] [--filter SUBSTR] [--isa avx512]
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "internal.h"
+#include "tfc_kernels.h"
+
+namespace {
+
+// A pool of n-1 spinning workers plus the caller; parts are handed out dynamically in
+// chunks of `grain` through an atomic counter.
+class Pool {
+ public:
+  explicit Pool(int n) : n_(n) {
+    api_.struct_size = sizeof(tfc_host_api_t);
+    api_.user = this;
+    api_.parallel_for = &Pool::pfor;
+    api_.report_error = [](void*, const char* m) { fprintf(stderr, "error: %s\n", m); };
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+  }
+  ~Pool() {
+    stop_ = true;
+    gen_.fetch_add(1);
+    for (auto& t : workers_) t.join();
+  }
+  const tfc_host_api_t* api() const { return &api_; }
+
+ private:
+  static void pfor(void* user, int64_t n, int64_t grain, void (*fn)(void*, int64_t, int64_t),
+                   void* ctx) {
+    Pool* p = static_cast<Pool*>(user);
+    p->fn_ = fn;
+    p->ctx_ = ctx;
+    p->n_items_ = n;
+    p->grain_ = std::max<int64_t>(1, std::min<int64_t>(grain, n / (4 * p->n_) + 1));
+    p->next_.store(0);
+    p->done_.store(0);
+    p->gen_.fetch_add(1, std::memory_order_release);
+    p->work();
+    for (int spins = 0; p->done_.load(std::memory_order_acquire) < p->n_ - 1; ++spins) {
+      if (spins > 2000) std::this_thread::yield();  // the machine may be oversubscribed
+    }
+  }
+  void work() {
+    for (;;) {
+      int64_t b = next_.fetch_add(grain_);
+      if (b >= n_items_) break;
+      fn_(ctx_, b, std::min(n_items_, b + grain_));
+    }
+  }
+  void loop() {
+    uint64_t seen = 0;  // the generation at construction: no call is missed
+    for (;;) {
+      uint64_t g;
+      for (int spins = 0; (g = gen_.load(std::memory_order_acquire)) == seen; ++spins) {
+        if (spins > 20000) {
+          std::this_thread::yield();  // spin ~ tens of microseconds, then give the core up
+        } else {
+#if defined(__x86_64__)
+          __builtin_ia32_pause();
+#endif
+        }
+      }
+      seen = g;
+      if (stop_) return;
+      work();
+      done_.fetch_add(1, std::memory_order_release);
+    }
+  }
+  int n_;
+  tfc_host_api_t api_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> gen_{0};
+  std::atomic<int64_t> next_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  void (*fn_)(void*, int64_t, int64_t) = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_items_ = 0, grain_ = 1;
+};
+
+double min_time = 0.3;
+
+double g_best = 0;  // the fastest run of the last median_seconds call
+double g_cpu = 0;   // median process CPU seconds per run (robust to a loaded machine)
+
+double cpu_now() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+double median_seconds(const std::function<void()>& f) {
+  f();  // warm-up
+  std::vector<double> t, c;
+  double total = 0;
+  while ((total < min_time || t.size() < 5) && t.size() < 200) {
+    auto t0 = std::chrono::steady_clock::now();
+    double c0 = cpu_now();
+    f();
+    c.push_back(cpu_now() - c0);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t.push_back(s);
+    total += s;
+  }
+  std::sort(t.begin(), t.end());
+  g_best = t[0];
+  std::sort(c.begin(), c.end());
+  g_cpu = c[c.size() / 2];
+  return t[t.size() / 2];
+}
+
+std::vector<float> rnd(size_t n, uint64_t seed) {
+  std::mt19937_64 r(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(r);
+  return v;
+}
+
+struct MM {
+  const char* name;
+  int64_t m, n, k;
+  bool tb;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> threads = {1, 2};
+  std::string filter;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      threads.clear();
+      for (char* s = strtok(argv[++i], ","); s; s = strtok(nullptr, ",")) threads.push_back(atoi(s));
+    } else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) {
+      min_time = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
+      if (!tfc_kernels_internal_set_isa(argv[++i])) {
+        fprintf(stderr, "ISA %s not available\n", argv[i]);
+        return 1;
+      }
+    } else {
+      fprintf(stderr, "usage: %s [--threads 1,2] [--min-time S] [--filter S] [--isa NAME]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  const tfc_kern::IsaKernels& isa = tfc_kern::isa();
+  printf("# tfc-kernels-bench: isa=%s microkernel %dx%d KC=%d, median of runs >= %.2fs\n",
+         isa.name, isa.mr, isa.nr, isa.kc, min_time);
+  const MM mms[] = {
+      {"qkv    [256x768]@[768x2304]", 256, 2304, 768, false},
+      {"attn_o [256x768]@[768x768]", 256, 768, 768, false},
+      {"mlp_up [256x768]@[768x3072]", 256, 3072, 768, false},
+      {"mlp_dn [256x3072]@[3072x768]", 256, 768, 3072, false},
+      {"lm_head [256x768]@[768x50257]^T", 256, 50257, 768, true},
+      {"dec qkv [1x768]@[768x2304]", 1, 2304, 768, false},
+      {"dec attn_o [1x768]@[768x768]", 1, 768, 768, false},
+      {"dec mlp_up [1x768]@[768x3072]", 1, 3072, 768, false},
+      {"dec mlp_dn [1x3072]@[3072x768]", 1, 768, 3072, false},
+      {"dec lm_head [1x768]@[768x50257]^T", 1, 50257, 768, true},
+  };
+  printf("%-36s %8s %10s %10s %8s %10s %10s\n", "matmul", "threads", "ms", "GFLOP/s", "GB/s",
+         "best GF/s", "cpu GF/s");
+  for (const MM& s : mms) {
+    if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
+    auto A = rnd((size_t)(s.m * s.k), 1), B = rnd((size_t)(s.k * s.n), 2);
+    std::vector<float> C((size_t)(s.m * s.n));
+    for (int t : threads) {
+      Pool pool(t);
+      tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+      double sec = median_seconds([&] {
+        tfc_k_matmul_f32(A.data(), B.data(), C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
+      });
+      tfc_kernels_set_host(nullptr);
+      double flops = 2.0 * s.m * s.n * s.k;
+      double bytes = 4.0 * (s.m * s.k + s.k * s.n + s.m * s.n);
+      printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", s.name, t, sec * 1e3,
+             flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
+             flops / (g_cpu / t) * 1e-9);
+      fflush(stdout);
+    }
+  }
+  struct AT {
+    const char* name;
+    int64_t b, h, t, d;
+    bool causal;
+  };
+  const AT ats[] = {{"attn B4 H12 T64 D64 causal", 4, 12, 64, 64, true},
+                    {"attn B4 H12 T1024 D64 causal", 4, 12, 1024, 64, true},
+                    {"attn B4 H12 T1024 D64 full", 4, 12, 1024, 64, false}};
+  printf("%-36s %8s %10s %10s %8s %10s %10s\n", "attention", "threads", "ms", "GFLOP/s", "",
+         "best GF/s", "cpu GF/s");
+  for (const AT& a : ats) {
+    if (!filter.empty() && std::string(a.name).find(filter) == std::string::npos) continue;
+    size_t n = (size_t)(a.b * a.h * a.t * a.d);
+    auto q = rnd(n, 3), k = rnd(n, 4), v = rnd(n, 5);
+    std::vector<float> o(n);
+    for (int t : threads) {
+      Pool pool(t);
+      tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+      double sec = median_seconds([&] {
+        tfc_k_attention_f32(q.data(), k.data(), v.data(), o.data(), a.b, a.h, a.h, a.t, a.t, a.d,
+                            a.d, a.causal, 0, 1.f / sqrtf((float)a.d));
+      });
+      tfc_kernels_set_host(nullptr);
+      double pairs = a.causal ? a.t * (a.t + 1) / 2.0 : (double)a.t * a.t;
+      double flops = 4.0 * a.b * a.h * pairs * a.d;  // QK^T and PV, multiply-add = 2
+      printf("%-36s %8d %10.3f %10.1f %8s %10.1f %10.1f\n", a.name, t, sec * 1e3,
+             flops / sec * 1e-9, "", flops / g_best * 1e-9, flops / (g_cpu / t) * 1e-9);
+      fflush(stdout);
+    }
+  }
+  return 0;
+}

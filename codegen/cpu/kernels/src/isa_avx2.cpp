@@ -74,6 +74,44 @@ constexpr int MCMAX = 80 * MR;
 constexpr int BQ = 4 * MR;
 constexpr int BK = 128;
 
+// Packing of transposed B with in-register 8 x 8 transposes (see isa_avx512.cpp).
+inline void transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {
+    u[4 * h + 0] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h + 0], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int e = 0; e < 4; ++e) {
+    r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
+    r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
+  }
+}
+
+// dst[k*NR + j] = src[j*ldb + k] for j < NR, k < kc.
+void transpose_pack_panel(const float* __restrict src, int64_t ldb, int64_t kc,
+                          float* __restrict dst) {
+  static_assert(NR % 8 == 0, "panel width");
+  int64_t k0 = 0;
+  for (; k0 + 8 <= kc; k0 += 8) {
+    for (int jb = 0; jb < NR; jb += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + (jb + i) * ldb + k0);
+      transpose8(r);
+      for (int c = 0; c < 8; ++c) _mm256_storeu_ps(dst + (k0 + c) * NR + jb, r[c]);
+    }
+  }
+  for (int j = 0; j < NR; ++j) {
+    for (int64_t k = k0; k < kc; ++k) dst[k * NR + j] = src[j * ldb + k];
+  }
+}
+#define TFC_HAVE_TRANSPOSE_PACK 1
+
 #include "kernels_impl.inc"
 
 float max_fn(const float* x, int64_t n) { return row_max(x, n); }

@@ -12,7 +12,7 @@
 #define TFC_AVX512_NR 32
 #endif
 #ifndef TFC_AVX512_KC
-#define TFC_AVX512_KC 256
+#define TFC_AVX512_KC 512
 #endif
 #ifndef TFC_AVX512_NT
 #define TFC_AVX512_NT 128
@@ -66,6 +66,53 @@ constexpr int NT = TFC_AVX512_NT;
 constexpr int MCMAX = 36 * MR;
 constexpr int BQ = 2 * MR;
 constexpr int BK = 128;
+
+// Packing of transposed B (B stored N x K, e.g. a Linear weight [out, in]): 16 x 16
+// blocks transposed in registers instead of 16 strided scalar stores per vector.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  __m512 o[16];
+  for (int e = 0; e < 4; ++e) {
+    __m512 ab_lo = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
+    __m512 ab_hi = _mm512_shuffle_f32x4(r[e], r[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
+    __m512 cd_lo = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
+    __m512 cd_hi = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
+    o[0 + e] = _mm512_shuffle_f32x4(ab_lo, cd_lo, _MM_SHUFFLE(2, 0, 2, 0));
+    o[4 + e] = _mm512_shuffle_f32x4(ab_lo, cd_lo, _MM_SHUFFLE(3, 1, 3, 1));
+    o[8 + e] = _mm512_shuffle_f32x4(ab_hi, cd_hi, _MM_SHUFFLE(2, 0, 2, 0));
+    o[12 + e] = _mm512_shuffle_f32x4(ab_hi, cd_hi, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+  for (int i = 0; i < 16; ++i) r[i] = o[i];
+}
+
+// dst[k*NR + j] = src[j*ldb + k] for j < NR, k < kc.
+void transpose_pack_panel(const float* __restrict src, int64_t ldb, int64_t kc,
+                          float* __restrict dst) {
+  static_assert(NR % 16 == 0, "panel width");
+  int64_t k0 = 0;
+  for (; k0 + 16 <= kc; k0 += 16) {
+    for (int jb = 0; jb < NR; jb += 16) {
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + (jb + i) * ldb + k0);
+      transpose16(r);
+      for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (k0 + c) * NR + jb, r[c]);
+    }
+  }
+  for (int j = 0; j < NR; ++j) {
+    for (int64_t k = k0; k < kc; ++k) dst[k * NR + j] = src[j * ldb + k];
+  }
+}
+#define TFC_HAVE_TRANSPOSE_PACK 1
 
 #include "kernels_impl.inc"
 

@@ -14,7 +14,7 @@ namespace tfc_kern_test {
 uint64_t run_seed() {
   static uint64_t seed = [] {
     if (const char* s = getenv("TFC_TEST_SEED")) return (uint64_t)strtoull(s, nullptr, 10);
-    return (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007ull;
+    return (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % (uint64_t)1000000007;
   }();
   return seed;
 }
