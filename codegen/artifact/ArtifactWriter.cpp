@@ -145,7 +145,8 @@ llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
     // The roles are in the tables now; LLVM IR has no use for them.
     func.removeArgAttrsAttr();
     func.removeResAttrsAttr();
-    for (StringRef attr : {"tfc.entry", "tfc.arena_bytes", "tfc.num_kernels"})
+    for (StringRef attr : {"tfc.entry", "tfc.arena_bytes", "tfc.num_kernels",
+                           "tfc.intermediate_bytes", "tfc.live_bound_bytes"})
       func->removeAttr(attr);
     info.entries.push_back(std::move(entry));
   }

@@ -17,6 +17,7 @@
 #include "dialects/tfc/TfcOps.h"
 
 #include "llvm/ADT/MapVector.h"
+#include <map>
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -61,6 +62,13 @@ public:
 private:
   LogicalResult lowerOp(Operation *op);
   Value arenaBuffer(MemRefType type);
+  /// The graph value `v` now refers to the arena bytes of `view` (a new
+  /// buffer, or an alias such as a reshape): they stay allocated while any
+  /// value refers to them.
+  void retain(Value v, Value view);
+  /// `v` is dead: its bytes return to the free list once no alias is live.
+  void release(Value v);
+  int64_t allocate(int64_t bytes);
   Value resultBuffer(Value result);
   func::FuncOp getOrCreateKernel(Operation *op, TypeRange operandTypes,
                                  TypeRange resultTypes, StringRef tag);
@@ -78,6 +86,18 @@ private:
   int64_t numKernels = 0;
   DenseMap<Value, Value> buffers;           // graph value -> memref
   DenseMap<Value, int64_t> arenaOffsets;    // memref in arena -> byte offset
+
+  // Arena reuse by liveness: each allocation is a block shared by the values
+  // that alias it; freed blocks go back to a free list (best fit, coalesced).
+  struct ArenaBlock {
+    int64_t offset, bytes;
+    int refs = 0;
+  };
+  std::vector<ArenaBlock> blocks;
+  DenseMap<Value, unsigned> blockOfView;  // arena view -> block
+  DenseMap<Value, unsigned> blockOfValue; // graph value -> block it holds
+  std::map<int64_t, int64_t> freeRanges;  // offset -> bytes
+  int64_t liveBytes = 0, peakLiveBytes = 0, totalBytes = 0;
   DenseMap<Value, Value> outputFor;         // graph value -> output arg
   DenseMap<StringAttr, Value> storageArgs;  // symbol -> param/state arg
   llvm::MapVector<StringAttr, Value> stores; // symbol -> last stored value
@@ -88,15 +108,73 @@ Value EntryLowering::storageArg(StringAttr name) {
   return storageArgs.lookup(name);
 }
 
+int64_t EntryLowering::allocate(int64_t bytes) {
+  // Best fit among the free ranges, else grow the arena.
+  auto best = freeRanges.end();
+  for (auto it = freeRanges.begin(); it != freeRanges.end(); ++it)
+    if (it->second >= bytes &&
+        (best == freeRanges.end() || it->second < best->second))
+      best = it;
+  if (best == freeRanges.end()) {
+    int64_t offset = arenaBytes;
+    arenaBytes += bytes;
+    return offset;
+  }
+  int64_t offset = best->first, rest = best->second - bytes;
+  freeRanges.erase(best);
+  if (rest > 0)
+    freeRanges[offset + bytes] = rest;
+  return offset;
+}
+
 Value EntryLowering::arenaBuffer(MemRefType type) {
   Location loc = graph.getLoc();
-  int64_t offset = arenaBytes;
-  arenaBytes += (byteSize(type) + kAlignment - 1) / kAlignment * kAlignment;
+  int64_t bytes = (byteSize(type) + kAlignment - 1) / kAlignment * kAlignment;
+  int64_t offset = allocate(bytes);
+  totalBytes += bytes;
+  liveBytes += bytes;
+  peakLiveBytes = std::max(peakLiveBytes, liveBytes);
   Value offsetValue = cpu::indexConst(builder, loc, offset);
   Value view = builder.create<memref::ViewOp>(loc, type, arena, offsetValue,
                                               ValueRange{});
   arenaOffsets[view] = offset;
+  blockOfView[view] = blocks.size();
+  blocks.push_back({offset, bytes});
   return view;
+}
+
+void EntryLowering::retain(Value v, Value view) {
+  auto it = blockOfView.find(view);
+  if (it == blockOfView.end())
+    return; // Not arena memory: arguments, globals.
+  blockOfValue[v] = it->second;
+  ++blocks[it->second].refs;
+}
+
+void EntryLowering::release(Value v) {
+  auto it = blockOfValue.find(v);
+  if (it == blockOfValue.end())
+    return;
+  ArenaBlock &block = blocks[it->second];
+  blockOfValue.erase(it);
+  if (--block.refs > 0)
+    return;
+  liveBytes -= block.bytes;
+  // Return the range and merge it with free neighbours.
+  int64_t offset = block.offset, bytes = block.bytes;
+  auto next = freeRanges.lower_bound(offset);
+  if (next != freeRanges.end() && offset + bytes == next->first) {
+    bytes += next->second;
+    next = freeRanges.erase(next);
+  }
+  if (next != freeRanges.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == offset) {
+      prev->second += bytes;
+      return;
+    }
+  }
+  freeRanges[offset] = bytes;
 }
 
 Value EntryLowering::resultBuffer(Value result) {
@@ -203,20 +281,14 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
           loc, type, arena, cpu::indexConst(builder, loc, it->second),
           ValueRange{});
       arenaOffsets[view] = it->second;
+      blockOfView[view] = blockOfView.lookup(src);
       buffers[reshape] = view;
       return success();
     }
     // Arguments and outputs: copy the bytes into a buffer of the new shape.
     Value dst = resultBuffer(reshape.getResult());
-    Value flatSrc = builder.create<memref::CollapseShapeOp>(
-        loc, src,
-        SmallVector<ReassociationIndices>{llvm::to_vector(
-            llvm::seq<int64_t>(0, llvm::cast<MemRefType>(src.getType())
-                                      .getRank()))});
-    Value flatDst = builder.create<memref::CollapseShapeOp>(
-        loc, dst,
-        SmallVector<ReassociationIndices>{
-            llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()))});
+    Value flatSrc = cpu::flatten(builder, loc, src);
+    Value flatDst = cpu::flatten(builder, loc, dst);
     builder.create<memref::CopyOp>(loc, flatSrc, flatDst);
     buffers[reshape] = dst;
     return success();
@@ -380,9 +452,34 @@ LogicalResult EntryLowering::run() {
   next += returnOp.getNumOperands();
   arena = body->getArgument(next);
 
+  // Last use of every value in program order; returned and stored values
+  // live to the end.
+  DenseMap<Value, int64_t> lastUse;
+  SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
-    if (failed(lowerOp(&op)))
+    ops.push_back(&op);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    int64_t use = llvm::isa<StoreOp>(op) ? INT64_MAX : (int64_t)i;
+    for (Value v : op->getOperands())
+      lastUse[v] = std::max(lastUse.lookup(v), use);
+  }
+  for (Value v : returnOp.getOperands())
+    lastUse[v] = INT64_MAX;
+
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    if (failed(lowerOp(op)))
       return failure();
+    for (Value r : op->getResults())
+      retain(r, buffers.lookup(r));
+    // Operands used for the last time, and results nobody reads, free their
+    // bytes for the ops that follow (never for this op's own results).
+    for (Value v : op->getOperands())
+      if (lastUse.lookup(v) == (int64_t)i)
+        release(v);
+    for (Value r : op->getResults())
+      if (!lastUse.count(r))
+        release(r);
+  }
 
   Location loc = graph.getLoc();
   // Outputs not written in place (inputs, loaded params, values returned
@@ -411,6 +508,11 @@ LogicalResult EntryLowering::run() {
   entry->setAttr("tfc.entry", builder.getStringAttr(graphName));
   entry->setAttr("tfc.arena_bytes", builder.getI64IntegerAttr(size));
   entry->setAttr("tfc.num_kernels", builder.getI64IntegerAttr(numKernels));
+  // The memory report: every intermediate's bytes added up, the most bytes
+  // live at once in this order (a lower bound for any placement), and the
+  // arena actually planned.
+  entry->setAttr("tfc.intermediate_bytes", builder.getI64IntegerAttr(totalBytes));
+  entry->setAttr("tfc.live_bound_bytes", builder.getI64IntegerAttr(peakLiveBytes));
   graph.erase();
   return success();
 }

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""PyTorch eager peer for tfc's GPT-2 benchmarks (bench/run_bench.py).
+
+GPT-2 written directly in PyTorch (the same math as Hugging Face's
+GPT2LMHeadModel: Conv1D layouts, tanh GELU, tied LM head), loading the same
+.safetensors weights tfc uses, so both run the same model on the same
+numbers. Attention uses F.scaled_dot_product_attention (fused where PyTorch
+has it). Prints one JSON line with the measurement.
+
+  peer_torch.py forward  --weights W --batch 4 --seq 64 --repeat 10
+  peer_torch.py decode   --weights W --prompt 128 --new 64
+  peer_torch.py train    --weights W --batch 4 --seq 64 --repeat 5
+"""
+import argparse
+import json
+import resource
+import struct
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", name
+        begin, end = info["data_offsets"]
+        out[name] = torch.from_numpy(
+            np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"]).copy())
+    return out
+
+
+class GPT2(torch.nn.Module):
+    def __init__(self, weights, n_head):
+        super().__init__()
+        self.p = torch.nn.ParameterDict(
+            {k.replace(".", "__"): torch.nn.Parameter(v) for k, v in weights.items()})
+        self.n_layer = sum(1 for k in weights if k.endswith(".ln_1.weight"))
+        self.n_head = n_head
+
+    def w(self, name):
+        return self.p[name.replace(".", "__")]
+
+    def block(self, i, x, cache=None, pos=0):
+        h = f"h.{i}"
+        B, T, C = x.shape
+        a = F.layer_norm(x, (C,), self.w(h + ".ln_1.weight"), self.w(h + ".ln_1.bias"), 1e-5)
+        qkv = torch.addmm(self.w(h + ".attn.c_attn.bias"), a.view(-1, C),
+                          self.w(h + ".attn.c_attn.weight")).view(B, T, 3, self.n_head, -1)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        if cache is not None:
+            kc, vc = cache[i]
+            kc[:, :, pos:pos + T] = k
+            vc[:, :, pos:pos + T] = v
+            k, v = kc[:, :, :pos + T], vc[:, :, :pos + T]
+            causal = T > 1
+        else:
+            causal = True
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        y = y.transpose(1, 2).reshape(B * T, C)
+        x = x + torch.addmm(self.w(h + ".attn.c_proj.bias"), y,
+                            self.w(h + ".attn.c_proj.weight")).view(B, T, C)
+        m = F.layer_norm(x, (C,), self.w(h + ".ln_2.weight"), self.w(h + ".ln_2.bias"), 1e-5)
+        m = F.gelu(torch.addmm(self.w(h + ".mlp.c_fc.bias"), m.view(B * T, C),
+                               self.w(h + ".mlp.c_fc.weight")), approximate="tanh")
+        return x + torch.addmm(self.w(h + ".mlp.c_proj.bias"), m,
+                               self.w(h + ".mlp.c_proj.weight")).view(B, T, C)
+
+    def forward(self, tokens, cache=None, pos=0, last_only=False):
+        B, T = tokens.shape
+        x = self.w("wte.weight")[tokens] + self.w("wpe.weight")[pos:pos + T]
+        for i in range(self.n_layer):
+            x = self.block(i, x, cache, pos)
+        if last_only:
+            x = x[:, -1:]
+        x = F.layer_norm(x, (x.shape[-1],), self.w("ln_f.weight"), self.w("ln_f.bias"), 1e-5)
+        return x @ self.w("wte.weight").t()
+
+
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["forward", "decode", "train"])
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--n-head", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--new", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    model = GPT2(load_safetensors(a.weights), a.n_head)
+    vocab = model.w("wte.weight").shape[0]
+    g = torch.Generator().manual_seed(0)
+    result = {"peer": f"pytorch {torch.__version__} eager", "threads": a.threads}
+    if a.what == "forward":
+        tokens = torch.randint(0, vocab, (a.batch, a.seq), generator=g)
+        with torch.no_grad():
+            model(tokens)  # warm-up
+            ms = []
+            for _ in range(a.repeat):
+                t = time.perf_counter()
+                model(tokens)
+                ms.append((time.perf_counter() - t) * 1e3)
+        result.update(ms=median(ms), min_ms=min(ms))
+    elif a.what == "decode":
+        C = model.w("wte.weight").shape[1]
+        n_ctx = model.w("wpe.weight").shape[0]
+        cache = [(torch.zeros(1, a.n_head, n_ctx, C // a.n_head),
+                  torch.zeros(1, a.n_head, n_ctx, C // a.n_head)) for _ in range(model.n_layer)]
+        prompt = torch.randint(0, vocab, (1, a.prompt), generator=g)
+        with torch.no_grad():
+            t = time.perf_counter()
+            logits = model(prompt, cache, 0, last_only=True)
+            prefill = time.perf_counter() - t
+            tok = logits[:, -1].argmax(-1, keepdim=True)
+            t = time.perf_counter()
+            for i in range(a.new):
+                logits = model(tok, cache, a.prompt + i, last_only=True)
+                tok = logits[:, -1].argmax(-1, keepdim=True)
+            decode = time.perf_counter() - t
+        result.update(prefill_tok_s=a.prompt / prefill, decode_tok_s=a.new / decode)
+    else:
+        tokens = torch.randint(0, vocab, (a.batch, a.seq + 1), generator=g)
+        x, y = tokens[:, :-1], tokens[:, 1:]
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
+        ms = []
+        for r in range(a.repeat + 1):
+            t = time.perf_counter()
+            loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            if r > 0:
+                ms.append((time.perf_counter() - t) * 1e3)
+        result.update(ms=median(ms), min_ms=min(ms),
+                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

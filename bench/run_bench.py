@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""tfc vs PyTorch eager on GPT-2 124M, on this machine, in one run.
+
+Measures, interleaving tfc and the peer (--runs processes each, medians):
+  - compile time of gpt2-124m (tfc-trace + tfc, reported on its own);
+  - forward at B=4, T=64 (median of --repeat calls per process, after warm-up);
+  - decode tokens/s at batch 1 after a 128-token prompt (greedy);
+  - with --train: train_step at B=4, T=64 (AdamW, clip 1.0) and peak RSS.
+Prints a Markdown table with the ratios and the floors from FLOPs and bytes.
+
+  bench/run_bench.py --bin-dir build/bin --python /opt/tfc-bench/bin/python [--train]
+
+The peer is bench/peer_torch.py (GPT-2 written in PyTorch, same weights). Set
+the peer up as BENCHMARKING.md says: an optimized BLAS, OMP_WAIT_POLICY=PASSIVE.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PEAK_GFLOPS = 224.0  # 2 Zen 4 cores, fp32 FMA (BENCHMARKING.md)
+BANDWIDTH_GBS = 29.0
+PARAMS = 124_439_808
+
+
+def run(cmd, env=None, check=True):
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    dt = time.perf_counter() - t
+    if check and p.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return p, dt
+
+
+def child_peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--python", default=sys.executable, help="the peer's Python (with torch)")
+    ap.add_argument("--work-dir", default="/tmp/tfc-bench")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--train", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.work_dir, exist_ok=True)
+    b = lambda tool: os.path.join(a.bin_dir, tool)
+    w = lambda name: os.path.join(a.work_dir, name)
+    peer_env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=str(a.threads))
+
+    # Compile (timed on its own).
+    compile_s = {}
+    run([b("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "batch=4",
+         "--set", "seq=64", "-o", w("fwd.mlir")])
+    _, compile_s["forward"] = run([b("tfc"), w("fwd.mlir"), "-o", w("fwd.so")])
+    run([b("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "batch=1",
+         "--set", "prefill_len=128", "-o", w("gen.mlir")])
+    _, compile_s["generate"] = run([b("tfc"), w("gen.mlir"), "-o", w("gen.so")])
+    if a.train:
+        _, compile_s["train"] = run([b("tfc"), w("fwd.mlir"), "--optimizer=adamw",
+                                     "-o", w("train.so")])
+    run([b("tfc-run"), w("fwd.so"), "init", "--seed", "1", "-o", w("w.safetensors")])
+    import numpy as np
+    rng = np.random.default_rng(0)
+    np.save(w("tokens.npy"), rng.integers(0, 50257, (4, 64), dtype=np.int32))
+    np.save(w("targets.npy"), rng.integers(0, 50257, (4, 64), dtype=np.int32))
+    prompt = " ".join(str(t) for t in rng.integers(0, 50257, 128))
+
+    res = {k: [] for k in ["tfc_fwd", "pt_fwd", "tfc_dec", "pt_dec", "tfc_pre", "pt_pre",
+                           "tfc_train", "pt_train", "pt_rss"]}
+    for r in range(a.runs):
+        p, _ = run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
+                    "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out"),
+                    "--threads", str(a.threads), "--repeat", str(a.repeat)])
+        res["tfc_fwd"].append(float(re.search(r"median ([\d.]+) ms", p.stderr).group(1)))
+        p, _ = run([a.python, os.path.join(HERE, "peer_torch.py"), "forward", "--weights",
+                    w("w.safetensors"), "--repeat", str(a.repeat), "--threads", str(a.threads)],
+                   env=peer_env)
+        res["pt_fwd"].append(json.loads(p.stdout)["ms"])
+        p, _ = run([b("tfc-run"), w("gen.so"), "generate", "--weights", w("w.safetensors"),
+                    "--prompt-tokens", prompt, "--max-new-tokens", "64",
+                    "--threads", str(a.threads)])
+        res["tfc_pre"].append(float(re.search(r"prefill .*?([\d.]+) tokens/s", p.stderr).group(1)))
+        res["tfc_dec"].append(float(re.search(r"decode .*?([\d.]+) tokens/s", p.stderr).group(1)))
+        p, _ = run([a.python, os.path.join(HERE, "peer_torch.py"), "decode", "--weights",
+                    w("w.safetensors"), "--prompt", "128", "--new", "64",
+                    "--threads", str(a.threads)], env=peer_env)
+        j = json.loads(p.stdout)
+        res["pt_pre"].append(j["prefill_tok_s"])
+        res["pt_dec"].append(j["decode_tok_s"])
+        if a.train:
+            hyper = ["lr=1e-4", "min_lr=0", "warmup=0", "total_steps=100", "schedule=0",
+                     "weight_decay=0.1", "grad_clip=1.0", "beta1=0.9", "beta2=0.95", "eps=1e-8"]
+            cmd = [b("tfc-run"), w("train.so"), "call", "train_step", "--weights",
+                   w("w.safetensors"), "--in", "tokens=" + w("tokens.npy"), "--in",
+                   "targets=" + w("targets.npy"), "--out-dir", w("out"), "--threads",
+                   str(a.threads), "--repeat", "5"]
+            for h in hyper:
+                cmd += ["--in", h]
+            p, _ = run(cmd)
+            res["tfc_train"].append(float(re.search(r"median ([\d.]+) ms", p.stderr).group(1)))
+            p, _ = run([a.python, os.path.join(HERE, "peer_torch.py"), "train", "--weights",
+                        w("w.safetensors"), "--repeat", "5", "--threads", str(a.threads)],
+                       env=peer_env)
+            j = json.loads(p.stdout)
+            res["pt_train"].append(j["ms"])
+            res["pt_rss"].append(j["peak_rss_mb"])
+        print(f"run {r + 1}/{a.runs}: " + ", ".join(f"{k}={v[-1]:.2f}" for k, v in res.items() if v),
+              file=sys.stderr)
+
+    med = {k: statistics.median(v) for k, v in res.items() if v}
+    fwd_flops = 2 * PARAMS * 4 * 64 + 2 * 12 * 2 * 4 * 64 * 64 * 768  # matmuls + attention
+    fwd_floor_ms = max(fwd_flops / (PEAK_GFLOPS * 1e9), PARAMS * 4 / (BANDWIDTH_GBS * 1e9)) * 1e3
+    dec_floor = BANDWIDTH_GBS * 1e9 / (PARAMS * 4)
+    print("| figure | tfc | PyTorch eager | tfc / PyTorch | floor | tfc vs floor |")
+    print("|---|---|---|---|---|---|")
+    print(f"| compile gpt2-124m (forward, loss, prefill, decode, sample) | "
+          f"{compile_s['forward']:.1f} s | - | - | - | - |")
+    print(f"| forward B=4 T=64 | {med['tfc_fwd']:.1f} ms | {med['pt_fwd']:.1f} ms | "
+          f"{med['pt_fwd'] / med['tfc_fwd']:.2f}x speed | {fwd_floor_ms:.1f} ms | "
+          f"{fwd_floor_ms / med['tfc_fwd']:.0%} |")
+    print(f"| prefill 128 tokens, batch 1 | {med['tfc_pre']:.1f} tok/s | {med['pt_pre']:.1f} tok/s | "
+          f"{med['tfc_pre'] / med['pt_pre']:.2f}x | - | - |")
+    print(f"| decode batch 1 after 128 | {med['tfc_dec']:.1f} tok/s | {med['pt_dec']:.1f} tok/s | "
+          f"{med['tfc_dec'] / med['pt_dec']:.2f}x | {dec_floor:.0f} tok/s | "
+          f"{med['tfc_dec'] / dec_floor:.0%} |")
+    if a.train:
+        print(f"| train_step B=4 T=64 AdamW | {med['tfc_train']:.0f} ms | {med['pt_train']:.0f} ms | "
+              f"{med['pt_train'] / med['tfc_train']:.2f}x speed | ~1000 ms | "
+              f"{1000 / med['tfc_train']:.0%} |")
+        print(f"| train_step peak RSS | see tfc-run info arena | {med['pt_rss']:.0f} MB | | | |")
+    print(f"\n(medians of {a.runs} processes each; {a.threads} threads; "
+          f"compile times: " + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()) + ")")
+
+
+if __name__ == "__main__":
+    main()
