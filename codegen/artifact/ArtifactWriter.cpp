@@ -409,6 +409,13 @@ buildArtifactModule(ModuleOp module, llvm::LLVMContext &context,
       translateModuleToLLVMIR(module, context, "tfc_artifact");
   if (!llvmModule)
     return error("translating the LLVM dialect to LLVM IR failed");
+  // Kernels stay functions: inlined into one entry, thousands of loop nests
+  // make a single huge function that LLVM's loop passes scale badly on
+  // (minutes for a training step), and a call per kernel costs nothing next
+  // to the kernel's own work.
+  for (llvm::Function &f : *llvmModule)
+    if (!f.isDeclaration() && f.hasLocalLinkage())
+      f.addFnAttr(llvm::Attribute::NoInline);
   llvmModule->setTargetTriple(target.getTargetTriple().str());
   llvmModule->setDataLayout(target.createDataLayout());
 
