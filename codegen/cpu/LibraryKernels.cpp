@@ -145,49 +145,48 @@ bool emitLinear(OpBuilder &b, LinearOp op, ValueRange operands,
   return true;
 }
 
-bool emitAttention(OpBuilder &b, AttentionOp op, ValueRange operands,
-                   ValueRange results) {
+/// The size and masking arguments shared by attention and its gradient:
+/// B, H, Hkv, Tq, Tk, D, Dv, causal, offset, scale. `offsetBuffer` is the
+/// 0-d position operand's buffer, or null for the default Tk - Tq.
+template <typename Op>
+SmallVector<Value> attentionShapeArgs(OpBuilder &b, Op op, Value offsetBuffer) {
   Location loc = op.getLoc();
   auto q = op.getQuery().getType(), k = op.getKey().getType(),
        v = op.getValue().getType();
-  Value offset;
-  if (op.getOffset())
-    offset = b.create<arith::ExtSIOp>(loc, b.getI64Type(),
-                                      loadScalar(b, loc, operands[3]));
-  else
-    offset = i64(b, loc, k.getDimSize(2) - q.getDimSize(2));
-  call(b, op, "tfc_k_attention_f32",
-       {pointerOf(b, loc, operands[0]), pointerOf(b, loc, operands[1]),
-        pointerOf(b, loc, operands[2]), pointerOf(b, loc, results[0]),
-        i64(b, loc, q.getDimSize(0)), i64(b, loc, q.getDimSize(1)),
-        i64(b, loc, k.getDimSize(1)), i64(b, loc, q.getDimSize(2)),
-        i64(b, loc, k.getDimSize(2)), i64(b, loc, q.getDimSize(3)),
-        i64(b, loc, v.getDimSize(3)), i32(b, loc, op.getCausal()), offset,
-        f32(b, loc, op.getEffectiveScale())});
+  Value offset =
+      offsetBuffer
+          ? b.create<arith::ExtSIOp>(loc, b.getI64Type(),
+                                     loadScalar(b, loc, offsetBuffer))
+                .getResult()
+          : i64(b, loc, k.getDimSize(2) - q.getDimSize(2));
+  return {i64(b, loc, q.getDimSize(0)), i64(b, loc, q.getDimSize(1)),
+          i64(b, loc, k.getDimSize(1)), i64(b, loc, q.getDimSize(2)),
+          i64(b, loc, k.getDimSize(2)), i64(b, loc, q.getDimSize(3)),
+          i64(b, loc, v.getDimSize(3)), i32(b, loc, op.getCausal()), offset,
+          f32(b, loc, op.getEffectiveScale())};
+}
+
+bool emitAttention(OpBuilder &b, AttentionOp op, ValueRange operands,
+                   ValueRange results) {
+  // (q, k, v, out, shapes...)
+  SmallVector<Value> args;
+  for (Value buffer : operands.take_front(3))
+    args.push_back(pointerOf(b, op.getLoc(), buffer));
+  args.push_back(pointerOf(b, op.getLoc(), results[0]));
+  args.append(attentionShapeArgs(b, op, op.getOffset() ? operands[3] : Value()));
+  call(b, op, "tfc_k_attention_f32", args);
   return true;
 }
 
 bool emitAttentionGrad(OpBuilder &b, AttentionGradOp op, ValueRange operands,
                        ValueRange results) {
-  Location loc = op.getLoc();
-  auto q = op.getQuery().getType(), k = op.getKey().getType(),
-       v = op.getValue().getType();
-  Value offset;
-  if (op.getOffset())
-    offset = b.create<arith::ExtSIOp>(loc, b.getI64Type(),
-                                      loadScalar(b, loc, operands[5]));
-  else
-    offset = i64(b, loc, k.getDimSize(2) - q.getDimSize(2));
+  // (q, k, v, out, grad_out, dq, dk, dv, shapes...)
   SmallVector<Value> args;
   for (Value buffer : operands.take_front(5))
-    args.push_back(pointerOf(b, loc, buffer));
+    args.push_back(pointerOf(b, op.getLoc(), buffer));
   for (Value buffer : results)
-    args.push_back(pointerOf(b, loc, buffer));
-  args.append({i64(b, loc, q.getDimSize(0)), i64(b, loc, q.getDimSize(1)),
-               i64(b, loc, k.getDimSize(1)), i64(b, loc, q.getDimSize(2)),
-               i64(b, loc, k.getDimSize(2)), i64(b, loc, q.getDimSize(3)),
-               i64(b, loc, v.getDimSize(3)), i32(b, loc, op.getCausal()), offset,
-               f32(b, loc, op.getEffectiveScale())});
+    args.push_back(pointerOf(b, op.getLoc(), buffer));
+  args.append(attentionShapeArgs(b, op, op.getOffset() ? operands[5] : Value()));
   call(b, op, "tfc_k_attention_grad_f32", args);
   return true;
 }
