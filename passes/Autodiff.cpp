@@ -43,6 +43,8 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
   using TfcAutodiffBase::TfcAutodiffBase;
 
   void runOnOperation() override {
+    if (entry.empty())
+      entry = getOperation().lookupSymbol("loss_train") ? "loss_train" : "loss";
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>(entry);
     if (!forward || forward.isExternal()) {

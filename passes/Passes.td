@@ -46,7 +46,8 @@ def TfcAutodiff : Pass<"tfc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of an entry w.r.t. its parameters";
   let description = [{
     Differentiates the entry function `entry` (which returns one 0-d float
-    loss) with respect to every trainable (not frozen) `tfc.param` it loads,
+    loss; by default `loss_train`, the loss with dropout, when the model has
+    one, else `loss`) with respect to every trainable (not frozen) `tfc.param` it loads,
     and adds a public entry `<entry>_grad` with the same inputs that returns
     the loss followed by one gradient per trainable parameter of the module,
     in declaration order (zeros for parameters the loss does not reach).
@@ -78,8 +79,9 @@ def TfcAutodiff : Pass<"tfc-autodiff", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"loss\"",
-           "The entry function to differentiate">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The entry function to differentiate (default: loss_train if the "
+           "module has one, the loss with dropout on, else loss)">,
   ];
 }
 
@@ -111,8 +113,9 @@ def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
     `opt.m.<param>`, `opt.v.<param>` (AdamW) or `opt.buf.<param>` (SGD).
   }];
   let options = [
-    Option<"entry", "entry", "std::string", /*default=*/"\"loss\"",
-           "The loss entry whose `<entry>_grad` tfc-autodiff wrote">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The loss entry whose `<entry>_grad` tfc-autodiff wrote (default: "
+           "loss_train if the module has one, else loss)">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "adamw or sgd">,
   ];

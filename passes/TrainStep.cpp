@@ -68,6 +68,8 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
   using TfcTrainStepBase::TfcTrainStepBase;
 
   void runOnOperation() override {
+    if (entry.empty())
+      entry = getOperation().lookupSymbol("loss_train") ? "loss_train" : "loss";
     if (failed(build(getOperation())))
       signalPassFailure();
   }

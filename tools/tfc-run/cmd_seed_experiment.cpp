@@ -354,6 +354,7 @@ int runSeedExperiment(const Invocation& invocation) {
     for (int64_t step = 0; step < stepsPerEpoch; ++step) {
       const Batch& batch = train[static_cast<size_t>(step)];
       teacher(batch, &tgtIn, &targets);
+      if (runner->hasDropout()) runner->setDropoutSeed(dropoutSeedForStep(seed, globalStep + 1));
       status = runner->step(*context, {const_cast<int32_t*>(batch.src.data()), tgtIn.data(), targets.data()},
                             &result);
       ++globalStep;

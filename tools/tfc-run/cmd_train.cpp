@@ -296,6 +296,10 @@ int runTrain(const Invocation& invocation) {
                            "sampler seed %s; the sampler continues from the checkpoint\n",
                    seed, field("sampler.seed").c_str());
     }
+    // Dropout masks follow the checkpoint's seed too, so a resumed run draws
+    // what the uninterrupted one would have.
+    uint64_t savedSeed = 0;
+    if (parseUint64(field("sampler.seed"), &savedSeed)) seed = savedSeed;
     for (int32_t i = 0; i < artifact->stateCount(); ++i) {
       const tfc_tensor_desc_t& desc = artifact->state(i);
       if (std::string(desc.name) == "train.step" && desc.dtype == TFC_ABI_I64 && desc.rank == 0) {
@@ -441,6 +445,7 @@ int runTrain(const Invocation& invocation) {
     auto stepStart = Clock::now();
     sampler.next(x.data(), y.data());
     TrainStepRunner::Result result;
+    if (runner->hasDropout()) runner->setDropoutSeed(dropoutSeedForStep(seed, step));
     status = runner->step(*context, {x.data(), y.data()}, &result);
     if (!status.ok()) {
       endProgress();

@@ -121,6 +121,11 @@ StatusOr<TrainStepRunner> TrainStepRunner::create(const Artifact& artifact, cons
     runner.inputDescs_.push_back(desc);
     runner.inputShapes_.push_back(shapeOf(desc));
     if (i < firstHyper) {
+      if (std::string(desc.name) == "dropout_seed" && desc.rank == 0 &&
+          desc.dtype == TFC_ABI_I64) {
+        runner.dropoutSeedInput_ = i;
+        continue;
+      }
       runner.dataInputs_.push_back(&entry.inputs[i]);
       continue;
     }
@@ -135,6 +140,7 @@ StatusOr<TrainStepRunner> TrainStepRunner::create(const Artifact& artifact, cons
     runner.hyperNames_.push_back(name);
   }
   runner.hyperValues_.assign(runner.hyperNames_.size(), 0.0f);
+  runner.firstHyper_ = firstHyper;
   runner.optimizer_ = hasMomentum && !hasBeta ? Optimizer::kSgd : Optimizer::kAdamW;
   if (args != nullptr) {
     if (runner.optimizer_ == Optimizer::kAdamW && args->has("--momentum")) {
@@ -190,6 +196,14 @@ void TrainStepRunner::setHyperParams(const HyperParams& p) {
   }
 }
 
+int64_t dropoutSeedForStep(uint64_t seed, int64_t step) {
+  // SplitMix64 of (seed, step): unrelated streams for neighbouring steps.
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>((z ^ (z >> 31)) >> 1);
+}
+
 namespace {
 tfc_tensor_ref_t makeRef(const tfc_tensor_desc_t& desc, const std::vector<int64_t>& shape,
                          void* data) {
@@ -205,9 +219,16 @@ tfc_tensor_ref_t makeRef(const tfc_tensor_desc_t& desc, const std::vector<int64_
 
 Status TrainStepRunner::step(Context& context, const std::vector<void*>& data, Result* result) {
   std::vector<tfc_tensor_ref_t> inputs, outputs;
-  size_t numData = dataInputs_.size();
+  size_t nextData = 0, nextHyper = 0;
   for (size_t i = 0; i < inputDescs_.size(); ++i) {
-    void* pointer = i < numData ? data[i] : &hyperValues_[i - numData];
+    void* pointer;
+    if (static_cast<int32_t>(i) == dropoutSeedInput_) {
+      pointer = &dropoutSeed_;
+    } else if (static_cast<int32_t>(i) < firstHyper_) {
+      pointer = data[nextData++];
+    } else {
+      pointer = &hyperValues_[nextHyper++];
+    }
     inputs.push_back(makeRef(inputDescs_[i], inputShapes_[i], pointer));
   }
   for (int32_t i = 0; i < numOutputs_; ++i) {

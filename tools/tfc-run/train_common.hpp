@@ -53,6 +53,11 @@ class TrainStepRunner {
   const std::vector<const tfc_tensor_desc_t*>& dataInputs() const { return dataInputs_; }
 
   void setHyperParams(const HyperParams& params);
+  // Whether train_step takes a `dropout_seed` (the model was traced with dropout), and
+  // the seed of the next step's masks: callers derive it from their seed and the step
+  // number, so a resumed run draws the same masks as an uninterrupted one.
+  bool hasDropout() const { return dropoutSeedInput_ >= 0; }
+  void setDropoutSeed(int64_t seed) { dropoutSeed_ = seed; }
   bool hasGradNorm() const { return gradNormOutput_ >= 0; }
 
   struct Result {
@@ -74,7 +79,13 @@ class TrainStepRunner {
   int32_t numOutputs_ = 0;
   int32_t entryIndex_ = -1;
   std::vector<tfc_tensor_desc_t> inputDescs_;
+  int32_t firstHyper_ = 0;
+  int32_t dropoutSeedInput_ = -1;
+  int64_t dropoutSeed_ = 0;
 };
+
+// The dropout seed of step |step| (1-based) of a run with seed |seed|.
+int64_t dropoutSeedForStep(uint64_t seed, int64_t step);
 
 // Evaluates the `loss` entry (inputs as train_step's data inputs, one 0-d f32 output).
 class LossEvaluator {

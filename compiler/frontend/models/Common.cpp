@@ -59,6 +59,28 @@ Tensor causalSelfAttention(Graph &g, int64_t layer, Tensor q, Tensor k,
   return attention(q, keys, values, options); // (B, H, T, D)
 }
 
+Tensor DropoutSites::operator()(Tensor x) {
+  if (!seed_ || !enabled())
+    return x;
+  // A distinct stream per site: seed + i * 2^32.
+  Tensor siteSeed = seed_ + static_cast<double>(next_++ * (int64_t(1) << 32));
+  return frontend::dropout(x, siteSeed, static_cast<float>(rate_));
+}
+
+void addTrainingLoss(Graph &g, DropoutSites *dropout,
+                     std::vector<EntryInput> inputs,
+                     std::function<Tensor(llvm::ArrayRef<Tensor>)> loss) {
+  if (!dropout || !dropout->enabled())
+    return;
+  inputs.push_back({"dropout_seed", {}, DType::I64});
+  g.entry("loss_train", inputs, [&](llvm::ArrayRef<Tensor> in) {
+    dropout->start(in.back());
+    Tensor value = loss(in.drop_back());
+    dropout->stop();
+    return std::vector<EntryOutput>{{"loss", value}};
+  });
+}
+
 void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
   const int64_t B = s.batch, T = s.seq, P = s.prefillLen, C = s.width,
                 V = s.vocab;
@@ -70,15 +92,18 @@ void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
             return Outputs{{"logits", model.logits(h)}}; // (B, T, V)
           });
 
-  g.entry("loss",
-          {{"tokens", {B, T}, DType::I32}, {"targets", {B, T}, DType::I32}},
-          [&](llvm::ArrayRef<Tensor> in) {
-            Tensor logits = model.logits(model.hidden(in[0], nullptr));
-            auto scope = g.scope("loss");
-            // mean over targets != -100, () f32
-            Tensor loss = crossEntropy(logits, in[1], /*ignoreIndex=*/-100);
-            return Outputs{{"loss", loss}};
-          });
+  std::vector<EntryInput> lossInputs = {{"tokens", {B, T}, DType::I32},
+                                        {"targets", {B, T}, DType::I32}};
+  auto loss = [&](llvm::ArrayRef<Tensor> in) {
+    Tensor logits = model.logits(model.hidden(in[0], nullptr));
+    auto scope = g.scope("loss");
+    // mean over targets != -100, () f32
+    return crossEntropy(logits, in[1], /*ignoreIndex=*/-100);
+  };
+  g.entry("loss", lossInputs, [&](llvm::ArrayRef<Tensor> in) {
+    return Outputs{{"loss", loss(in)}};
+  });
+  addTrainingLoss(g, model.dropout, lossInputs, loss);
 
   // Runs a chunk of P tokens from cache position `pos` and returns the
   // logits of its token n-1 (a last, partly filled chunk has n < P; the

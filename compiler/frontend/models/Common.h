@@ -43,9 +43,34 @@ Tensor causalSelfAttention(Graph &g, int64_t layer, Tensor q, Tensor k,
                            Tensor v, const KVCacheStep *cache);
 
 /// The model-specific half of a decoder-only language model.
+/// Dropout at the sites a model marks, active only while the training loss
+/// (`loss_train`) is traced. Site i draws its mask from the stream
+/// seed + i * 2^32 (the counter is the element index inside the op), so the
+/// masks of different sites are independent, and the same seed reproduces
+/// them on any number of threads.
+class DropoutSites {
+public:
+  explicit DropoutSites(double rate) : rate_(rate) {}
+  bool enabled() const { return rate_ > 0.0; }
+  /// x, or dropout(x) while a seed is set.
+  Tensor operator()(Tensor x);
+  void start(Tensor seed) {
+    seed_ = seed;
+    next_ = 0;
+  }
+  void stop() { seed_ = Tensor(); }
+
+private:
+  double rate_;
+  Tensor seed_;
+  int64_t next_ = 0;
+};
+
 class CausalLM {
 public:
   virtual ~CausalLM() = default;
+  /// Set by the model when it has dropout sites (nullptr: none).
+  DropoutSites *dropout = nullptr;
   /// tokens (B, T) i32 -> hidden states (B, T, C) before the final norm.
   /// With `cache`, positions start at cache->pos and attention goes through
   /// the KV cache (causalSelfAttention).
@@ -63,6 +88,14 @@ struct CausalLMSizes {
   int64_t width;      ///< C, the hidden width
   int64_t vocab;      ///< V
 };
+
+/// With dropout sites enabled, adds
+///   loss_train(<inputs>..., dropout_seed () i64) -> loss () f32
+/// tracing `loss` with dropout on; tfc-autodiff differentiates it instead of
+/// `loss` (which stays dropout-free for evaluation).
+void addTrainingLoss(Graph &g, DropoutSites *dropout,
+                     std::vector<EntryInput> inputs,
+                     std::function<Tensor(llvm::ArrayRef<Tensor>)> loss);
 
 /// Adds the entry functions of a decoder-only LM to `g`:
 ///   forward(tokens (B,T) i32) -> logits (B,T,V)

@@ -57,13 +57,18 @@ class EncDec {
 public:
   EncDec(Graph &g, const EncDecConfig &config) : g(g), c(config) {}
 
+  /// The article's homework: dropout on each sublayer's output before the
+  /// residual add, in the training loss only.
+  DropoutSites *dropout = nullptr;
+  Tensor drop(Tensor x) { return dropout ? (*dropout)(x) : x; }
+
   /// src (B, S) -> Z (B, S, D). No final encoder norm.
   Tensor encode(Tensor src) {
     auto scope = g.scope("encoder");
     Tensor r = embed(src); // (B, S, D)
     Tensor n = norm(r);
-    r = r + attention("encoder.mha", n, n, /*causal=*/false); // (B, S, D)
-    return r + feedForward("encoder.ff", norm(r));             // (B, S, D)
+    r = r + drop(attention("encoder.mha", n, n, /*causal=*/false)); // (B, S, D)
+    return r + drop(feedForward("encoder.ff", norm(r)));             // (B, S, D)
   }
 
   /// tgt_in (B, T) starting with Start, z (B, S, D) -> logits (B, T, V).
@@ -73,9 +78,9 @@ public:
       auto scope = g.scope("decoder");
       r = embed(tgtIn); // (B, T, D)
       Tensor n = norm(r);
-      r = r + attention("decoder.mha", n, n, /*causal=*/true); // (B, T, D)
-      r = r + attention("decoder.mhca", norm(r), z, false);    // (B, T, D)
-      r = r + feedForward("decoder.ff", norm(r));               // (B, T, D)
+      r = r + drop(attention("decoder.mha", n, n, /*causal=*/true)); // (B, T, D)
+      r = r + drop(attention("decoder.mhca", norm(r), z, false));    // (B, T, D)
+      r = r + drop(feedForward("decoder.ff", norm(r)));               // (B, T, D)
     }
     auto scope = g.scope("output");
     Tensor w = param("output.w", {c.dModel, c.vocab});
@@ -140,6 +145,9 @@ private:
 
 void validate(const ModelConfig &cfg) {
   int64_t d = cfg.size("d_model"), h = cfg.size("n_head");
+  double dropout = cfg.number("dropout");
+  cfg.require(dropout >= 0.0 && dropout < 1.0,
+              "dropout (" + llvm::Twine(std::to_string(dropout)) + ") must be in [0, 1)");
   cfg.require(d % h == 0, "d_model (" + llvm::Twine(d) +
                               ") must be divisible by n_head (" +
                               llvm::Twine(h) + ")");
@@ -169,16 +177,21 @@ void build(Graph &g, const ModelConfig &cfg) {
             return Outputs{{"logits", model.decode(in[1], z)}}; // (B, T, V)
           });
 
-  g.entry("loss",
-          {{"src", {B, S}, DType::I32},
-           {"tgt_in", {B, T}, DType::I32},
-           {"targets", {B, T}, DType::I32}},
-          [&](llvm::ArrayRef<Tensor> in) {
-            Tensor logits = model.decode(in[1], model.encode(in[0]));
-            auto scope = g.scope("loss");
-            // mean over targets != -100, () f32
-            return Outputs{{"loss", crossEntropy(logits, in[2], -100)}};
-          });
+  std::vector<EntryInput> lossInputs = {{"src", {B, S}, DType::I32},
+                                        {"tgt_in", {B, T}, DType::I32},
+                                        {"targets", {B, T}, DType::I32}};
+  auto loss = [&](llvm::ArrayRef<Tensor> in) {
+    Tensor logits = model.decode(in[1], model.encode(in[0]));
+    auto scope = g.scope("loss");
+    // mean over targets != -100, () f32
+    return crossEntropy(logits, in[2], -100);
+  };
+  g.entry("loss", lossInputs, [&](llvm::ArrayRef<Tensor> in) {
+    return Outputs{{"loss", loss(in)}};
+  });
+  DropoutSites dropout(cfg.number("dropout"));
+  model.dropout = &dropout;
+  addTrainingLoss(g, &dropout, lossInputs, loss);
 }
 
 } // namespace
@@ -199,6 +212,9 @@ ModelInfo encdecModel() {
       {"src_len", K::Size, "16", "encoder tokens S"},
       {"tgt_len", K::Size, "17",
        "decoder tokens T: Start + 16 targets in the article"},
+      {"dropout", K::Number, "0",
+       "dropout rate on sublayer outputs in training (0 = off; the "
+       "article's homework); adds loss_train"},
   };
   info.validate = validate;
   info.build = build;

@@ -49,13 +49,15 @@ public:
       if (cache)
         positions = positions + cache->pos;
       Tensor pos = embedding(wpe, positions); // (T, C)
-      x = tok + pos;                          // (B, T, C)
+      x = drop(tok + pos);                    // (B, T, C), embd_pdrop
     }
     for (int64_t i = 0; i < c.nLayer; ++i) {
       std::string h = "h." + std::to_string(i);
       auto scope = g.scope(h);
-      x = x + attention(h, i, layerNorm(h + ".ln_1", x), cache); // (B, T, C)
-      x = x + mlp(h, layerNorm(h + ".ln_2", x));                 // (B, T, C)
+      // resid_pdrop on both branches (attention-probability dropout is not
+      // modelled: tfc.attention never forms the probabilities).
+      x = x + drop(attention(h, i, layerNorm(h + ".ln_1", x), cache));
+      x = x + drop(mlp(h, layerNorm(h + ".ln_2", x))); // (B, T, C)
     }
     return x;
   }
@@ -68,6 +70,8 @@ public:
   }
 
 private:
+  Tensor drop(Tensor x) { return dropout ? (*dropout)(x) : x; }
+
   Tensor tokenEmbeddings() {
     return g.param("wte.weight", {c.vocab, c.nEmbd}, DType::F32,
                    normalInit(0.02));
@@ -128,6 +132,9 @@ void validate(const ModelConfig &cfg) {
   cfg.require(cfg.size("seq") <= nCtx,
               "seq (" + llvm::Twine(cfg.size("seq")) +
                   ") must not exceed n_ctx (" + llvm::Twine(nCtx) + ")");
+  double dropout = cfg.number("dropout");
+  cfg.require(dropout >= 0.0 && dropout < 1.0,
+              "dropout (" + llvm::Twine(std::to_string(dropout)) + ") must be in [0, 1)");
   cfg.require(cfg.size("prefill_len") <= nCtx,
               "prefill_len (" + llvm::Twine(cfg.size("prefill_len")) +
                   ") must not exceed n_ctx (" + llvm::Twine(nCtx) + ")");
@@ -138,6 +145,8 @@ void build(Graph &g, const ModelConfig &cfg) {
                     cfg.size("n_embd"), cfg.size("vocab_size"),
                     cfg.size("n_ctx")};
   GPT2 model(g, config);
+  DropoutSites dropout(cfg.number("dropout"));
+  model.dropout = &dropout;
   addCausalLMEntries(g, model,
                      {cfg.size("batch"), cfg.size("seq"),
                       cfg.size("prefill_len"), config.nCtx, config.nEmbd,
@@ -162,6 +171,8 @@ ModelInfo gpt2Model() {
       {"batch", K::Size, "2", "batch size B of every entry"},
       {"seq", K::Size, "16", "tokens per row T of forward and loss"},
       {"prefill_len", K::Size, "16", "tokens per prefill chunk P"},
+      {"dropout", K::Number, "0",
+       "dropout rate of the training loss (0 = off); adds loss_train"},
       {"preset", K::Preset, "", "a named architecture (gpt2-124m)"},
   };
   info.presets = {
