@@ -86,6 +86,11 @@ struct Options {
       cl::desc("Also build the training entries from `loss`: loss_grad and "
                "train_step with this optimizer (adamw or sgd)"),
       cl::value_desc("adamw|sgd"), cl::init(""), cl::cat(category)};
+  cl::list<std::string> noDecay{
+      "no-decay",
+      cl::desc("With --optimizer: parameters (names or prefix*) that get no "
+               "weight decay; by default matrices decay, biases and norms not"),
+      cl::value_desc("name"), cl::CommaSeparated, cl::cat(category)};
   cl::opt<bool> summary{
       "summary",
       cl::desc("Print a summary of the module after the graph phase "
@@ -186,6 +191,7 @@ int compilerMain(int argc, char **argv) {
     return fail("unknown --optimizer='" + options.optimizer +
                 "' (expected adamw or sgd)");
   pipeline.optimizer = options.optimizer;
+  pipeline.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
   pipeline.compileTo = lastPhase();
   if (!options.compileTo.empty()) {
     auto phase = parsePhase(options.compileTo);

@@ -46,6 +46,7 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     pm.addPass(createTfcAutodiff());
     TfcTrainStepOptions trainStep;
     trainStep.optimizer = options.optimizer;
+    trainStep.noDecay = options.noDecay;
     pm.addPass(createTfcTrainStep(trainStep));
   }
   if (runs(Phase::Graph) && options.optLevel >= 1) {

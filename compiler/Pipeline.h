@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringRef.h"
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class raw_ostream;
@@ -49,6 +50,8 @@ struct PipelineOptions {
   /// When set ("adamw" or "sgd"), the graph phase first differentiates the
   /// `loss` entry (tfc-autodiff) and builds `train_step` (tfc-train-step).
   std::string optimizer;
+  /// Parameters excluded from weight decay (names or `prefix*`).
+  std::vector<std::string> noDecay;
 };
 
 /// Adds the passes of the phases in [from, to] (and not past

@@ -107,8 +107,10 @@ def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
 
     AdamW (PyTorch's semantics): m = b1 m + (1-b1) g, v = b2 v + (1-b2) g^2,
     p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + lr wd p, where
-    weight decay applies to parameters of rank >= 2 (matrices and embedding
-    tables) and not to biases and norm weights. SGD with momentum: g += wd p
+    weight decay applies to the parameters of a per-parameter mask: by
+    default those of rank >= 2 (matrices and embedding tables), not biases
+    and norm weights; `no-decay` and `decay` (names or `prefix*` patterns)
+    override it, e.g. `no-decay=wte.weight,wpe.weight`. SGD with momentum: g += wd p
     (same mask), buf = momentum buf + g, p -= lr buf. Moments are module state
     `opt.m.<param>`, `opt.v.<param>` (AdamW) or `opt.buf.<param>` (SGD).
   }];
@@ -118,6 +120,12 @@ def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
            "loss_train if the module has one, else loss)">,
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "adamw or sgd">,
+    ListOption<"noDecay", "no-decay", "std::string",
+               "Parameters that get no weight decay although they are "
+               "matrices: names, or prefixes ending in '*'">,
+    ListOption<"decay", "decay", "std::string",
+               "Parameters that get weight decay although they are not "
+               "matrices: names, or prefixes ending in '*'">,
   ];
 }
 

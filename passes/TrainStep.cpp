@@ -67,6 +67,22 @@ struct Arith {
 struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
   using TfcTrainStepBase::TfcTrainStepBase;
 
+  /// The weight-decay mask: matrices by default, overridden by name.
+  bool decaysByDefault(StringRef name, RankedTensorType type) const {
+    auto matches = [&](ArrayRef<std::string> patterns) {
+      return llvm::any_of(patterns, [&](const std::string &p) {
+        StringRef pattern(p);
+        return pattern.ends_with("*") ? name.starts_with(pattern.drop_back())
+                                      : name == pattern;
+      });
+    };
+    if (matches(noDecay))
+      return false;
+    if (matches(decay))
+      return true;
+    return type.getRank() >= 2;
+  }
+
   void runOnOperation() override {
     if (entry.empty())
       entry = getOperation().lookupSymbol("loss_train") ? "loss_train" : "loss";
@@ -212,7 +228,7 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     for (auto [i, tr] : llvm::enumerate(trained)) {
       Value g = a.mul(results[i + 1], gradScale);
       Value p = b.create<LoadOp>(loc, tr.type, tr.param.getValue());
-      bool decays = tr.type.getRank() >= 2;
+      bool decays = decaysByDefault(tr.param.getValue(), tr.type);
       Value pNew;
       if (adamw) {
         Value b1 = hp("beta1"), b2 = hp("beta2"), eps = hp("eps");

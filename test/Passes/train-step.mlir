@@ -1,5 +1,7 @@
 // RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-train-step -verify-diagnostics | FileCheck %s
 // RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-train-step="optimizer=sgd" -verify-diagnostics | FileCheck %s --check-prefix=SGD
+// RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-train-step -canonicalize | FileCheck %s --check-prefix=DECAY
+// RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-train-step="no-decay=w" -canonicalize | FileCheck %s --check-prefix=NODECAY
 
 // Tests that train_step takes the loss inputs and the hyper-parameters,
 // keeps AdamW moments and the step counter as state, and writes back the
@@ -16,6 +18,15 @@
 // CHECK-DAG: tfc.store %{{.*}}, @opt.m.w
 // CHECK-DAG: tfc.store %{{.*}}, @opt.v.w
 // CHECK-DAG: tfc.store %{{.*}}, @w
+// Tests the weight-decay mask: the matrix @w decays by default (p * (1 - lr
+// wd) reads the weight_decay argument), not when excluded by name.
+// DECAY-LABEL: func.func @train_step
+// DECAY-SAME: %[[WD:[a-z0-9]+]]: tensor<f32> {tfc.name = "weight_decay"}
+// DECAY: tfc.mul %{{.*}}, %[[WD]]
+// NODECAY-LABEL: func.func @train_step
+// NODECAY-SAME: %[[WD:[a-z0-9]+]]: tensor<f32> {tfc.name = "weight_decay"}
+// NODECAY-NOT: %[[WD]]
+// NODECAY: return
 // SGD: tfc.state @opt.buf.w : tensor<4x4xf32> = "zeros"
 // SGD-LABEL: func.func @train_step
 // SGD-SAME: {tfc.name = "momentum"}
