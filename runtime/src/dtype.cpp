@@ -1,5 +1,6 @@
 #include "tfc/runtime/dtype.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace {
@@ -73,6 +74,34 @@ bool tfc_dtype_from_npy_descr(const char* descr, size_t length, tfc_dtype_t* out
     }
   }
   return false;
+}
+
+
+uint16_t tfc_f32_to_f16(float value) {
+  uint32_t x = 0;
+  std::memcpy(&x, &value, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7FFFFFFFu;
+  if (absx >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
+  if (absx >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to inf
+  if (absx < 0x38800000u) {  // below 2^-14: a subnormal half (or zero)
+    float magnitude = 0.0f;
+    std::memcpy(&magnitude, &absx, 4);
+    auto units = static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f));  // 2^24
+    return static_cast<uint16_t>(sign | units);
+  }
+  uint32_t half = (((absx >> 23) - 112u) << 10) | ((absx & 0x7FFFFFu) >> 13);
+  uint32_t rest = absx & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+uint16_t tfc_f32_to_bf16(float value) {
+  uint32_t x = 0;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
 }
 
 }  // extern "C"

@@ -33,10 +33,10 @@ void store(tfc_dtype_t dtype, void* data, size_t i, double value) {
     case TFC_DTYPE_F32: static_cast<float*>(data)[i] = static_cast<float>(value); break;
     case TFC_DTYPE_F64: static_cast<double*>(data)[i] = value; break;
     case TFC_DTYPE_F16:
-      static_cast<uint16_t*>(data)[i] = floatToHalf(static_cast<float>(value));
+      static_cast<uint16_t*>(data)[i] = tfc_f32_to_f16(static_cast<float>(value));
       break;
     case TFC_DTYPE_BF16:
-      static_cast<uint16_t*>(data)[i] = floatToBfloat16(static_cast<float>(value));
+      static_cast<uint16_t*>(data)[i] = tfc_f32_to_bf16(static_cast<float>(value));
       break;
     case TFC_DTYPE_I32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(value); break;
     case TFC_DTYPE_I64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(value); break;
@@ -239,32 +239,6 @@ Status fillInit(const InitSpec& spec, tfc_dtype_t dtype, const std::vector<int64
   return Status(TFC_INTERNAL, "unhandled initializer kind");
 }
 
-uint16_t floatToHalf(float value) {
-  uint32_t x = 0;
-  std::memcpy(&x, &value, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t absx = x & 0x7FFFFFFFu;
-  if (absx >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
-  if (absx >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to inf
-  if (absx < 0x38800000u) {  // below 2^-14: a subnormal half (or zero)
-    float magnitude = 0.0f;
-    std::memcpy(&magnitude, &absx, 4);
-    auto units = static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f));  // 2^24
-    return static_cast<uint16_t>(sign | units);
-  }
-  uint32_t half = (((absx >> 23) - 112u) << 10) | ((absx & 0x7FFFFFu) >> 13);
-  uint32_t rest = absx & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
-uint16_t floatToBfloat16(float value) {
-  uint32_t x = 0;
-  std::memcpy(&x, &value, 4);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7FFFu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
 
 float halfToFloat(uint16_t bits) {
   uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;

@@ -51,9 +51,7 @@ uint64_t initStreamSeed(uint64_t seed, uint64_t index);
 Status fillInit(const InitSpec& spec, tfc_dtype_t dtype, const std::vector<int64_t>& shape,
                 uint64_t streamSeed, void* data);
 
-// float -> IEEE half / bfloat16, rounding to nearest even.
-uint16_t floatToHalf(float value);
-uint16_t floatToBfloat16(float value);
+
 float halfToFloat(uint16_t bits);
 float bfloat16ToFloat(uint16_t bits);
 

@@ -190,23 +190,23 @@ TEST(InitFillTest, ParamsInitIsDeterministicBySeed) {
 }
 
 TEST(HalfTest, ConvertsWithRoundToNearestEven) {
-  EXPECT_EQ(floatToHalf(1.0f), 0x3C00);
-  EXPECT_EQ(floatToHalf(-2.0f), 0xC000);
-  EXPECT_EQ(floatToHalf(65504.0f), 0x7BFF);
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00);  // rounds to infinity
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -26)), 0x0000);  // below half of it
-  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie to even
-  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
-  EXPECT_EQ(floatToHalf(0.0f), 0x0000);
-  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
+  EXPECT_EQ(tfc_f32_to_f16(1.0f), 0x3C00);
+  EXPECT_EQ(tfc_f32_to_f16(-2.0f), 0xC000);
+  EXPECT_EQ(tfc_f32_to_f16(65504.0f), 0x7BFF);
+  EXPECT_EQ(tfc_f32_to_f16(65520.0f), 0x7C00);  // rounds to infinity
+  EXPECT_EQ(tfc_f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(tfc_f32_to_f16(std::ldexp(1.0f, -26)), 0x0000);  // below half of it
+  EXPECT_EQ(tfc_f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie to even
+  EXPECT_EQ(tfc_f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  EXPECT_EQ(tfc_f32_to_f16(0.0f), 0x0000);
+  EXPECT_TRUE(std::isnan(halfToFloat(tfc_f32_to_f16(NAN))));
   for (float v : {0.1f, -3.75f, 1000.0f, 6.1e-5f, 1e-6f}) {
-    EXPECT_NEAR(halfToFloat(floatToHalf(v)), v, std::fabs(v) * 1e-3 + 6e-8) << v;
+    EXPECT_NEAR(halfToFloat(tfc_f32_to_f16(v)), v, std::fabs(v) * 1e-3 + 6e-8) << v;
   }
-  EXPECT_EQ(floatToBfloat16(1.0f), 0x3F80);
-  EXPECT_EQ(floatToBfloat16(-2.0f), 0xC000);
-  EXPECT_EQ(bfloat16ToFloat(floatToBfloat16(3.140625f)), 3.140625f);
-  EXPECT_TRUE(std::isnan(bfloat16ToFloat(floatToBfloat16(NAN))));
+  EXPECT_EQ(tfc_f32_to_bf16(1.0f), 0x3F80);
+  EXPECT_EQ(tfc_f32_to_bf16(-2.0f), 0xC000);
+  EXPECT_EQ(bfloat16ToFloat(tfc_f32_to_bf16(3.140625f)), 3.140625f);
+  EXPECT_TRUE(std::isnan(bfloat16ToFloat(tfc_f32_to_bf16(NAN))));
 }
 
 }  // namespace

@@ -16,31 +16,6 @@
 namespace tfc::run {
 namespace {
 
-uint16_t floatToHalf(float value) {
-  uint32_t x = 0;
-  std::memcpy(&x, &value, 4);
-  uint32_t sign = (x >> 16) & 0x8000u, absx = x & 0x7FFFFFFFu;
-  if (absx >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0u));
-  if (absx >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);
-  if (absx < 0x38800000u) {
-    float magnitude = 0;
-    std::memcpy(&magnitude, &absx, 4);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(magnitude * 16777216.0f)));
-  }
-  uint32_t half = (((absx >> 23) - 112u) << 10) | ((absx & 0x7FFFFFu) >> 13);
-  uint32_t rest = absx & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
-uint16_t floatToBfloat16(float value) {
-  uint32_t x = 0;
-  std::memcpy(&x, &value, 4);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7FFFu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
 // An inline 0-d value such as "5" or "0.8", typed by the input's dtype.
 StatusOr<HostTensor> parseInlineScalar(const std::string& text, const tfc_tensor_desc_t& desc,
                                        const std::string& subject) {
@@ -71,8 +46,8 @@ StatusOr<HostTensor> parseInlineScalar(const std::string& text, const tfc_tensor
   }
   switch (dtype) {
     case TFC_DTYPE_F32: *tensor->mutableDataAs<float>() = static_cast<float>(value); break;
-    case TFC_DTYPE_F16: *tensor->mutableDataAs<uint16_t>() = floatToHalf(static_cast<float>(value)); break;
-    case TFC_DTYPE_BF16: *tensor->mutableDataAs<uint16_t>() = floatToBfloat16(static_cast<float>(value)); break;
+    case TFC_DTYPE_F16: *tensor->mutableDataAs<uint16_t>() = tfc_f32_to_f16(static_cast<float>(value)); break;
+    case TFC_DTYPE_BF16: *tensor->mutableDataAs<uint16_t>() = tfc_f32_to_bf16(static_cast<float>(value)); break;
     default:
       return Status::error(TFC_INVALID_ARGUMENT, "%s has dtype %s, which cannot be given inline",
                            subject.c_str(), tfc_dtype_name(dtype));

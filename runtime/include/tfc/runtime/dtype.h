@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,6 +65,11 @@ const char* tfc_dtype_npy_descr(tfc_dtype_t dtype);
 /* Looks up a .npy descr. Only the little-endian (or byte-order-free '|') spellings above
  * are accepted. Returns false and leaves |*out_dtype| alone when unknown. */
 bool tfc_dtype_from_npy_descr(const char* descr, size_t length, tfc_dtype_t* out_dtype);
+
+/* Rounds |value| to the nearest IEEE binary16 / bfloat16 (ties to even; overflow to
+ * infinity; NaN stays NaN), returning the bits. */
+uint16_t tfc_f32_to_f16(float value);
+uint16_t tfc_f32_to_bf16(float value);
 
 #ifdef __cplusplus
 }  /* extern "C" */
