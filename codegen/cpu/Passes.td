@@ -29,8 +29,12 @@ def TfcLowerToKernels : Pass<"tfc-lower-to-kernels", "mlir::ModuleOp"> {
 
     A state read and written back by the same kv_cache_update is updated in
     place. Stored state is copied back at the end of the entry; a load after a
-    store sees the stored value. Arena offsets are not yet reused (memory
-    planning comes later): the arena is the sum of all intermediates.
+    store sees the stored value. An intermediate's arena bytes are reused
+    after its last use (best fit, in program order; aliases such as reshape
+    views keep them alive); the entry records `tfc.intermediate_bytes` (all
+    intermediates added up) and `tfc.live_bound_bytes` (the most live at
+    once) next to `tfc.arena_bytes`. A separate scheduling and planning pass
+    with a verifier is future work.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::func::FuncDialect",
