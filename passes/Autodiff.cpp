@@ -41,14 +41,18 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
 
 struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
   using TfcAutodiffBase::TfcAutodiffBase;
+  std::string lossEntry;
 
   void runOnOperation() override {
-    if (entry.empty())
-      entry = getOperation().lookupSymbol("loss_train") ? "loss_train" : "loss";
+    // The option stays as the user gave it; the default is resolved per
+    // module.
+    lossEntry = !entry.empty() ? std::string(entry)
+                : getOperation().lookupSymbol("loss_train") ? "loss_train"
+                                                            : "loss";
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>(entry);
+    auto forward = module.lookupSymbol<func::FuncOp>(lossEntry);
     if (!forward || forward.isExternal()) {
-      module.emitError("tfc-autodiff: no entry function '") << entry << "'";
+      module.emitError("tfc-autodiff: no entry function '") << lossEntry << "'";
       return signalPassFailure();
     }
     if (failed(differentiate(module, forward)))
@@ -61,8 +65,8 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
         llvm::cast<RankedTensorType>(resultTypes[0]).getRank() != 0 ||
         !isFloatTensor(forward.getBody().front().getTerminator()->getOperand(0)))
       return forward.emitError("tfc-autodiff: '")
-             << entry << "' must return exactly one 0-d float loss";
-    std::string gradName = entry + "_grad";
+             << lossEntry << "' must return exactly one 0-d float loss";
+    std::string gradName = lossEntry + "_grad";
     if (module.lookupSymbol(gradName))
       return forward.emitError("tfc-autodiff: '")
              << gradName << "' already exists";

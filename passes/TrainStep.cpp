@@ -66,6 +66,7 @@ struct Arith {
 
 struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
   using TfcTrainStepBase::TfcTrainStepBase;
+  std::string lossEntry;
 
   /// The weight-decay mask: matrices by default, overridden by name.
   bool decaysByDefault(StringRef name, RankedTensorType type) const {
@@ -84,8 +85,11 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
   }
 
   void runOnOperation() override {
-    if (entry.empty())
-      entry = getOperation().lookupSymbol("loss_train") ? "loss_train" : "loss";
+    // The option stays as the user gave it; the default is resolved per
+    // module.
+    lossEntry = !entry.empty() ? std::string(entry)
+                : getOperation().lookupSymbol("loss_train") ? "loss_train"
+                                                            : "loss";
     if (failed(build(getOperation())))
       signalPassFailure();
   }
@@ -95,10 +99,10 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     if (!adamw && optimizer != "sgd")
       return module.emitError("tfc-train-step: unknown optimizer '")
              << optimizer << "' (adamw or sgd)";
-    auto grad = module.lookupSymbol<func::FuncOp>(entry + "_grad");
+    auto grad = module.lookupSymbol<func::FuncOp>(lossEntry + "_grad");
     if (!grad || grad.isExternal())
       return module.emitError("tfc-train-step: no '")
-             << entry << "_grad' entry; run tfc-autodiff{entry=" << entry
+             << lossEntry << "_grad' entry; run tfc-autodiff{entry=" << lossEntry
              << "} first";
     if (module.lookupSymbol("train_step"))
       return module.emitError("tfc-train-step: 'train_step' already exists");
