@@ -12,51 +12,30 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.hpp"
+
 namespace {
+
+using namespace tfc_run_test;
 
 const std::string kModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_model.so";
 
-struct Result {
+// stdout and stderr apart: generate's errors must leave stdout empty.
+struct SplitResult {
   int code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
 };
 
-std::string quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-class GenerateTest : public ::testing::Test {
+class GenerateTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tfc-run-generate-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::string command = "rm -rf " + quote(dir_);
-    ASSERT_EQ(std::system(command.c_str()), 0);
-  }
-  std::string file(const std::string& name) const { return dir_ + "/" + name; }
-
   // Runs tfc-run with |args|, stdout and stderr apart.
-  Result run(const std::vector<std::string>& args) {
+  SplitResult run(const std::vector<std::string>& args) {
     std::string command = quote(TFC_RUN_PATH);
     for (const std::string& arg : args) command += " " + quote(arg);
     command += " >" + quote(file("stdout")) + " 2>" + quote(file("stderr"));
     int status = std::system(command.c_str());
-    Result result;
+    SplitResult result;
     result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.out = readAll(file("stdout"));
     result.err = readAll(file("stderr"));
@@ -66,7 +45,7 @@ class GenerateTest : public ::testing::Test {
   // A run that must fail with |code| and a stderr containing |message|, printing nothing on
   // stdout.
   void expectError(const std::vector<std::string>& args, int code, const std::string& message) {
-    Result result = run(args);
+    SplitResult result = run(args);
     std::string shown;
     for (const std::string& arg : args) shown += " " + arg;
     EXPECT_EQ(result.code, code) << "tfc-run" << shown << "\n" << result.err;
@@ -75,8 +54,6 @@ class GenerateTest : public ::testing::Test {
         << "tfc-run" << shown << "\nexpected: " << message << "\ngot: " << result.err;
     EXPECT_EQ(result.out, "") << shown;
   }
-
-  std::string dir_;
 };
 
 const std::vector<std::string> kPrompt = {"--prompt-tokens", "1 2 3", "--max-new-tokens", "4"};
@@ -87,14 +64,14 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 }
 
 TEST_F(GenerateTest, HelpDescribesTheCommand) {
-  Result help = run({"generate", "--help"});
+  SplitResult help = run({"generate", "--help"});
   EXPECT_EQ(help.code, 0);
   for (const char* part : {"usage: tfc-run MODEL.so generate", "--prompt-tokens", "--tokenizer",
                            "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--seed",
                            "--threads", "--quiet", "row 0", "examples:"}) {
     EXPECT_TRUE(contains(help.out, part)) << part;
   }
-  Result overview = run({"--help"});
+  SplitResult overview = run({"--help"});
   EXPECT_TRUE(contains(overview.out, "generate")) << overview.out;
   EXPECT_FALSE(contains(overview.out, "not implemented")) << overview.out;
   EXPECT_EQ(run({file("missing.so"), "generate", "--help"}).code, 0);
@@ -152,7 +129,7 @@ TEST_F(GenerateTest, BadTokenizerFolder) {
   // A folder with a malformed vocab.json: the error names the file.
   std::ofstream(file("vocab.json")) << "{\"a\": 0,";
   std::ofstream(file("merges.txt")) << "#version: 0.2\n";
-  Result result = run({kModel, "generate", "--prompt", "hi", "--tokenizer", dir_,
+  SplitResult result = run({kModel, "generate", "--prompt", "hi", "--tokenizer", dir_,
                        "--max-new-tokens", "2"});
   EXPECT_EQ(result.code, 1) << result.err;
   EXPECT_TRUE(contains(result.err, "tfc-run: error: --tokenizer ")) << result.err;
@@ -162,7 +139,7 @@ TEST_F(GenerateTest, BadTokenizerFolder) {
 
 TEST_F(GenerateTest, ModelsThatCannotGenerate) {
   // The fake model has forward and decode but no prefill or sample, and is not an encdec.
-  Result result = run(with({kModel, "generate", "--weights", file("w.safetensors")}, kPrompt));
+  SplitResult result = run(with({kModel, "generate", "--weights", file("w.safetensors")}, kPrompt));
   EXPECT_EQ(result.code, 1) << result.err;
   EXPECT_TRUE(contains(result.err, "cannot generate: it has no prefill, sample entries"))
       << result.err;

@@ -13,64 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
 namespace {
 
+using namespace tfc_run_test;
+
 const std::string kModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_model.so";
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-std::string quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-Result run(const std::vector<std::string>& args) {
-  std::string command = quote(TFC_RUN_PATH);
-  for (const std::string& arg : args) command += " " + quote(arg);
-  command += " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, got);
-  int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
-bool exists(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-class TfcRunTest : public ::testing::Test {
+class TfcRunTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tfc-run-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::string command = "rm -rf " + quote(dir_);
-    ASSERT_EQ(std::system(command.c_str()), 0);
-  }
-  std::string file(const std::string& name) const { return dir_ + "/" + name; }
-
   std::string writeF32(const std::string& name, std::vector<int64_t> shape,
                        std::vector<float> values) {
     auto tensor = tfc::HostTensor::allocate(TFC_DTYPE_F32, std::move(shape));
@@ -93,13 +47,7 @@ class TfcRunTest : public ::testing::Test {
     EXPECT_EQ(result.code, 0) << result.output;
     return file(name);
   }
-
-  std::string dir_;
 };
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST_F(TfcRunTest, HelpTeaches) {
   Result overview = run({"--help"});

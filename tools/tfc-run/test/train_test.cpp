@@ -17,66 +17,24 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
 namespace {
 
+using namespace tfc_run_test;
+
 const std::string kTrainModel = std::string(TFC_RUN_TEST_ARTIFACT_DIR) + "/fake_train.so";
 const std::string kOtherModel = std::string(TFC_RUN_TEST_ARTIFACT_DIR) + "/fake_train_other.so";
 const std::string kPlainModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_model.so";
 
-struct Result {
-  int code = -1;
-  std::string output;
-};
-
-std::string quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-// Runs tfc-run with |args|; |prefix| is shell text run before it (e.g. "ulimit -f 2;").
-Result run(const std::vector<std::string>& args, const std::string& prefix = "") {
-  std::string command = prefix + " exec " + quote(TFC_RUN_PATH);
-  for (const std::string& arg : args) command += " " + quote(arg);
-  command = "sh -c " + quote(command) + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, got);
-  int status = pclose(pipe);
-  result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::string readAll(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-class TrainTest : public ::testing::Test {
+class TrainTest : public ScratchDirTest {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/tfc-train-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
+    ScratchDirTest::SetUp();
     data_ = writeTokens("train.bin", pattern16(4000));
   }
-  void TearDown() override {
-    std::string command = "chmod -R u+w " + quote(dir_) + "; rm -rf " + quote(dir_);
-    ASSERT_EQ(std::system(command.c_str()), 0);
-  }
-  std::string file(const std::string& name) const { return dir_ + "/" + name; }
 
   // A learnable stream: 0 1 2 ... 15 repeated, every 7th token replaced by noise.
   static std::vector<uint16_t> pattern16(size_t count) {
@@ -104,7 +62,7 @@ class TrainTest : public ::testing::Test {
     return args;
   }
 
-  std::string dir_, data_;
+  std::string data_;
 };
 
 // The tensors of a safetensors file by name, as bytes.
