@@ -247,6 +247,19 @@ void emitDropout(OpBuilder &b, DropoutOp op, ValueRange operands,
 // embedding
 //===----------------------------------------------------------------------===//
 
+/// Element r of a flat id buffer as i64, and whether it lies in [0, vocab).
+std::pair<Value, Value> loadId(OpBuilder &b, Location loc, Value ids, Value r,
+                               int64_t vocab) {
+  Value id = toI64(b, loc, b.create<memref::LoadOp>(loc, ids, r));
+  Value valid = b.create<arith::AndIOp>(
+      loc,
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, id,
+                              i64Const(b, loc, 0)),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, id,
+                              i64Const(b, loc, vocab)));
+  return {id, valid};
+}
+
 /// out[r, :] = table[ids[r], :]; an id outside [0, V) is reported and its row
 /// is zero-filled (the output never holds stale arena bytes).
 void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
@@ -257,16 +270,10 @@ void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
         of = flatten(b, loc, output);
   Type elem = elementTypeOf(output);
   Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
-  Value vocabI = i64Const(b, loc, vocab), zeroI = i64Const(b, loc, 0);
   forRange(
       b, loc, numElements(shapeOf(ids)),
       [&](OpBuilder &b, Location loc, Value r) {
-        Value id = toI64(b, loc, b.create<memref::LoadOp>(loc, idf, r));
-        Value valid = b.create<arith::AndIOp>(
-            loc,
-            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, id, zeroI),
-            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, id,
-                                    vocabI));
+        auto [id, valid] = loadId(b, loc, idf, r, vocab);
         Value outBase = b.create<arith::MulIOp>(loc, r, indexConst(b, loc, dim));
         b.create<scf::IfOp>(
             loc, valid,
@@ -308,16 +315,9 @@ void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
   forRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
     b.create<memref::StoreOp>(loc, zero, of, ValueRange{i});
   });
-  Value vocabI = i64Const(b, loc, vocab), zeroI = i64Const(b, loc, 0);
   forRange(b, loc, numElements(shapeOf(ids)),
            [&](OpBuilder &b, Location loc, Value r) {
-             Value id = toI64(b, loc, b.create<memref::LoadOp>(loc, idf, r));
-             Value valid = b.create<arith::AndIOp>(
-                 loc,
-                 b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, id,
-                                         zeroI),
-                 b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, id,
-                                         vocabI));
+             auto [id, valid] = loadId(b, loc, idf, r, vocab);
              Value inBase =
                  b.create<arith::MulIOp>(loc, r, indexConst(b, loc, dim));
              b.create<scf::IfOp>(
