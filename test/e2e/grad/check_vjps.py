@@ -35,10 +35,8 @@ Fresh random inputs each run (seed printed; reproduce with --seed). Last line:
 import argparse
 import math
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -46,6 +44,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "models"))
 import reference as ref  # noqa: E402  (safetensors writer)
+
+sys.path.insert(0, os.path.join(HERE, ".."))
+import harness  # noqa: E402
 
 
 def write_weights(path, tensors):
@@ -793,40 +794,20 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
 
-    tfc = os.path.abspath(os.path.join(opts.bin_dir, "tfc"))
-    tfc_run = os.path.abspath(os.path.join(opts.bin_dir, "tfc-run"))
-    for tool in (tfc, tfc_run):
-        if not os.access(tool, os.X_OK):
-            print(f"error: {tool} not found (build it first)")
-            print("0 passed, 1 failed")
-            return 1
+    tools = harness.find_tools(opts.bin_dir)
+    if tools is None:
+        return 1
+    tfc, tfc_run = tools
     seed = opts.seed if opts.seed is not None else int(time.time() * 1000) % 1000000
     print(f"seed {seed} (reproduce with --seed {seed})")
     cases = build_cases(Gen(seed))
     if opts.only:
         cases = [c for c in cases if opts.only in c.name]
-    if opts.work_dir:
-        shutil.rmtree(opts.work_dir, ignore_errors=True)
-        os.makedirs(opts.work_dir)
-        work = opts.work_dir
-    else:
-        work = tempfile.mkdtemp(prefix="tfc-vjps-")
+    work = harness.scratch_dir(opts.work_dir, "tfc-vjps-")
     rng = np.random.default_rng(seed + 1)
-    passed = failed = 0
-    start = time.time()
-    for case in cases:
-        try:
-            ok, detail = run_case(case, tfc, tfc_run, work, rng, opts.verbose)
-        except Exception as e:  # a broken case is a failure, not a crash of the suite
-            ok, detail = False, f"{type(e).__name__}: {e}"
-        print(f"{'PASS' if ok else 'FAIL'} {case.name}: {detail}", flush=True)
-        passed += ok
-        failed += not ok
-    if not opts.work_dir:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"({time.time() - start:.0f} s)")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return harness.run_cases(
+        cases, lambda case: run_case(case, tfc, tfc_run, work, rng, opts.verbose),
+        work, keep=bool(opts.work_dir))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,49 @@
+"""What the per-case e2e suites (ops/check_ops.py, grad/check_vjps.py) share:
+finding the tools, the scratch directory, and running every case with one
+PASS/FAIL line each and the closing `N passed, M failed` line."""
+import os
+import shutil
+import tempfile
+import time
+
+
+def find_tools(bin_dir, names=("tfc", "tfc-run")):
+    """Absolute paths of the tools (cases run them from their own folders), or
+    None after printing why, as a failed run."""
+    paths = [os.path.abspath(os.path.join(bin_dir, name)) for name in names]
+    for tool in paths:
+        if not os.access(tool, os.X_OK):
+            print(f"error: {tool} not found (build it first)")
+            print("0 passed, 1 failed")
+            return None
+    return paths
+
+
+def scratch_dir(work_dir, prefix):
+    """`work_dir` emptied and kept, or a fresh temporary folder."""
+    if work_dir:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        os.makedirs(work_dir)
+        return work_dir
+    return tempfile.mkdtemp(prefix=prefix)
+
+
+def run_cases(cases, run_one, work, keep):
+    """Runs run_one(case) -> (ok, detail) for every case; an exception is that
+    case's failure, not the suite's. Removes `work` unless `keep`. Returns the
+    exit status."""
+    passed = failed = 0
+    start = time.time()
+    for case in cases:
+        try:
+            ok, detail = run_one(case)
+        except Exception as e:  # a broken case is a failure, not a crash of the suite
+            ok, detail = False, f"{type(e).__name__}: {e}"
+        print(f"{'PASS' if ok else 'FAIL'} {case.name}: {detail}", flush=True)
+        passed += ok
+        failed += not ok
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"({time.time() - start:.0f} s)")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
