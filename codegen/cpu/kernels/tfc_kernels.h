@@ -50,6 +50,19 @@ void tfc_k_matmul_f32(const float* a, const float* b, float* c, int64_t batch, i
 void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* y,
                       int64_t m, int64_t n, int64_t k, int32_t trans_w);
 
+/* y = act(x @ W + bias) + residual, with the epilogue applied to each output tile while
+ * it is in cache (one write of y, no separate pass over it). x, w, bias, y, m, n, k and
+ * trans_w as in tfc_k_linear_f32 (note the order m, n, k); residual [M, N] (laid out like
+ * y) or NULL. y may be residual itself (in place: y += act(...)); it must not otherwise
+ * overlap it. activation: 0 none, 1 gelu (tanh approximation, as PyTorch's
+ * gelu(approximate='tanh')), 2 relu (NaN stays NaN), 3 silu (x * sigmoid(x)); other values
+ * report an error. The activation is applied once per element after its whole sum over
+ * K, so results do not depend on the thread count. With activation != 0 in place and
+ * M > 4, the residual is copied once first (the partial sums over K blocks go to y). */
+void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
+                         const float* residual, float* y, int64_t m, int64_t n, int64_t k,
+                         int32_t trans_w, int32_t activation);
+
 /* ---- Attention ---- */
 
 /* out[b,h,i,:] = softmax_j(scale * q[b,h,i,:] . k[b,h/g,j,:] + mask) v[b,h/g,j,:] with

@@ -134,6 +134,15 @@ std::vector<float> rnd(size_t n, uint64_t seed) {
   return v;
 }
 
+// y = gelu_tanh(y), a separate elementwise pass (scalar tanhf), split over the host.
+void gelu_pass(void* ctx, int64_t begin, int64_t end) {
+  float* y = static_cast<float*>(ctx);
+  for (int64_t i = begin; i < end; ++i) {
+    const float x = y[i];
+    y[i] = 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  }
+}
+
 struct MM {
   const char* name;
   int64_t m, n, k;
@@ -197,6 +206,34 @@ int main(int argc, char** argv) {
       printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", s.name, t, sec * 1e3,
              flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
              flops / (g_cpu / t) * 1e-9);
+      fflush(stdout);
+    }
+  }
+  // Fused epilogue: linear then a separate gelu pass, vs linear_ex with gelu applied to
+  // each tile in cache (and plain linear, for the epilogue's own cost).
+  const char* fname = "linear gelu [256x768]@[768x3072]";
+  if (filter.empty() || std::string(fname).find(filter) != std::string::npos) {
+    const int64_t m = 256, n = 3072, k = 768;
+    auto X = rnd((size_t)(m * k), 6), W = rnd((size_t)(k * n), 7), Bv = rnd((size_t)n, 8);
+    std::vector<float> Y((size_t)(m * n));
+    printf("%-36s %8s %10s %10s %10s %10s\n", "linear + gelu (ms)", "threads", "linear",
+           "lin+pass", "linear_ex", "saved");
+    for (int t : threads) {
+      Pool pool(t);
+      tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+      const double lin = median_seconds([&] {
+        tfc_k_linear_f32(X.data(), W.data(), Bv.data(), Y.data(), m, n, k, 0);
+      });
+      const double sep = median_seconds([&] {
+        tfc_k_linear_f32(X.data(), W.data(), Bv.data(), Y.data(), m, n, k, 0);
+        tfc_kern::parallel_for(m * n, 16384, gelu_pass, Y.data());
+      });
+      const double fused = median_seconds([&] {
+        tfc_k_linear_ex_f32(X.data(), W.data(), Bv.data(), nullptr, Y.data(), m, n, k, 0, 1);
+      });
+      tfc_kernels_set_host(nullptr);
+      printf("%-36s %8d %10.3f %10.3f %10.3f %9.1f%%\n", fname, t, lin * 1e3, sep * 1e3,
+             fused * 1e3, 100.0 * (sep - fused) / sep);
       fflush(stdout);
     }
   }

@@ -1,4 +1,5 @@
 // The C entry points for matrix products and attention: argument checks, ISA dispatch.
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,14 +49,29 @@ const IsaKernels* detect() {
   return &kIsaScalar;
 }
 
+// The epilogue's activations (see kernels_impl.inc), in scalar form for k == 0.
+float activate(float x, int act) {
+  switch (act) {
+    case 1: return x / (1.f + expf(-1.5957691216057308f * x * (1.f + 0.044715f * x * x)));
+    case 2: return x < 0.f ? 0.f : x;  // NaN stays NaN
+    case 3: return x / (1.f + expf(-x));
+    default: return x;
+  }
+}
+
 void fill_k0(const GemmArgs& g) {
   // k == 0: op(A) op(B) is the zero matrix.
   for (int64_t b = 0; b < g.batch; ++b) {
     float* c = g.c + b * g.stride_c;
+    const bool last = g.stride_c != 0 || b == g.batch - 1;
+    const float* r = g.residual && last ? g.residual + b * g.stride_c : nullptr;
     for (int64_t i = 0; i < g.m; ++i) {
       for (int64_t j = 0; j < g.n; ++j) {
         float x = g.bias ? g.bias[j] : 0.f;
-        c[i * g.n + j] = (g.accumulate || (g.stride_c == 0 && b > 0)) ? c[i * g.n + j] + x : x;
+        x = (g.accumulate || (g.stride_c == 0 && b > 0)) ? c[i * g.n + j] + x : x;
+        if (last) x = activate(x, g.act);
+        if (r) x += r[i * g.n + j];
+        c[i * g.n + j] = x;
       }
     }
   }
@@ -64,6 +80,11 @@ void fill_k0(const GemmArgs& g) {
 void run_gemm(GemmArgs g) {
   if (g.batch <= 0 || g.m <= 0 || g.n <= 0) return;
   if (!g.a && g.k > 0) return;
+  if (g.residual && g.residual == g.c && g.act == 0) {
+    // In place without an activation: C += op(A) op(B) + bias.
+    g.residual = nullptr;
+    g.accumulate = true;
+  }
   if (g.k <= 0) {
     fill_k0(g);
     return;
@@ -78,6 +99,8 @@ void run_gemm(GemmArgs g) {
       one.b = g.b + b * g.stride_b;
       one.accumulate = g.accumulate || b > 0;
       one.bias = b == 0 ? g.bias : nullptr;
+      one.residual = b == g.batch - 1 ? g.residual : nullptr;  // epilogue on the total
+      one.act = b == g.batch - 1 ? g.act : 0;
       isa().gemm(one);
     }
     return;
@@ -133,7 +156,23 @@ void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* 
     tfc_kernels_error("tfc_k_linear_f32: negative size");
     return;
   }
+  tfc_k_linear_ex_f32(x, w, bias, nullptr, y, m, n, k, trans_w, 0);
+}
+
+void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
+                         const float* residual, float* y, int64_t m, int64_t n, int64_t k,
+                         int32_t trans_w, int32_t activation) {
+  if (m < 0 || n < 0 || k < 0) {
+    tfc_kernels_error("tfc_k_linear_ex_f32: negative size");
+    return;
+  }
+  if (activation < 0 || activation > 3) {
+    tfc_kernels_error("tfc_k_linear_ex_f32: unknown activation");
+    return;
+  }
   tfc_kern::GemmArgs g{x, w, y, bias, 1, m, n, k, false, trans_w != 0, 0, 0, 0, false};
+  g.residual = residual;
+  g.act = activation;
   tfc_kern::run_gemm(g);
 }
 

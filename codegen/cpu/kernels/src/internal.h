@@ -28,6 +28,12 @@ struct GemmArgs {
   bool trans_a, trans_b;
   int64_t stride_a, stride_b, stride_c;
   bool accumulate;
+  // Epilogue, applied once per element of C after its last K contribution:
+  //   C = act(op(A) op(B) + bias (+ C when accumulate)) + residual
+  // act: 0 none, 1 gelu (tanh approximation), 2 relu, 3 silu. residual: laid out like C
+  // (stride_c apart) or nullptr; it may be C itself (in place).
+  const float* residual = nullptr;
+  int act = 0;
 };
 
 struct AttnArgs {

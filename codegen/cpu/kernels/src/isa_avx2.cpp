@@ -22,6 +22,7 @@ struct V {
   static inline reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
   static inline reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
   static inline reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static inline reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
   static inline reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
   static inline mask make_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

@@ -35,6 +35,7 @@ struct V {
   static inline reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
   static inline reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
   static inline reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static inline reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
   static inline reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
   static inline mask make_mask(int n) { return (mask)((1u << n) - 1u); }
   static inline float hsum(reg x) { return _mm512_reduce_add_ps(x); }

@@ -24,6 +24,7 @@ struct V {
   static inline reg add(reg a, reg b) { return a + b; }
   static inline reg sub(reg a, reg b) { return a - b; }
   static inline reg mul(reg a, reg b) { return a * b; }
+  static inline reg div(reg a, reg b) { return a / b; }
   static inline reg max(reg a, reg b) { return a > b ? a : b; }
   static inline mask make_mask(int n) { return n > 0; }
   static inline float hsum(reg x) { return x; }
