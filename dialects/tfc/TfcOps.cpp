@@ -1000,5 +1000,47 @@ float AttentionGradOp::getEffectiveScale() {
   return 1.0f / std::sqrt((float)getQuery().getType().getDimSize(3));
 }
 
+bool tfc::isElementwise(Operation *op) {
+  return llvm::isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, ExpOp,
+                   LogOp, SqrtOp, RsqrtOp, TanhOp, SinOp, CosOp, SigmoidOp,
+                   StepOp, NegOp, AbsOp, ReluOp, SiluOp, GeluOp, LeakyReluOp,
+                   CastOp>(op);
+}
+
+//===----------------------------------------------------------------------===//
+// fused
+//===----------------------------------------------------------------------===//
+
+LogicalResult FusedOp::verify() {
+  if (getKind() != "pointwise" && getKind() != "reduction" &&
+      getKind() != "linear")
+    return emitOpError("kind '") << getKind()
+                                 << "' is not one of 'pointwise', 'reduction', "
+                                    "'linear'";
+  return success();
+}
+
+LogicalResult FusedOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body has ")
+           << body.getNumArguments() << " arguments, expected one per operand ("
+           << getInputs().size() << ")";
+  for (auto [i, arg, input] :
+       llvm::enumerate(body.getArguments(), getInputs()))
+    if (arg.getType() != input.getType())
+      return emitOpError("body argument #")
+             << i << " has type " << arg.getType() << ", expected the operand's "
+             << input.getType();
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with tfc.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().getTypes() << ", expected the result types "
+           << getResultTypes();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/tfc/TfcOps.cpp.inc"

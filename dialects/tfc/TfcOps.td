@@ -15,6 +15,7 @@ include "TfcInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 
 class TFC_Op<string mnemonic, list<Trait> traits = []>
@@ -746,6 +747,57 @@ def TFC_AttentionGradOp : TFC_InferOp<"attention_grad"> {
   let extraClassDeclaration = [{
     float getEffectiveScale();
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion (made by tfc-fuse, not by the frontend)
+//===----------------------------------------------------------------------===//
+
+def TFC_FusedOp : TFC_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
+  let summary = "a group of ops compiled as one kernel";
+  let description = [{
+    Made by `tfc-fuse`: the ops of the body run as one kernel that reads the
+    operands once and writes the results once; values defined and used only
+    inside the body never reach memory. The body is isolated from above: its
+    block arguments are the operands, and `tfc.yield` gives the results.
+
+    `kind` says how the kernel is generated:
+    - `pointwise`: every op of the body has the shape of the results (the
+      iteration space); operands broadcast into it as in NumPy. Several
+      results are written in the same loop.
+    - `reduction`: a pointwise prologue over the input of the last op, a
+      `reduce_sum`, `reduce_mean` or `reduce_max`, computed in one pass:
+      the prologue's values are reduced as they are produced.
+    - `linear`: a `tfc.linear` (f32), then optionally a gelu (tanh), relu or
+      silu of its result, then optionally an add of a residual of the
+      result's shape: the kernel library applies them to each output tile
+      while it is in cache.
+
+    ```mlir
+    %m, %p = tfc.fused "pointwise" (%g, %m0, %p0, %lr) : (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<f32>) -> (tensor<768xf32>, tensor<768xf32>) {
+    ^bb0(%a: tensor<768xf32>, %b: tensor<768xf32>, %c: tensor<768xf32>, %d: tensor<f32>):
+      %0 = tfc.add %a, %b : tensor<768xf32>, tensor<768xf32> -> tensor<768xf32>
+      %1 = tfc.mul %0, %d : tensor<768xf32>, tensor<f32> -> tensor<768xf32>
+      %2 = tfc.sub %c, %1 : tensor<768xf32>, tensor<768xf32> -> tensor<768xf32>
+      tfc.yield %0, %2 : tensor<768xf32>, tensor<768xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind `(` $inputs `)` attr-dict `:` functional-type($inputs, results) $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def TFC_YieldOp : TFC_Op<"yield", [Pure, Terminator, ReturnLike,
+    HasParent<"FusedOp">]> {
+  let summary = "the results of a tfc.fused body";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = [{ ($values^ `:` type($values))? attr-dict }];
 }
 
 #endif // TFC_OPS_TD

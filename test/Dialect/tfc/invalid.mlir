@@ -1427,3 +1427,56 @@ func.func @kv_cache_update_other_dim(%c: tensor<1x2x8x4xf32>, %u: tensor<1x2x1x8
   %0 = tfc.kv_cache_update %c, %u, %p dim = -2 : (tensor<1x2x8x4xf32>, tensor<1x2x1x8xf32>, tensor<i32>) -> tensor<1x2x8x4xf32>
   return
 }
+
+// -----
+
+// Tests that a fused kernel's kind is one codegen knows.
+func.func @fused_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.fused' op kind 'matmul' is not one of 'pointwise', 'reduction', 'linear'}}
+  %0 = tfc.fused "matmul" (%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %1 = tfc.exp %x : tensor<4xf32>
+    tfc.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a fused body's arguments are its operands.
+func.func @fused_arguments(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.fused' op body argument #0 has type 'tensor<4xf16>', expected the operand's 'tensor<4xf32>'}}
+  %0 = tfc.fused "pointwise" (%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf16>):
+    %1 = tfc.cast %x : tensor<4xf16> -> tensor<4xf32>
+    tfc.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a fused body yields the op's result types.
+func.func @fused_yield(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.fused' op yields 'tensor<4xf16>', expected the result types 'tensor<4xf32>'}}
+  %0 = tfc.fused "pointwise" (%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    %1 = tfc.cast %x : tensor<4xf32> -> tensor<4xf16>
+    tfc.yield %1 : tensor<4xf16>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a fused body is isolated: it cannot read values from outside.
+func.func @fused_isolated(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = tfc.fused "pointwise" (%a) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4xf32>):
+    // expected-error @+2 {{using value defined outside the region}}
+    // expected-note @-3 {{required by region isolation constraints}}
+    %1 = tfc.add %x, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    tfc.yield %1 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}

@@ -933,3 +933,20 @@ module {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// Tests that a fused kernel with several results round-trips.
+// CHECK-LABEL: func.func @fused
+// CHECK: %[[R:.*]]:2 = tfc.fused "pointwise"(%{{.*}}, %{{.*}}) : (tensor<2x3xf32>, tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<2x3xf32>, %[[S:.*]]: tensor<f32>):
+// CHECK: tfc.yield %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<2x3xf32>
+func.func @fused(%a: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %0:2 = tfc.fused "pointwise" (%a, %s) : (tensor<2x3xf32>, tensor<f32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  ^bb0(%x: tensor<2x3xf32>, %y: tensor<f32>):
+    %1 = tfc.mul %x, %y : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+    %2 = tfc.exp %1 : tensor<2x3xf32>
+    tfc.yield %1, %2 : tensor<2x3xf32>, tensor<2x3xf32>
+  }
+  return %0#0, %0#1 : tensor<2x3xf32>, tensor<2x3xf32>
+}
