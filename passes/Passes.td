@@ -129,4 +129,169 @@ def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Graph optimization
+//===----------------------------------------------------------------------===//
+
+def TfcFuse : Pass<"tfc-fuse", "mlir::ModuleOp"> {
+  let summary = "Groups ops into kernels (tfc.fused) so that intermediates stay in registers";
+  let description = [{
+    Every public function's ops are grouped, producer into consumer, into
+    `tfc.fused` ops, each compiled as one kernel (see the op's description):
+
+    - `pointwise`: chains and trees of elementwise ops (and broadcast_to,
+      splat constants) over one shape. A value whose every use is inside the
+      group is never written to memory; values used outside become results
+      of the group (multi-output: AdamW's m, v and the new parameter are
+      written by one loop that reads p, g, m and v once).
+    - `reduction`: a reduce_sum/reduce_mean/reduce_max with the pointwise
+      group that computes its input (sum of squares for the gradient norm,
+      the row sums of layer_norm's and softmax's backward), when nothing
+      else reads that group.
+
+    The cost model (passes/CostModel.h): a kernel moves its operands and
+    results once; a fused group saves 2 x the bytes of every value it keeps
+    inside (one write, one read) and, since no op is duplicated, costs no
+    extra arithmetic. A merge is legal when it creates no cycle (every value
+    of the group that is read outside is read after the group's last op). It
+    is refused when the group would read more than `max-inputs` distinct
+    tensors (each is a stream the core must prefetch, while a scalar is one
+    register: too many streams evict
+    each other from L1 and the TLB) or hold more than `max-ops` ops (register
+    pressure and code size).
+
+    Matmul, linear and attention are already single kernels: linear carries
+    its bias, attention is FlashAttention (scores never reach memory) and
+    cross_entropy computes its softmax inside.
+
+    Each function records `tfc.fusion = {kernels_before, kernels_after,
+    groups, bytes_before, bytes_after}` (kernels and the bytes they move by the
+    cost model); `print` prints every group: its kind, ops and bytes saved.
+
+    ```mlir
+    // before
+    %0 = tfc.add %x, %r : tensor<4x768xf32>, tensor<4x768xf32> -> tensor<4x768xf32>
+    %1 = tfc.gelu %0 approximate = tanh : tensor<4x768xf32>
+    %2 = tfc.mul %1, %s : tensor<4x768xf32>, tensor<f32> -> tensor<4x768xf32>
+    // after: one kernel, %0 and %1 never reach memory
+    %2 = tfc.fused "pointwise" (%x, %r, %s) : (...) -> tensor<4x768xf32> {
+    ^bb0(%a: tensor<4x768xf32>, %b: tensor<4x768xf32>, %c: tensor<f32>):
+      %0 = tfc.add %a, %b ...
+      %1 = tfc.gelu %0 ...
+      %2 = tfc.mul %1, %c ...
+      tfc.yield %2 : tensor<4x768xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxInputs", "max-inputs", "unsigned", /*default=*/"12",
+           "Most distinct tensors (scalars not counted) one fused kernel reads">,
+    Option<"maxOps", "max-ops", "unsigned", /*default=*/"64",
+           "Most ops in one fused kernel">,
+    Option<"print", "print", "bool", /*default=*/"false",
+           "Print every fusion decision and the bytes it saves to stderr">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Memory: what the backward keeps, and the order of execution
+//===----------------------------------------------------------------------===//
+
+def TfcRemat : Pass<"tfc-remat", "mlir::ModuleOp"> {
+  let summary = "Chooses the activations the backward saves and those it recomputes (min cut)";
+  let description = [{
+    In every public entry with a backward pass (`train_step`, `*_grad`),
+    decides which forward values the backward keeps (saved activations) and
+    which it recomputes, as a minimum cut over the joint forward/backward
+    graph weighted by bytes, as PyTorch's min-cut rematerialization
+    partitioner does.
+
+    Forward ops are those the loss (the first result) depends on; every other
+    op is backward. Each forward value is an edge of capacity its bytes; data
+    edges are infinite; values the backward reads connect to the sink.
+    Compute-bound ops (matmul, linear, attention), ops with effects and ops
+    with regions must run in the forward: they are fed from the source, so
+    their results are saved or cut further down. Parameters, inputs,
+    constants and the entry's results are resident anyway: free to read
+    anywhere, never saved nor recomputed. A reshape is a view: the cut never
+    falls on it. The minimum cut is what the backward saves (of the cuts of
+    least bytes, the one that recomputes least); what the backward reads
+    beyond that is cloned into the backward, just before its first reader
+    (in topological order). Run it after the last `cse`: the clones are
+    identical to forward ops and CSE would merge them back.
+
+    With `memory-budget` (bytes), when the saved bytes exceed it,
+    compute-bound ops may be recomputed too, one at a time, the most result
+    bytes per FLOP first (the LM head's logits, the MLP's up-projection),
+    each kept only if the cut shrinks, until the saved bytes fit.
+
+    Records `tfc.remat = {saved_bytes_before, saved_bytes, recomputed_ops,
+    recomputed_flops, forward_flops, total_flops, memory_budget}` on the
+    function (FLOPs by passes/CostModel.h; total_flops after the rewrite);
+    `print` also prints every saved value and recomputed op.
+
+    ```mlir
+    // before: the backward reads the gelu's output %g (saved)
+    %h = tfc.linear %x, %w1 : ...
+    %g = tfc.gelu %h approximate = tanh : tensor<8x256xf32>
+    %y = tfc.linear %g, %w2 : ...
+    ...                                    // loss, start of the backward
+    %dw2 = tfc.matmul %g, %dy transpose_lhs : ...
+    // after: only the linear's output %h is saved; %g is recomputed
+    %g2 = tfc.gelu %h approximate = tanh : tensor<8x256xf32>
+    %dw2 = tfc.matmul %g2, %dy transpose_lhs : ...
+    ```
+  }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
+           "Most bytes the backward may save (0: no budget); over it, "
+           "compute-bound ops are recomputed too">,
+    Option<"recomputeMatmuls", "recompute-matmuls", "bool", /*default=*/"false",
+           "Let every compute-bound op (matmul, linear, attention) be "
+           "recomputed when the cut finds it cheaper">,
+    Option<"print", "print", "bool", /*default=*/"false",
+           "Print the numbers and the cut (saved values, recomputed ops) of "
+           "every entry to stderr">,
+  ];
+}
+
+def TfcSchedule : Pass<"tfc-schedule", "mlir::ModuleOp"> {
+  let summary = "Orders each entry's ops to lower the peak of live bytes";
+  let description = [{
+    Reorders the ops of every public entry (one block) without changing what
+    it computes: a list scheduler over the data dependences, the order of
+    `tfc.load`/`tfc.store` per symbol (readers of a loaded value stay on
+    their side of every store of it) and the order of all other ops with
+    effects. Among the ops whose inputs are ready it first runs one that
+    frees more bytes (last reads of its operands) than it allocates, the most
+    first; otherwise the one whose first reader comes earliest in the
+    original order, so that each op sinks to just before its first reader.
+    Ties keep the original order.
+
+    Live bytes at an op: the bytes of every buffer defined at or before it
+    and read at or after it (inputs, parameters, state and constants are
+    resident and not counted; a reshape is a view of its operand; returned
+    and stored values live to the end). The new order is kept only if its
+    peak is not higher than the original's. Records `tfc.schedule =
+    {peak_bytes_before, peak_bytes}` on each entry; `print` prints them.
+
+    ```mlir
+    // before: %a and %b (4 KiB each) are both live while %s and %t run
+    %a = tfc.exp %x : tensor<1024xf32>
+    %b = tfc.exp %y : tensor<1024xf32>
+    %s = tfc.reduce_sum %a dims = [0] : tensor<1024xf32> -> tensor<f32>
+    %t = tfc.reduce_sum %b dims = [0] : tensor<1024xf32> -> tensor<f32>
+    // after: each reduction runs as soon as it can free its input
+    %a = tfc.exp %x : tensor<1024xf32>
+    %s = tfc.reduce_sum %a dims = [0] : tensor<1024xf32> -> tensor<f32>
+    %b = tfc.exp %y : tensor<1024xf32>
+    %t = tfc.reduce_sum %b dims = [0] : tensor<1024xf32> -> tensor<f32>
+    ```
+  }];
+  let options = [
+    Option<"print", "print", "bool", /*default=*/"false",
+           "Print each entry's peak live bytes before and after to stderr">,
+  ];
+}
+
 #endif // TFC_PASSES_TD

@@ -1,0 +1,155 @@
+//===- CostModel.cpp - FLOPs and bytes of tfc ops -------------------------===//
+//
+// FLOP counts follow the usual conventions: a multiply-add is 2 FLOPs, a
+// comparison or add is 1, a transcendental (exp, tanh, erf) is counted as a
+// handful of FLOPs since that is roughly what its polynomial costs. What
+// matters for the passes is the order of magnitude: matmul-like ops are
+// O(n^3)-ish, everything else is O(elements).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/CostModel.h"
+
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+
+namespace tfc {
+namespace {
+
+int64_t elements(Type type) {
+  if (auto shaped = llvm::dyn_cast<ShapedType>(type))
+    if (shaped.hasStaticShape())
+      return shaped.getNumElements();
+  return 0;
+}
+
+int64_t elements(Value v) { return elements(v.getType()); }
+
+/// FLOPs per element of the pointwise ops.
+constexpr int64_t kTranscendental = 8;
+
+/// 2 * M * N * K * batch for a product whose result is `result` and whose
+/// contraction has length `k`.
+int64_t productFlops(Value result, int64_t k) { return 2 * elements(result) * k; }
+
+int64_t attentionFlops(Value query, Value value, Value key, bool causal) {
+  auto q = llvm::cast<ShapedType>(query.getType()).getShape();
+  auto k = llvm::cast<ShapedType>(key.getType()).getShape();
+  auto v = llvm::cast<ShapedType>(value.getType()).getShape();
+  int64_t bh = q[0] * q[1], tq = q[2], d = q[3], tk = k[2], dv = v[3];
+  // Q K^T and P V, plus softmax (~5 FLOPs per score).
+  int64_t scores = bh * tq * tk;
+  if (causal && tq == tk)
+    scores = bh * tq * (tk + 1) / 2; // only the lower triangle is computed
+  return scores * (2 * d + 2 * dv + 5);
+}
+
+} // namespace
+
+int64_t tensorBytes(Type type) {
+  auto shaped = llvm::dyn_cast<ShapedType>(type);
+  if (!shaped || !shaped.hasStaticShape())
+    return 0;
+  int64_t bits = shaped.getElementTypeBitWidth();
+  return shaped.getNumElements() * std::max<int64_t>(1, (bits + 7) / 8);
+}
+
+bool isFreeOp(Operation *op) {
+  return llvm::isa<LoadOp, StoreOp, ConstantOp, ReshapeOp, ParamOp, StateOp>(
+      op);
+}
+
+bool isComputeBound(Operation *op) {
+  if (auto fused = llvm::dyn_cast<FusedOp>(op)) {
+    bool any = false;
+    fused.getBody().walk([&](Operation *inner) {
+      any |= isComputeBound(inner);
+    });
+    return any;
+  }
+  return llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp>(op);
+}
+
+int64_t estimateFlops(Operation *op) {
+  if (isFreeOp(op))
+    return 0;
+  int64_t out = op->getNumResults() ? elements(op->getResult(0)) : 0;
+  return llvm::TypeSwitch<Operation *, int64_t>(op)
+      .Case([&](FusedOp fused) {
+        int64_t sum = 0;
+        for (Operation &inner : fused.getBody().front().without_terminator())
+          sum += estimateFlops(&inner);
+        return sum;
+      })
+      .Case([&](MatmulOp m) {
+        auto lhs = llvm::cast<ShapedType>(m.getLhs().getType()).getShape();
+        int64_t k = m.getTransposeLhs() ? lhs[lhs.size() - 2] : lhs.back();
+        return productFlops(m.getResult(), k);
+      })
+      .Case([&](LinearOp l) {
+        int64_t k = llvm::cast<ShapedType>(l.getX().getType()).getShape().back();
+        return productFlops(l.getResult(), k) + (l.getBias() ? out : 0);
+      })
+      .Case([&](AttentionOp a) {
+        return attentionFlops(a.getQuery(), a.getValue(), a.getKey(),
+                              a.getCausal());
+      })
+      .Case([&](AttentionGradOp a) {
+        // Recomputes the scores and probabilities, then dV, dP, dQ, dK: five
+        // products where the forward has two.
+        return attentionFlops(a.getQuery(), a.getValue(), a.getKey(),
+                              a.getCausal()) *
+               5 / 2;
+      })
+      .Case<ExpOp, LogOp, TanhOp, SinOp, CosOp, SigmoidOp, SiluOp, PowOp,
+            GeluOp>([&](Operation *) { return kTranscendental * out; })
+      .Case<LayerNormOp, RmsNormOp>([&](Operation *) { return 8 * out; })
+      .Case<SoftmaxOp, LogSoftmaxOp>(
+          [&](Operation *) { return (4 + kTranscendental) * out; })
+      .Case<CrossEntropyOp, CrossEntropyGradOp>([&](Operation *o) {
+        return (4 + kTranscendental) * elements(o->getOperand(0));
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ArgmaxOp>(
+          [&](Operation *o) { return elements(o->getOperand(0)); })
+      .Case([&](EmbeddingGradOp g) { return elements(g.getGrad()); })
+      .Case([&](RotaryOp) { return 4 * out; })
+      .Case([&](SampleOp s) {
+        return (4 + kTranscendental) * elements(s.getLogits());
+      })
+      .Case<DropoutOp>([&](Operation *) { return 12 * out; })
+      // Pure data movement.
+      .Case<EmbeddingOp, TransposeOp, ConcatOp, SliceOp, DynamicSliceOp,
+            BroadcastToOp, KvCacheUpdateOp, IotaOp>(
+          [&](Operation *) { return int64_t(0); })
+      // Every other op is pointwise: one FLOP per element.
+      .Default([&](Operation *) { return out; });
+}
+
+OpCost estimateCost(Operation *op) {
+  OpCost cost;
+  if (isFreeOp(op))
+    return cost;
+  cost.flops = estimateFlops(op);
+  for (Value r : op->getResults())
+    cost.bytesWritten += tensorBytes(r.getType());
+  for (Value v : op->getOperands())
+    cost.bytesRead += tensorBytes(v.getType());
+  // Ops that touch only part of an operand.
+  if (auto e = llvm::dyn_cast<EmbeddingOp>(op)) {
+    cost.bytesRead = tensorBytes(e.getIds().getType()) + cost.bytesWritten;
+  } else if (auto s = llvm::dyn_cast<DynamicSliceOp>(op)) {
+    cost.bytesRead = cost.bytesWritten + 4;
+  } else if (auto s = llvm::dyn_cast<SliceOp>(op)) {
+    cost.bytesRead = cost.bytesWritten;
+  } else if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
+    // Written in place into the cache: only the new rows move.
+    cost.bytesRead = tensorBytes(kv.getUpdate().getType()) + 4;
+    cost.bytesWritten = tensorBytes(kv.getUpdate().getType());
+  }
+  return cost;
+}
+
+} // namespace tfc
