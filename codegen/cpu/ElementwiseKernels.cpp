@@ -64,7 +64,9 @@ Value sigmoid(OpBuilder &b, Location loc, Value x) {
   return b.create<arith::DivFOp>(loc, one, b.create<arith::AddFOp>(loc, one, e));
 }
 
-Value cast(OpBuilder &b, Location loc, Value v, Type to) {
+} // namespace
+
+Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
   if (from == to)
     return v;
@@ -83,26 +85,18 @@ Value cast(OpBuilder &b, Location loc, Value v, Type to) {
              : b.create<arith::TruncIOp>(loc, to, v).getResult();
 }
 
-} // namespace
-
-FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
-                                      ValueRange operands, ValueRange results) {
-  Location loc = op->getLoc();
-  auto binary = [&](auto floatFn, auto intFn) {
-    emitPointwise(b, loc, operands, results[0],
-                  [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                    if (isFloat(a[0]))
-                      return floatFn(nb, l, a[0], a[1]);
-                    return intFn(nb, l, a[0], a[1]);
-                  });
-    return true;
+PointwiseScalarFn pointwiseScalarFn(Operation *op) {
+  auto binary = [&](auto floatFn, auto intFn) -> PointwiseScalarFn {
+    return [floatFn, intFn](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      if (isFloat(a[0]))
+        return floatFn(nb, l, a[0], a[1]);
+      return intFn(nb, l, a[0], a[1]);
+    };
   };
-  auto unary = [&](auto fn) {
-    emitPointwise(b, loc, operands, results[0],
-                  [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                    return fn(nb, l, a[0]);
-                  });
-    return true;
+  auto unary = [&](auto fn) -> PointwiseScalarFn {
+    return [fn](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      return fn(nb, l, a[0]);
+    };
   };
 #define TFC_BIN(F, I)                                                          \
   binary(                                                                      \
@@ -117,7 +111,7 @@ FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
     return nb.create<F>(l, x);                                                 \
   })
 
-  return llvm::TypeSwitch<Operation *, FailureOr<bool>>(op)
+  return llvm::TypeSwitch<Operation *, PointwiseScalarFn>(op)
       .Case([&](AddOp) { return TFC_BIN(arith::AddFOp, arith::AddIOp); })
       .Case([&](SubOp) { return TFC_BIN(arith::SubFOp, arith::SubIOp); })
       .Case([&](MulOp) { return TFC_BIN(arith::MulFOp, arith::MulIOp); })
@@ -226,19 +220,29 @@ FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
           return nb.create<arith::SelectOp>(l, positive, x, scaled);
         });
       })
-      .Case([&](CastOp) {
-        Type to = llvm::cast<MemRefType>(results[0].getType()).getElementType();
-        emitPointwise(
-            b, loc, operands, results[0],
-            [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-              return cast(nb, l, a[0], to);
-            },
-            /*widen=*/false);
-        return true;
-      })
-      .Default([](Operation *) { return failure(); });
+      .Default([](Operation *) { return PointwiseScalarFn(); });
 #undef TFC_BIN
 #undef TFC_UN
+}
+
+FailureOr<bool> emitElementwiseKernel(OpBuilder &b, Operation *op,
+                                      ValueRange operands, ValueRange results) {
+  Location loc = op->getLoc();
+  if (llvm::isa<CastOp>(op)) {
+    Type to = llvm::cast<MemRefType>(results[0].getType()).getElementType();
+    emitPointwise(
+        b, loc, operands, results[0],
+        [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return castScalar(nb, l, a[0], to);
+        },
+        /*widen=*/false);
+    return true;
+  }
+  PointwiseScalarFn fn = pointwiseScalarFn(op);
+  if (!fn)
+    return failure();
+  emitPointwise(b, loc, operands, results[0], fn);
+  return true;
 }
 
 } // namespace tfc::cpu

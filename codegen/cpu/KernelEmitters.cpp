@@ -9,7 +9,7 @@ LogicalResult emitKernelBody(OpBuilder &b, Operation *op, ValueRange operands,
                              ValueRange results) {
   using Family = FailureOr<bool> (*)(OpBuilder &, Operation *, ValueRange,
                                      ValueRange);
-  for (Family family : {emitElementwiseKernel, emitLibraryKernel,
+  for (Family family : {emitFusedKernel, emitElementwiseKernel, emitLibraryKernel,
                         emitRowKernel, emitDataMovementKernel}) {
     FailureOr<bool> handled = family(b, op, operands, results);
     if (succeeded(handled))

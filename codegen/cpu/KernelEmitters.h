@@ -24,6 +24,8 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <functional>
+
 namespace tfc::cpu {
 
 /// Emits the body computing `op` into `results` from `operands` (memrefs in
@@ -57,6 +59,51 @@ mlir::FailureOr<bool> emitDataMovementKernel(mlir::OpBuilder &b,
                                              mlir::Operation *op,
                                              mlir::ValueRange operands,
                                              mlir::ValueRange results);
+
+/// A tfc.fused op: one loop nest for its whole body (FusedKernels.cpp).
+mlir::FailureOr<bool> emitFusedKernel(mlir::OpBuilder &b, mlir::Operation *op,
+                                      mlir::ValueRange operands,
+                                      mlir::ValueRange results);
+
+/// The activations the kernel library applies in a linear's epilogue (the
+/// codes of tfc_k_linear_ex_f32).
+enum class LinearActivation : int32_t { None = 0, GeluTanh = 1, Relu = 2, Silu = 3 };
+
+/// y = act(x @ weight + bias) + residual through the kernel library, the
+/// epilogue applied to each output tile while it is in cache
+/// (LibraryKernels.cpp). `bias` and `residual` may be null.
+void emitLinearCall(mlir::OpBuilder &b, mlir::Operation *op, mlir::Value x,
+                    mlir::Value weight, mlir::Value bias, mlir::Value residual,
+                    mlir::Value y, bool transposeWeight,
+                    LinearActivation activation);
+
+/// The scalar function of a pointwise op (ElementwiseKernels.cpp): its
+/// arguments and result are in the compute type (16-bit floats widened to
+/// f32). Null for ops that are not pointwise; tfc.cast is castScalar.
+using PointwiseScalarFn = std::function<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+PointwiseScalarFn pointwiseScalarFn(mlir::Operation *op);
+
+/// Converts a scalar to `to` (float <-> float, float <-> signed int,
+/// int <-> int), as tfc.cast does.
+mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                       mlir::Type to);
+
+/// How a reduction folds its values.
+enum class ReduceKind { Sum, Mean, Max };
+
+/// The value of the reduction's input at `indices` (one per input
+/// dimension), in the compute type.
+using ElementAt = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange indices)>;
+
+/// For every kept index, folds `valueAt` over the reduced dimensions of
+/// `inputShape` and stores into `output` (RowKernels.cpp). Accumulates in
+/// the compute type of `inputElem`.
+void emitReduceLoops(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
+                     llvm::ArrayRef<int64_t> dims, bool keepdim,
+                     llvm::ArrayRef<int64_t> inputShape, mlir::Type inputElem,
+                     ElementAt valueAt, mlir::Value output);
 
 //===----------------------------------------------------------------------===//
 // Helpers shared by the emitters (KernelUtils.cpp)

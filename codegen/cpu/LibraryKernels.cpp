@@ -128,20 +128,9 @@ bool emitMatmul(OpBuilder &b, MatmulOp op, ValueRange operands,
 
 bool emitLinear(OpBuilder &b, LinearOp op, ValueRange operands,
                 ValueRange results) {
-  Location loc = op.getLoc();
-  auto outShape = llvm::cast<MemRefType>(results[0].getType()).getShape();
-  int64_t n = outShape.back();
-  int64_t m = numElements(outShape) / n;
-  int64_t k = llvm::cast<MemRefType>(operands[0].getType()).getShape().back();
-  Value bias = op.getBias()
-                   ? pointerOf(b, loc, operands[2])
-                   : b.create<LLVM::ZeroOp>(
-                          loc, LLVM::LLVMPointerType::get(b.getContext()))
-                         .getResult();
-  call(b, op, "tfc_k_linear_f32",
-       {pointerOf(b, loc, operands[0]), pointerOf(b, loc, operands[1]), bias,
-        pointerOf(b, loc, results[0]), i64(b, loc, m), i64(b, loc, n),
-        i64(b, loc, k), i32(b, loc, op.getTransposeWeight())});
+  emitLinearCall(b, op, operands[0], operands[1],
+                 op.getBias() ? operands[2] : Value(), /*residual=*/Value(),
+                 results[0], op.getTransposeWeight(), LinearActivation::None);
   return true;
 }
 
@@ -204,6 +193,27 @@ bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
 }
 
 } // namespace
+
+void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
+                    Value bias, Value residual, Value y, bool transposeWeight,
+                    LinearActivation activation) {
+  Location loc = op->getLoc();
+  auto outShape = llvm::cast<MemRefType>(y.getType()).getShape();
+  int64_t n = outShape.back();
+  int64_t m = numElements(outShape) / n;
+  int64_t k = llvm::cast<MemRefType>(x.getType()).getShape().back();
+  auto orNull = [&](Value v) -> Value {
+    if (v)
+      return pointerOf(b, loc, v);
+    return b.create<LLVM::ZeroOp>(loc,
+                                  LLVM::LLVMPointerType::get(b.getContext()));
+  };
+  call(b, op, "tfc_k_linear_ex_f32",
+       {pointerOf(b, loc, x), pointerOf(b, loc, weight), orNull(bias),
+        orNull(residual), pointerOf(b, loc, y), i64(b, loc, m), i64(b, loc, n),
+        i64(b, loc, k), i32(b, loc, transposeWeight),
+        i32(b, loc, static_cast<int32_t>(activation))});
+}
 
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {

@@ -3,18 +3,22 @@
 // Graph -> planned program. For each entry function, in program order:
 //   tfc.load      -> the parameter/state argument (or the value stored before)
 //   tfc.store     -> remembered; copied into the state argument at the end
-//   tfc.reshape   -> a view of the same arena bytes (a copy for arguments)
+//   tfc.reshape   -> a view of the same buffer (collapse + expand; a copy
+//                    for arguments)
 //   tfc.constant  -> a memref.global
 //   anything else -> a call of a kernel function on its operand and result
-//                    buffers; results live in the arena or, when returned, in
-//                    the output argument directly.
+//                    buffers; each intermediate result gets its own
+//                    memref.alloc or, when returned, is the output argument.
 // Kernels are deduplicated by (op name, attributes, operand and result types).
+// Calls of pointwise kernels carry `tfc.in_place_ok`. Where the buffers go is
+// tfc-plan-memory's job (PlanMemory.cpp), checked by tfc-verify-memory-plan.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 
 #include "codegen/cpu/KernelEmitters.h"
 #include "dialects/tfc/TfcOps.h"
+#include "passes/CostModel.h"
 
 #include "llvm/ADT/MapVector.h"
 #include <map>
@@ -41,9 +45,34 @@ MemRefType bufferType(Type tensorType) {
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
-int64_t byteSize(MemRefType t) {
-  return numElements(t.getShape()) *
-         ((t.getElementTypeBitWidth() + 7) / 8);
+/// Marks a call whose kernel computes every result element from the operand
+/// elements at the same index only, reading them before it writes: a result
+/// may then take the bytes of an operand of its shape and element size that
+/// dies at the call (tfc-plan-memory decides, tfc-verify-memory-plan checks).
+constexpr llvm::StringLiteral kInPlaceOk = "tfc.in_place_ok";
+
+int64_t elementBytes(Type t) {
+  return (llvm::cast<ShapedType>(t).getElementTypeBitWidth() + 7) / 8;
+}
+
+/// Pointwise kernels (ElementwiseKernels.cpp, and tfc.fused "pointwise") with
+/// an operand that has the shape and element size of a result.
+bool mayWriteOverOperand(Operation *op) {
+  bool pointwise =
+      isElementwise(op) ||
+      // One linalg.generic loading every operand before it stores the
+      // results (FusedKernels.cpp).
+      (llvm::isa<FusedOp>(op) &&
+       llvm::cast<FusedOp>(op).getKind() == "pointwise");
+  if (!pointwise)
+    return false;
+  for (Type r : op->getResultTypes())
+    for (Type o : op->getOperandTypes())
+      if (llvm::cast<ShapedType>(r).getShape() ==
+              llvm::cast<ShapedType>(o).getShape() &&
+          elementBytes(r) == elementBytes(o))
+        return true;
+  return false;
 }
 
 /// Lowers one entry function. Owns the state of the walk.
@@ -61,18 +90,20 @@ public:
 
 private:
   LogicalResult lowerOp(Operation *op);
-  Value arenaBuffer(MemRefType type);
-  /// The graph value `v` now refers to the arena bytes of `view` (a new
-  /// buffer, or an alias such as a reshape): they stay allocated while any
-  /// value refers to them.
-  void retain(Value v, Value view);
-  /// `v` is dead: its bytes return to the free list once no alias is live.
-  void release(Value v);
-  int64_t allocate(int64_t bytes);
+  /// A fresh buffer for an intermediate: a memref.alloc that tfc-plan-memory
+  /// later places in the arena.
+  Value newBuffer(MemRefType type);
+  /// Whether `buffer` is an intermediate (a memref.alloc or a view of one).
+  bool isIntermediate(Value buffer);
+  /// `buffer` seen with another shape of the same bytes: a view, not a copy.
+  Value reshapeView(Value buffer, MemRefType type);
   Value resultBuffer(Value result);
   func::FuncOp getOrCreateKernel(Operation *op, TypeRange operandTypes,
                                  TypeRange resultTypes, StringRef tag);
   Value storageArg(StringAttr name);
+  /// The graph values that are computed straight into the state or
+  /// parameter argument they are stored to (see run()).
+  void findStoresInPlace(Block &block, func::ReturnOp returnOp);
 
   ModuleOp module;
   func::FuncOp graph;
@@ -81,24 +112,30 @@ private:
   OpBuilder builder;
 
   func::FuncOp entry;
-  Value arena;
-  int64_t arenaBytes = 0;
   int64_t numKernels = 0;
+  // What the kernels do by the cost model, for --report; the bytes of
+  // matmul-like kernels apart from the memory-bound rest.
+  OpCost cost;
+  int64_t computeBoundBytes = 0;
+  // Per kind of kernel (op name; fused kernels by kind): count, cost.
+  std::map<std::string, std::pair<int64_t, OpCost>> costByKind;
+  void countKernel(Operation *op) {
+    ++numKernels;
+    OpCost c = estimateCost(op);
+    cost += c;
+    if (isComputeBound(op))
+      computeBoundBytes += c.bytes();
+    std::string kind = op->getName().stripDialect().str();
+    if (auto fused = llvm::dyn_cast<FusedOp>(op))
+      kind += "." + fused.getKind().str();
+    auto &[count, kindCost] = costByKind[kind];
+    ++count;
+    kindCost += c;
+  }
   DenseMap<Value, Value> buffers;           // graph value -> memref
-  DenseMap<Value, int64_t> arenaOffsets;    // memref in arena -> byte offset
-
-  // Arena reuse by liveness: each allocation is a block shared by the values
-  // that alias it; freed blocks go back to a free list (best fit, coalesced).
-  struct ArenaBlock {
-    int64_t offset, bytes;
-    int refs = 0;
-  };
-  std::vector<ArenaBlock> blocks;
-  DenseMap<Value, unsigned> blockOfView;  // arena view -> block
-  DenseMap<Value, unsigned> blockOfValue; // graph value -> block it holds
-  std::map<int64_t, int64_t> freeRanges;  // offset -> bytes
-  int64_t liveBytes = 0, peakLiveBytes = 0, totalBytes = 0;
   DenseMap<Value, Value> outputFor;         // graph value -> output arg
+  DenseMap<Value, StringAttr> storeInPlace; // graph value -> symbol it is
+                                            // computed into
   DenseMap<StringAttr, Value> storageArgs;  // symbol -> param/state arg
   llvm::MapVector<StringAttr, Value> stores; // symbol -> last stored value
   int64_t numConstants = 0;
@@ -108,73 +145,29 @@ Value EntryLowering::storageArg(StringAttr name) {
   return storageArgs.lookup(name);
 }
 
-int64_t EntryLowering::allocate(int64_t bytes) {
-  // Best fit among the free ranges, else grow the arena.
-  auto best = freeRanges.end();
-  for (auto it = freeRanges.begin(); it != freeRanges.end(); ++it)
-    if (it->second >= bytes &&
-        (best == freeRanges.end() || it->second < best->second))
-      best = it;
-  if (best == freeRanges.end()) {
-    int64_t offset = arenaBytes;
-    arenaBytes += bytes;
-    return offset;
-  }
-  int64_t offset = best->first, rest = best->second - bytes;
-  freeRanges.erase(best);
-  if (rest > 0)
-    freeRanges[offset + bytes] = rest;
-  return offset;
+Value EntryLowering::newBuffer(MemRefType type) {
+  return builder.create<memref::AllocOp>(graph.getLoc(), type,
+                                         builder.getI64IntegerAttr(kAlignment));
 }
 
-Value EntryLowering::arenaBuffer(MemRefType type) {
+bool EntryLowering::isIntermediate(Value buffer) {
+  while (auto view = buffer.getDefiningOp<ViewLikeOpInterface>())
+    buffer = view.getViewSource();
+  return buffer.getDefiningOp<memref::AllocOp>() != nullptr;
+}
+
+Value EntryLowering::reshapeView(Value buffer, MemRefType type) {
   Location loc = graph.getLoc();
-  int64_t bytes = (byteSize(type) + kAlignment - 1) / kAlignment * kAlignment;
-  int64_t offset = allocate(bytes);
-  totalBytes += bytes;
-  liveBytes += bytes;
-  peakLiveBytes = std::max(peakLiveBytes, liveBytes);
-  Value offsetValue = cpu::indexConst(builder, loc, offset);
-  Value view = builder.create<memref::ViewOp>(loc, type, arena, offsetValue,
-                                              ValueRange{});
-  arenaOffsets[view] = offset;
-  blockOfView[view] = blocks.size();
-  blocks.push_back({offset, bytes});
-  return view;
-}
-
-void EntryLowering::retain(Value v, Value view) {
-  auto it = blockOfView.find(view);
-  if (it == blockOfView.end())
-    return; // Not arena memory: arguments, globals.
-  blockOfValue[v] = it->second;
-  ++blocks[it->second].refs;
-}
-
-void EntryLowering::release(Value v) {
-  auto it = blockOfValue.find(v);
-  if (it == blockOfValue.end())
-    return;
-  ArenaBlock &block = blocks[it->second];
-  blockOfValue.erase(it);
-  if (--block.refs > 0)
-    return;
-  liveBytes -= block.bytes;
-  // Return the range and merge it with free neighbours.
-  int64_t offset = block.offset, bytes = block.bytes;
-  auto next = freeRanges.lower_bound(offset);
-  if (next != freeRanges.end() && offset + bytes == next->first) {
-    bytes += next->second;
-    next = freeRanges.erase(next);
-  }
-  if (next != freeRanges.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second == offset) {
-      prev->second += bytes;
-      return;
-    }
-  }
-  freeRanges[offset] = bytes;
+  Value flat = cpu::flatten(builder, loc, buffer);
+  if (flat.getType() == type)
+    return flat;
+  if (type.getRank() == 0)
+    return builder.create<memref::CollapseShapeOp>(
+        loc, type, flat, ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return builder.create<memref::ExpandShapeOp>(
+      loc, type, flat, SmallVector<ReassociationIndices>{all});
 }
 
 Value EntryLowering::resultBuffer(Value result) {
@@ -182,7 +175,9 @@ Value EntryLowering::resultBuffer(Value result) {
     outputFor.erase(result); // Only the first return position is written.
     return out;
   }
-  return arenaBuffer(bufferType(result.getType()));
+  if (StringAttr name = storeInPlace.lookup(result))
+    return storageArg(name);
+  return newBuffer(bufferType(result.getType()));
 }
 
 func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
@@ -195,6 +190,10 @@ func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
   os << tag << op->getName() << op->getAttrDictionary();
   if (auto props = op->getPropertiesAsAttribute())
     os << props;
+  // A fused kernel is what its body computes; printed in its own scope, the
+  // body reads the same for every group with the same ops.
+  if (auto fused = llvm::dyn_cast<FusedOp>(op))
+    fused->print(os, OpPrintingFlags().useLocalScope());
   for (Type t : operandTypes)
     os << "|" << t;
   os << "->";
@@ -238,6 +237,62 @@ func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
   return kernel;
 }
 
+void EntryLowering::findStoresInPlace(Block &block, func::ReturnOp returnOp) {
+  // A stored value is computed straight into its state or parameter argument
+  // (instead of into an intermediate copied back at the end of the entry)
+  // when nothing reads the old value once the value's kernel has started:
+  // every read of a load of the symbol made before the store comes earlier
+  // in the order, or is at that kernel as a pointwise operand (read before
+  // written, element by element). The value must be a kernel's result (not a
+  // load, constant, reshape or kv_cache_update), the only value stored to the
+  // symbol, stored nowhere else, and not returned. Stores and returns read
+  // their value at the end of the entry.
+  DenseMap<Operation *, int64_t> order;
+  llvm::MapVector<StringAttr, SmallVector<StoreOp>> storesOf;
+  DenseMap<StringAttr, SmallVector<LoadOp>> loadsOf;
+  for (auto [i, op] : llvm::enumerate(block)) {
+    order[&op] = i;
+    if (auto s = llvm::dyn_cast<StoreOp>(op))
+      storesOf[s.getNameAttr().getAttr()].push_back(s);
+    else if (auto l = llvm::dyn_cast<LoadOp>(op))
+      loadsOf[l.getNameAttr().getAttr()].push_back(l);
+  }
+  auto readAt = [&](Operation *user) -> int64_t {
+    if (llvm::isa<StoreOp, func::ReturnOp>(user))
+      return INT64_MAX;
+    return order.lookup(block.findAncestorOpInBlock(*user));
+  };
+  for (auto &[name, list] : storesOf) {
+    if (list.size() != 1)
+      continue;
+    StoreOp store = list.front();
+    Value value = store.getValue();
+    Operation *def = value.getDefiningOp();
+    if (!def || !llvm::isa<TFCDialect>(def->getDialect()) ||
+        llvm::isa<LoadOp, ConstantOp, ReshapeOp, KvCacheUpdateOp>(def) ||
+        storeInPlace.count(value) ||
+        llvm::any_of(value.getUsers(), [&](Operation *user) {
+          return llvm::isa<func::ReturnOp>(user) ||
+                 (user != store.getOperation() && llvm::isa<StoreOp>(user));
+        }))
+      continue;
+    int64_t at = order.lookup(def), storeAt = order.lookup(store);
+    bool oldValueDead = true;
+    for (LoadOp load : loadsOf.lookup(name)) {
+      if (order.lookup(load) > storeAt)
+        continue; // Sees the stored value.
+      for (Operation *user : load->getUsers()) {
+        int64_t when = readAt(user);
+        if (when < at || (when == at && mayWriteOverOperand(def)))
+          continue;
+        oldValueDead = false;
+      }
+    }
+    if (oldValueDead)
+      storeInPlace[value] = name;
+  }
+}
+
 LogicalResult EntryLowering::lowerOp(Operation *op) {
   Location loc = op->getLoc();
   if (auto load = llvm::dyn_cast<LoadOp>(op)) {
@@ -275,14 +330,8 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
   if (auto reshape = llvm::dyn_cast<ReshapeOp>(op)) {
     Value src = buffers.lookup(reshape.getX());
     auto type = bufferType(reshape.getType());
-    auto it = arenaOffsets.find(src);
-    if (it != arenaOffsets.end() && !outputFor.count(reshape.getResult())) {
-      Value view = builder.create<memref::ViewOp>(
-          loc, type, arena, cpu::indexConst(builder, loc, it->second),
-          ValueRange{});
-      arenaOffsets[view] = it->second;
-      blockOfView[view] = blockOfView.lookup(src);
-      buffers[reshape] = view;
+    if (isIntermediate(src) && !outputFor.count(reshape.getResult())) {
+      buffers[reshape] = reshapeView(src, type);
       return success();
     }
     // Arguments and outputs: copy the bytes into a buffer of the new shape.
@@ -322,12 +371,13 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       return failure();
     builder.create<func::CallOp>(loc, kernel,
                                  ValueRange{update, position, dest});
-    ++numKernels;
+    countKernel(op);
     buffers[kv] = dest;
     return success();
   }
 
-  if (op->getNumRegions() != 0 || !llvm::isa<TFCDialect>(op->getDialect()))
+  if ((op->getNumRegions() != 0 && !llvm::isa<FusedOp>(op)) ||
+      !llvm::isa<TFCDialect>(op->getDialect()))
     return op->emitError("CPU codegen: unexpected op '")
            << op->getName() << "' in an entry function";
 
@@ -347,8 +397,10 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
     return failure();
   SmallVector<Value> args(operands);
   args.append(results);
-  builder.create<func::CallOp>(loc, kernel, args);
-  ++numKernels;
+  auto call = builder.create<func::CallOp>(loc, kernel, args);
+  if (mayWriteOverOperand(op))
+    call->setAttr(kInPlaceOk, builder.getUnitAttr());
+  countKernel(op);
   for (auto [r, buffer] : llvm::zip(op->getResults(), results))
     buffers[r] = buffer;
   return success();
@@ -386,7 +438,8 @@ LogicalResult EntryLowering::run() {
   llvm::sort(params, byIndex(paramIndex));
   llvm::sort(states, byIndex(stateIndex));
 
-  // Signature: params, states, inputs, outputs, arena (patched at the end).
+  // Signature: params, states, inputs, outputs, arena (sized by
+  // tfc-plan-memory).
   SmallVector<Type> argTypes;
   SmallVector<NamedAttrList> argAttrs;
   auto addArg = [&](Type t, StringRef attr, Attribute value) {
@@ -424,7 +477,7 @@ LogicalResult EntryLowering::run() {
     argAttrs.back().set("tfc.name",
                         nameOf(graph.getResultAttrDict(i), "output" + Twine(i)));
   }
-  addArg(MemRefType::get({1}, builder.getI8Type()), "tfc.arena",
+  addArg(MemRefType::get({0}, builder.getI8Type()), "tfc.arena",
          builder.getUnitAttr());
 
   builder.setInsertionPoint(graph);
@@ -449,37 +502,11 @@ LogicalResult EntryLowering::run() {
   for (auto [i, v] : llvm::enumerate(returnOp.getOperands()))
     if (!outputFor.count(v) && !llvm::isa<BlockArgument>(v))
       outputFor[v] = body->getArgument(firstOutput + i);
-  next += returnOp.getNumOperands();
-  arena = body->getArgument(next);
+  findStoresInPlace(block, returnOp);
 
-  // Last use of every value in program order; returned and stored values
-  // live to the end.
-  DenseMap<Value, int64_t> lastUse;
-  SmallVector<Operation *> ops;
   for (Operation &op : block.without_terminator())
-    ops.push_back(&op);
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    int64_t use = llvm::isa<StoreOp>(op) ? INT64_MAX : (int64_t)i;
-    for (Value v : op->getOperands())
-      lastUse[v] = std::max(lastUse.lookup(v), use);
-  }
-  for (Value v : returnOp.getOperands())
-    lastUse[v] = INT64_MAX;
-
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    if (failed(lowerOp(op)))
+    if (failed(lowerOp(&op)))
       return failure();
-    for (Value r : op->getResults())
-      retain(r, buffers.lookup(r));
-    // Operands used for the last time, and results nobody reads, free their
-    // bytes for the ops that follow (never for this op's own results).
-    for (Value v : op->getOperands())
-      if (lastUse.lookup(v) == (int64_t)i)
-        release(v);
-    for (Value r : op->getResults())
-      if (!lastUse.count(r))
-        release(r);
-  }
 
   Location loc = graph.getLoc();
   // Outputs not written in place (inputs, loaded params, values returned
@@ -499,20 +526,27 @@ LogicalResult EntryLowering::run() {
   }
   builder.create<func::ReturnOp>(loc);
 
-  // The arena's real size is known only now.
-  int64_t size = std::max<int64_t>(arenaBytes, kAlignment);
-  auto arenaType = MemRefType::get({size}, builder.getI8Type());
-  arena.setType(arenaType);
-  argTypes.back() = arenaType;
-  entry.setFunctionType(builder.getFunctionType(argTypes, {}));
   entry->setAttr("tfc.entry", builder.getStringAttr(graphName));
-  entry->setAttr("tfc.arena_bytes", builder.getI64IntegerAttr(size));
+  // No arena yet: tfc-plan-memory places the allocs in it and sets its size
+  // and the memory report (tfc.intermediate_bytes, tfc.live_bound_bytes).
+  entry->setAttr("tfc.arena_bytes", builder.getI64IntegerAttr(0));
   entry->setAttr("tfc.num_kernels", builder.getI64IntegerAttr(numKernels));
-  // The memory report: every intermediate's bytes added up, the most bytes
-  // live at once in this order (a lower bound for any placement), and the
-  // arena actually planned.
-  entry->setAttr("tfc.intermediate_bytes", builder.getI64IntegerAttr(totalBytes));
-  entry->setAttr("tfc.live_bound_bytes", builder.getI64IntegerAttr(peakLiveBytes));
+  entry->setAttr("tfc.flops", builder.getI64IntegerAttr(cost.flops));
+  entry->setAttr("tfc.bytes_read", builder.getI64IntegerAttr(cost.bytesRead));
+  entry->setAttr("tfc.bytes_written",
+                 builder.getI64IntegerAttr(cost.bytesWritten));
+  entry->setAttr("tfc.compute_bound_bytes",
+                 builder.getI64IntegerAttr(computeBoundBytes));
+  SmallVector<NamedAttribute> byKind;
+  for (auto &[kind, entry] : costByKind)
+    byKind.push_back(builder.getNamedAttr(
+        kind, builder.getDenseI64ArrayAttr({entry.first, entry.second.flops,
+                                            entry.second.bytes()})));
+  entry->setAttr("tfc.cost_by_kernel", builder.getDictionaryAttr(byKind));
+  // What the graph passes decided travels with the entry to the report.
+  for (StringRef name : {"tfc.fusion", "tfc.remat", "tfc.schedule"})
+    if (Attribute a = graph->getAttr(name))
+      entry->setAttr(name, a);
   graph.erase();
   return success();
 }

@@ -187,22 +187,14 @@ void emitNorm(OpBuilder &b, Location loc, bool center, double eps, Value input,
 // reduce_sum, reduce_mean, reduce_max
 //===----------------------------------------------------------------------===//
 
-enum class ReduceKind { Sum, Mean, Max };
+} // namespace
 
-/// For every kept index (a loop nest over the kept dimensions), folds the
-/// reduced dimensions (an inner loop nest carrying the accumulator) and
-/// stores the result. Works for any set of dimensions, with or without
-/// keepdim, including all of them (a 0-d result).
-bool emitReduce(OpBuilder &b, Operation *op, ReduceKind kind,
-                ArrayRef<int64_t> dims, bool keepdim, Value input,
-                Value output) {
-  Location loc = op->getLoc();
-  ArrayRef<int64_t> shape = shapeOf(input);
+void emitReduceLoops(OpBuilder &b, Location loc, ReduceKind kind,
+                     ArrayRef<int64_t> dims, bool keepdim,
+                     ArrayRef<int64_t> shape, Type elem, ElementAt valueAt,
+                     Value output) {
   int64_t rank = shape.size();
-  Type elem = elementTypeOf(input);
   bool isFloatElem = llvm::isa<FloatType>(elem);
-  if (isFloatElem && !checkFloat(op, input))
-    return false;
   Type acc = computeType(elem);
 
   llvm::SmallVector<bool> reduced(rank, false);
@@ -259,9 +251,7 @@ bool emitReduce(OpBuilder &b, Operation *op, ReduceKind kind,
               unsigned k = 0, r = 0;
               for (int64_t d = 0; d < rank; ++d)
                 indices.push_back(reduced[d] ? red[r++] : kept[k++]);
-              Value v = widen(b, loc,
-                              b.create<memref::LoadOp>(loc, input, indices));
-              return {combine(b, loc, accs[0], v)};
+              return {combine(b, loc, accs[0], valueAt(b, loc, indices))};
             });
         Value result = inner.results.empty() ? init : inner.results[0];
         if (kind == ReduceKind::Mean)
@@ -275,9 +265,28 @@ bool emitReduce(OpBuilder &b, Operation *op, ReduceKind kind,
           else if (keepdim)
             outIndices.push_back(indexConst(b, loc, 0));
         }
-        b.create<memref::StoreOp>(loc, narrow(b, loc, result, elem), output,
-                                  outIndices);
+        b.create<memref::StoreOp>(
+            loc, narrow(b, loc, result, elementTypeOf(output)), output,
+            outIndices);
       });
+}
+
+namespace {
+
+/// reduce_sum, reduce_mean, reduce_max over any set of dimensions, with or
+/// without keepdim, including all of them (a 0-d result).
+bool emitReduce(OpBuilder &b, Operation *op, ReduceKind kind,
+                ArrayRef<int64_t> dims, bool keepdim, Value input,
+                Value output) {
+  Type elem = elementTypeOf(input);
+  if (llvm::isa<FloatType>(elem) && !checkFloat(op, input))
+    return false;
+  emitReduceLoops(b, op->getLoc(), kind, dims, keepdim, shapeOf(input), elem,
+                  [&](OpBuilder &b, Location loc, ValueRange indices) {
+                    return widen(b, loc,
+                                 b.create<memref::LoadOp>(loc, input, indices));
+                  },
+                  output);
   return true;
 }
 

@@ -250,19 +250,22 @@ func.func @rotary_dropout(%x: tensor<1x2x3x4xf32>, %pos: tensor<i32>, %seed: ten
 // -----
 
 //===----------------------------------------------------------------------===//
-// The planner (LowerToKernels.cpp)
+// Buffers and calls (LowerToKernels.cpp); where the buffers go in the arena is
+// tested in plan-memory.mlir.
 //===----------------------------------------------------------------------===//
 
 // Tests that two identical ops share one kernel and that results returned by
-// the entry are written in place into the output arguments.
+// the entry are written in place into the output arguments. The arena is
+// empty until tfc-plan-memory sizes it.
 
 // CHECK-LABEL: func.func private @k0_softmax(
 // CHECK-NOT:   func.func private @k1
 // CHECK-LABEL: func.func @dedup(
-// CHECK-SAME:      %[[X:.*]]: memref<4x8xf32> {tfc.input_index = 0 : i64, tfc.name = "input0"}, %[[Y:.*]]: memref<4x8xf32> {{.*}}, %[[O0:.*]]: memref<4x8xf32> {tfc.name = "output0", tfc.output_index = 0 : i64}, %[[O1:.*]]: memref<4x8xf32> {{.*}}, %{{.*}}: memref<64xi8> {tfc.arena})
+// CHECK-SAME:      %[[X:.*]]: memref<4x8xf32> {tfc.input_index = 0 : i64, tfc.name = "input0"}, %[[Y:.*]]: memref<4x8xf32> {{.*}}, %[[O0:.*]]: memref<4x8xf32> {tfc.name = "output0", tfc.output_index = 0 : i64}, %[[O1:.*]]: memref<4x8xf32> {{.*}}, %{{.*}}: memref<0xi8> {tfc.arena})
+// CHECK-SAME:      tfc.arena_bytes = 0 : i64
 // CHECK-SAME:      tfc.num_kernels = 2
-// CHECK-NEXT:    call @k0_softmax(%[[X]], %[[O0]])
-// CHECK-NEXT:    call @k0_softmax(%[[Y]], %[[O1]])
+// CHECK-NEXT:    call @k0_softmax(%[[X]], %[[O0]]) :
+// CHECK-NEXT:    call @k0_softmax(%[[Y]], %[[O1]]) :
 // CHECK-NEXT:    return
 func.func @dedup(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %0 = tfc.softmax %x dim = -1 : tensor<4x8xf32> -> tensor<4x8xf32>
@@ -272,33 +275,53 @@ func.func @dedup(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, 
 
 // -----
 
-// Tests that a reshape of an arena value is a view of the same arena offset
-// (no copy, no kernel).
+// Tests that every intermediate gets its own 64-byte-aligned alloc, that a
+// reshape of one is a view of the same buffer (collapse to 1-D, expand to the
+// new shape; no copy, no kernel), and that pointwise calls, and only those,
+// are marked tfc.in_place_ok.
 
 // CHECK-LABEL: func.func @reshape_view(
-// CHECK-SAME:      %[[X:.*]]: memref<2x6xf32> {{.*}}, %[[OUT:.*]]: memref<3x4xf32> {{.*}}, %[[ARENA:.*]]: memref<128xi8> {tfc.arena})
-// CHECK-SAME:      tfc.arena_bytes = 128 : i64
-// CHECK:         %[[V0:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<128xi8> to memref<2x6xf32>
-// CHECK:         call @k0_exp(%[[X]], %[[V0]])
-// CHECK:         %[[V1:.*]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<128xi8> to memref<2x6xf32>
-// CHECK:         call @k1_neg(%[[V0]], %[[V1]])
-// CHECK:         %[[V2:.*]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<128xi8> to memref<3x4xf32>
-// CHECK-NOT:     memref.copy
-// CHECK:         call @k2_abs(%[[V2]], %[[OUT]])
+// CHECK-SAME:      %[[X:.*]]: memref<2x6xf32> {{.*}}, %[[OUT:.*]]: memref<3x4xf32> {{.*}}, %{{.*}}: memref<0xi8> {tfc.arena})
+// CHECK:         %[[A0:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x6xf32>
+// CHECK-NEXT:    call @k0_exp(%[[X]], %[[A0]]) {tfc.in_place_ok}
+// CHECK-NEXT:    %[[A1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x6xf32>
+// CHECK-NEXT:    call @k1_neg(%[[A0]], %[[A1]]) {tfc.in_place_ok}
+// CHECK-NEXT:    %[[F:.*]] = memref.collapse_shape %[[A1]] {{\[}}[0, 1]] : memref<2x6xf32> into memref<12xf32>
+// CHECK-NEXT:    %[[V:.*]] = memref.expand_shape %[[F]] {{\[}}[0, 1]] output_shape [3, 4] : memref<12xf32> into memref<3x4xf32>
+// CHECK-NEXT:    %[[A2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<3x4xf32>
+// CHECK-NEXT:    call @k2_softmax(%[[V]], %[[A2]]) :
+// CHECK-NEXT:    call @k3_abs(%[[A2]], %[[OUT]]) {tfc.in_place_ok}
 // CHECK-NEXT:    return
 func.func @reshape_view(%x: tensor<2x6xf32>) -> tensor<3x4xf32> {
   %0 = tfc.exp %x : tensor<2x6xf32>
   %1 = tfc.neg %0 : tensor<2x6xf32>
   %2 = tfc.reshape %1 : tensor<2x6xf32> -> tensor<3x4xf32>
-  %3 = tfc.abs %2 : tensor<3x4xf32>
-  return %3 : tensor<3x4xf32>
+  %3 = tfc.softmax %2 dim = -1 : tensor<3x4xf32> -> tensor<3x4xf32>
+  %4 = tfc.abs %3 : tensor<3x4xf32>
+  return %4 : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that a pointwise op is marked only when an operand has the result's
+// shape and element size: not for a pure broadcast, not for a cast that
+// changes the element size.
+
+// CHECK-LABEL: func.func @in_place_marks(
+// CHECK:         call @k0_add({{[^)]*}}) : (memref<4xf32>, memref<3x1xf32>, memref<3x4xf32>) -> ()
+// CHECK:         call @k1_cast({{[^)]*}}) {tfc.in_place_ok} : (memref<3x4xf32>, memref<3x4xi32>) -> ()
+// CHECK:         call @k2_cast({{[^)]*}}) : (memref<3x4xi32>, memref<3x4xf16>) -> ()
+func.func @in_place_marks(%x: tensor<4xf32>, %y: tensor<3x1xf32>) -> tensor<3x4xf16> {
+  %0 = tfc.add %x, %y : tensor<4xf32>, tensor<3x1xf32> -> tensor<3x4xf32>
+  %1 = tfc.cast %0 : tensor<3x4xf32> -> tensor<3x4xi32>
+  %2 = tfc.cast %1 : tensor<3x4xi32> -> tensor<3x4xf16>
+  return %2 : tensor<3x4xf16>
 }
 
 // -----
 
 // Tests that load -> kv_cache_update -> store of the same state, with no other
 // use of the loaded cache, writes the state argument in place: no copy.
-
 // CHECK-LABEL: func.func private @k0_kv_cache_update_write(
 // CHECK-SAME:      %[[U:.*]]: memref<1x2x1x4xf32>, %[[P:.*]]: memref<i32>, %[[D:.*]]: memref<1x2x8x4xf32>)
 // CHECK:         memref.load %[[P]][]
@@ -328,8 +351,8 @@ func.func @kv_in_place(%k: tensor<1x2x1x4xf32>, %pos: tensor<i32>) {
 // to the state at the end of the entry.
 
 // CHECK-LABEL: func.func @kv_copy(
-// CHECK-SAME:      %[[STATE:.*]]: memref<1x2x8x4xf32> {tfc.state_index = 0 : i64}, %[[K:.*]]: memref<1x2x1x4xf32> {{.*}}, %[[POS:.*]]: memref<i32> {{.*}}, %[[OUT:.*]]: memref<1x2x8x4xf32> {{.*}}, %[[ARENA:.*]]: memref<256xi8> {tfc.arena})
-// CHECK:         %[[NEW:.*]] = memref.view %[[ARENA]]
+// CHECK-SAME:      %[[STATE:.*]]: memref<1x2x8x4xf32> {tfc.state_index = 0 : i64}, %[[K:.*]]: memref<1x2x1x4xf32> {{.*}}, %[[POS:.*]]: memref<i32> {{.*}}, %[[OUT:.*]]: memref<1x2x8x4xf32> {{.*}}, %{{.*}}: memref<0xi8> {tfc.arena})
+// CHECK:         %[[NEW:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x8x4xf32>
 // CHECK-NEXT:    memref.copy %[[STATE]], %[[NEW]]
 // CHECK-NEXT:    call @k0_kv_cache_update_write(%[[K]], %[[POS]], %[[NEW]])
 // CHECK-NEXT:    call @k1_neg(%[[STATE]], %[[OUT]])
@@ -346,23 +369,60 @@ func.func @kv_copy(%k: tensor<1x2x1x4xf32>, %pos: tensor<i32>) -> tensor<1x2x8x4
 
 // -----
 
-// Tests that a stored value computed in the arena is copied back into the
-// state argument at the end of the entry, and that a load after the store
-// sees the stored buffer.
+// Tests that a stored value is computed straight into its state argument
+// when nothing reads the old value after its kernel starts (here the
+// pointwise add reads it element by element as it writes), and that a load
+// after the store sees the stored value.
 
-// CHECK-LABEL: func.func @store_back(
-// CHECK-SAME:      %[[STATE:.*]]: memref<4xf32> {tfc.state_index = 0 : i64}, %[[X:.*]]: memref<4xf32> {{.*}}, %[[OUT:.*]]: memref<4xf32> {{.*}}, %[[ARENA:.*]]: memref<64xi8> {tfc.arena})
-// CHECK:         %[[S:.*]] = memref.view %[[ARENA]]
-// CHECK-NEXT:    call @k0_add(%[[STATE]], %[[X]], %[[S]])
-// CHECK-NEXT:    call @k1_neg(%[[S]], %[[OUT]])
-// CHECK-NEXT:    memref.copy %[[S]], %[[STATE]]
+// CHECK-LABEL: func.func @store_in_place(
+// CHECK-SAME:      %[[STATE:.*]]: memref<4xf32> {tfc.state_index = 0 : i64}, %[[X:.*]]: memref<4xf32> {{.*}}, %[[OUT:.*]]: memref<4xf32> {{.*}}, %{{.*}}: memref<0xi8> {tfc.arena})
+// CHECK-NEXT:    call @k0_add(%[[STATE]], %[[X]], %[[STATE]])
+// CHECK-NEXT:    call @k1_neg(%[[STATE]], %[[OUT]])
 // CHECK-NEXT:    return
 tfc.state @count : tensor<4xf32> = "zeros"
-func.func @store_back(%x: tensor<4xf32>) -> tensor<4xf32> {
+func.func @store_in_place(%x: tensor<4xf32>) -> tensor<4xf32> {
   %c = tfc.load @count : tensor<4xf32>
   %s = tfc.add %c, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   tfc.store %s, @count : tensor<4xf32>
   %again = tfc.load @count : tensor<4xf32>
   %n = tfc.neg %again : tensor<4xf32>
   return %n : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a stored value goes to its own buffer, copied back into the
+// state argument at the end of the entry, when the old value is read after
+// the value's kernel (by a later op, by a kernel that is not pointwise, or
+// by the copy of a returned value at the end).
+
+// CHECK-LABEL: func.func @store_back(
+// CHECK-SAME:      %[[S0:[^:]*]]: memref<4xf32> {tfc.state_index = 0 : i64}, %[[S1:[^:]*]]: memref<4xf32> {tfc.state_index = 1 : i64}, %[[S2:[^:]*]]: memref<4xf32> {tfc.state_index = 2 : i64}, %[[X:[^:]*]]: memref<4xf32> {{.*}}, %[[OUT0:[^:]*]]: memref<4xf32> {{.*}}, %[[OUT1:[^:]*]]: memref<4xf32> {{.*}}, %{{.*}}: memref<0xi8> {tfc.arena})
+// CHECK-NEXT:    %[[N0:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK-NEXT:    call @k0_add(%[[S0]], %[[X]], %[[N0]])
+// CHECK-NEXT:    call @k1_neg(%[[S0]], %[[OUT0]])
+// CHECK-NEXT:    %[[N1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK-NEXT:    call @k2_softmax(%[[S1]], %[[N1]])
+// CHECK-NEXT:    %[[N2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK-NEXT:    call @k0_add(%[[S2]], %[[X]], %[[N2]])
+// CHECK-NEXT:    memref.copy %[[S2]], %[[OUT1]]
+// CHECK-NEXT:    memref.copy %[[N0]], %[[S0]]
+// CHECK-NEXT:    memref.copy %[[N1]], %[[S1]]
+// CHECK-NEXT:    memref.copy %[[N2]], %[[S2]]
+// CHECK-NEXT:    return
+tfc.state @a : tensor<4xf32> = "zeros"
+tfc.state @b : tensor<4xf32> = "zeros"
+tfc.state @c : tensor<4xf32> = "zeros"
+func.func @store_back(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = tfc.load @a : tensor<4xf32>
+  %a2 = tfc.add %a, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  tfc.store %a2, @a : tensor<4xf32>
+  %old = tfc.neg %a : tensor<4xf32>
+  %b = tfc.load @b : tensor<4xf32>
+  %b2 = tfc.softmax %b dim = 0 : tensor<4xf32> -> tensor<4xf32>
+  tfc.store %b2, @b : tensor<4xf32>
+  %c = tfc.load @c : tensor<4xf32>
+  %c2 = tfc.add %c, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  tfc.store %c2, @c : tensor<4xf32>
+  return %old, %c : tensor<4xf32>, tensor<4xf32>
 }
