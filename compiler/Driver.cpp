@@ -14,6 +14,7 @@
 #include "compiler/IRDumper.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
+#include "compiler/Report.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -91,6 +92,32 @@ struct Options {
       cl::desc("With --optimizer: parameters (names or prefix*) that get no "
                "weight decay; by default matrices decay, biases and norms not"),
       cl::value_desc("name"), cl::CommaSeparated, cl::cat(category)};
+  cl::opt<bool> noFuse{
+      "no-fuse",
+      cl::desc("Do not group ops into fused kernels (tfc-fuse, on at -O2)"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<bool> noRemat{
+      "no-remat",
+      cl::desc("Keep every forward value the backward reads instead of "
+               "recomputing cheap ones (tfc-remat, on at -O2)"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<bool> noSchedule{
+      "no-schedule",
+      cl::desc("Keep the program order instead of one that lowers peak "
+               "memory (tfc-schedule, on at -O2)"),
+      cl::init(false), cl::cat(category)};
+  cl::opt<std::string> rematBudget{
+      "remat-budget",
+      cl::desc("Most bytes of forward values kept for the backward; above "
+               "it, matmuls are recomputed too (e.g. 2GiB, 500MB; default: "
+               "no budget)"),
+      cl::value_desc("bytes"), cl::init(""), cl::cat(category)};
+  cl::opt<std::string> report{
+      "report",
+      cl::desc("Write per entry point: kernel count, bytes moved and FLOPs, "
+               "arena size and its lower bound, fusion and remat decisions, "
+               "as JSON"),
+      cl::value_desc("FILE.json"), cl::init(""), cl::cat(category)};
   cl::opt<bool> summary{
       "summary",
       cl::desc("Print a summary of the module after the graph phase "
@@ -124,6 +151,28 @@ std::string defaultEmit(llvm::StringRef output) {
   if (ext == ".ll")
     return "llvm";
   return "mlir";
+}
+
+/// "2GiB", "500MB", "1048576" as bytes.
+std::optional<int64_t> parseByteSize(llvm::StringRef text) {
+  llvm::StringRef digits = text.take_while(llvm::isDigit);
+  llvm::StringRef unit = text.drop_front(digits.size()).trim();
+  uint64_t value;
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return std::nullopt;
+  std::optional<uint64_t> scale =
+      llvm::StringSwitch<std::optional<uint64_t>>(unit.lower())
+          .Cases("", "b", 1)
+          .Case("kb", 1000)
+          .Case("mb", 1000 * 1000)
+          .Case("gb", 1000 * 1000 * 1000)
+          .Case("kib", 1ull << 10)
+          .Case("mib", 1ull << 20)
+          .Case("gib", 1ull << 30)
+          .Default(std::nullopt);
+  if (!scale || value > (uint64_t)INT64_MAX / *scale)
+    return std::nullopt;
+  return static_cast<int64_t>(value * *scale);
 }
 
 std::string hexDigest(llvm::StringRef text) {
@@ -160,8 +209,11 @@ int compilerMain(int argc, char **argv) {
           "  tfc model.mlir -o model.so --summary        compile to an artifact\n"
           "  tfc model.mlir --compile-to=graph -o g.mlir  read the optimized graph\n"
           "  tfc model.mlir -o model.so --dump-ir=ir/     keep the IR of every pass\n"
-          "  tfc model.mlir -o model.so --optimizer=adamw add loss_grad, train_step\n\n";
+          "  tfc model.mlir -o model.so --optimizer=adamw add loss_grad, train_step\n"
+          "  tfc model.mlir -o model.so --report=r.json   what the optimizations did\n\n";
     describePipeline(os);
+    os << "Options in the environment variable TFC_OPTIONS are added to the\n"
+          "command line (test suites use it to rerun with, e.g., --no-fuse).\n";
   }
   // libLLVM registers hundreds of backend flags; --help shows tfc's own and
   // the standard MLIR ones (--mlir-print-ir-after-all, --mlir-timing, ...).
@@ -172,7 +224,8 @@ int compilerMain(int argc, char **argv) {
       entry.getValue()->addCategory(mlirCategory);
   }
   cl::HideUnrelatedOptions({&options.category, &mlirCategory});
-  cl::ParseCommandLineOptions(argc, argv, overview);
+  cl::ParseCommandLineOptions(argc, argv, overview, /*Errs=*/nullptr,
+                              /*EnvVar=*/"TFC_OPTIONS");
 
   // Resolve what to produce before doing any work.
   std::string emitName =
@@ -192,6 +245,21 @@ int compilerMain(int argc, char **argv) {
                 "' (expected adamw or sgd)");
   pipeline.optimizer = options.optimizer;
   pipeline.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
+  pipeline.fuse = !options.noFuse;
+  pipeline.remat = !options.noRemat;
+  pipeline.schedule = !options.noSchedule;
+  if (!options.rematBudget.empty()) {
+    std::optional<int64_t> bytes = parseByteSize(options.rematBudget);
+    if (!bytes)
+      return fail("--remat-budget='" + options.rematBudget +
+                  "' is not a size (bytes, or a number with KB, MB, GB, KiB, "
+                  "MiB, GiB)");
+    pipeline.rematBudget = *bytes;
+  }
+  if (!options.report.empty() && !options.compileTo.empty() &&
+      parsePhase(options.compileTo) < Phase::Kernels)
+    return fail("--report needs the kernels phase; it is not reached with "
+                "--compile-to=" + options.compileTo);
   pipeline.compileTo = lastPhase();
   if (!options.compileTo.empty()) {
     auto phase = parsePhase(options.compileTo);
@@ -278,6 +346,22 @@ int compilerMain(int argc, char **argv) {
   if (pipeline.compileTo > Phase::Graph &&
       mlir::failed(runPhases(Phase::Kernels, pipeline.compileTo)))
     return 1;
+
+  if (!options.report.empty()) {
+    std::string settings = "-O" + std::to_string(options.optLevel);
+    for (auto [off, flag] : {std::pair{!pipeline.fuse, " --no-fuse"},
+                             {!pipeline.remat, " --no-remat"},
+                             {!pipeline.schedule, " --no-schedule"}})
+      if (off)
+        settings += flag;
+    if (pipeline.rematBudget)
+      settings += " --remat-budget=" + std::to_string(pipeline.rematBudget);
+    if (llvm::Error err = writeText(options.report, [&](llvm::raw_ostream &os) {
+          writeReport(*module, options.input, settings, os);
+        }))
+      return fail("cannot write '" + options.report +
+                  "': " + llvm::toString(std::move(err)));
+  }
 
   if (*emit == Emit::Mlir) {
     if (out.empty())

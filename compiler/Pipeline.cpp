@@ -53,8 +53,27 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     pm.addPass(mlir::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
-  if (runs(Phase::Kernels))
+  // -O2: what to keep for the backward (on the unfused graph, where every
+  // value has its own bytes), then kernels, then their order.
+  // tfc-remat runs after the last CSE, which would merge its recomputed
+  // clones back into the forward values they copy.
+  if (runs(Phase::Graph) && options.optLevel >= 2) {
+    if (options.remat) {
+      TfcRematOptions remat;
+      remat.memoryBudget = options.rematBudget;
+      pm.addPass(createTfcRemat(remat));
+    }
+    if (options.fuse)
+      pm.addPass(createTfcFuse());
+    if (options.schedule)
+      pm.addPass(createTfcSchedule());
+  }
+  if (runs(Phase::Kernels)) {
     pm.addPass(cpu::createTfcLowerToKernels());
+    pm.addPass(cpu::createTfcPlanMemory());
+    // Cheap, and a wrong plan corrupts memory silently: always checked.
+    pm.addPass(cpu::createTfcVerifyMemoryPlan());
+  }
 }
 
 void describePipeline(llvm::raw_ostream &os) {
@@ -62,12 +81,20 @@ void describePipeline(llvm::raw_ostream &os) {
         "  input   parse and verify the tfc module\n"
         "  graph   with --optimizer: tfc-autodiff, tfc-train-step;\n"
         "          canonicalize, cse                       (-O1 and above)\n"
-        "  kernels tfc-lower-to-kernels: every op a CPU kernel, buffers in\n"
-        "          one arena per entry (the planned program)\n"
+        "          tfc-remat: recompute cheap forward values in the backward\n"
+        "            instead of keeping them (--no-remat, --remat-budget)\n"
+        "          tfc-fuse: pointwise chains, reductions with their\n"
+        "            prologue, attention as one kernel (--no-fuse)\n"
+        "          tfc-schedule: an op order with a lower peak of live\n"
+        "            bytes (--no-schedule)                 (-O2 and above)\n"
+        "  kernels tfc-lower-to-kernels: every op (or fused group) a CPU\n"
+        "          kernel, one buffer per intermediate; tfc-plan-memory: the\n"
+        "          buffers in one arena per entry by liveness, in place where\n"
+        "          legal (the planned program); tfc-verify-memory-plan\n"
         "Then --emit=llvm|asm|obj|so lowers kernels through MLIR's LLVM\n"
         "dialect to LLVM IR, object code for --cpu, and a shared object.\n"
-        "Not yet in this build: fused (tfc-fuse, tfc-remat), memory reuse\n"
-        "(tfc-plan-memory), CUDA codegen.\n";
+        "--report=FILE.json writes what the passes decided, per entry.\n"
+        "Not yet in this build: CUDA codegen.\n";
 }
 
 } // namespace tfc

@@ -9,6 +9,7 @@
 #define TFC_COMPILER_PIPELINE_H
 
 #include "llvm/ADT/StringRef.h"
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,6 +53,12 @@ struct PipelineOptions {
   std::string optimizer;
   /// Parameters excluded from weight decay (names or `prefix*`).
   std::vector<std::string> noDecay;
+  /// The -O2 graph optimizations, each switchable (--no-fuse, ...).
+  bool fuse = true;
+  bool remat = true;
+  bool schedule = true;
+  /// tfc-remat's memory-budget: bytes of saved activations (0: none).
+  int64_t rematBudget = 0;
 };
 
 /// Adds the passes of the phases in [from, to] (and not past

@@ -2,6 +2,7 @@
 finding the tools, the scratch directory, and running every case with one
 PASS/FAIL line each and the closing `N passed, M failed` line."""
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -17,6 +18,13 @@ def find_tools(bin_dir, names=("tfc", "tfc-run")):
             print("0 passed, 1 failed")
             return None
     return paths
+
+
+def tfc_flags():
+    """The options `tfc` adds from $TFC_OPTIONS to every compile: lit reruns the
+    suites with each optimization off (e.g. TFC_OPTIONS=--no-fuse), and cases
+    whose expectations depend on them read them here."""
+    return shlex.split(os.environ.get("TFC_OPTIONS", ""))
 
 
 def scratch_dir(work_dir, prefix):

@@ -5,6 +5,10 @@
 // RUN: FileCheck %s --check-prefix=GRAPH < %t.mlir
 // RUN: rm -rf %t.dump && tfc %s --compile-to=graph --dump-ir=%t.dump -o /dev/null
 // RUN: ls %t.dump | FileCheck %s --check-prefix=DUMP
+// RUN: rm -rf %t.off && tfc %s --compile-to=graph --dump-ir=%t.off --no-remat --no-fuse --no-schedule -o /dev/null
+// RUN: ls %t.off | FileCheck %s --check-prefix=OFF
+// RUN: rm -rf %t.o1 && tfc %s -O1 --compile-to=graph --dump-ir=%t.o1 -o /dev/null
+// RUN: ls %t.o1 | FileCheck %s --check-prefix=OFF
 // RUN: FileCheck %s --check-prefix=GRAPH < %t.dump/02-cse.mlir
 // RUN: tfc %s --compile-to=input | FileCheck %s --check-prefix=INPUT
 // RUN: tfc %s -O0 --compile-to=graph | FileCheck %s --check-prefix=INPUT
@@ -24,12 +28,24 @@
 // DUMP: 00-input.mlir
 // DUMP-NEXT: 01-canonicalize.mlir
 // DUMP-NEXT: 02-cse.mlir
+// DUMP-NEXT: 03-tfc-remat.mlir
+// DUMP-NEXT: 04-tfc-fuse.mlir
+// DUMP-NEXT: 05-tfc-schedule.mlir
+
+// Each -O2 graph optimization can be switched off; -O1 runs none of them.
+// OFF: 00-input.mlir
+// OFF-NEXT: 01-canonicalize.mlir
+// OFF-NEXT: 02-cse.mlir
+// OFF-NOT: tfc-
 
 // INPUT: tfc.neg
 // INPUT: tfc.transpose
 
 // PRINT: IR Dump After Canonicalizer (canonicalize)
 // PRINT: IR Dump After CSE (cse)
+// PRINT: IR Dump After TfcRemat (tfc-remat)
+// PRINT: IR Dump After TfcFuse (tfc-fuse)
+// PRINT: IR Dump After TfcSchedule (tfc-schedule)
 
 tfc.param @"wte.weight" : tensor<16x8xf32> = "normal(0.0, 0.02)"
 func.func @forward(%ids: tensor<2x4xi32>) -> tensor<2x4x8xf32> {

@@ -227,11 +227,13 @@ class Case:
     outputs: {name: mlir element type}; ref: fn(inputs as float64) -> {name: array}.
     check: optional fn(inputs, outputs) -> (ok, detail) instead of ref.
     expect_error: a substring of tfc-run's stderr (the call must fail).
+    fused: how many fused kernels (groups and attentions) tfc-fuse must form,
+           read from --report.
     """
 
     def __init__(self, name, inputs, body, outputs, ref=None, tol=F32, check=None,
                  expect_error=None, params=None, states=None, state_ref=None,
-                 out_shapes=None):
+                 out_shapes=None, fused=0):
         self.name, self.inputs, self.body, self.outputs = name, inputs, body, outputs
         self.ref, self.tol, self.check = ref, tol, check
         self.expect_error = expect_error
@@ -239,6 +241,7 @@ class Case:
         self.states = states or {}  # name -> (array type, init string)
         self.state_ref = state_ref
         self.out_shapes = out_shapes or {}
+        self.fused = fused  # fused kernels tfc-fuse must form (unless --no-fuse)
 
     def module(self, shapes):
         lines = []
@@ -316,6 +319,145 @@ def build_cases(g):
     x = g.normal(4, 6)
     add(Case("leaky_relu", {"x": x}, [f"%y = tfc.leaky_relu %x alpha = 0.1 : {ty(x)}"],
              {"y": "f32"}, lambda i: {"y": np.where(i["x"] > 0, i["x"], 0.1 * i["x"])}))
+
+
+    # --- fused kernels (tfc-fuse at -O2): several ops, one kernel ---
+    a, b, s = g.normal(4, 1, 6), g.normal(6), g.normal()
+    t4 = ttype((4, 1, 6), "f32")
+    add(Case("fused pointwise: broadcast chain, two outputs", {"a": a, "b": b, "s": s}, [
+        f"%t = tfc.add %a, %b : {ty(a)}, {ty(b)} -> {t4}",
+        f"%u = tfc.gelu %t approximate = tanh : {t4}",
+        f"%y = tfc.mul %u, %s : {t4}, {ty(s)} -> {t4}",
+        f"%z = tfc.sub %t, %s : {t4}, {ty(s)} -> {t4}"],
+        {"y": "f32", "z": "f32"},
+        lambda i: {"y": gelu(i["a"] + i["b"], "tanh") * i["s"], "z": i["a"] + i["b"] - i["s"]},
+        fused=1))
+    p, gr, m, v = g.normal(5, 7), g.normal(5, 7), g.normal(5, 7), g.positive(5, 7)
+    lr, b1, b2 = g.scalar(0.01, np.float32), g.scalar(0.9, np.float32), g.scalar(0.99, np.float32)
+    t = ty(p)
+    sc = ttype((), "f32")
+
+    def adam_ref(i):
+        m1 = i["b1"] * i["m"] + (1 - i["b1"]) * i["g"]
+        v1 = i["b2"] * i["v"] + (1 - i["b2"]) * i["g"] * i["g"]
+        return {"m1": m1, "v1": v1, "p1": i["p"] - i["lr"] * m1 / (np.sqrt(v1) + 1e-8)}
+    add(Case("fused pointwise: AdamW-like update, three outputs",
+             {"p": p, "g": gr, "m": m, "v": v, "lr": lr, "b1": b1, "b2": b2}, [
+        f"%one = tfc.constant dense<1.0> : {sc}",
+        f"%eps = tfc.constant dense<1.0e-8> : {sc}",
+        f"%c1 = tfc.sub %one, %b1 : {sc}, {sc} -> {sc}",
+        f"%c2 = tfc.sub %one, %b2 : {sc}, {sc} -> {sc}",
+        f"%ma = tfc.mul %m, %b1 : {t}, {sc} -> {t}",
+        f"%mb = tfc.mul %g, %c1 : {t}, {sc} -> {t}",
+        f"%m1 = tfc.add %ma, %mb : {t}, {t} -> {t}",
+        f"%gg = tfc.mul %g, %g : {t}, {t} -> {t}",
+        f"%va = tfc.mul %v, %b2 : {t}, {sc} -> {t}",
+        f"%vb = tfc.mul %gg, %c2 : {t}, {sc} -> {t}",
+        f"%v1 = tfc.add %va, %vb : {t}, {t} -> {t}",
+        f"%sq = tfc.sqrt %v1 : {t}",
+        f"%den = tfc.add %sq, %eps : {t}, {sc} -> {t}",
+        f"%r = tfc.div %m1, %den : {t}, {t} -> {t}",
+        f"%st = tfc.mul %r, %lr : {t}, {sc} -> {t}",
+        f"%p1 = tfc.sub %p, %st : {t}, {t} -> {t}"],
+        {"m1": "f32", "v1": "f32", "p1": "f32"}, adam_ref, fused=1))
+    x, w = g.normal(3, 5, 8), g.normal(8)
+    add(Case("fused reduction: sum of squares over every dim", {"x": x}, [
+        f"%q = tfc.mul %x, %x : {ty(x)}, {ty(x)} -> {ty(x)}",
+        f"%y = tfc.reduce_sum %q dims = [0, 1, 2] : {ty(x)} -> {sc}"],
+        {"y": "f32"}, lambda i: {"y": np.sum(i["x"] ** 2)}, fused=1))
+    add(Case("fused reduction: mean over the last dim, keepdim, broadcast prologue",
+             {"x": x, "w": w}, [
+        f"%q = tfc.mul %x, %w : {ty(x)}, {ty(w)} -> {ty(x)}",
+        f"%e = tfc.tanh %q : {ty(x)}",
+        f"%y = tfc.reduce_mean %e dims = [2] keepdim : {ty(x)} -> {ttype((3, 5, 1), 'f32')}"],
+        {"y": "f32"}, lambda i: {"y": np.mean(np.tanh(i["x"] * i["w"]), axis=2, keepdims=True)},
+        fused=1))
+    add(Case("fused reduction: max over the first dim of exp", {"x": x}, [
+        f"%e = tfc.exp %x : {ty(x)}",
+        f"%n = tfc.neg %e : {ty(x)}",
+        f"%y = tfc.reduce_max %n dims = [0] : {ty(x)} -> {ttype((5, 8), 'f32')}"],
+        {"y": "f32"}, lambda i: {"y": np.max(-np.exp(i["x"]), axis=0)}, fused=1))
+    h, hb = g.normal(6, 5, dtype=np.float16), g.normal(5, dtype=np.float16)
+    add(Case("fused pointwise f16: add, exp, mul", {"h": h, "hb": hb}, [
+        f"%t = tfc.add %h, %hb : {ty(h)}, {ty(hb)} -> {ty(h)}",
+        f"%e = tfc.exp %t : {ty(h)}",
+        f"%y = tfc.mul %e, %t : {ty(h)}, {ty(h)} -> {ty(h)}"],
+        {"y": "f16"}, lambda i: {"y": np.exp(i["h"] + i["hb"]) * (i["h"] + i["hb"])},
+        tol=F16, fused=1))
+    c = g.normal(4, 9)
+    tc, th = ty(c), ttype((4, 9), "f16")
+    add(Case("fused pointwise: cast to f16 and back rounds inside", {"c": c}, [
+        f"%k = tfc.constant dense<3.0> : {sc}",
+        f"%t = tfc.mul %c, %k : {tc}, {sc} -> {tc}",
+        f"%h = tfc.cast %t : {tc} -> {th}",
+        f"%f = tfc.cast %h : {th} -> {tc}",
+        f"%y = tfc.sub %t, %f : {tc}, {tc} -> {tc}"],
+        {"y": "f32"},
+        lambda i: {"y": 3 * i["c"] - (3 * i["c"]).astype(np.float16).astype(np.float64)},
+        tol=dict(rtol=1e-3, atol=1e-6), fused=1))
+    q, k, v = g.normal(2, 3, 5, 8), g.normal(2, 3, 7, 8), g.normal(2, 3, 7, 4)
+    tq, tk = 5, 7
+    rows = ["[" + ", ".join("0.0" if j <= i + tk - tq else "0xFF800000" for j in range(tk)) + "]"
+            for i in range(tq)]
+    ts, to = ttype((2, 3, tq, tk), "f32"), ttype((2, 3, tq, 4), "f32")
+    add(Case("fused attention: scores, scale, causal mask, softmax, values", {"q": q, "k": k, "v": v}, [
+        f"%scale = tfc.constant dense<0.3> : {sc}",
+        f"%mask = tfc.constant dense<[{', '.join(rows)}]> : {ttype((tq, tk), 'f32')}",
+        f"%s = tfc.matmul %q, %k transpose_rhs : {ty(q)}, {ty(k)} -> {ts}",
+        f"%t = tfc.mul %s, %scale : {ts}, {sc} -> {ts}",
+        f"%u = tfc.add %t, %mask : {ts}, {ttype((tq, tk), 'f32')} -> {ts}",
+        f"%p = tfc.softmax %u dim = 3 : {ts} -> {ts}",
+        f"%o = tfc.matmul %p, %v : {ts}, {ty(v)} -> {to}"],
+        {"o": "f32"}, lambda i: {"o": attention(i["q"], i["k"], i["v"], True, scale=0.3)},
+        fused=1))
+    def linear_case(label, x, w, bias, act, residual, transpose=False):
+        n = w.shape[0] if transpose else w.shape[1]
+        ty_y = ttype(x.shape[:-1] + (n,), "f32")
+        inputs = {"x": x, "w": w}
+        operands, types = "%x, %w", f"{ty(x)}, {ty(w)}"
+        if bias is not None:
+            inputs["bias"] = bias
+            operands += " bias %bias"
+            types += f", {ty(bias)}"
+        body = [f"%l = tfc.linear {operands}{' transpose_weight' if transpose else ''} : "
+                f"({types}) -> {ty_y}"]
+        last = "%l"
+        if act:
+            body.append(f"%a = tfc.{act} {last}{' approximate = tanh' if act == 'gelu' else ''} : {ty_y}")
+            last = "%a"
+        if residual is not None:
+            inputs["r"] = residual
+            body.append(f"%y = tfc.add {last}, %r : {ty_y}, {ty_y} -> {ty_y}")
+        else:
+            body.append(f"%y = tfc.mul {last}, %one : {ty_y}, {sc} -> {ty_y}")
+            body.insert(0, f"%one = tfc.constant dense<1.0> : {sc}")
+
+        def ref(i):
+            wm = i["w"].T if transpose else i["w"]
+            y = i["x"] @ wm + (i["bias"] if bias is not None else 0)
+            y = {"gelu": lambda t: gelu(t, "tanh"), "relu": lambda t: np.maximum(t, 0),
+                 "silu": lambda t: t * sigmoid(t), None: lambda t: t}[act](y)
+            return {"y": y + (i["r"] if residual is not None else 0)}
+        # Without a residual, the trailing mul stays a kernel of its own.
+        return Case(f"fused linear: {label}", inputs, body, {"y": "f32"}, ref,
+                    tol=dict(rtol=1e-4, atol=1e-5), fused=1)
+    add(linear_case("bias, gelu, residual [2,9,48]x[48,40]", g.normal(2, 9, 48), g.normal(48, 40),
+                    g.normal(40), "gelu", g.normal(2, 9, 40)))
+    add(linear_case("residual only, one row (small-M path)", g.normal(1, 300), g.normal(300, 24),
+                    None, None, g.normal(1, 24)))
+    add(linear_case("transpose_weight, silu, residual", g.normal(17, 32), g.normal(20, 32),
+                    g.normal(20), "silu", g.normal(17, 20), transpose=True))
+    add(linear_case("bias, gelu, no residual", g.normal(64, 40), g.normal(40, 72), g.normal(72),
+                    "gelu", None))
+    add(linear_case("relu, residual, 3 rows, long K", g.normal(3, 1000), g.normal(1000, 16),
+                    g.normal(16), "relu", g.normal(3, 16)))
+    ia, ib = g.ints(-50, 50, 3, 4), g.ints(-50, 50, 4)
+    ti = ty(ia)
+    add(Case("fused pointwise i32: mul, add, abs", {"ia": ia, "ib": ib}, [
+        f"%t = tfc.mul %ia, %ib : {ti}, {ty(ib)} -> {ti}",
+        f"%u = tfc.add %t, %ia : {ti}, {ti} -> {ti}",
+        f"%y = tfc.abs %u : {ti}"],
+        {"y": "i32"}, lambda i: {"y": np.abs(i["ia"] * i["ib"] + i["ia"])}, fused=1))
 
     # --- cast ---
     def cast_case(x, to, fn, tol=F32):
@@ -649,9 +791,17 @@ def run_case(case, tfc, tfc_run, work, verbose):
             shapes[n] = case.inputs["x"].shape
     with open(os.path.join(d, "op.mlir"), "w") as f:
         f.write(case.module(shapes))
-    rc, out = run_tool([tfc, "op.mlir", "-o", "op.so"], d)
+    flags = harness.tfc_flags()
+    rc, out = run_tool([tfc, "op.mlir", "-o", "op.so", "--report=report.json"], d)
     if rc != 0:
         return False, "tfc failed:\n" + out
+    if case.fused:
+        with open(os.path.join(d, "report.json")) as f:
+            fusion = json.load(f)["entries"]["f"].get("fusion", {})
+        groups = fusion.get("groups", 0) + fusion.get("attention", 0)
+        want_groups = 0 if "--no-fuse" in flags or "-O0" in flags else case.fused
+        if groups != want_groups:
+            return False, f"{groups} fused kernels, expected {want_groups}"
     os.makedirs(os.path.join(d, "out"), exist_ok=True)
     args = [tfc_run, "op.so", "call", "f", "--out-dir", "out"]
     if case.params:

@@ -1,0 +1,95 @@
+//===- Report.cpp - `tfc --report=FILE.json` ------------------------------===//
+#include "compiler/Report.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace tfc {
+namespace {
+
+int64_t intAttr(mlir::Operation *op, llvm::StringRef name) {
+  if (auto a = op->getAttrOfType<mlir::IntegerAttr>(name))
+    return a.getInt();
+  return 0;
+}
+
+/// A dictionary of integers (what the graph passes record) as an object.
+void writeDecisions(llvm::json::OStream &json, mlir::Operation *op,
+                    llvm::StringRef attr, llvm::StringRef key) {
+  auto dict = op->getAttrOfType<mlir::DictionaryAttr>(attr);
+  if (!dict)
+    return;
+  json.attributeObject(key, [&] {
+    for (mlir::NamedAttribute entry : dict)
+      if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))
+        json.attribute(entry.getName().strref(), i.getInt());
+  });
+}
+
+} // namespace
+
+void writeReport(mlir::ModuleOp module, llvm::StringRef input,
+                 llvm::StringRef settings, llvm::raw_ostream &os) {
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  json.object([&] {
+    json.attribute("input", input);
+    json.attribute("settings", settings);
+    json.attributeObject("entries", [&] {
+      for (auto func : module.getOps<mlir::func::FuncOp>()) {
+        auto name = func->getAttrOfType<mlir::StringAttr>("tfc.entry");
+        if (!name)
+          continue;
+        json.attributeObject(name.getValue(), [&] {
+          int64_t read = intAttr(func, "tfc.bytes_read");
+          int64_t written = intAttr(func, "tfc.bytes_written");
+          int64_t computeBound = intAttr(func, "tfc.compute_bound_bytes");
+          json.attribute("kernels", intAttr(func, "tfc.num_kernels"));
+          json.attribute("flops", intAttr(func, "tfc.flops"));
+          json.attribute("bytes_read", read);
+          json.attribute("bytes_written", written);
+          json.attribute("bytes_moved", read + written);
+          // Matmul-like kernels are bound by arithmetic; the rest by memory.
+          json.attribute("bytes_moved_matmul_like", computeBound);
+          json.attribute("bytes_moved_other", read + written - computeBound);
+          json.attribute("arena_bytes", intAttr(func, "tfc.arena_bytes"));
+          json.attribute("live_bound_bytes",
+                         intAttr(func, "tfc.live_bound_bytes"));
+          json.attribute("intermediate_bytes",
+                         intAttr(func, "tfc.intermediate_bytes"));
+          // Where the bytes go: per kind of kernel, most bytes first.
+          if (auto byKind = func->getAttrOfType<mlir::DictionaryAttr>(
+                  "tfc.cost_by_kernel")) {
+            llvm::SmallVector<std::pair<llvm::StringRef, llvm::ArrayRef<int64_t>>>
+                kinds;
+            for (mlir::NamedAttribute e : byKind)
+              if (auto a = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(e.getValue()))
+                if (a.size() == 3)
+                  kinds.push_back({e.getName().strref(), a.asArrayRef()});
+            llvm::stable_sort(kinds, [](auto &a, auto &b) {
+              return a.second[2] > b.second[2];
+            });
+            json.attributeArray("by_kernel", [&] {
+              for (auto &[kind, v] : kinds)
+                json.object([&] {
+                  json.attribute("kind", kind);
+                  json.attribute("count", v[0]);
+                  json.attribute("flops", v[1]);
+                  json.attribute("bytes_moved", v[2]);
+                });
+            });
+          }
+          writeDecisions(json, func, "tfc.fusion", "fusion");
+          writeDecisions(json, func, "tfc.remat", "remat");
+          writeDecisions(json, func, "tfc.schedule", "schedule");
+        });
+      }
+    });
+  });
+  os << "\n";
+}
+
+} // namespace tfc
