@@ -55,16 +55,22 @@ int64_t elementBytes(Type t) {
   return (llvm::cast<ShapedType>(t).getElementTypeBitWidth() + 7) / 8;
 }
 
-/// Pointwise kernels (ElementwiseKernels.cpp, and tfc.fused "pointwise") with
-/// an operand that has the shape and element size of a result.
+/// Pointwise kernels (ElementwiseKernels.cpp, and tfc.fused "pointwise") and
+/// cross_entropy_grad, with an operand that has the shape and element size
+/// of a result.
 bool mayWriteOverOperand(Operation *op) {
-  bool pointwise =
+  bool readsBeforeWriting =
       isElementwise(op) ||
       // One linalg.generic loading every operand before it stores the
       // results (FusedKernels.cpp).
       (llvm::isa<FusedOp>(op) &&
-       llvm::cast<FusedOp>(op).getKind() == "pointwise");
-  if (!pointwise)
+       llvm::cast<FusedOp>(op).getKind() == "pointwise") ||
+      // Reads a whole row of logits (max, sum) before it writes that row,
+      // element j after reading element j (RowKernels.cpp): the logits'
+      // bytes, the largest buffer of a language model's step, take their
+      // gradient.
+      llvm::isa<CrossEntropyGradOp>(op);
+  if (!readsBeforeWriting)
     return false;
   for (Type r : op->getResultTypes())
     for (Type o : op->getOperandTypes())

@@ -426,3 +426,18 @@ func.func @store_back(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   tfc.store %c2, @c : tensor<4xf32>
   return %old, %c : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// Tests that cross_entropy_grad may write its gradient over the logits (it
+// reads a row before writing it), while cross_entropy and softmax are not
+// marked.
+
+// CHECK-LABEL: func.func @logits_in_place(
+// CHECK:         call @k0_cross_entropy({{[^)]*}}) :
+// CHECK:         call @k1_cross_entropy_grad({{[^)]*}}) {tfc.in_place_ok} :
+func.func @logits_in_place(%l: tensor<4x8xf32>, %t: tensor<4xi32>, %g: tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %0 = tfc.cross_entropy %l, %t ignore_index = -100 : tensor<4x8xf32>, tensor<4xi32> -> tensor<f32>
+  %1 = tfc.cross_entropy_grad %l, %t, %g ignore_index = -100 : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32>
+  return %0, %1 : tensor<f32>, tensor<4x8xf32>
+}
