@@ -117,6 +117,8 @@ bool fuseAttention(MatmulOp pv) {
        static_cast<int64_t>(softmax.getDim()) != -1))
     return false;
   int64_t tq = scoresType.getDimSize(2), tk = scoresType.getDimSize(3);
+  // The chain, consumer first; masks and scales stay for canonicalization.
+  SmallVector<Operation *> chain{pv, softmax};
   Value x = softmax.getX();
   bool causal = false;
   if (auto add = x.getDefiningOp<AddOp>(); add && single(x)) {
@@ -124,6 +126,7 @@ bool fuseAttention(MatmulOp pv) {
                                std::pair{add.getLhs(), add.getRhs()}})
       if (isCausalMask(mask, tq, tk) && other.getType() == scoresType) {
         causal = true;
+        chain.push_back(add);
         x = other;
         break;
       }
@@ -134,6 +137,7 @@ bool fuseAttention(MatmulOp pv) {
                             std::pair{mul.getLhs(), mul.getRhs()}})
       if (auto value = splatValue(c); value && other.getType() == scoresType) {
         scale = *value;
+        chain.push_back(mul);
         x = other;
         break;
       }
@@ -155,15 +159,8 @@ bool fuseAttention(MatmulOp pv) {
       pv.getLoc(), pv.getType(), q, k, v, /*offset=*/Value(), causal,
       b.getF32FloatAttr(static_cast<float>(scale)));
   pv.getResult().replaceAllUsesWith(attention.getResult());
-  // The chain, consumer first; masks and scales stay for canonicalization.
-  SmallVector<Operation *> dead{pv, softmax};
-  for (Value t = softmax.getX(); t != qk.getResult();) {
-    Operation *def = t.getDefiningOp();
-    dead.push_back(def);
-    t = def->getOperand(def->getOperand(0).getType() == scoresType ? 0 : 1);
-  }
-  dead.push_back(qk);
-  for (Operation *op : dead)
+  chain.push_back(qk);
+  for (Operation *op : chain)
     op->erase();
   return true;
 }
@@ -429,6 +426,8 @@ void Fuser::run() {
     return;
   auto [kernelsBefore, bytesBefore] = countKernels(func);
   int64_t numAttention = 0;
+  // In program order: a match erases its scores matmul, which comes before
+  // its values matmul and so has been visited already.
   SmallVector<MatmulOp> matmuls(func.getBody().getOps<MatmulOp>());
   for (MatmulOp pv : matmuls)
     if (fuseAttention(pv)) {

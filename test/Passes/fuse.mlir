@@ -216,3 +216,19 @@ func.func @two_linears(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %y: tensor<4x8
   %s = tfc.add %a, %b : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
   return %s : tensor<4x16xf32>
 }
+
+// -----
+
+// Tests a mask written at the scores' full shape, as the first operand of
+// the add, and no scale (1.0).
+// CHECK-LABEL: func.func @attention_full_mask
+// CHECK-NEXT: %[[O:.*]] = tfc.attention %arg0, %arg1, %arg2 causal scale = 1.000000e+00
+// CHECK-NEXT: return %[[O]]
+func.func @attention_full_mask(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x2x4xf32>, %v: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
+  %mask = tfc.constant dense<[[[[0.0, 0xFF800000], [0.0, 0.0]]]]> : tensor<1x1x2x2xf32>
+  %s = tfc.matmul %q, %k transpose_rhs : tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x2xf32>
+  %u = tfc.add %mask, %s : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %p = tfc.softmax %u dim = -1 : tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
+  %o = tfc.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
+  return %o : tensor<1x1x2x4xf32>
+}
