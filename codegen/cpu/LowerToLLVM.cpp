@@ -16,8 +16,10 @@ void buildLowerToLLVMPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
   pm.addPass(mlir::createLowerAffinePass());
   pm.addPass(mlir::createConvertSCFToCFPass());
-  // Integer powers become software loops; tanh, erf and friends become libm
-  // calls; the rest (exp, log, sqrt, ...) become LLVM intrinsics.
+  // tanh and erf become arith that vectorizes; integer powers software
+  // loops; what libm still provides, calls; the rest (exp, log, sqrt, ...)
+  // LLVM intrinsics.
+  pm.addPass(createTfcPolynomialMath());
   pm.addPass(mlir::createConvertMathToFuncs());
   pm.addPass(mlir::createConvertMathToLibmPass());
   pm.addPass(mlir::createFinalizeMemRefToLLVMConversionPass());

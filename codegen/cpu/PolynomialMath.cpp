@@ -1,0 +1,35 @@
+//===- PolynomialMath.cpp - the tfc-polynomial-math pass ------------------===//
+//
+// tanh and erf as polynomial approximations in arith (MLIR's, from Eigen),
+// so that the loops around them vectorize instead of calling libm per
+// element. Other math ops already lower to LLVM intrinsics.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/Passes.h"
+
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace tfc::cpu {
+#define GEN_PASS_DEF_TFCPOLYNOMIALMATH
+#include "codegen/cpu/Passes.h.inc"
+} // namespace tfc::cpu
+
+using namespace mlir;
+
+namespace {
+
+struct PolynomialMathPass
+    : public tfc::cpu::impl::TfcPolynomialMathBase<PolynomialMathPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populatePolynomialApproximateTanhPattern(patterns);
+    populatePolynomialApproximateErfPattern(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(),
+                                            std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
