@@ -1011,6 +1011,112 @@ bool tfc::isElementwise(Operation *op) {
 // fused
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+ArrayRef<int64_t> shapeOf(Type t) {
+  return llvm::cast<RankedTensorType>(t).getShape();
+}
+
+bool isSplatConstantOp(Operation *op) {
+  auto c = llvm::dyn_cast<ConstantOp>(op);
+  auto dense = c ? llvm::dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  return dense && dense.isSplat();
+}
+
+/// Every op is elementwise over `space` (its result has that shape), a
+/// broadcast_to into it of a kernel operand or constant, or a splat
+/// constant.
+LogicalResult verifyPointwiseBody(FusedOp fused,
+                                  llvm::iterator_range<Block::iterator> ops,
+                                  ArrayRef<int64_t> space) {
+  for (Operation &op : ops) {
+    if (isSplatConstantOp(&op))
+      continue;
+    if (!isElementwise(&op) && !llvm::isa<BroadcastToOp>(op))
+      return fused.emitOpError("'")
+             << op.getName() << "' cannot be part of a "
+             << fused.getKind() << " kernel";
+    if (shapeOf(op.getResult(0).getType()) != space)
+      return fused.emitOpError("body op '")
+             << op.getName() << "' has shape "
+             << op.getResult(0).getType()
+             << "; every op of the loop must have the iteration shape";
+    if (auto bc = llvm::dyn_cast<BroadcastToOp>(op);
+        bc && bc.getX().getDefiningOp() &&
+        !isSplatConstantOp(bc.getX().getDefiningOp()))
+      return fused.emitOpError("broadcast_to in a fused body must read an "
+                               "operand of the kernel or a splat constant");
+  }
+  return success();
+}
+
+/// A pointwise prologue over the reduction's input, then the reduction, whose
+/// f32 value is the only one yielded.
+LogicalResult verifyReductionBody(FusedOp fused, Block &body) {
+  Operation *yield = body.getTerminator();
+  Operation *reduce = yield->getNumOperands() == 1
+                          ? yield->getOperand(0).getDefiningOp()
+                          : nullptr;
+  if (!reduce ||
+      !llvm::isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(reduce) ||
+      reduce->getNextNode() != yield)
+    return fused.emitOpError("a reduction kernel yields one value, the "
+                             "reduce_sum, reduce_mean or reduce_max that "
+                             "ends its body");
+  if (!llvm::cast<RankedTensorType>(reduce->getResult(0).getType())
+           .getElementType()
+           .isF32())
+    return fused.emitOpError("a reduction kernel accumulates and stores f32");
+  return verifyPointwiseBody(
+      fused, llvm::make_range(body.begin(), reduce->getIterator()),
+      shapeOf(reduce->getOperand(0).getType()));
+}
+
+/// linear on kernel operands, then optionally gelu (tanh), relu or silu of
+/// it, then optionally the add of a kernel operand: what the library's
+/// epilogue applies.
+LogicalResult verifyLinearBody(FusedOp fused, Block &body) {
+  auto fail = [&]() {
+    return fused.emitOpError(
+        "a linear kernel is tfc.linear (f32) on its operands, then "
+        "optionally gelu (tanh), relu or silu of it, then optionally an add "
+        "of an operand of the same type, and yields the last");
+  };
+  auto isArg = [&](Value v) {
+    return v && llvm::isa<BlockArgument>(v) &&
+           llvm::cast<BlockArgument>(v).getOwner() == &body;
+  };
+  auto it = body.begin();
+  auto linear = llvm::dyn_cast<LinearOp>(*it);
+  if (!linear || !isArg(linear.getX()) || !isArg(linear.getWeight()) ||
+      (linear.getBias() && !isArg(linear.getBias())) ||
+      !linear.getType().getElementType().isF32())
+    return fail();
+  Value chain = linear.getResult();
+  Operation *op = &*++it;
+  if (op->getNumOperands() == 1 && op->getOperand(0) == chain &&
+      (llvm::isa<ReluOp, SiluOp>(op) ||
+       (llvm::isa<GeluOp>(op) &&
+        llvm::cast<GeluOp>(op).getApproximate() == GeluApproximation::Tanh))) {
+    chain = op->getResult(0);
+    op = &*++it;
+  }
+  if (auto add = llvm::dyn_cast<AddOp>(op)) {
+    Value other = add.getLhs() == chain ? add.getRhs() : add.getLhs();
+    if ((add.getLhs() != chain && add.getRhs() != chain) || !isArg(other) ||
+        other.getType() != chain.getType() || add.getType() != chain.getType())
+      return fail();
+    chain = add.getResult();
+    op = &*++it;
+  }
+  if (op != body.getTerminator() || op->getNumOperands() != 1 ||
+      op->getOperand(0) != chain)
+    return fail();
+  return success();
+}
+
+} // namespace
+
 LogicalResult FusedOp::verify() {
   if (getKind() != "pointwise" && getKind() != "reduction" &&
       getKind() != "linear")
@@ -1039,7 +1145,16 @@ LogicalResult FusedOp::verifyRegions() {
     return emitOpError("yields ")
            << yield.getValues().getTypes() << ", expected the result types "
            << getResultTypes();
-  return success();
+  if (getNumResults() == 0)
+    return emitOpError("must have at least one result");
+  // What codegen assumes of each kind (FusedKernels.cpp), checked here so
+  // that a hand-written group cannot compile to something else.
+  if (getKind() == "pointwise")
+    return verifyPointwiseBody(*this, body.without_terminator(),
+                               shapeOf(getResult(0).getType()));
+  if (getKind() == "reduction")
+    return verifyReductionBody(*this, body);
+  return verifyLinearBody(*this, body);
 }
 
 #define GET_OP_CLASSES

@@ -1480,3 +1480,59 @@ func.func @fused_isolated(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32>
   }
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a pointwise kernel holds only elementwise ops over one shape.
+func.func @fused_not_pointwise(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tfc.fused' op 'tfc.softmax' cannot be part of a pointwise kernel}}
+  %0 = tfc.fused "pointwise" (%a) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%x: tensor<4x8xf32>):
+    %1 = tfc.softmax %x dim = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    tfc.yield %1 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that every op of a pointwise kernel has the iteration shape.
+func.func @fused_other_shape(%a: tensor<8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tfc.fused' op body op 'tfc.exp' has shape 'tensor<8xf32>'; every op of the loop must have the iteration shape}}
+  %0 = tfc.fused "pointwise" (%a, %b) : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%x: tensor<8xf32>, %y: tensor<4x8xf32>):
+    %1 = tfc.exp %x : tensor<8xf32>
+    %2 = tfc.add %y, %1 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    tfc.yield %2 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a reduction kernel ends with its reduction.
+func.func @fused_reduction_end(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.fused' op a reduction kernel yields one value, the reduce_sum, reduce_mean or reduce_max that ends its body}}
+  %0 = tfc.fused "reduction" (%a) : (tensor<4x8xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4x8xf32>):
+    %1 = tfc.reduce_sum %x dims = [1] : tensor<4x8xf32> -> tensor<4xf32>
+    %2 = tfc.exp %1 : tensor<4xf32>
+    tfc.yield %2 : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a linear kernel is what the library's epilogue applies: here
+// the activation is the exact (erf) GELU, which it does not have.
+func.func @fused_linear_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'tfc.fused' op a linear kernel is tfc.linear (f32) on its operands, then optionally gelu (tanh), relu or silu of it, then optionally an add of an operand of the same type, and yields the last}}
+  %0 = tfc.fused "linear" (%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
+    %1 = tfc.linear %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %2 = tfc.gelu %1 approximate = none : tensor<4x16xf32>
+    tfc.yield %2 : tensor<4x16xf32>
+  }
+  return %0 : tensor<4x16xf32>
+}
