@@ -46,6 +46,25 @@ bool isReduction(Operation *op) {
   return t.getElementType().isF32();
 }
 
+/// Ops that normalize each row of their input (the last dimension) and that
+/// a row kernel ends with, after a pointwise prologue.
+bool isRowOp(Operation *op) {
+  if (!llvm::isa<LayerNormOp, RmsNormOp, SoftmaxOp, LogSoftmaxOp>(op))
+    return false;
+  auto type = llvm::cast<RankedTensorType>(op->getResult(0).getType());
+  auto lastDim = [&](uint64_t dim) {
+    return static_cast<int64_t>(dim) == -1 ||
+           static_cast<int64_t>(dim) == type.getRank() - 1;
+  };
+  if (!type.getElementType().isF32())
+    return false;
+  if (auto s = llvm::dyn_cast<SoftmaxOp>(op))
+    return lastDim(s.getDim());
+  if (auto s = llvm::dyn_cast<LogSoftmaxOp>(op))
+    return lastDim(s.getDim());
+  return true;
+}
+
 /// Splat constants are copied into every group that reads them: a register,
 /// not a buffer.
 bool isSplatConstant(Value v) {
@@ -165,7 +184,7 @@ bool fuseAttention(MatmulOp pv) {
   return true;
 }
 
-enum class GroupKind { Pointwise, Reduction, Linear };
+enum class GroupKind { Pointwise, Reduction, Row, Linear };
 
 struct Group {
   SmallVector<Operation *> ops; // in program order
@@ -179,6 +198,8 @@ StringRef kindName(GroupKind kind) {
     return "pointwise";
   case GroupKind::Reduction:
     return "reduction";
+  case GroupKind::Row:
+    return "row";
   case GroupKind::Linear:
     return "linear";
   }
@@ -346,6 +367,35 @@ void Fuser::formGroups() {
         continue;
       producer.ops.push_back(op);
       producer.kind = GroupKind::Reduction;
+      groupOf[op] = groupOf[def];
+      continue;
+    }
+    if (isRowOp(op)) {
+      Operation *def = op->getOperand(0).getDefiningOp();
+      if (!def || !groupOf.count(def) ||
+          groups[groupOf[def]].kind != GroupKind::Pointwise)
+        continue;
+      Group &producer = groups[groupOf[def]];
+      SmallVector<Operation *> trial(producer.ops);
+      trial.push_back(op);
+      // The row kernel reads, per element of a row, rows of the same shape,
+      // vectors along the row and scalars; the norm's weight and bias are
+      // buffers, not constants copied inside.
+      ArrayRef<int64_t> space = shapeOf(op->getOperand(0));
+      bool rowShaped = llvm::all_of(externalInputs(trial), [&](Value v) {
+        auto t = llvm::cast<RankedTensorType>(v.getType());
+        return t.getShape() == space || t.getNumElements() == 1 ||
+               (t.getRank() > 0 && t.getShape().back() == space.back() &&
+                t.getNumElements() == space.back());
+      });
+      bool constantOperands = llvm::any_of(
+          op->getOperands().drop_front(), [](Value v) {
+            return isSplatConstant(v);
+          });
+      if (!rowShaped || constantOperands || !legal(trial, op))
+        continue;
+      producer.ops.push_back(op);
+      producer.kind = GroupKind::Row;
       groupOf[op] = groupOf[def];
     }
   }

@@ -148,6 +148,15 @@ def TfcFuse : Pass<"tfc-fuse", "mlir::ModuleOp"> {
       group that computes its input (sum of squares for the gradient norm,
       the row sums of layer_norm's and softmax's backward), when nothing
       else reads that group.
+    - `row`: layer_norm, rms_norm, softmax or log_softmax (last dimension)
+      with the pointwise group that computes its input, e.g. the residual
+      add before a norm: the sum is written once (it is also a result when
+      the residual stream reads it) and normalized while in cache.
+    - `linear`: a linear with the gelu (tanh), relu or silu and the
+      residual add that only it feeds, applied by the kernel library to each
+      output tile.
+    - The unfused attention sequence (scores, scale, causal mask, softmax,
+      values) becomes one `tfc.attention` (FlashAttention).
 
     The cost model (passes/CostModel.h): a kernel moves its operands and
     results once; a fused group saves 2 x the bytes of every value it keeps
@@ -160,9 +169,8 @@ def TfcFuse : Pass<"tfc-fuse", "mlir::ModuleOp"> {
     each other from L1 and the TLB) or hold more than `max-ops` ops (register
     pressure and code size).
 
-    Matmul, linear and attention are already single kernels: linear carries
-    its bias, attention is FlashAttention (scores never reach memory) and
-    cross_entropy computes its softmax inside.
+    linear carries its bias and cross_entropy computes its softmax inside,
+    as single ops already.
 
     Each function records `tfc.fusion = {kernels_before, kernels_after,
     groups, bytes_before, bytes_after}` (kernels and the bytes they move by the

@@ -5,7 +5,10 @@
 // arithmetic in registers, and only the group's results are stored.
 //   pointwise: one linalg.generic writing every result in the same loop;
 //   reduction: the reduction's loop nest, whose innermost body evaluates the
-//              pointwise prologue instead of loading a materialized input.
+//              pointwise prologue instead of loading a materialized input;
+//   row:       per row, the prologue into the result row, then the norm or
+//              softmax on it in place while it is in cache;
+//   linear:    one call of the kernel library with its epilogue.
 // 16-bit floats compute in f32 throughout the body and round once at the
 // store (one rounding instead of one per op).
 //
@@ -157,6 +160,75 @@ LogicalResult emitReductionGroup(OpBuilder &b, FusedOp op, ValueRange operands,
   return status;
 }
 
+/// A pointwise prologue, then layer_norm, rms_norm, softmax or log_softmax
+/// over the last dimension: per row, the prologue is evaluated element by
+/// element and written into the row of the result (and into the kernel's
+/// other results, the prologue values read elsewhere, e.g. the residual
+/// stream), then the row op runs on that row in place while it is in cache.
+/// Operands are rows of the iteration shape, vectors along the row, or
+/// scalars (the verifier checks).
+LogicalResult emitRowGroup(OpBuilder &b, FusedOp op, ValueRange operands,
+                           ValueRange results) {
+  Location loc = op.getLoc();
+  Block &body = op.getBody().front();
+  auto yield = llvm::cast<YieldOp>(body.getTerminator());
+  Operation *row = yield->getPrevNode();
+  Value input = row->getOperand(0);
+  ArrayRef<int64_t> space = llvm::cast<RankedTensorType>(input.getType())
+                                .getShape();
+  int64_t n = space.back();
+  auto bufferOf = [&](Value v) -> Value {
+    auto arg = llvm::dyn_cast_or_null<BlockArgument>(v);
+    return arg ? operands[arg.getArgNumber()] : Value();
+  };
+  Value weight, bias;
+  if (auto ln = llvm::dyn_cast<LayerNormOp>(row)) {
+    weight = bufferOf(ln.getWeight());
+    bias = bufferOf(ln.getBias());
+  } else if (auto rn = llvm::dyn_cast<RmsNormOp>(row)) {
+    weight = bufferOf(rn.getWeight());
+  }
+  unsigned rowResult =
+      llvm::find(yield.getValues(), row->getResult(0)) - yield.getValues().begin();
+  SmallVector<Value> flatOperands, flatResults;
+  for (Value v : operands)
+    flatOperands.push_back(flatten(b, loc, v));
+  for (Value v : results)
+    flatResults.push_back(flatten(b, loc, v));
+  LogicalResult status = success();
+  forEachLine(b, loc, splitAtDim(space, space.size() - 1),
+              [&](OpBuilder &b, Location loc, Value base) {
+    forRange(b, loc, n, [&](OpBuilder &b, Location l, Value j) {
+      DenseMap<Value, Value> env;
+      Value flat = b.create<arith::AddIOp>(l, base, j);
+      for (BlockArgument arg : body.getArguments()) {
+        if (llvm::all_of(arg.getUsers(),
+                         [&](Operation *u) { return u == row; }))
+          continue; // The norm's weight and bias, read by the row op.
+        auto type = llvm::cast<RankedTensorType>(arg.getType());
+        Value index = type.getShape() == space ? flat
+                      : type.getNumElements() == n ? j
+                                                    : indexConst(b, l, 0);
+        env[arg] = widen(b, l,
+                         b.create<memref::LoadOp>(
+                             l, flatOperands[arg.getArgNumber()], index));
+      }
+      if (failed(evaluateBody(b, l, body, row, env)))
+        status = failure();
+      for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+        Value scalar = env.lookup(i == rowResult ? input : v);
+        b.create<memref::StoreOp>(
+            l, narrow(b, l, scalar, elementTypeOf(flatResults[i])),
+            flatResults[i], flat);
+      }
+    });
+    if (failed(emitRowOpInPlace(b, row, flatResults[rowResult], base, n,
+                                weight, bias)))
+      status = failure();
+  });
+  return status;
+}
+
 /// linear [-> gelu | relu | silu] [-> add residual]: one call of the kernel
 /// library, whose epilogue applies the activation and the residual to each
 /// output tile while it is in cache.
@@ -209,6 +281,8 @@ FailureOr<bool> emitFusedKernel(OpBuilder &b, Operation *op,
     return succeeded(emitPointwiseGroup(b, fused, operands, results));
   if (fused.getKind() == "linear")
     return succeeded(emitLinearGroup(b, fused, operands, results));
+  if (fused.getKind() == "row")
+    return succeeded(emitRowGroup(b, fused, operands, results));
   return succeeded(emitReductionGroup(b, fused, operands, results));
 }
 

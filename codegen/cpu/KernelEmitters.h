@@ -89,6 +89,16 @@ PointwiseScalarFn pointwiseScalarFn(mlir::Operation *op);
 mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                        mlir::Type to);
 
+/// layer_norm, rms_norm, softmax or log_softmax (`op`, over the last
+/// dimension) of one row of n elements of the flat f32 buffer `rows`,
+/// starting at `base`, written back in place (RowKernels.cpp): the end of a
+/// fused "row" kernel, whose prologue has just written the row there.
+/// `weight` and `bias` are the norm's 1-D operands, or null.
+mlir::LogicalResult emitRowOpInPlace(mlir::OpBuilder &b, mlir::Operation *op,
+                                     mlir::Value rows, mlir::Value base,
+                                     int64_t n, mlir::Value weight,
+                                     mlir::Value bias);
+
 /// How a reduction folds its values.
 enum class ReduceKind { Sum, Mean, Max };
 

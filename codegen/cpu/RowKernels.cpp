@@ -107,7 +107,23 @@ int64_t normalizedDim(int64_t dim, int64_t rank) {
 //===----------------------------------------------------------------------===//
 
 /// y = exp(x - max) / sum, or x - max - log(sum) for log_softmax: the max is
-/// subtracted first so that exp never overflows.
+/// subtracted first so that exp never overflows. Every element of x is read
+/// before y[j] is written after x[j], so y may be x.
+void softmaxLine(OpBuilder &b, Location loc, const Line &x, const Line &y,
+                 int64_t n, bool log) {
+  Value max = lineMax(b, loc, x, n);
+  Value sum = lineSumExp(b, loc, x, n, max);
+  Value logSum = log ? b.create<math::LogOp>(loc, sum).getResult() : Value();
+  forRange(b, loc, n, [&](OpBuilder &b, Location loc, Value j) {
+    Value shifted = b.create<arith::SubFOp>(loc, x.load(b, loc, j), max);
+    Value r = log ? b.create<arith::SubFOp>(loc, shifted, logSum).getResult()
+                  : b.create<arith::DivFOp>(
+                         loc, b.create<math::ExpOp>(loc, shifted), sum)
+                        .getResult();
+    y.store(b, loc, r, j);
+  });
+}
+
 bool emitSoftmax(OpBuilder &b, Operation *op, int64_t dim, bool log,
                  Value input, Value output) {
   if (!checkFloat(op, input))
@@ -117,18 +133,8 @@ bool emitSoftmax(OpBuilder &b, Operation *op, int64_t dim, bool log,
   DimSplit split = splitAtDim(shape, normalizedDim(dim, shape.size()));
   Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
   forEachLine(b, loc, split, [&](OpBuilder &b, Location loc, Value base) {
-    Line x{xf, base, split.inner}, y{yf, base, split.inner};
-    Value max = lineMax(b, loc, x, split.size);
-    Value sum = lineSumExp(b, loc, x, split.size, max);
-    Value logSum = log ? b.create<math::LogOp>(loc, sum).getResult() : Value();
-    forRange(b, loc, split.size, [&](OpBuilder &b, Location loc, Value j) {
-      Value shifted = b.create<arith::SubFOp>(loc, x.load(b, loc, j), max);
-      Value r = log ? b.create<arith::SubFOp>(loc, shifted, logSum).getResult()
-                    : b.create<arith::DivFOp>(
-                           loc, b.create<math::ExpOp>(loc, shifted), sum)
-                          .getResult();
-      y.store(b, loc, r, j);
-    });
+    softmaxLine(b, loc, Line{xf, base, split.inner},
+                Line{yf, base, split.inner}, split.size, log);
   });
   return true;
 }
@@ -137,49 +143,56 @@ bool emitSoftmax(OpBuilder &b, Operation *op, int64_t dim, bool log,
 // layer_norm, rms_norm
 //===----------------------------------------------------------------------===//
 
-/// Normalizes every row (the last dimension). `shift` is the mean for
-/// layer_norm (two passes: mean, then the biased variance of x - mean, which
-/// does not cancel catastrophically as E[x^2] - E[x]^2 can) and absent for
-/// rms_norm. y = (x - shift) / sqrt(meanSquare + eps) * weight + bias.
+/// Normalizes one row of n elements. `center` subtracts the mean
+/// (layer_norm: two passes, mean, then the biased variance of x - mean, which
+/// does not cancel catastrophically as E[x^2] - E[x]^2 can); rms_norm does
+/// not. y = (x - shift) / sqrt(meanSquare + eps) * weight + bias, with weight
+/// and bias (1-D, length n) optional. The row is read before y[j] is written
+/// after x[j], so y may be x.
+void normLine(OpBuilder &b, Location loc, bool center, double eps,
+              const Line &x, const Line &y, Value weight, Value bias,
+              int64_t n) {
+  Value zero = indexConst(b, loc, 0);
+  Line w{weight, zero, 1}, bi{bias, zero, 1};
+  Value count = f32Const(b, loc, static_cast<double>(n));
+  Value mean;
+  if (center)
+    mean = b.create<arith::DivFOp>(
+        loc,
+        lineSum(b, loc, x, n, [](OpBuilder &, Location, Value v) { return v; }),
+        count);
+  Value sumSq = lineSum(b, loc, x, n, [&](OpBuilder &b, Location l, Value v) {
+    if (mean)
+      v = b.create<arith::SubFOp>(l, v, mean);
+    return b.create<arith::MulFOp>(l, v, v).getResult();
+  });
+  Value variance = b.create<arith::DivFOp>(loc, sumSq, count);
+  Value denom = b.create<math::SqrtOp>(
+      loc, b.create<arith::AddFOp>(loc, variance, f32Const(b, loc, eps)));
+  Value inv = b.create<arith::DivFOp>(loc, f32Const(b, loc, 1.0), denom);
+  forRange(b, loc, n, [&](OpBuilder &b, Location loc, Value j) {
+    Value v = x.load(b, loc, j);
+    if (mean)
+      v = b.create<arith::SubFOp>(loc, v, mean);
+    v = b.create<arith::MulFOp>(loc, v, inv);
+    if (weight)
+      v = b.create<arith::MulFOp>(loc, v, w.load(b, loc, j));
+    if (bias)
+      v = b.create<arith::AddFOp>(loc, v, bi.load(b, loc, j));
+    y.store(b, loc, v, j);
+  });
+}
+
+/// Normalizes every row (the last dimension) of `input` into `output`.
 void emitNorm(OpBuilder &b, Location loc, bool center, double eps, Value input,
               Value weight, Value bias, Value output) {
   ArrayRef<int64_t> shape = shapeOf(input);
   int64_t n = shape.back();
   DimSplit split = splitAtDim(shape, shape.size() - 1);
   Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
-  Value zero = indexConst(b, loc, 0);
-  Line w{weight, zero, 1}, bi{bias, zero, 1};
-  Value count = f32Const(b, loc, static_cast<double>(n));
   forEachLine(b, loc, split, [&](OpBuilder &b, Location loc, Value base) {
-    Line x{xf, base, 1}, y{yf, base, 1};
-    Value mean;
-    if (center)
-      mean = b.create<arith::DivFOp>(
-          loc,
-          lineSum(b, loc, x, n, [](OpBuilder &, Location, Value v) {
-            return v;
-          }),
-          count);
-    Value sumSq = lineSum(b, loc, x, n, [&](OpBuilder &b, Location l, Value v) {
-      if (mean)
-        v = b.create<arith::SubFOp>(l, v, mean);
-      return b.create<arith::MulFOp>(l, v, v).getResult();
-    });
-    Value variance = b.create<arith::DivFOp>(loc, sumSq, count);
-    Value denom = b.create<math::SqrtOp>(
-        loc, b.create<arith::AddFOp>(loc, variance, f32Const(b, loc, eps)));
-    Value inv = b.create<arith::DivFOp>(loc, f32Const(b, loc, 1.0), denom);
-    forRange(b, loc, n, [&](OpBuilder &b, Location loc, Value j) {
-      Value v = x.load(b, loc, j);
-      if (mean)
-        v = b.create<arith::SubFOp>(loc, v, mean);
-      v = b.create<arith::MulFOp>(loc, v, inv);
-      if (weight)
-        v = b.create<arith::MulFOp>(loc, v, w.load(b, loc, j));
-      if (bias)
-        v = b.create<arith::AddFOp>(loc, v, bi.load(b, loc, j));
-      y.store(b, loc, v, j);
-    });
+    normLine(b, loc, center, eps, Line{xf, base, 1}, Line{yf, base, 1}, weight,
+             bias, n);
   });
 }
 
@@ -531,6 +544,25 @@ bool emitCrossEntropyGrad(OpBuilder &b, CrossEntropyGradOp op,
 }
 
 } // namespace
+
+LogicalResult emitRowOpInPlace(OpBuilder &b, Operation *op, Value rows,
+                               Value base, int64_t n, Value weight,
+                               Value bias) {
+  Location loc = op->getLoc();
+  Line row{rows, base, 1};
+  if (auto ln = llvm::dyn_cast<LayerNormOp>(op))
+    normLine(b, loc, /*center=*/true, ln.getEps().convertToDouble(), row, row,
+             weight, bias, n);
+  else if (auto rn = llvm::dyn_cast<RmsNormOp>(op))
+    normLine(b, loc, /*center=*/false, rn.getEps().convertToDouble(), row, row,
+             weight, Value(), n);
+  else if (llvm::isa<SoftmaxOp, LogSoftmaxOp>(op))
+    softmaxLine(b, loc, row, row, n, llvm::isa<LogSoftmaxOp>(op));
+  else
+    return op->emitError("CPU codegen: '")
+           << op->getName() << "' is not a row op of a fused kernel";
+  return success();
+}
 
 FailureOr<bool> emitRowKernel(OpBuilder &b, Operation *op, ValueRange operands,
                               ValueRange results) {

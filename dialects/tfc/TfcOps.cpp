@@ -1072,6 +1072,56 @@ LogicalResult verifyReductionBody(FusedOp fused, Block &body) {
       shapeOf(reduce->getOperand(0).getType()));
 }
 
+/// A pointwise prologue over the row op's input, then layer_norm, rms_norm,
+/// softmax or log_softmax of it over the last dimension (f32), whose result
+/// is yielded with any prologue values. The prologue reads rows of the
+/// iteration shape, vectors along the row or scalars; the norm's weight and
+/// bias are operands of the kernel.
+LogicalResult verifyRowBody(FusedOp fused, Block &body) {
+  Operation *yield = body.getTerminator();
+  Operation *row = yield->getPrevNode();
+  auto isArg = [&](Value v) {
+    return !v || (llvm::isa<BlockArgument>(v) &&
+                  llvm::cast<BlockArgument>(v).getOwner() == &body);
+  };
+  bool rowOp = false;
+  if (auto ln = llvm::dyn_cast_or_null<LayerNormOp>(row))
+    rowOp = isArg(ln.getWeight()) && isArg(ln.getBias());
+  else if (auto rn = llvm::dyn_cast_or_null<RmsNormOp>(row))
+    rowOp = isArg(rn.getWeight());
+  else if (auto sm = llvm::dyn_cast_or_null<SoftmaxOp>(row))
+    rowOp = static_cast<int64_t>(sm.getDim()) == -1 ||
+            static_cast<int64_t>(sm.getDim()) ==
+                sm.getType().getRank() - 1;
+  else if (auto ls = llvm::dyn_cast_or_null<LogSoftmaxOp>(row))
+    rowOp = static_cast<int64_t>(ls.getDim()) == -1 ||
+            static_cast<int64_t>(ls.getDim()) ==
+                ls.getType().getRank() - 1;
+  if (!rowOp || !llvm::is_contained(yield->getOperands(), row->getResult(0)) ||
+      !llvm::cast<RankedTensorType>(row->getResult(0).getType())
+           .getElementType()
+           .isF32())
+    return fused.emitOpError(
+        "a row kernel ends with layer_norm, rms_norm, softmax or log_softmax "
+        "(f32, over the last dimension; weight and bias operands of the "
+        "kernel) and yields its result");
+  ArrayRef<int64_t> space = shapeOf(row->getOperand(0).getType());
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = llvm::cast<RankedTensorType>(arg.getType());
+    bool rowShaped = type.getShape() == space ||
+                     (type.getRank() > 0 && type.getShape().back() == space.back() &&
+                      type.getNumElements() == space.back()) ||
+                     type.getNumElements() == 1;
+    if (!rowShaped && llvm::any_of(arg.getUsers(),
+                                   [&](Operation *u) { return u != row; }))
+      return fused.emitOpError("operand #")
+             << arg.getArgNumber() << " of type " << type
+             << " is not a row, a vector along the row or a scalar";
+  }
+  return verifyPointwiseBody(
+      fused, llvm::make_range(body.begin(), row->getIterator()), space);
+}
+
 /// linear on kernel operands, then optionally gelu (tanh), relu or silu of
 /// it, then optionally the add of a kernel operand: what the library's
 /// epilogue applies.
@@ -1119,10 +1169,10 @@ LogicalResult verifyLinearBody(FusedOp fused, Block &body) {
 
 LogicalResult FusedOp::verify() {
   if (getKind() != "pointwise" && getKind() != "reduction" &&
-      getKind() != "linear")
+      getKind() != "row" && getKind() != "linear")
     return emitOpError("kind '") << getKind()
                                  << "' is not one of 'pointwise', 'reduction', "
-                                    "'linear'";
+                                    "'row', 'linear'";
   return success();
 }
 
@@ -1154,6 +1204,8 @@ LogicalResult FusedOp::verifyRegions() {
                                shapeOf(getResult(0).getType()));
   if (getKind() == "reduction")
     return verifyReductionBody(*this, body);
+  if (getKind() == "row")
+    return verifyRowBody(*this, body);
   return verifyLinearBody(*this, body);
 }
 

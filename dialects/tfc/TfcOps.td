@@ -768,6 +768,11 @@ def TFC_FusedOp : TFC_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
     - `reduction`: a pointwise prologue over the input of the last op, a
       `reduce_sum`, `reduce_mean` or `reduce_max`, computed in one pass:
       the prologue's values are reduced as they are produced.
+    - `row`: a pointwise prologue, then `layer_norm`, `rms_norm`, `softmax`
+      or `log_softmax` over the last dimension of its value (f32): per row,
+      the prologue (a residual add, say) is written once and normalized in
+      place while the row is in cache. Prologue values read elsewhere (the
+      residual stream) are results too.
     - `linear`: a `tfc.linear` (f32), then optionally a gelu (tanh), relu or
       silu of its result, then optionally an add of a residual of the
       result's shape: the kernel library applies them to each output tile

@@ -79,7 +79,8 @@ func.func @shared_prologue(%x: tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x
 // Tests that ops over different shapes are not fused (the iteration space
 // would differ), and that a value read by a non-fusible op before the
 // consumer keeps the consumer out (the group would have to run both before
-// and after the softmax: a cycle).
+// and after the softmax, which is over the rows here, not a row kernel: a
+// cycle).
 // CHECK-LABEL: func.func @not_fused
 // CHECK-NOT: tfc.fused
 // CHECK: tfc.exp
@@ -89,7 +90,7 @@ func.func @shared_prologue(%x: tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8x
 // CHECK: tfc.mul
 func.func @not_fused(%x: tensor<8x32xf32>) -> (tensor<8x32xf32>, tensor<8xf32>) {
   %e = tfc.exp %x : tensor<8x32xf32>
-  %s = tfc.softmax %e dim = 1 : tensor<8x32xf32> -> tensor<8x32xf32>
+  %s = tfc.softmax %e dim = 0 : tensor<8x32xf32> -> tensor<8x32xf32>
   %y = tfc.add %e, %s : tensor<8x32xf32>, tensor<8x32xf32> -> tensor<8x32xf32>
   %r = tfc.reduce_sum %x dims = [1] : tensor<8x32xf32> -> tensor<8xf32>
   %z = tfc.mul %r, %r : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
@@ -231,4 +232,37 @@ func.func @attention_full_mask(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x2x4xf32>,
   %p = tfc.softmax %u dim = -1 : tensor<1x1x2x2xf32> -> tensor<1x1x2x2xf32>
   %o = tfc.matmul %p, %v : tensor<1x1x2x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x2x4xf32>
   return %o : tensor<1x1x2x4xf32>
+}
+
+// -----
+
+// Tests a row kernel: the residual add before a layer_norm is its prologue;
+// the sum is also read afterwards (the residual stream), so it is a second
+// result.
+// CHECK-LABEL: func.func @residual_norm
+// CHECK: %[[F:.*]]:2 = tfc.fused "row"(%arg0, %arg1, %arg2, %arg3)
+// CHECK: %[[S:.*]] = tfc.add
+// CHECK-NEXT: %[[N:.*]] = tfc.layer_norm %[[S]]
+// CHECK-NEXT: tfc.yield %[[S]], %[[N]]
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @residual_norm(%x: tensor<4x64xf32>, %r: tensor<4x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
+  %s = tfc.add %x, %r : tensor<4x64xf32>, tensor<4x64xf32> -> tensor<4x64xf32>
+  %n = tfc.layer_norm %s weight %w bias %b eps = 1.0e-5 : (tensor<4x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<4x64xf32>
+  return %s, %n : tensor<4x64xf32>, tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a softmax over another dimension than the last, and a prologue
+// operand broadcast along the rows (not along the row), are not row kernels.
+// CHECK-LABEL: func.func @not_row
+// CHECK-NOT: tfc.fused "row"
+// CHECK: tfc.softmax
+// CHECK: tfc.layer_norm
+func.func @not_row(%x: tensor<4x64xf32>, %c: tensor<4x1xf32>) -> (tensor<4x64xf32>, tensor<4x64xf32>) {
+  %e = tfc.exp %x : tensor<4x64xf32>
+  %s = tfc.softmax %e dim = 0 : tensor<4x64xf32> -> tensor<4x64xf32>
+  %m = tfc.mul %x, %c : tensor<4x64xf32>, tensor<4x1xf32> -> tensor<4x64xf32>
+  %n = tfc.layer_norm %m eps = 1.0e-5 : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %s, %n : tensor<4x64xf32>, tensor<4x64xf32>
 }

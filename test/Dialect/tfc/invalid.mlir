@@ -1432,7 +1432,7 @@ func.func @kv_cache_update_other_dim(%c: tensor<1x2x8x4xf32>, %u: tensor<1x2x1x8
 
 // Tests that a fused kernel's kind is one codegen knows.
 func.func @fused_kind(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'tfc.fused' op kind 'matmul' is not one of 'pointwise', 'reduction', 'linear'}}
+  // expected-error @+1 {{'tfc.fused' op kind 'matmul' is not one of 'pointwise', 'reduction', 'row', 'linear'}}
   %0 = tfc.fused "matmul" (%a) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%x: tensor<4xf32>):
     %1 = tfc.exp %x : tensor<4xf32>
@@ -1535,4 +1535,33 @@ func.func @fused_linear_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> t
     tfc.yield %2 : tensor<4x16xf32>
   }
   return %0 : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that a row kernel ends with a norm or softmax over the last dimension.
+func.func @fused_row_dim(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tfc.fused' op a row kernel ends with layer_norm, rms_norm, softmax or log_softmax (f32, over the last dimension; weight and bias operands of the kernel) and yields its result}}
+  %0 = tfc.fused "row" (%a) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%x: tensor<4x8xf32>):
+    %1 = tfc.exp %x : tensor<4x8xf32>
+    %2 = tfc.softmax %1 dim = 0 : tensor<4x8xf32> -> tensor<4x8xf32>
+    tfc.yield %2 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a row kernel's prologue reads rows, vectors along the row or
+// scalars: a column broadcast across the row is none of them.
+func.func @fused_row_operand(%a: tensor<4x8xf32>, %c: tensor<4x1xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'tfc.fused' op operand #1 of type 'tensor<4x1xf32>' is not a row, a vector along the row or a scalar}}
+  %0 = tfc.fused "row" (%a, %c) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32> {
+  ^bb0(%x: tensor<4x8xf32>, %y: tensor<4x1xf32>):
+    %1 = tfc.mul %x, %y : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+    %2 = tfc.layer_norm %1 eps = 1.0e-5 : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    tfc.yield %2 : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
 }

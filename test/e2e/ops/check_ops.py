@@ -395,6 +395,33 @@ def build_cases(g):
         {"y": "f32"},
         lambda i: {"y": 3 * i["c"] - (3 * i["c"]).astype(np.float16).astype(np.float64)},
         tol=dict(rtol=1e-3, atol=1e-6), fused=1))
+    x, r, w, bb = g.normal(3, 5, 48), g.normal(3, 5, 48), g.normal(48), g.normal(48)
+    tx = ty(x)
+    add(Case("fused row: residual add, then layer_norm; the sum is a result too",
+             {"x": x, "r": r, "w": w, "b": bb}, [
+        f"%s = tfc.add %x, %r : {tx}, {tx} -> {tx}",
+        f"%y = tfc.layer_norm %s weight %w bias %b eps = 1.0e-5 : ({tx}, {ty(w)}, {ty(bb)}) -> {tx}"],
+        {"s": "f32", "y": "f32"},
+        lambda i: {"s": i["x"] + i["r"],
+                   "y": layer_norm(i["x"] + i["r"], i["w"], i["b"])}, fused=1))
+    add(Case("fused row: rms_norm of a broadcast, scaled product",
+             {"x": x, "w": w, "s": s}, [
+        f"%m = tfc.mul %x, %w : {tx}, {ty(w)} -> {tx}",
+        f"%t = tfc.mul %m, %s : {tx}, {sc} -> {tx}",
+        f"%y = tfc.rms_norm %t weight %w eps = 1.0e-6 : ({tx}, {ty(w)}) -> {tx}"],
+        {"y": "f32"}, lambda i: {"y": rms_norm(i["x"] * i["w"] * i["s"], i["w"])},
+        fused=1))
+    add(Case("fused row: softmax and log_softmax of a masked, scaled row",
+             {"x": x, "r": r}, [
+        f"%c = tfc.constant dense<0.7> : {sc}",
+        f"%t = tfc.mul %x, %c : {tx}, {sc} -> {tx}",
+        f"%u = tfc.sub %t, %r : {tx}, {tx} -> {tx}",
+        f"%y = tfc.softmax %u dim = -1 : {tx} -> {tx}",
+        f"%v = tfc.exp %r : {tx}",
+        f"%z = tfc.log_softmax %v dim = 2 : {tx} -> {tx}"],
+        {"y": "f32", "z": "f32"},
+        lambda i: {"y": softmax(0.7 * i["x"] - i["r"], -1),
+                   "z": log_softmax(np.exp(i["r"]), -1)}, fused=2))
     q, k, v = g.normal(2, 3, 5, 8), g.normal(2, 3, 7, 8), g.normal(2, 3, 7, 4)
     tq, tk = 5, 7
     rows = ["[" + ", ".join("0.0" if j <= i + tk - tq else "0xFF800000" for j in range(tk)) + "]"
