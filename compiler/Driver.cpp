@@ -15,6 +15,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/Report.h"
+#include "dialects/tfc/AttrNames.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -66,11 +67,17 @@ struct Options {
       cl::value_desc("mlir|llvm|asm|obj|so"), cl::init(""), cl::cat(category)};
   cl::opt<std::string> compileTo{
       "compile-to",
-      cl::desc("With --emit=mlir: stop after this phase (default: the last)"),
+      cl::desc("With --emit=mlir: stop after this phase (default: kernels, "
+               "the planned program)"),
       cl::value_desc("phase"), cl::init(""), cl::cat(category)};
   cl::opt<unsigned> optLevel{"O", cl::Prefix,
                              cl::desc("Optimization level 0-3 (default 2)"),
                              cl::init(2), cl::cat(category)};
+  cl::opt<std::string> target{
+      "target",
+      cl::desc("What the kernels run on: cpu (default). See the list of "
+               "targets below"),
+      cl::value_desc("name"), cl::init("cpu"), cl::cat(category)};
   cl::opt<std::string> cpu{
       "cpu",
       cl::desc("CPU the kernels are compiled for: native (default), "
@@ -212,7 +219,11 @@ int compilerMain(int argc, char **argv) {
           "  tfc model.mlir -o model.so --optimizer=adamw add loss_grad, train_step\n"
           "  tfc model.mlir -o model.so --report=r.json   what the optimizations did\n\n";
     describePipeline(os);
-    os << "Options in the environment variable TFC_OPTIONS are added to the\n"
+    os << "\nTargets (--target=<name>):\n";
+    for (const std::string &name : registeredTargetNames())
+      os << "  " << name << "     " << lookupTarget(name)->description()
+         << "\n";
+    os << "\nOptions in the environment variable TFC_OPTIONS are added to the\n"
           "command line (test suites use it to rerun with, e.g., --no-fuse).\n";
   }
   // libLLVM registers hundreds of backend flags; --help shows tfc's own and
@@ -239,6 +250,11 @@ int compilerMain(int argc, char **argv) {
                 ": the optimization level must be 0, 1, 2 or 3");
   PipelineOptions pipeline;
   pipeline.optLevel = options.optLevel;
+  pipeline.target = lookupTarget(options.target);
+  if (!pipeline.target)
+    return fail("unknown --target='" + options.target + "' (this build has " +
+                listTargets() + ")");
+  pipeline.targetOptions.cpu = options.cpu;
   if (!options.optimizer.empty() && options.optimizer != "adamw" &&
       options.optimizer != "sgd")
     return fail("unknown --optimizer='" + options.optimizer +
@@ -260,7 +276,9 @@ int compilerMain(int argc, char **argv) {
       parsePhase(options.compileTo) < Phase::Kernels)
     return fail("--report needs the kernels phase; it is not reached with "
                 "--compile-to=" + options.compileTo);
-  pipeline.compileTo = lastPhase();
+  // Written as MLIR, the planned program is what people read; an artifact
+  // needs every phase.
+  pipeline.compileTo = *emit == Emit::Mlir ? Phase::Kernels : lastPhase();
   if (!options.compileTo.empty()) {
     auto phase = parsePhase(options.compileTo);
     if (!phase)
@@ -317,9 +335,33 @@ int compilerMain(int argc, char **argv) {
   bool hasEntry = false;
   for (auto func : module->getOps<mlir::func::FuncOp>())
     hasEntry |= func.isPublic() && !func.isExternal();
+  // A module that tfc itself wrote with --compile-to continues from there.
+  Phase reached = phaseReached(*module);
+  if (reached == Phase::Llvm)
+    return fail("'" + options.input +
+                "' is already in the LLVM dialect (--compile-to=llvm output); "
+                "compile from the output of an earlier phase (graph, kernels "
+                "or codegen)");
   if (!hasEntry)
     return fail("'" + options.input +
                 "' has no entry function (a public func.func with a body)");
+  if (reached >= Phase::Kernels) {
+    if (!options.optimizer.empty())
+      return fail("'" + options.input + "' is a planned program (phase " +
+                  phaseName(reached) + "); --optimizer needs the graph");
+    if (auto planned =
+            (*module)->getAttrOfType<mlir::StringAttr>(attr::kTarget);
+        planned && planned.getValue() != pipeline.target->name())
+      return fail("'" + options.input + "' was planned for --target=" +
+                  planned.getValue() + ", not --target=" + options.target);
+    if (pipeline.compileTo < reached)
+      return fail("'" + options.input + "' is already past --compile-to=" +
+                  phaseName(pipeline.compileTo) + " (it is at phase " +
+                  phaseName(reached) + ")");
+  }
+  Phase first = reached == Phase::Input
+                    ? Phase::Input
+                    : static_cast<Phase>(static_cast<int>(reached) + 1);
 
   auto dumpCounter = std::make_shared<unsigned>(0);
   if (!options.dumpIR.empty())
@@ -337,14 +379,17 @@ int compilerMain(int argc, char **argv) {
     return pm.run(*module);
   };
 
-  // Graph phases, the summary, then the rest.
+  // Graph phases, the summary, then the planned program and its code; the
+  // artifact's tables are read from it before it is lowered to LLVM.
   Phase graphEnd = std::min(pipeline.compileTo, Phase::Graph);
-  if (mlir::failed(runPhases(Phase::Input, graphEnd)))
+  if (first <= graphEnd && mlir::failed(runPhases(first, graphEnd)))
     return 1;
   if (options.summary)
     printModuleSummary(*module, llvm::outs());
-  if (pipeline.compileTo > Phase::Graph &&
-      mlir::failed(runPhases(Phase::Kernels, pipeline.compileTo)))
+  Phase plannedEnd = std::min(pipeline.compileTo, Phase::Codegen);
+  Phase plannedFirst = std::max(first, Phase::Kernels);
+  if (plannedFirst <= plannedEnd &&
+      mlir::failed(runPhases(plannedFirst, plannedEnd)))
     return 1;
 
   if (!options.report.empty()) {
@@ -363,6 +408,17 @@ int compilerMain(int argc, char **argv) {
                   "': " + llvm::toString(std::move(err)));
   }
 
+  std::optional<ArtifactTables> tables;
+  if (*emit != Emit::Mlir) {
+    auto read = readArtifactTables(*module);
+    if (!read)
+      return fail(llvm::toString(read.takeError()));
+    tables = std::move(*read);
+  }
+  if (pipeline.compileTo == Phase::Llvm &&
+      mlir::failed(runPhases(std::max(first, Phase::Llvm), Phase::Llvm)))
+    return 1;
+
   if (*emit == Emit::Mlir) {
     if (out.empty())
       return 0;
@@ -375,8 +431,8 @@ int compilerMain(int argc, char **argv) {
   }
 
   llvm::LLVMContext llvmContext;
-  auto llvmModule =
-      buildArtifactModule(*module, llvmContext, *target, artifactOptions);
+  auto llvmModule = buildArtifactModule(*module, *tables, llvmContext,
+                                       *target, artifactOptions);
   if (!llvmModule)
     return fail(llvm::toString(llvmModule.takeError()));
   if (!options.dumpIR.empty()) {

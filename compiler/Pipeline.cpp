@@ -1,8 +1,13 @@
 //===- Pipeline.cpp - tfc's named compilation phases ----------------------===//
 #include "compiler/Pipeline.h"
 
-#include "codegen/cpu/Passes.h"
+#include "codegen/plan/Passes.h"
+#include "dialects/tfc/AttrNames.h"
 #include "passes/Passes.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -19,6 +24,10 @@ llvm::StringRef phaseName(Phase phase) {
     return "graph";
   case Phase::Kernels:
     return "kernels";
+  case Phase::Codegen:
+    return "codegen";
+  case Phase::Llvm:
+    return "llvm";
   }
   return "unknown";
 }
@@ -28,12 +37,29 @@ std::optional<Phase> parsePhase(llvm::StringRef name) {
       .Case("input", Phase::Input)
       .Case("graph", Phase::Graph)
       .Case("kernels", Phase::Kernels)
+      .Case("codegen", Phase::Codegen)
+      .Case("llvm", Phase::Llvm)
       .Default(std::nullopt);
 }
 
-Phase lastPhase() { return Phase::Kernels; }
+Phase lastPhase() { return Phase::Llvm; }
 
-std::string listPhases() { return "input, graph, kernels"; }
+std::string listPhases() { return "input, graph, kernels, codegen, llvm"; }
+
+Phase phaseReached(mlir::ModuleOp module) {
+  if (!module.getOps<mlir::LLVM::LLVMFuncOp>().empty())
+    return Phase::Llvm;
+  bool planned = false, tensorKernels = false;
+  for (auto f : module.getOps<mlir::func::FuncOp>()) {
+    planned |= f->hasAttr(attr::kEntry);
+    if (f->hasAttr(attr::kKernel) && !f.isExternal())
+      tensorKernels |=
+          !f.getBody().getOps<mlir::bufferization::ToTensorOp>().empty();
+  }
+  if (!planned)
+    return Phase::Input;
+  return tensorKernels ? Phase::Kernels : Phase::Codegen;
+}
 
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
                    Phase from, Phase to) {
@@ -63,17 +89,26 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
       remat.memoryBudget = options.rematBudget;
       pm.addPass(createTfcRemat(remat));
     }
-    if (options.fuse)
-      pm.addPass(createTfcFuse());
+    if (options.fuse) {
+      TfcFuseOptions fuse;
+      fuse.target = options.target->name().str();
+      pm.addPass(createTfcFuse(fuse));
+    }
     if (options.schedule)
       pm.addPass(createTfcSchedule());
   }
   if (runs(Phase::Kernels)) {
-    pm.addPass(cpu::createTfcLowerToKernels());
-    pm.addPass(cpu::createTfcPlanMemory());
+    plan::TfcLowerToKernelsOptions lower;
+    lower.target = options.target->name().str();
+    pm.addPass(plan::createTfcLowerToKernels(lower));
+    pm.addPass(plan::createTfcPlanMemory());
     // Cheap, and a wrong plan corrupts memory silently: always checked.
-    pm.addPass(cpu::createTfcVerifyMemoryPlan());
+    pm.addPass(plan::createTfcVerifyMemoryPlan());
   }
+  if (runs(Phase::Codegen))
+    options.target->buildCodegenPipeline(pm, options.targetOptions);
+  if (runs(Phase::Llvm))
+    options.target->buildLowerToLLVMPipeline(pm, options.targetOptions);
 }
 
 void describePipeline(llvm::raw_ostream &os) {
@@ -88,14 +123,17 @@ void describePipeline(llvm::raw_ostream &os) {
         "            residual, attention as one kernel (--no-fuse)\n"
         "          tfc-schedule: an op order with a lower peak of live\n"
         "            bytes (--no-schedule)                 (-O2 and above)\n"
-        "  kernels tfc-lower-to-kernels: every op (or fused group) a CPU\n"
+        "  kernels tfc-lower-to-kernels: every op (or fused group) a\n"
         "          kernel, one buffer per intermediate; tfc-plan-memory: the\n"
         "          buffers in one arena per entry by liveness, in place where\n"
         "          legal (the planned program); tfc-verify-memory-plan\n"
-        "Then --emit=llvm|asm|obj|so lowers kernels through MLIR's LLVM\n"
-        "dialect to LLVM IR, object code for --cpu, and a shared object.\n"
-        "--report=FILE.json writes what the passes decided, per entry.\n"
-        "Not yet in this build: CUDA codegen.\n";
+        "  codegen the target's code for every kernel (cpu:\n"
+        "          tfc-cpu-emit-kernels: loops, or the kernel library)\n"
+        "  llvm    the program in MLIR's LLVM dialect\n"
+        "Then --emit=llvm|asm|obj|so: LLVM IR, object code for --cpu, and a\n"
+        "shared object. A module written by --compile-to=kernels or codegen\n"
+        "compiles on from where it stopped.\n"
+        "--report=FILE.json writes what the passes decided, per entry.\n";
 }
 
 } // namespace tfc

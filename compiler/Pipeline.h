@@ -1,12 +1,14 @@
 //===- Pipeline.h - tfc's named compilation phases --------------*- C++ -*-===//
 //
 // The compiler runs in named phases, each testable alone with
-// `tfc --compile-to=<phase>`. Later phases (fused, planned, llvm, so) are
-// appended here as they land.
+// `tfc --compile-to=<phase>`. input, graph and kernels are the same for every
+// target; codegen and llvm are what the target (codegen/target) contributes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TFC_COMPILER_PIPELINE_H
 #define TFC_COMPILER_PIPELINE_H
+
+#include "codegen/target/Target.h"
 
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
@@ -19,6 +21,7 @@ class raw_ostream;
 } // namespace llvm
 
 namespace mlir {
+class ModuleOp;
 class OpPassManager;
 } // namespace mlir
 
@@ -29,9 +32,15 @@ enum class Phase {
   Input,
   /// Graph-level cleanup: canonicalization, CSE, dead symbols.
   Graph,
-  /// The planned program: every op a call of a CPU kernel on arena buffers
-  /// (tfc-lower-to-kernels). What codegen turns into LLVM IR and model.so.
+  /// The planned program: every op a call of a kernel on arena buffers
+  /// (tfc-lower-to-kernels, tfc-plan-memory, tfc-verify-memory-plan); the
+  /// kernels still hold their op on tensors.
   Kernels,
+  /// The target's code for every kernel (CPU: tfc-cpu-emit-kernels).
+  Codegen,
+  /// The whole program in the LLVM dialect, what the artifact writer
+  /// translates to LLVM IR and links into model.so.
+  Llvm,
 };
 
 /// "input", "graph", ...
@@ -39,10 +48,20 @@ llvm::StringRef phaseName(Phase phase);
 std::optional<Phase> parsePhase(llvm::StringRef name);
 /// The last phase this build of tfc can reach.
 Phase lastPhase();
-/// "input, graph" for help and error messages.
+/// "input, graph, ..." for help and error messages.
 std::string listPhases();
 
+/// The phase a module read from a file has already reached: Input for a
+/// graph, Kernels for a planned program (an entry with `tfc.entry`), Codegen
+/// when its kernels already hold target code, Llvm when it is in the LLVM
+/// dialect. A module continues from the phase after this one.
+Phase phaseReached(mlir::ModuleOp module);
+
 struct PipelineOptions {
+  /// The target of the planned program (codegen/target); never null once
+  /// the driver has resolved --target.
+  const Target *target = nullptr;
+  TargetOptions targetOptions;
   /// 0 runs no optimization; 1..3 run the graph cleanup (and, as they land,
   /// fusion, rematerialization and memory planning).
   int optLevel = 2;
@@ -64,7 +83,7 @@ struct PipelineOptions {
 /// Adds the passes of the phases in [from, to] (and not past
 /// `options.compileTo`).
 void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
-                   Phase from = Phase::Input, Phase to = Phase::Kernels);
+                   Phase from = Phase::Input, Phase to = Phase::Llvm);
 
 /// A human-readable list of phases and their passes, for `tfc --help`.
 void describePipeline(llvm::raw_ostream &os);

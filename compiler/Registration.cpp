@@ -1,8 +1,10 @@
 //===- Registration.cpp - dialects and passes every tfc tool knows --------===//
 #include "compiler/Registration.h"
 
-#include "dialects/tfc/TfcDialect.h"
+#include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/Passes.h"
+#include "codegen/plan/Passes.h"
+#include "dialects/tfc/TfcDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,18 +15,31 @@ namespace tfc {
 
 void registerDialects(mlir::DialectRegistry &registry) {
   registry.insert<tfc::TFCDialect, mlir::func::FuncDialect>();
-  // What CPU codegen produces, so that its output parses back.
-  registry.insert<mlir::arith::ArithDialect, mlir::linalg::LinalgDialect,
+  // The planned program's kernels (to_tensor, materialize_in_destination),
+  // and what CPU codegen produces, so that every phase's output parses back.
+  registry.insert<mlir::arith::ArithDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::linalg::LinalgDialect,
                   mlir::LLVM::LLVMDialect, mlir::math::MathDialect,
                   mlir::memref::MemRefDialect, mlir::scf::SCFDialect>();
 }
 
+void registerTargets() {
+  static bool once = [] {
+    tfc::cpu::registerCpuTarget();
+    return true;
+  }();
+  (void)once;
+}
+
 void registerPasses() {
+  registerTargets();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   tfc::registerTfcPasses();
+  tfc::plan::registerTfcPlanPasses();
   tfc::cpu::registerTfcCpuPasses();
 }
 

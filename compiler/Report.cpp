@@ -1,6 +1,8 @@
 //===- Report.cpp - `tfc --report=FILE.json` ------------------------------===//
 #include "compiler/Report.h"
 
+#include "dialects/tfc/AttrNames.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -40,29 +42,29 @@ void writeReport(mlir::ModuleOp module, llvm::StringRef input,
     json.attribute("settings", settings);
     json.attributeObject("entries", [&] {
       for (auto func : module.getOps<mlir::func::FuncOp>()) {
-        auto name = func->getAttrOfType<mlir::StringAttr>("tfc.entry");
+        auto name = func->getAttrOfType<mlir::StringAttr>(attr::kEntry);
         if (!name)
           continue;
         json.attributeObject(name.getValue(), [&] {
-          int64_t read = intAttr(func, "tfc.bytes_read");
-          int64_t written = intAttr(func, "tfc.bytes_written");
-          int64_t computeBound = intAttr(func, "tfc.compute_bound_bytes");
-          json.attribute("kernels", intAttr(func, "tfc.num_kernels"));
-          json.attribute("flops", intAttr(func, "tfc.flops"));
+          int64_t read = intAttr(func, attr::kBytesRead);
+          int64_t written = intAttr(func, attr::kBytesWritten);
+          int64_t computeBound = intAttr(func, attr::kComputeBoundBytes);
+          json.attribute("kernels", intAttr(func, attr::kNumKernels));
+          json.attribute("flops", intAttr(func, attr::kFlops));
           json.attribute("bytes_read", read);
           json.attribute("bytes_written", written);
           json.attribute("bytes_moved", read + written);
           // Matmul-like kernels are bound by arithmetic; the rest by memory.
           json.attribute("bytes_moved_matmul_like", computeBound);
           json.attribute("bytes_moved_other", read + written - computeBound);
-          json.attribute("arena_bytes", intAttr(func, "tfc.arena_bytes"));
+          json.attribute("arena_bytes", intAttr(func, attr::kArenaBytes));
           json.attribute("live_bound_bytes",
-                         intAttr(func, "tfc.live_bound_bytes"));
+                         intAttr(func, attr::kLiveBoundBytes));
           json.attribute("intermediate_bytes",
-                         intAttr(func, "tfc.intermediate_bytes"));
+                         intAttr(func, attr::kIntermediateBytes));
           // Where the bytes go: per kind of kernel, most bytes first.
           if (auto byKind = func->getAttrOfType<mlir::DictionaryAttr>(
-                  "tfc.cost_by_kernel")) {
+                  attr::kCostByKernel)) {
             llvm::SmallVector<std::pair<llvm::StringRef, llvm::ArrayRef<int64_t>>>
                 kinds;
             for (mlir::NamedAttribute e : byKind)
@@ -82,9 +84,9 @@ void writeReport(mlir::ModuleOp module, llvm::StringRef input,
                 });
             });
           }
-          writeDecisions(json, func, "tfc.fusion", "fusion");
-          writeDecisions(json, func, "tfc.remat", "remat");
-          writeDecisions(json, func, "tfc.schedule", "schedule");
+          writeDecisions(json, func, attr::kFusion, "fusion");
+          writeDecisions(json, func, attr::kRemat, "remat");
+          writeDecisions(json, func, attr::kSchedule, "schedule");
         });
       }
     });

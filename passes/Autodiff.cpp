@@ -7,6 +7,7 @@
 // accumulate into that parameter's gradient.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/tfc/AttrNames.h"
 #include "passes/Passes.h"
 
 #include "dialects/tfc/TfcOps.h"
@@ -90,9 +91,9 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
       grad.setArgAttrs(i, forward.getArgAttrDict(i));
     grad.setResultAttrs(0, forward.getResultAttrDict(0));
     for (auto [i, p] : llvm::enumerate(trainable)) {
-      grad.setResultAttr(i + 1, "tfc.name",
+      grad.setResultAttr(i + 1, attr::kName,
                          b.getStringAttr("grad." + p.getSymName()));
-      grad.setResultAttr(i + 1, "tfc.grad_of", p.getSymNameAttr());
+      grad.setResultAttr(i + 1, attr::kGradOf, p.getSymNameAttr());
     }
 
     // Forward: a clone of the entry's body.

@@ -5,11 +5,15 @@
 // op joins the groups of the pointwise producers of its operands when they
 // iterate over the same shape and the merge is legal; a reduction swallows
 // the group that computes its input when nothing else reads that group. A
-// group becomes one tfc.fused op at the position of its last op.
+// group becomes one tfc.fused op at the position of its last op. Only the
+// kinds (and linear epilogues) that the target has kernels for are formed:
+// the target is asked, never assumed (codegen/target/Target.h).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "codegen/target/Target.h"
+#include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 #include "passes/CostModel.h"
 
@@ -206,39 +210,40 @@ StringRef kindName(GroupKind kind) {
   return "";
 }
 
-/// linear -> [gelu (tanh) | relu | silu] -> [+ residual of the same shape]:
-/// the ops the kernel library's epilogue applies in cache, or just the
+/// linear -> [activation] -> [+ residual of the same shape]: the ops the
+/// target's linear kernel applies to each output tile in cache, or just the
 /// linear when nothing follows that it can take. Every value but the last
-/// must have no other reader (the library writes only the final result).
-SmallVector<Operation *> linearEpilogue(LinearOp linear) {
+/// must have no other reader (the kernel writes only the final result).
+SmallVector<Operation *> linearEpilogue(LinearOp linear, const Target &target) {
   SmallVector<Operation *> chain{linear};
   auto type = llvm::cast<RankedTensorType>(linear.getType());
-  if (!type.getElementType().isF32())
-    return chain;
+  auto takes = [&](Operation *op) {
+    return target.supportsLinearEpilogue(op, type.getElementType());
+  };
   auto soleUser = [&](Operation *op) -> Operation * {
     Value r = op->getResult(0);
     return r.hasOneUse() ? *r.getUsers().begin() : nullptr; // maybe a return
   };
   Operation *next = soleUser(linear);
-  if (next && next->getNumResults() == 1 &&
-      next->getResult(0).getType() == type &&
-      (llvm::isa<ReluOp, SiluOp>(next) ||
-       (llvm::isa<GeluOp>(next) && llvm::cast<GeluOp>(next).getApproximate() ==
-                                       GeluApproximation::Tanh))) {
+  if (next && !llvm::isa<AddOp>(next) && next->getNumResults() == 1 &&
+      next->getNumOperands() == 1 && next->getResult(0).getType() == type &&
+      isElementwise(next) && takes(next)) {
     chain.push_back(next);
     next = soleUser(next);
   }
   if (auto add = llvm::dyn_cast_or_null<AddOp>(next))
     if (add.getLhs().getType() == type && add.getRhs().getType() == type &&
-        add.getLhs() != add.getRhs())
+        add.getLhs() != add.getRhs() && takes(add))
       chain.push_back(add);
   return chain;
 }
 
 class Fuser {
 public:
-  Fuser(func::FuncOp func, unsigned maxInputs, unsigned maxOps, bool print)
-      : func(func), maxInputs(maxInputs), maxOps(maxOps), print(print) {}
+  Fuser(func::FuncOp func, const Target &target, unsigned maxInputs,
+        unsigned maxOps, bool print)
+      : func(func), target(target), maxInputs(maxInputs), maxOps(maxOps),
+        print(print) {}
 
   void run();
 
@@ -255,6 +260,7 @@ private:
   void materialize(Group &group);
 
   func::FuncOp func;
+  const Target &target;
   unsigned maxInputs, maxOps;
   bool print;
   DenseMap<Operation *, int64_t> position;
@@ -298,8 +304,9 @@ void Fuser::formGroups() {
     Operation *op = &opRef;
     if (groupOf.count(op))
       continue; // Taken by a linear's epilogue.
-    if (auto linear = llvm::dyn_cast<LinearOp>(op)) {
-      SmallVector<Operation *> chain = linearEpilogue(linear);
+    auto linear = llvm::dyn_cast<LinearOp>(op);
+    if (linear && target.supportsFusedKind("linear")) {
+      SmallVector<Operation *> chain = linearEpilogue(linear, target);
       // An add of two linears' results is the epilogue of the first only.
       while (chain.size() > 1 && groupOf.count(chain.back()))
         chain.pop_back();
@@ -311,7 +318,7 @@ void Fuser::formGroups() {
         groupOf[m] = id;
       continue;
     }
-    if (isPointwise(op)) {
+    if (isPointwise(op) && target.supportsFusedKind("pointwise")) {
       ArrayRef<int64_t> shape = shapeOf(op->getResult(0));
       // The open pointwise groups of the producers, over the same shape.
       SmallVector<unsigned> candidates;
@@ -347,7 +354,7 @@ void Fuser::formGroups() {
         groupOf[m] = id;
       continue;
     }
-    if (isReduction(op)) {
+    if (isReduction(op) && target.supportsFusedKind("reduction")) {
       Operation *def = op->getOperand(0).getDefiningOp();
       if (!def || !groupOf.count(def))
         continue;
@@ -370,7 +377,7 @@ void Fuser::formGroups() {
       groupOf[op] = groupOf[def];
       continue;
     }
-    if (isRowOp(op)) {
+    if (isRowOp(op) && target.supportsFusedKind("row")) {
       Operation *def = op->getOperand(0).getDefiningOp();
       if (!def || !groupOf.count(def) ||
           groups[groupOf[def]].kind != GroupKind::Pointwise)
@@ -479,6 +486,8 @@ void Fuser::run() {
   // In program order: a match erases its scores matmul, which comes before
   // its values matmul and so has been visited already.
   SmallVector<MatmulOp> matmuls(func.getBody().getOps<MatmulOp>());
+  if (!target.supportsFusedKind("attention"))
+    matmuls.clear();
   for (MatmulOp pv : matmuls)
     if (fuseAttention(pv)) {
       ++numAttention;
@@ -500,7 +509,7 @@ void Fuser::run() {
       op.erase();
   auto [kernelsAfter, bytesAfter] = countKernels(func);
   Builder b(func.getContext());
-  func->setAttr("tfc.fusion",
+  func->setAttr(attr::kFusion,
                 b.getDictionaryAttr({
                     b.getNamedAttr("kernels_before",
                                    b.getI64IntegerAttr(kernelsBefore)),
@@ -524,9 +533,15 @@ void Fuser::run() {
 struct FusePass : public tfc::impl::TfcFuseBase<FusePass> {
   using TfcFuseBase::TfcFuseBase;
   void runOnOperation() override {
+    const Target *fuseTarget = lookupTarget(target);
+    if (!fuseTarget) {
+      getOperation().emitError("tfc-fuse: unknown target '")
+          << target << "' (this build knows " << listTargets() << ")";
+      return signalPassFailure();
+    }
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (func.isPublic() && !func.isExternal())
-        Fuser(func, maxInputs, maxOps, print).run();
+        Fuser(func, *fuseTarget, maxInputs, maxOps, print).run();
   }
 };
 

@@ -192,6 +192,9 @@ def TfcFuse : Pass<"tfc-fuse", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "The target whose kernels the groups become: only the kinds and "
+           "linear epilogues it supports are formed">,
     Option<"maxInputs", "max-inputs", "unsigned", /*default=*/"12",
            "Most distinct tensors (scalars not counted) one fused kernel reads">,
     Option<"maxOps", "max-ops", "unsigned", /*default=*/"64",

@@ -24,6 +24,7 @@
 // back, so it runs after the last CSE of the pipeline.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/tfc/AttrNames.h"
 #include "passes/Passes.h"
 
 #include "passes/CostModel.h"
@@ -378,7 +379,7 @@ struct RematPass : public tfc::impl::TfcRematBase<RematPass> {
         b.getNamedAttr("total_flops", i64(totalFlops)),
         b.getNamedAttr("memory_budget", i64(memoryBudget)),
     };
-    func->setAttr("tfc.remat", b.getDictionaryAttr(entries));
+    func->setAttr(attr::kRemat, b.getDictionaryAttr(entries));
 
     if (!print)
       return;

@@ -13,6 +13,7 @@
 // order is kept only if its peak is not higher than the original's.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/tfc/AttrNames.h"
 #include "passes/Passes.h"
 
 #include "passes/LiveBytes.h"
@@ -285,7 +286,7 @@ struct SchedulePass : public tfc::impl::TfcScheduleBase<SchedulePass> {
         b.getNamedAttr("peak_bytes_before", b.getI64IntegerAttr(before)),
         b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(peak)),
     };
-    func->setAttr("tfc.schedule", b.getDictionaryAttr(entries));
+    func->setAttr(attr::kSchedule, b.getDictionaryAttr(entries));
     if (!print)
       return;
     int64_t at = 0;

@@ -5,6 +5,7 @@
 // optimizer is compiled, fused and planned like the model itself.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/tfc/AttrNames.h"
 #include "passes/Passes.h"
 
 #include "dialects/tfc/TfcOps.h"
@@ -128,7 +129,7 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     };
     SmallVector<Trained> trained;
     for (unsigned i = 1; i < grad.getNumResults(); ++i) {
-      auto of = grad.getResultAttrOfType<StringAttr>(i, "tfc.grad_of");
+      auto of = grad.getResultAttrOfType<StringAttr>(i, attr::kGradOf);
       if (!of)
         return grad.emitError("tfc-train-step: result ")
                << i << " of '" << grad.getName() << "' has no tfc.grad_of";
@@ -163,11 +164,11 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     for (unsigned i = 0; i < grad.getNumArguments(); ++i)
       train.setArgAttrs(i, grad.getArgAttrDict(i));
     for (auto [i, name] : llvm::enumerate(hyper))
-      train.setArgAttr(grad.getNumArguments() + i, "tfc.name",
+      train.setArgAttr(grad.getNumArguments() + i, attr::kName,
                        b.getStringAttr(name));
     const char *outputs[] = {"loss", "lr", "grad_norm"};
     for (auto [i, name] : llvm::enumerate(outputs))
-      train.setResultAttr(i, "tfc.name", b.getStringAttr(name));
+      train.setResultAttr(i, attr::kName, b.getStringAttr(name));
 
     // Forward and backward: grad's body, inlined.
     Block *body = train.addEntryBlock();

@@ -33,7 +33,7 @@ tools = [
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # GoogleTest binaries built alongside the tools (only where GTest was found).
-for unittest in ["tfc-frontend-tests"]:
+for unittest in ["tfc-frontend-tests", "tfc-artifact-tests"]:
     if os.path.exists(os.path.join(config.tfc_tools_dir, unittest)):
         config.available_features.add(unittest)
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)

@@ -1,12 +1,15 @@
 //===- ArtifactWriter.cpp - planned program -> model.so -------------------===//
 #include "codegen/artifact/ArtifactWriter.h"
 
-#include "codegen/cpu/Passes.h"
+#include "codegen/artifact/AbiTypes.h"
+#include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 #include "tfc/artifact_abi.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -32,29 +35,9 @@ using namespace mlir;
 namespace tfc {
 namespace {
 
-struct TensorInfo {
-  std::string name;
-  int32_t dtype = 0;
-  llvm::SmallVector<int64_t> shape;
-  std::string init;
-  uint32_t flags = 0;
-};
-
-enum class ArgKind { Param, State, Input, Output, Arena };
-
-struct EntryInfo {
-  std::string name;   // "forward"
-  std::string symbol; // "tfc_entry_forward"
-  std::vector<TensorInfo> inputs, outputs;
-  int64_t arenaBytes = 0, numKernels = 0;
-  std::vector<std::pair<ArgKind, int64_t>> args;
-};
-
-struct ArtifactInfo {
-  std::vector<TensorInfo> params, state;
-  std::vector<EntryInfo> entries;
-  std::string metadata = "{}";
-};
+using TensorInfo = ArtifactTensor;
+using EntryInfo = ArtifactEntry;
+using ArgKind = ArtifactArgKind;
 
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -85,14 +68,19 @@ TensorInfo tensorInfo(StringRef name, ShapedType type, StringRef init = "",
   return info;
 }
 
-/// Reads the tables from the module after tfc-lower-to-kernels, then removes
-/// what LLVM cannot translate (tfc.param, tfc.state) and gives entries their
-/// exported-to-the-trampoline names.
-llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
-  ArtifactInfo info;
-  if (auto meta = module->getAttrOfType<StringAttr>("tfc.metadata")) {
+} // namespace
+
+llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
+  ArtifactTables info;
+  for (auto f : module.getOps<LLVM::LLVMFuncOp>())
+    return error(Twine("the module is already in the LLVM dialect (@") +
+                 f.getName() +
+                 "): an artifact is built from the planned program "
+                 "(--compile-to=kernels or codegen), not from "
+                 "--compile-to=llvm output");
+  if (auto meta = module->getAttrOfType<StringAttr>(attr::kMetadata)) {
     info.metadata = meta.str();
-    module->removeAttr("tfc.metadata");
+    module->removeAttr(attr::kMetadata);
   }
   SmallVector<Operation *> declarations;
   for (Operation &op : module.getBody()->getOperations()) {
@@ -108,33 +96,46 @@ llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
     }
   }
   for (auto func : module.getOps<func::FuncOp>()) {
-    auto entryName = func->getAttrOfType<StringAttr>("tfc.entry");
+    auto entryName = func->getAttrOfType<StringAttr>(attr::kEntry);
     if (!entryName)
       continue;
     EntryInfo entry;
     entry.name = entryName.str();
     entry.symbol = "tfc_entry_" + entry.name;
-    entry.arenaBytes =
-        func->getAttrOfType<IntegerAttr>("tfc.arena_bytes").getInt();
-    entry.numKernels =
-        func->getAttrOfType<IntegerAttr>("tfc.num_kernels").getInt();
+    auto arenaBytes = func->getAttrOfType<IntegerAttr>(attr::kArenaBytes);
+    auto numKernels = func->getAttrOfType<IntegerAttr>(attr::kNumKernels);
+    if (!arenaBytes || !numKernels)
+      return error(Twine("entry '") + entry.name + "' has no " +
+                   attr::kArenaBytes +
+                   " or " + attr::kNumKernels +
+                   " (run tfc-lower-to-kernels and tfc-plan-memory first)");
+    entry.arenaBytes = arenaBytes.getInt();
+    entry.numKernels = numKernels.getInt();
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
-      auto type = llvm::cast<MemRefType>(func.getArgument(i).getType());
-      auto name = func.getArgAttrOfType<StringAttr>(i, "tfc.name");
-      if (auto a = func.getArgAttrOfType<IntegerAttr>(i, "tfc.param_index")) {
+      auto type = llvm::dyn_cast<MemRefType>(func.getArgument(i).getType());
+      if (!type)
+        return error("entry '" + entry.name + "': argument " + Twine(i) +
+                     " is not a buffer (run tfc-lower-to-kernels first)");
+      auto name = func.getArgAttrOfType<StringAttr>(i, attr::kName);
+      auto nameOr = [&](const Twine &fallback) {
+        return name ? name.getValue().str() : fallback.str();
+      };
+      if (auto a = func.getArgAttrOfType<IntegerAttr>(i, attr::kParamIndex)) {
         entry.args.push_back({ArgKind::Param, a.getInt()});
       } else if (auto a =
-                     func.getArgAttrOfType<IntegerAttr>(i, "tfc.state_index")) {
+                     func.getArgAttrOfType<IntegerAttr>(i, attr::kStateIndex)) {
         entry.args.push_back({ArgKind::State, a.getInt()});
       } else if (auto a =
-                     func.getArgAttrOfType<IntegerAttr>(i, "tfc.input_index")) {
+                     func.getArgAttrOfType<IntegerAttr>(i, attr::kInputIndex)) {
         entry.args.push_back({ArgKind::Input, a.getInt()});
-        entry.inputs.push_back(tensorInfo(name.getValue(), type));
+        entry.inputs.push_back(
+            tensorInfo(nameOr("input" + Twine(a.getInt())), type));
       } else if (auto a = func.getArgAttrOfType<IntegerAttr>(
-                     i, "tfc.output_index")) {
+                     i, attr::kOutputIndex)) {
         entry.args.push_back({ArgKind::Output, a.getInt()});
-        entry.outputs.push_back(tensorInfo(name.getValue(), type));
-      } else if (func.getArgAttr(i, "tfc.arena")) {
+        entry.outputs.push_back(
+            tensorInfo(nameOr("output" + Twine(a.getInt())), type));
+      } else if (func.getArgAttr(i, attr::kArena)) {
         entry.args.push_back({ArgKind::Arena, 0});
       } else {
         return error("entry '" + entry.name + "': argument " + Twine(i) +
@@ -145,9 +146,10 @@ llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
     // The roles are in the tables now; LLVM IR has no use for them.
     func.removeArgAttrsAttr();
     func.removeResAttrsAttr();
-    for (StringRef attr : {"tfc.entry", "tfc.arena_bytes", "tfc.num_kernels",
-                           "tfc.intermediate_bytes", "tfc.live_bound_bytes"})
-      func->removeAttr(attr);
+    for (StringRef name :
+         {attr::kEntry, attr::kArenaBytes, attr::kNumKernels,
+          attr::kIntermediateBytes, attr::kLiveBoundBytes})
+      func->removeAttr(name);
     info.entries.push_back(std::move(entry));
   }
   if (info.entries.empty())
@@ -157,31 +159,23 @@ llvm::Expected<ArtifactInfo> collectInfo(ModuleOp module) {
   return info;
 }
 
+namespace {
+
 /// Emits the constant tables and trampolines of artifact_abi.h into `m`.
 class TableEmitter {
 public:
-  TableEmitter(llvm::Module &m, const ArtifactInfo &info,
+  TableEmitter(llvm::Module &m, const ArtifactTables &info,
                const ArtifactOptions &options, llvm::TargetMachine &target)
       : m(m), ctx(m.getContext()), info(info), options(options),
         target(target), b(ctx) {
-    ptr = llvm::PointerType::get(ctx, 0);
-    i32 = b.getInt32Ty();
-    i64 = b.getInt64Ty();
-    // struct tfc_tensor_desc_t
-    tensorDesc = llvm::StructType::create(
-        ctx, {ptr, i32, i32, ptr, ptr, i32, i32}, "tfc_tensor_desc_t");
-    // struct tfc_entry_t
-    entryDesc = llvm::StructType::create(
-        ctx, {ptr, i32, i32, ptr, ptr, i64, i64, ptr}, "tfc_entry_t");
-    // struct tfc_artifact_t
-    artifact = llvm::StructType::create(
-        ctx,
-        {i32, i32, i32, i32, ptr, ptr, ptr, ptr, i32, i32, i32, i32, ptr, ptr,
-         ptr},
-        "tfc_artifact_t");
-    // struct tfc_host_api_t
-    hostApi =
-        llvm::StructType::create(ctx, {i32, ptr, ptr, ptr}, "tfc_host_api_t");
+    AbiTypes abi = getAbiTypes(ctx);
+    ptr = abi.ptr;
+    i32 = abi.i32;
+    i64 = abi.i64;
+    tensorDesc = abi.tensorDesc;
+    entryDesc = abi.entry;
+    artifact = abi.artifact;
+    hostApi = abi.hostApi;
   }
 
   llvm::Error emit() {
@@ -307,9 +301,11 @@ private:
     auto *done = llvm::BasicBlock::Create(ctx, "done", fn);
     b.CreateCondBr(b.CreateIsNull(message), done, failed);
     b.SetInsertPoint(failed);
-    llvm::Value *reportSlot = b.CreateStructGEP(hostApi, host, 3);
+    llvm::Value *reportSlot =
+        b.CreateStructGEP(hostApi, host, AbiTypes::kHostReportError);
     llvm::Value *report = b.CreateLoad(ptr, reportSlot);
-    llvm::Value *user = b.CreateLoad(ptr, b.CreateStructGEP(hostApi, host, 1));
+    llvm::Value *user = b.CreateLoad(
+        ptr, b.CreateStructGEP(hostApi, host, AbiTypes::kHostUser));
     b.CreateCall(llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false),
                  report, {user, message});
     b.CreateRet(b.getInt32(1));
@@ -320,7 +316,7 @@ private:
 
   llvm::Module &m;
   llvm::LLVMContext &ctx;
-  const ArtifactInfo &info;
+  const ArtifactTables &info;
   const ArtifactOptions &options;
   llvm::TargetMachine &target;
   llvm::IRBuilder<> b;
@@ -390,20 +386,12 @@ createTargetMachine(const ArtifactOptions &options) {
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
-buildArtifactModule(ModuleOp module, llvm::LLVMContext &context,
-                    llvm::TargetMachine &target,
+buildArtifactModule(ModuleOp module, const ArtifactTables &tables,
+                    llvm::LLVMContext &context, llvm::TargetMachine &target,
                     const ArtifactOptions &options) {
-  auto info = collectInfo(module);
-  if (!info)
-    return info.takeError();
-
   MLIRContext *mlirContext = module.getContext();
   registerBuiltinDialectTranslation(*mlirContext);
   registerLLVMDialectTranslation(*mlirContext);
-  PassManager pm(mlirContext);
-  cpu::buildLowerToLLVMPipeline(pm);
-  if (failed(pm.run(module)))
-    return error("lowering the kernels to the LLVM dialect failed");
 
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, context, "tfc_artifact");
@@ -419,8 +407,8 @@ buildArtifactModule(ModuleOp module, llvm::LLVMContext &context,
   llvmModule->setTargetTriple(target.getTargetTriple().str());
   llvmModule->setDataLayout(target.createDataLayout());
 
-  TableEmitter tables(*llvmModule, *info, options, target);
-  if (llvm::Error err = tables.emit())
+  TableEmitter emitter(*llvmModule, tables, options, target);
+  if (llvm::Error err = emitter.emit())
     return std::move(err);
   std::string verifyMessage;
   llvm::raw_string_ostream verifyStream(verifyMessage);

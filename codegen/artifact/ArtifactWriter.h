@@ -1,17 +1,23 @@
 //===- ArtifactWriter.h - planned program -> model.so -----------*- C++ -*-===//
 //
-// The last step of compilation: from a module after tfc-lower-to-kernels,
-// build the LLVM module of the artifact (kernels, entries, the entry
-// trampolines of runtime/include/tfc/artifact_abi.h and its tables), emit
-// object code for the target CPU and link one shared object.
+// The last step of compilation, in two halves around the target's `llvm`
+// phase: readArtifactTables takes what the runtime's tables describe
+// (parameters, state, entries and their arguments) from the planned program
+// and strips what LLVM cannot translate; buildArtifactModule translates the
+// lowered module to LLVM IR and adds the entry trampolines and tables of
+// runtime/include/tfc/artifact_abi.h. Then object code, and one shared
+// object.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TFC_CODEGEN_ARTIFACT_ARTIFACTWRITER_H
 #define TFC_CODEGEN_ARTIFACT_ARTIFACTWRITER_H
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -36,16 +42,50 @@ struct ArtifactOptions {
   std::string moduleHash;
 };
 
+/// One tensor of the tables: a parameter, a state tensor, an input or output.
+struct ArtifactTensor {
+  std::string name;
+  int32_t dtype = 0; // TFC_ABI_*
+  llvm::SmallVector<int64_t> shape;
+  std::string init;
+  uint32_t flags = 0;
+};
+
+/// Where an entry's function argument comes from in a call.
+enum class ArtifactArgKind { Param, State, Input, Output, Arena };
+
+struct ArtifactEntry {
+  std::string name;   // "forward"
+  std::string symbol; // "tfc_entry_forward": the lowered entry function
+  std::vector<ArtifactTensor> inputs, outputs;
+  int64_t arenaBytes = 0, numKernels = 0;
+  std::vector<std::pair<ArtifactArgKind, int64_t>> args;
+};
+
+/// What the artifact's tables say.
+struct ArtifactTables {
+  std::vector<ArtifactTensor> params, state;
+  std::vector<ArtifactEntry> entries;
+  std::string metadata = "{}";
+};
+
+/// Reads the tables from a planned module (after tfc-lower-to-kernels and
+/// tfc-plan-memory, before its lowering to the LLVM dialect), then removes
+/// what LLVM cannot translate (tfc.param, tfc.state, the roles of entry
+/// arguments) and names each entry function as its trampoline calls it.
+llvm::Expected<ArtifactTables> readArtifactTables(mlir::ModuleOp module);
+
 /// A TargetMachine for the host triple and `options.cpu`.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const ArtifactOptions &options);
 
-/// Lowers `module` (the output of tfc-lower-to-kernels; it is modified) to the
-/// LLVM dialect and then to an LLVM module with the artifact's tables and
-/// trampolines, optimized at `options.optLevel`.
+/// Translates `module` (in the LLVM dialect: the output of the target's
+/// `llvm` phase) to an LLVM module with the trampolines and tables of
+/// `tables`, optimized at `options.optLevel`.
 llvm::Expected<std::unique_ptr<llvm::Module>>
-buildArtifactModule(mlir::ModuleOp module, llvm::LLVMContext &context,
-                    llvm::TargetMachine &target, const ArtifactOptions &options);
+buildArtifactModule(mlir::ModuleOp module, const ArtifactTables &tables,
+                    llvm::LLVMContext &context, llvm::TargetMachine &target,
+                    const ArtifactOptions &options);
 
 enum class ObjectKind { Assembly, Object };
 

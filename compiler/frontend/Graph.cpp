@@ -2,6 +2,7 @@
 #include "compiler/frontend/Graph.h"
 
 #include "compiler/frontend/Ops.h"
+#include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -301,7 +302,7 @@ void Graph::entry(llvm::StringRef name, llvm::ArrayRef<EntryInput> inputs,
   auto func = builder_.create<func::FuncOp>(
       location, name, builder_.getFunctionType(inputTypes, {}));
   for (auto [i, input] : llvm::enumerate(inputs))
-    func.setArgAttr(i, "tfc.name", builder_.getStringAttr(input.name));
+    func.setArgAttr(i, attr::kName, builder_.getStringAttr(input.name));
   Block *block = func.addEntryBlock();
   builder_.setInsertionPointToStart(block);
 
@@ -335,7 +336,7 @@ void Graph::entry(llvm::StringRef name, llvm::ArrayRef<EntryInput> inputs,
     results.push_back(output.value.value());
     resultTypes.push_back(output.value.type());
     resultAttrs.push_back(builder_.getDictionaryAttr(builder_.getNamedAttr(
-        "tfc.name", builder_.getStringAttr(output.name))));
+        attr::kName, builder_.getStringAttr(output.name))));
   }
   builder_.create<func::ReturnOp>(location, results);
   func.setFunctionType(builder_.getFunctionType(inputTypes, resultTypes));

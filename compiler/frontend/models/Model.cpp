@@ -1,6 +1,8 @@
 //===- Model.cpp - the model library: registry and configs ----------------===//
 #include "compiler/frontend/models/Model.h"
 
+#include "dialects/tfc/AttrNames.h"
+
 #include "llvm/Support/raw_ostream.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -203,7 +205,7 @@ mlir::OwningOpRef<mlir::ModuleOp> traceModel(mlir::MLIRContext &context,
   Graph graph(context);
   model.build(graph, config);
   auto module = graph.finish();
-  (*module)->setAttr("tfc.metadata",
+  (*module)->setAttr(attr::kMetadata,
                      mlir::StringAttr::get(&context, config.toJson()));
   return module;
 }

@@ -5,6 +5,7 @@
 // a TraceError with a useful message, never an abort.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/tfc/AttrNames.h"
 #include "compiler/frontend/Graph.h"
 #include "compiler/frontend/Ops.h"
 #include "dialects/tfc/TfcOps.h"
@@ -63,10 +64,10 @@ TEST_F(GraphTest, RecordsEntryWithNamesParamsAndLocations) {
   EXPECT_EQ(llvm::range_size(module->getOps<tfc::ParamOp>()), 1u);
   auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
   ASSERT_TRUE(forward);
-  EXPECT_EQ(forward.getArgAttrOfType<mlir::StringAttr>(0, "tfc.name").getValue(),
+  EXPECT_EQ(forward.getArgAttrOfType<mlir::StringAttr>(0, tfc::attr::kName).getValue(),
             "x");
   EXPECT_EQ(
-      forward.getResultAttrOfType<mlir::StringAttr>(0, "tfc.name").getValue(),
+      forward.getResultAttrOfType<mlir::StringAttr>(0, tfc::attr::kName).getValue(),
       "y");
   bool sawMatmul = false;
   forward.walk([&](tfc::MatmulOp op) {

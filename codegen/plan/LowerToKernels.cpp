@@ -9,86 +9,109 @@
 //   anything else -> a call of a kernel function on its operand and result
 //                    buffers; each intermediate result gets its own
 //                    memref.alloc or, when returned, is the output argument.
-// Kernels are deduplicated by (op name, attributes, operand and result types).
-// Calls of pointwise kernels carry `tfc.in_place_ok`. Where the buffers go is
-// tfc-plan-memory's job (PlanMemory.cpp), checked by tfc-verify-memory-plan.
+// A kernel's body is the op itself on tensors (bufferization.to_tensor of the
+// operand buffers, bufferization.materialize_in_destination into the result
+// buffers): the target's codegen phase writes the code. Kernels are
+// deduplicated by (op name, attributes, operand and result types). Calls of
+// kernels that the target says may write over an operand carry
+// `tfc.in_place_ok`. Where the buffers go is tfc-plan-memory's job
+// (PlanMemory.cpp), checked by tfc-verify-memory-plan.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/cpu/Passes.h"
+#include "codegen/plan/Passes.h"
 
-#include "codegen/cpu/KernelEmitters.h"
+#include "codegen/target/Target.h"
+#include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 #include "passes/CostModel.h"
 
 #include "llvm/ADT/MapVector.h"
-#include <map>
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
+#include <map>
 
 #define DEBUG_TYPE "tfc-lower-to-kernels"
 
-namespace tfc::cpu {
+namespace tfc::plan {
 #define GEN_PASS_DEF_TFCLOWERTOKERNELS
-#include "codegen/cpu/Passes.h.inc"
-} // namespace tfc::cpu
+#include "codegen/plan/Passes.h.inc"
+} // namespace tfc::plan
 
 using namespace mlir;
 using namespace tfc;
 
 namespace {
 
-constexpr int64_t kAlignment = 64;
-
 MemRefType bufferType(Type tensorType) {
   auto t = llvm::cast<RankedTensorType>(tensorType);
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
-/// Marks a call whose kernel computes every result element from the operand
-/// elements at the same index only, reading them before it writes: a result
-/// may then take the bytes of an operand of its shape and element size that
-/// dies at the call (tfc-plan-memory decides, tfc-verify-memory-plan checks).
-constexpr llvm::StringLiteral kInPlaceOk = "tfc.in_place_ok";
-
-int64_t elementBytes(Type t) {
-  return (llvm::cast<ShapedType>(t).getElementTypeBitWidth() + 7) / 8;
+/// `memref` viewed as 1-D (a 0-d memref as memref<1x...>).
+Value flatten(OpBuilder &b, Location loc, Value memref) {
+  auto type = llvm::cast<MemRefType>(memref.getType());
+  if (type.getRank() == 1)
+    return memref;
+  if (type.getRank() == 0)
+    return b.create<memref::ExpandShapeOp>(
+        loc, MemRefType::get({1}, type.getElementType()), memref,
+        ArrayRef<ReassociationIndices>{});
+  ReassociationIndices all =
+      llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+  return b.create<memref::CollapseShapeOp>(
+      loc, memref, SmallVector<ReassociationIndices>{all});
 }
 
-/// Pointwise kernels (ElementwiseKernels.cpp, and tfc.fused "pointwise") and
-/// cross_entropy_grad, with an operand that has the shape and element size
-/// of a result.
-bool mayWriteOverOperand(Operation *op) {
-  bool readsBeforeWriting =
-      isElementwise(op) ||
-      // One linalg.generic loading every operand before it stores the
-      // results (FusedKernels.cpp).
-      (llvm::isa<FusedOp>(op) &&
-       llvm::cast<FusedOp>(op).getKind() == "pointwise") ||
-      // Reads a whole row of logits (max, sum) before it writes that row,
-      // element j after reading element j (RowKernels.cpp): the logits'
-      // bytes, the largest buffer of a language model's step, take their
-      // gradient.
-      llvm::isa<CrossEntropyGradOp>(op);
-  if (!readsBeforeWriting)
-    return false;
-  for (Type r : op->getResultTypes())
-    for (Type o : op->getOperandTypes())
-      if (llvm::cast<ShapedType>(r).getShape() ==
-              llvm::cast<ShapedType>(o).getShape() &&
-          elementBytes(r) == elementBytes(o))
-        return true;
-  return false;
+/// Refuses what this pass cannot take, with a message instead of a crash:
+/// a module already planned (tfc's own `--compile-to=kernels` output fed
+/// back), or an entry whose values are not ranked tensors.
+LogicalResult checkGraph(ModuleOp module, ArrayRef<func::FuncOp> entries) {
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr(attr::kEntry) || f->hasAttr(attr::kKernel))
+      return f.emitError("tfc-lower-to-kernels: @")
+             << f.getName()
+             << " is already part of a planned program; this pass takes the "
+                "graph (tfc compiles a planned module on from its codegen "
+                "phase)";
+  for (func::FuncOp f : entries) {
+    auto bad = [](Type t) { return !llvm::isa<RankedTensorType>(t); };
+    for (Type t : f.getFunctionType().getInputs())
+      if (bad(t))
+        return f.emitError("tfc-lower-to-kernels: entry @")
+               << f.getName() << " takes " << t
+               << "; entries take and return ranked tensors";
+    for (Type t : f.getFunctionType().getResults())
+      if (bad(t))
+        return f.emitError("tfc-lower-to-kernels: entry @")
+               << f.getName() << " returns " << t
+               << "; entries take and return ranked tensors";
+    WalkResult walk = f.walk([&](Operation *op) {
+      if (llvm::isa<FusedOp>(op->getParentOp()))
+        return WalkResult::skip();
+      for (Type t : op->getResultTypes())
+        if (bad(t)) {
+          op->emitError("tfc-lower-to-kernels: a result of type ")
+              << t << " in entry @" << f.getName()
+              << "; graph values are ranked tensors";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
 }
 
 /// Lowers one entry function. Owns the state of the walk.
 class EntryLowering {
 public:
-  EntryLowering(ModuleOp module, func::FuncOp graph,
+  EntryLowering(ModuleOp module, func::FuncOp graph, const Target &target,
                 llvm::StringMap<func::FuncOp> &kernels,
                 DenseMap<StringAttr, int64_t> &paramIndex,
                 DenseMap<StringAttr, int64_t> &stateIndex)
-      : module(module), graph(graph), kernels(kernels),
+      : module(module), graph(graph), target(target), kernels(kernels),
         paramIndex(paramIndex), stateIndex(stateIndex),
         builder(module.getContext()) {}
 
@@ -104,8 +127,11 @@ private:
   /// `buffer` seen with another shape of the same bytes: a view, not a copy.
   Value reshapeView(Value buffer, MemRefType type);
   Value resultBuffer(Value result);
+  /// The kernel computing `op` from buffers of `operandTypes` into buffers
+  /// of `resultTypes`; with `inPlaceCache`, kv_cache_update writing into its
+  /// cache (operands: update, position, cache).
   func::FuncOp getOrCreateKernel(Operation *op, TypeRange operandTypes,
-                                 TypeRange resultTypes, StringRef tag);
+                                 TypeRange resultTypes, bool inPlaceCache);
   Value storageArg(StringAttr name);
   /// The graph values that are computed straight into the state or
   /// parameter argument they are stored to (see run()).
@@ -113,6 +139,7 @@ private:
 
   ModuleOp module;
   func::FuncOp graph;
+  const Target &target;
   llvm::StringMap<func::FuncOp> &kernels;
   DenseMap<StringAttr, int64_t> &paramIndex, &stateIndex;
   OpBuilder builder;
@@ -152,8 +179,9 @@ Value EntryLowering::storageArg(StringAttr name) {
 }
 
 Value EntryLowering::newBuffer(MemRefType type) {
-  return builder.create<memref::AllocOp>(graph.getLoc(), type,
-                                         builder.getI64IntegerAttr(kAlignment));
+  return builder.create<memref::AllocOp>(
+      graph.getLoc(), type,
+      builder.getI64IntegerAttr(target.arenaAlignment()));
 }
 
 bool EntryLowering::isIntermediate(Value buffer) {
@@ -164,7 +192,7 @@ bool EntryLowering::isIntermediate(Value buffer) {
 
 Value EntryLowering::reshapeView(Value buffer, MemRefType type) {
   Location loc = graph.getLoc();
-  Value flat = cpu::flatten(builder, loc, buffer);
+  Value flat = flatten(builder, loc, buffer);
   if (flat.getType() == type)
     return flat;
   if (type.getRank() == 0)
@@ -189,8 +217,9 @@ Value EntryLowering::resultBuffer(Value result) {
 func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
                                               TypeRange operandTypes,
                                               TypeRange resultTypes,
-                                              StringRef tag) {
-  // The key is everything the emitted body depends on.
+                                              bool inPlaceCache) {
+  StringRef tag = inPlaceCache ? "_write" : "";
+  // The key is everything the kernel's code depends on.
   std::string key;
   llvm::raw_string_ostream os(key);
   os << tag << op->getName() << op->getAttrDictionary();
@@ -215,30 +244,45 @@ func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
   std::string name = ("k" + llvm::Twine(kernels.size()) + "_" +
                       op->getName().stripDialect() + tag)
                          .str();
+  Location loc = op->getLoc();
   auto kernel = builder.create<func::FuncOp>(
-      op->getLoc(), name, builder.getFunctionType(argTypes, {}));
+      loc, name, builder.getFunctionType(argTypes, {}));
   kernel.setPrivate();
-  kernel->setAttr("tfc.kernel", builder.getUnitAttr());
-  // Private in MLIR becomes internal in LLVM IR (func-to-llvm keeps external
-  // linkage otherwise), so that LLVM may inline and specialize kernels.
-  kernel->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
-                                      builder.getContext(),
-                                      LLVM::Linkage::Internal));
+  kernel->setAttr(attr::kKernel, builder.getUnitAttr());
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToStart(body);
+  // The op on tensors: each operand read from its buffer, each result
+  // materialized into its buffer. For the in-place cache update the cache
+  // buffer (the last argument) is both read and written.
+  auto read = [&](Value buffer) -> Value {
+    return builder.create<bufferization::ToTensorOp>(loc, buffer,
+                                                     /*restrict=*/true,
+                                                     /*writable=*/false);
+  };
   auto args = body->getArguments();
-  if (tag == "_write") {
-    // kv_cache_update in place: (update, position) -> cache.
-    auto kv = llvm::cast<KvCacheUpdateOp>(op);
-    if (failed(cpu::emitKvCacheWrite(builder, op->getLoc(), args[0], args[1],
-                                     args[2], kv.getDim())))
-      return nullptr;
-  } else if (failed(cpu::emitKernelBody(
-                 builder, op, args.take_front(operandTypes.size()),
-                 args.drop_front(operandTypes.size())))) {
-    return nullptr;
+  SmallVector<Value> reads;
+  for (Value arg : inPlaceCache ? args : args.take_front(operandTypes.size()))
+    reads.push_back(read(arg));
+  // Operands are set by position, not mapped by value: `mul %x, %x` must
+  // read its two buffers, for the kernel is shared with `mul %a, %b`.
+  Operation *clone = builder.clone(*op);
+  SmallVector<Value> destinations;
+  if (inPlaceCache) {
+    auto kv = llvm::cast<KvCacheUpdateOp>(clone);
+    kv.getUpdateMutable().assign(reads[0]);
+    kv.getPositionMutable().assign(reads[1]);
+    kv.getCacheMutable().assign(reads[2]);
+    destinations.push_back(args[2]);
+  } else {
+    for (auto [i, value] : llvm::enumerate(reads))
+      clone->setOperand(i, value);
+    llvm::append_range(destinations, args.drop_front(operandTypes.size()));
   }
-  builder.create<func::ReturnOp>(op->getLoc());
+  for (auto [result, dest] : llvm::zip(clone->getResults(), destinations))
+    builder.create<bufferization::MaterializeInDestinationOp>(
+        loc, /*result=*/Type(), result, dest, /*restrict=*/true,
+        /*writable=*/true);
+  builder.create<func::ReturnOp>(loc);
   kernels[key] = kernel;
   return kernel;
 }
@@ -289,7 +333,7 @@ void EntryLowering::findStoresInPlace(Block &block, func::ReturnOp returnOp) {
         continue; // Sees the stored value.
       for (Operation *user : load->getUsers()) {
         int64_t when = readAt(user);
-        if (when < at || (when == at && mayWriteOverOperand(def)))
+        if (when < at || (when == at && target.mayWriteOverOperand(def)))
           continue;
         oldValueDead = false;
       }
@@ -323,7 +367,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       builder.create<memref::GlobalOp>(
           loc, name, builder.getStringAttr("private"), type,
           llvm::cast<ElementsAttr>(constant.getValue()), /*constant=*/true,
-          /*alignment=*/builder.getI64IntegerAttr(kAlignment));
+          /*alignment=*/builder.getI64IntegerAttr(target.arenaAlignment()));
     }
     Value global = builder.create<memref::GetGlobalOp>(loc, type, name);
     if (Value out = outputFor.lookup(constant.getResult())) {
@@ -342,8 +386,8 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
     }
     // Arguments and outputs: copy the bytes into a buffer of the new shape.
     Value dst = resultBuffer(reshape.getResult());
-    Value flatSrc = cpu::flatten(builder, loc, src);
-    Value flatDst = cpu::flatten(builder, loc, dst);
+    Value flatSrc = flatten(builder, loc, src);
+    Value flatDst = flatten(builder, loc, dst);
     builder.create<memref::CopyOp>(loc, flatSrc, flatDst);
     buffers[reshape] = dst;
     return success();
@@ -372,7 +416,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
     Value position = buffers.lookup(kv.getPosition());
     func::FuncOp kernel = getOrCreateKernel(
         op, TypeRange{update.getType(), position.getType()},
-        TypeRange{dest.getType()}, "_write");
+        TypeRange{dest.getType()}, /*inPlaceCache=*/true);
     if (!kernel)
       return failure();
     builder.create<func::CallOp>(loc, kernel,
@@ -384,28 +428,29 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
 
   if ((op->getNumRegions() != 0 && !llvm::isa<FusedOp>(op)) ||
       !llvm::isa<TFCDialect>(op->getDialect()))
-    return op->emitError("CPU codegen: unexpected op '")
+    return op->emitError("tfc-lower-to-kernels: unexpected op '")
            << op->getName() << "' in an entry function";
 
   SmallVector<Value> operands, results;
   for (Value v : op->getOperands()) {
     Value buffer = buffers.lookup(v);
     if (!buffer)
-      return op->emitError("CPU codegen: operand has no buffer");
+      return op->emitError("tfc-lower-to-kernels: operand has no buffer");
     operands.push_back(buffer);
   }
   for (Value r : op->getResults())
     results.push_back(resultBuffer(r));
   func::FuncOp kernel =
       getOrCreateKernel(op, ValueRange(operands).getTypes(),
-                        ValueRange(results).getTypes(), "");
+                        ValueRange(results).getTypes(),
+                        /*inPlaceCache=*/false);
   if (!kernel)
     return failure();
   SmallVector<Value> args(operands);
   args.append(results);
   auto call = builder.create<func::CallOp>(loc, kernel, args);
-  if (mayWriteOverOperand(op))
-    call->setAttr(kInPlaceOk, builder.getUnitAttr());
+  if (target.mayWriteOverOperand(op))
+    call->setAttr(attr::kInPlaceOk, builder.getUnitAttr());
   countKernel(op);
   for (auto [r, buffer] : llvm::zip(op->getResults(), results))
     buffers[r] = buffer;
@@ -414,7 +459,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
 
 LogicalResult EntryLowering::run() {
   if (!graph.getBody().hasOneBlock())
-    return graph.emitError("CPU codegen: entry '")
+    return graph.emitError("tfc-lower-to-kernels: entry '")
            << graph.getName() << "' must have a single block";
   Block &block = graph.getBody().front();
   MLIRContext *ctx = module.getContext();
@@ -461,29 +506,29 @@ LogicalResult EntryLowering::run() {
     return bufferType(llvm::cast<StateOp>(decl).getType());
   };
   for (StringAttr p : params)
-    addArg(declaredType(p), "tfc.param_index",
+    addArg(declaredType(p), attr::kParamIndex,
            builder.getI64IntegerAttr(paramIndex.lookup(p)));
   for (StringAttr s : states)
-    addArg(declaredType(s), "tfc.state_index",
+    addArg(declaredType(s), attr::kStateIndex,
            builder.getI64IntegerAttr(stateIndex.lookup(s)));
   auto graphType = graph.getFunctionType();
   auto nameOf = [&](DictionaryAttr attrs, const Twine &fallback) {
     if (attrs)
-      if (auto n = attrs.getAs<StringAttr>("tfc.name"))
+      if (auto n = attrs.getAs<StringAttr>(attr::kName))
         return n;
     return builder.getStringAttr(fallback);
   };
   for (auto [i, t] : llvm::enumerate(graphType.getInputs())) {
-    addArg(bufferType(t), "tfc.input_index", builder.getI64IntegerAttr(i));
-    argAttrs.back().set("tfc.name",
+    addArg(bufferType(t), attr::kInputIndex, builder.getI64IntegerAttr(i));
+    argAttrs.back().set(attr::kName,
                         nameOf(graph.getArgAttrDict(i), "input" + Twine(i)));
   }
   for (auto [i, t] : llvm::enumerate(graphType.getResults())) {
-    addArg(bufferType(t), "tfc.output_index", builder.getI64IntegerAttr(i));
-    argAttrs.back().set("tfc.name",
+    addArg(bufferType(t), attr::kOutputIndex, builder.getI64IntegerAttr(i));
+    argAttrs.back().set(attr::kName,
                         nameOf(graph.getResultAttrDict(i), "output" + Twine(i)));
   }
-  addArg(MemRefType::get({0}, builder.getI8Type()), "tfc.arena",
+  addArg(MemRefType::get({0}, builder.getI8Type()), attr::kArena,
          builder.getUnitAttr());
 
   builder.setInsertionPoint(graph);
@@ -532,25 +577,25 @@ LogicalResult EntryLowering::run() {
   }
   builder.create<func::ReturnOp>(loc);
 
-  entry->setAttr("tfc.entry", builder.getStringAttr(graphName));
+  entry->setAttr(attr::kEntry, builder.getStringAttr(graphName));
   // No arena yet: tfc-plan-memory places the allocs in it and sets its size
   // and the memory report (tfc.intermediate_bytes, tfc.live_bound_bytes).
-  entry->setAttr("tfc.arena_bytes", builder.getI64IntegerAttr(0));
-  entry->setAttr("tfc.num_kernels", builder.getI64IntegerAttr(numKernels));
-  entry->setAttr("tfc.flops", builder.getI64IntegerAttr(cost.flops));
-  entry->setAttr("tfc.bytes_read", builder.getI64IntegerAttr(cost.bytesRead));
-  entry->setAttr("tfc.bytes_written",
+  entry->setAttr(attr::kArenaBytes, builder.getI64IntegerAttr(0));
+  entry->setAttr(attr::kNumKernels, builder.getI64IntegerAttr(numKernels));
+  entry->setAttr(attr::kFlops, builder.getI64IntegerAttr(cost.flops));
+  entry->setAttr(attr::kBytesRead, builder.getI64IntegerAttr(cost.bytesRead));
+  entry->setAttr(attr::kBytesWritten,
                  builder.getI64IntegerAttr(cost.bytesWritten));
-  entry->setAttr("tfc.compute_bound_bytes",
+  entry->setAttr(attr::kComputeBoundBytes,
                  builder.getI64IntegerAttr(computeBoundBytes));
   SmallVector<NamedAttribute> byKind;
   for (auto &[kind, entry] : costByKind)
     byKind.push_back(builder.getNamedAttr(
         kind, builder.getDenseI64ArrayAttr({entry.first, entry.second.flops,
                                             entry.second.bytes()})));
-  entry->setAttr("tfc.cost_by_kernel", builder.getDictionaryAttr(byKind));
+  entry->setAttr(attr::kCostByKernel, builder.getDictionaryAttr(byKind));
   // What the graph passes decided travels with the entry to the report.
-  for (StringRef name : {"tfc.fusion", "tfc.remat", "tfc.schedule"})
+  for (StringRef name : {attr::kFusion, attr::kRemat, attr::kSchedule})
     if (Attribute a = graph->getAttr(name))
       entry->setAttr(name, a);
   graph.erase();
@@ -558,9 +603,17 @@ LogicalResult EntryLowering::run() {
 }
 
 struct LowerToKernelsPass
-    : public tfc::cpu::impl::TfcLowerToKernelsBase<LowerToKernelsPass> {
+    : public tfc::plan::impl::TfcLowerToKernelsBase<LowerToKernelsPass> {
+  using TfcLowerToKernelsBase::TfcLowerToKernelsBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    const Target *planTarget = lookupTarget(target);
+    if (!planTarget) {
+      module.emitError("tfc-lower-to-kernels: unknown target '")
+          << target << "' (this build knows " << listTargets() << ")";
+      return signalPassFailure();
+    }
     DenseMap<StringAttr, int64_t> paramIndex, stateIndex;
     for (auto p : module.getOps<ParamOp>())
       paramIndex[p.getSymNameAttr()] = paramIndex.size();
@@ -570,9 +623,14 @@ struct LowerToKernelsPass
     for (auto f : module.getOps<func::FuncOp>())
       if (f.isPublic() && !f.isExternal())
         entries.push_back(f);
+    if (failed(checkGraph(module, entries)))
+      return signalPassFailure();
+    module->setAttr(attr::kTarget, StringAttr::get(module.getContext(),
+                                                    planTarget->name()));
     llvm::StringMap<func::FuncOp> kernels;
     for (func::FuncOp f : entries) {
-      EntryLowering lowering(module, f, kernels, paramIndex, stateIndex);
+      EntryLowering lowering(module, f, *planTarget, kernels, paramIndex,
+                             stateIndex);
       if (failed(lowering.run()))
         return signalPassFailure();
     }

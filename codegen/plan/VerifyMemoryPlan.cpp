@@ -7,16 +7,18 @@
 // written over an operand that dies at a `tfc.in_place_ok` call.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/cpu/Passes.h"
+#include "codegen/plan/Passes.h"
+
+#include "dialects/tfc/AttrNames.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #define DEBUG_TYPE "tfc-verify-memory-plan"
 
-namespace tfc::cpu {
+namespace tfc::plan {
 #define GEN_PASS_DEF_TFCVERIFYMEMORYPLAN
-#include "codegen/cpu/Passes.h.inc"
-} // namespace tfc::cpu
+#include "codegen/plan/Passes.h.inc"
+} // namespace tfc::plan
 
 using namespace mlir;
 
@@ -45,7 +47,7 @@ std::string describe(Operation *op) {
 bool isInPlace(const PlannedBuffer &operand, const PlannedBuffer &result,
                Operation *at, int64_t atIndex) {
   auto call = llvm::dyn_cast<func::CallOp>(at);
-  if (!call || !call->hasAttr("tfc.in_place_ok") || operand.end != atIndex ||
+  if (!call || !call->hasAttr(tfc::attr::kInPlaceOk) || operand.end != atIndex ||
       operand.start >= atIndex || result.start != atIndex ||
       operand.offset != result.offset || operand.bytes != result.bytes)
     return false;
@@ -163,14 +165,14 @@ LogicalResult verifyEntry(func::FuncOp entry, BlockArgument arena) {
 }
 
 struct VerifyMemoryPlanPass
-    : public tfc::cpu::impl::TfcVerifyMemoryPlanBase<VerifyMemoryPlanPass> {
+    : public tfc::plan::impl::TfcVerifyMemoryPlanBase<VerifyMemoryPlanPass> {
   void runOnOperation() override {
     bool ok = true;
     for (auto entry : getOperation().getOps<func::FuncOp>()) {
       if (entry.isExternal())
         continue;
       for (BlockArgument arg : entry.getArguments())
-        if (entry.getArgAttr(arg.getArgNumber(), "tfc.arena")) {
+        if (entry.getArgAttr(arg.getArgNumber(), tfc::attr::kArena)) {
           ok &= succeeded(verifyEntry(entry, arg));
           break;
         }

@@ -1,7 +1,8 @@
-// RUN: tfc-opt %s --tfc-lower-to-kernels -split-input-file | FileCheck %s
+// RUN: tfc-opt %s --tfc-lower-to-kernels --tfc-cpu-emit-kernels -split-input-file | FileCheck %s
 
-// Tests of tfc-lower-to-kernels: the kernel each emitter family writes
-// (signature and key ops) and the planner's buffer decisions.
+// Tests of tfc-cpu-emit-kernels after tfc-lower-to-kernels: the kernel each
+// CPU emitter family writes (signature and key ops) and the planner's buffer
+// decisions as the CPU target makes them.
 
 //===----------------------------------------------------------------------===//
 // Row kernels (RowKernels.cpp)

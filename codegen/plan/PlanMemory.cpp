@@ -13,28 +13,30 @@
 // tfc-verify-memory-plan checks the result from the IR alone.
 //
 //===----------------------------------------------------------------------===//
-#include "codegen/cpu/Passes.h"
+#include "codegen/plan/Passes.h"
+
+#include "codegen/target/Target.h"
+#include "dialects/tfc/AttrNames.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #define DEBUG_TYPE "tfc-plan-memory"
 
-namespace tfc::cpu {
+namespace tfc::plan {
 #define GEN_PASS_DEF_TFCPLANMEMORY
-#include "codegen/cpu/Passes.h.inc"
-} // namespace tfc::cpu
+#include "codegen/plan/Passes.h.inc"
+} // namespace tfc::plan
 
 using namespace mlir;
+using namespace tfc;
 
 namespace {
 
-constexpr int64_t kAlignment = 64;
-
-int64_t alignedBytes(MemRefType t) {
+int64_t alignedBytes(MemRefType t, int64_t alignment) {
   int64_t bytes =
       t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
-  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return (bytes + alignment - 1) / alignment * alignment;
 }
 
 /// A buffer of the plan: one alloc, or several joined in place.
@@ -47,8 +49,8 @@ struct Buffer {
 
 class EntryPlan {
 public:
-  EntryPlan(func::FuncOp entry, BlockArgument arena)
-      : entry(entry), arena(arena) {}
+  EntryPlan(func::FuncOp entry, BlockArgument arena, int64_t alignment)
+      : entry(entry), arena(arena), alignment(alignment) {}
 
   LogicalResult run(bool print);
 
@@ -64,6 +66,7 @@ private:
 
   func::FuncOp entry;
   BlockArgument arena;
+  int64_t alignment;
   DenseMap<Operation *, int64_t> order;
   std::vector<Buffer> buffers;
   DenseMap<Value, unsigned> bufferOf; // alloc -> index into `buffers`
@@ -83,7 +86,7 @@ LogicalResult EntryPlan::computeIntervals() {
       return alloc.emitError("tfc-plan-memory: a buffer must have a static "
                              "shape and the identity layout");
     Buffer buffer;
-    buffer.bytes = alignedBytes(type);
+    buffer.bytes = alignedBytes(type, alignment);
     buffer.start = INT64_MAX;
     buffer.end = -1;
     // The alloc and its views, transitively.
@@ -122,7 +125,7 @@ void EntryPlan::shareInPlace() {
   // latest member.
   Block &body = entry.getBody().front();
   for (auto call : body.getOps<func::CallOp>()) {
-    if (!call->hasAttr("tfc.in_place_ok"))
+    if (!call->hasAttr(attr::kInPlaceOk))
       continue;
     int64_t at = order.lookup(call);
     auto whole = [&](Value v) -> std::optional<unsigned> {
@@ -247,14 +250,14 @@ LogicalResult EntryPlan::run(bool print) {
     intermediateBytes += b.bytes;
   shareInPlace();
   int64_t bound = liveBound();
-  int64_t arenaBytes = std::max(place(), kAlignment);
+  int64_t arenaBytes = std::max(place(), alignment);
   rewrite(arenaBytes);
 
   Builder b(entry.getContext());
-  entry->setAttr("tfc.arena_bytes", b.getI64IntegerAttr(arenaBytes));
-  entry->setAttr("tfc.intermediate_bytes",
+  entry->setAttr(attr::kArenaBytes, b.getI64IntegerAttr(arenaBytes));
+  entry->setAttr(attr::kIntermediateBytes,
                  b.getI64IntegerAttr(intermediateBytes));
-  entry->setAttr("tfc.live_bound_bytes", b.getI64IntegerAttr(bound));
+  entry->setAttr(attr::kLiveBoundBytes, b.getI64IntegerAttr(bound));
   if (print) {
     llvm::outs() << "tfc-plan-memory: @" << entry.getName() << ": arena "
                  << arenaBytes << " bytes, intermediates " << intermediateBytes
@@ -268,17 +271,20 @@ LogicalResult EntryPlan::run(bool print) {
 }
 
 struct PlanMemoryPass
-    : public tfc::cpu::impl::TfcPlanMemoryBase<PlanMemoryPass> {
+    : public tfc::plan::impl::TfcPlanMemoryBase<PlanMemoryPass> {
   using TfcPlanMemoryBase::TfcPlanMemoryBase;
 
   void runOnOperation() override {
+    const Target *target = plan::targetOf(getOperation());
+    if (!target)
+      return signalPassFailure();
     for (auto entry : getOperation().getOps<func::FuncOp>()) {
       if (entry.isExternal())
         continue;
       for (BlockArgument arg : entry.getArguments()) {
-        if (!entry.getArgAttr(arg.getArgNumber(), "tfc.arena"))
+        if (!entry.getArgAttr(arg.getArgNumber(), attr::kArena))
           continue;
-        EntryPlan plan(entry, arg);
+        EntryPlan plan(entry, arg, target->arenaAlignment());
         if (failed(plan.run(print)))
           return signalPassFailure();
         break;

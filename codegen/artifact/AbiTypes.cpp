@@ -1,0 +1,29 @@
+//===- AbiTypes.cpp - artifact_abi.h's structs as LLVM types --------------===//
+#include "codegen/artifact/AbiTypes.h"
+
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/LLVMContext.h"
+
+namespace tfc {
+
+AbiTypes getAbiTypes(llvm::LLVMContext &ctx) {
+  AbiTypes t;
+  t.ptr = llvm::PointerType::get(ctx, 0);
+  t.i32 = llvm::Type::getInt32Ty(ctx);
+  t.i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::Type *ptr = t.ptr, *i32 = t.i32, *i64 = t.i64;
+  t.tensorDesc = llvm::StructType::create(
+      ctx, {ptr, i32, i32, ptr, ptr, i32, i32}, "tfc_tensor_desc_t");
+  t.entry = llvm::StructType::create(
+      ctx, {ptr, i32, i32, ptr, ptr, i64, i64, ptr}, "tfc_entry_t");
+  t.artifact = llvm::StructType::create(
+      ctx,
+      {i32, i32, i32, i32, ptr, ptr, ptr, ptr, i32, i32, i32, i32, ptr, ptr,
+       ptr},
+      "tfc_artifact_t");
+  t.hostApi =
+      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr}, "tfc_host_api_t");
+  return t;
+}
+
+} // namespace tfc

@@ -1,0 +1,92 @@
+//===- CpuTarget.cpp - the CPU target -------------------------------------===//
+//
+// What the CPU backend tells the target-neutral compiler: its kernels (the
+// emitter families and the hand-written kernel library) and the rules they
+// obey, and the passes it contributes (tfc-cpu-emit-kernels; MLIR -> the
+// LLVM dialect).
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/CpuTarget.h"
+
+#include "codegen/cpu/Passes.h"
+#include "codegen/target/Target.h"
+#include "dialects/tfc/TfcOps.h"
+#include "tfc/artifact_abi.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+
+namespace tfc::cpu {
+namespace {
+
+int64_t elementBytes(Type t) {
+  return (llvm::cast<ShapedType>(t).getElementTypeBitWidth() + 7) / 8;
+}
+
+class CpuTarget final : public Target {
+public:
+  llvm::StringRef name() const override { return "cpu"; }
+  llvm::StringRef description() const override {
+    return "the host CPU: MLIR -> LLVM kernels and the hand-written kernel "
+           "library, threaded by the runtime";
+  }
+
+  int64_t arenaAlignment() const override { return TFC_ARENA_ALIGNMENT; }
+
+  bool supportsFusedKind(llvm::StringRef kind) const override {
+    return llvm::StringSwitch<bool>(kind)
+        .Cases("pointwise", "reduction", "row", "linear", "attention", true)
+        .Default(false);
+  }
+
+  bool supportsLinearEpilogue(Operation *op, Type elementType) const override {
+    // tfc_k_linear_ex_f32: f32 only; gelu (tanh), relu, silu, then a
+    // residual add, applied to each output tile in cache.
+    if (!elementType.isF32())
+      return false;
+    if (auto gelu = llvm::dyn_cast<GeluOp>(op))
+      return gelu.getApproximate() == GeluApproximation::Tanh;
+    return llvm::isa<ReluOp, SiluOp, AddOp>(op);
+  }
+
+  bool mayWriteOverOperand(Operation *op) const override {
+    bool readsBeforeWriting =
+        isElementwise(op) ||
+        // One linalg.generic loading every operand before it stores the
+        // results (FusedKernels.cpp).
+        (llvm::isa<FusedOp>(op) &&
+         llvm::cast<FusedOp>(op).getKind() == "pointwise") ||
+        // Reads a whole row of logits (max, sum) before it writes that row,
+        // element j after reading element j (RowKernels.cpp): the logits'
+        // bytes, the largest buffer of a language model's step, take their
+        // gradient.
+        llvm::isa<CrossEntropyGradOp>(op);
+    if (!readsBeforeWriting)
+      return false;
+    for (Type r : op->getResultTypes())
+      for (Type o : op->getOperandTypes())
+        if (llvm::cast<ShapedType>(r).getShape() ==
+                llvm::cast<ShapedType>(o).getShape() &&
+            elementBytes(r) == elementBytes(o))
+          return true;
+    return false;
+  }
+
+  void buildCodegenPipeline(OpPassManager &pm,
+                            const TargetOptions &) const override {
+    pm.addPass(createTfcCpuEmitKernels());
+  }
+
+  void buildLowerToLLVMPipeline(OpPassManager &pm,
+                                const TargetOptions &) const override {
+    cpu::buildLowerToLLVMPipeline(pm);
+  }
+};
+
+} // namespace
+
+void registerCpuTarget() { registerTarget(std::make_unique<CpuTarget>()); }
+
+} // namespace tfc::cpu

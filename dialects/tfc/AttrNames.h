@@ -1,0 +1,69 @@
+//===- AttrNames.h - discardable attribute names tfc stages share -*- C++ -*-===//
+//
+// Every `tfc.*` discardable attribute that more than one stage reads or
+// writes (frontend, graph passes, the planned program, codegen, the report,
+// the artifact writer) is named here once. Spelling one of these as a string
+// literal anywhere else is a bug waiting to happen: a typo is a silently
+// missing attribute.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TFC_DIALECTS_TFC_ATTRNAMES_H
+#define TFC_DIALECTS_TFC_ATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace tfc::attr {
+
+//===----------------------------------------------------------------------===//
+// Graph level (frontend, tfc-autodiff, tfc-train-step)
+//===----------------------------------------------------------------------===//
+
+/// On an entry's argument or result: the name tools show and bind by.
+constexpr llvm::StringLiteral kName = "tfc.name";
+/// On a result of a `*_grad` entry: the parameter it is the gradient of.
+constexpr llvm::StringLiteral kGradOf = "tfc.grad_of";
+/// On the module: free-form JSON (model and config) copied into the artifact.
+constexpr llvm::StringLiteral kMetadata = "tfc.metadata";
+
+/// On an entry: what tfc-fuse, tfc-remat and tfc-schedule decided (for
+/// --report); carried from the graph function to the planned entry.
+constexpr llvm::StringLiteral kFusion = "tfc.fusion";
+constexpr llvm::StringLiteral kRemat = "tfc.remat";
+constexpr llvm::StringLiteral kSchedule = "tfc.schedule";
+
+//===----------------------------------------------------------------------===//
+// The planned program (tfc-lower-to-kernels, tfc-plan-memory, targets)
+//===----------------------------------------------------------------------===//
+
+/// On the module: the target the planned program was lowered for ("cpu").
+constexpr llvm::StringLiteral kTarget = "tfc.target";
+/// On a planned entry function: the entry's name in the artifact.
+constexpr llvm::StringLiteral kEntry = "tfc.entry";
+/// On a kernel function (private, called by entries).
+constexpr llvm::StringLiteral kKernel = "tfc.kernel";
+/// On an entry's argument: its role and index in the artifact's tables.
+constexpr llvm::StringLiteral kParamIndex = "tfc.param_index";
+constexpr llvm::StringLiteral kStateIndex = "tfc.state_index";
+constexpr llvm::StringLiteral kInputIndex = "tfc.input_index";
+constexpr llvm::StringLiteral kOutputIndex = "tfc.output_index";
+constexpr llvm::StringLiteral kArena = "tfc.arena";
+/// On a kernel call: a result may take the bytes of an operand of its shape
+/// and element size that dies at the call.
+constexpr llvm::StringLiteral kInPlaceOk = "tfc.in_place_ok";
+
+/// On a planned entry: the arena, every intermediate's bytes added up, and
+/// the most bytes live at once (a lower bound for any placement).
+constexpr llvm::StringLiteral kArenaBytes = "tfc.arena_bytes";
+constexpr llvm::StringLiteral kIntermediateBytes = "tfc.intermediate_bytes";
+constexpr llvm::StringLiteral kLiveBoundBytes = "tfc.live_bound_bytes";
+/// On a planned entry: what its kernels do by the cost model.
+constexpr llvm::StringLiteral kNumKernels = "tfc.num_kernels";
+constexpr llvm::StringLiteral kFlops = "tfc.flops";
+constexpr llvm::StringLiteral kBytesRead = "tfc.bytes_read";
+constexpr llvm::StringLiteral kBytesWritten = "tfc.bytes_written";
+constexpr llvm::StringLiteral kComputeBoundBytes = "tfc.compute_bound_bytes";
+constexpr llvm::StringLiteral kCostByKernel = "tfc.cost_by_kernel";
+
+} // namespace tfc::attr
+
+#endif // TFC_DIALECTS_TFC_ATTRNAMES_H
