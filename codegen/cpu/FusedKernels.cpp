@@ -26,49 +26,6 @@ using namespace mlir;
 namespace tfc::cpu {
 namespace {
 
-/// A splat constant of the body as a scalar in the compute type.
-Value splatScalar(OpBuilder &b, Location loc, ConstantOp c) {
-  auto dense = llvm::cast<DenseElementsAttr>(c.getValue());
-  Type elem = dense.getElementType();
-  if (auto f = llvm::dyn_cast<FloatType>(elem))
-    return floatConst(b, loc, computeType(elem),
-                      dense.getSplatValue<APFloat>().convertToDouble());
-  return b.create<arith::ConstantOp>(
-      loc, b.getIntegerAttr(elem, dense.getSplatValue<APInt>()));
-}
-
-/// Evaluates the body's ops (up to, not including, `stop`) on scalars. `env`
-/// maps the block arguments to their scalars on entry and every value of the
-/// body to its scalar on exit.
-LogicalResult evaluateBody(OpBuilder &b, Location loc, Block &body,
-                           Operation *stop, DenseMap<Value, Value> &env) {
-  for (Operation &op : body.without_terminator()) {
-    if (&op == stop)
-      break;
-    Value result;
-    if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
-      result = splatScalar(b, loc, c);
-    } else if (auto bc = llvm::dyn_cast<BroadcastToOp>(op)) {
-      // The operand was already loaded broadcast into the iteration space.
-      result = env.lookup(bc.getX());
-    } else if (auto cast = llvm::dyn_cast<CastOp>(op)) {
-      Type to = llvm::cast<RankedTensorType>(cast.getType()).getElementType();
-      // Round to the target type, then compute on in the compute type.
-      result = widen(b, loc, castScalar(b, loc, env.lookup(cast.getX()), to));
-    } else if (PointwiseScalarFn fn = pointwiseScalarFn(&op)) {
-      SmallVector<Value> args;
-      for (Value v : op.getOperands())
-        args.push_back(env.lookup(v));
-      result = fn(b, loc, args);
-    } else {
-      return op.emitError("CPU codegen: '")
-             << op.getName() << "' cannot be part of a fused kernel";
-    }
-    env[op.getResult(0)] = result;
-  }
-  return success();
-}
-
 /// The indices of an operand of `shape` broadcast into an iteration space
 /// indexed by `indices` (NumPy: aligned from the right, size 1 reads 0).
 SmallVector<Value> broadcastIndices(OpBuilder &b, Location loc,

@@ -18,6 +18,8 @@
 #ifndef TFC_CODEGEN_CPU_KERNELEMITTERS_H
 #define TFC_CODEGEN_CPU_KERNELEMITTERS_H
 
+#include "codegen/scalar/ScalarOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
@@ -27,6 +29,16 @@
 #include <functional>
 
 namespace tfc::cpu {
+
+// The scalar semantics of pointwise ops are shared by every target.
+using scalar::castScalar;
+using scalar::computeType;
+using scalar::evaluateBody;
+using scalar::floatConst;
+using scalar::narrow;
+using scalar::pointwiseScalarFn;
+using scalar::PointwiseScalarFn;
+using scalar::widen;
 
 /// Emits the body computing `op` into `results` from `operands` (memrefs in
 /// the op's operand and result order). The terminator is added by the caller.
@@ -77,18 +89,6 @@ void emitLinearCall(mlir::OpBuilder &b, mlir::Operation *op, mlir::Value x,
                     mlir::Value y, bool transposeWeight,
                     LinearActivation activation);
 
-/// The scalar function of a pointwise op (ElementwiseKernels.cpp): its
-/// arguments and result are in the compute type (16-bit floats widened to
-/// f32). Null for ops that are not pointwise; tfc.cast is castScalar.
-using PointwiseScalarFn = std::function<mlir::Value(
-    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
-PointwiseScalarFn pointwiseScalarFn(mlir::Operation *op);
-
-/// Converts a scalar to `to` (float <-> float, float <-> signed int,
-/// int <-> int), as tfc.cast does.
-mlir::Value castScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
-                       mlir::Type to);
-
 /// layer_norm, rms_norm, softmax or log_softmax (`op`, over the last
 /// dimension) of one row of n elements of the flat f32 buffer `rows`,
 /// starting at `base`, written back in place (RowKernels.cpp): the end of a
@@ -121,10 +121,6 @@ void emitReduceLoops(mlir::OpBuilder &b, mlir::Location loc, ReduceKind kind,
 
 /// An index constant.
 mlir::Value indexConst(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
-
-/// A float constant of `type` (f32, f16, bf16).
-mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc,
-                       mlir::Type type, double v);
 
 /// Declares (once per module) an external function `name` with the given
 /// signature and returns its symbol; memref arguments become bare pointers
@@ -166,19 +162,6 @@ mlir::Value flatten(mlir::OpBuilder &b, mlir::Location loc, mlir::Value memref);
 /// layouts: it lowers to loops.
 void copyElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value src,
                   mlir::Value dst);
-
-/// The type arithmetic is done in: f32 for every float type (16-bit floats
-/// are widened so that sums and exponentials do not lose precision), the
-/// element type itself for integers.
-mlir::Type computeType(mlir::Type elementType);
-
-/// Widens a 16-bit float to f32; other values are returned unchanged.
-mlir::Value widen(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
-
-/// Rounds an f32 (from `widen`) back to the float type `to`; unchanged when
-/// the types already agree.
-mlir::Value narrow(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
-                   mlir::Type to);
 
 /// The body of a loop: the builder, the location and the induction variable.
 using LoopBody =

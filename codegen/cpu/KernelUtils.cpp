@@ -17,10 +17,6 @@ Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return b.create<arith::ConstantIndexOp>(loc, v);
 }
 
-Value floatConst(OpBuilder &b, Location loc, Type type, double v) {
-  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(type, v));
-}
-
 func::FuncOp declareExternal(OpBuilder &b, Operation *anchor, StringRef name,
                              FunctionType type) {
   auto module = llvm::dyn_cast<ModuleOp>(anchor);
@@ -106,25 +102,6 @@ Value flatten(OpBuilder &b, Location loc, Value memref) {
 
 void copyElements(OpBuilder &b, Location loc, Value src, Value dst) {
   b.create<linalg::CopyOp>(loc, src, dst);
-}
-
-Type computeType(Type elementType) {
-  if (llvm::isa<FloatType>(elementType))
-    return Float32Type::get(elementType.getContext());
-  return elementType;
-}
-
-Value widen(OpBuilder &b, Location loc, Value v) {
-  Type t = v.getType();
-  if (t.isF16() || t.isBF16())
-    return b.create<arith::ExtFOp>(loc, b.getF32Type(), v);
-  return v;
-}
-
-Value narrow(OpBuilder &b, Location loc, Value v, Type to) {
-  if (v.getType() == to)
-    return v;
-  return b.create<arith::TruncFOp>(loc, to, v);
 }
 
 void forRange(OpBuilder &b, Location loc, int64_t count, LoopBody body) {
