@@ -35,6 +35,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -78,6 +79,11 @@ struct Options {
       cl::desc("What the kernels run on: cpu (default). See the list of "
                "targets below"),
       cl::value_desc("name"), cl::init("cpu"), cl::cat(category)};
+  cl::opt<std::string> cudaArch{
+      "cuda-arch",
+      cl::desc("With --target=cuda: the GPU architecture kernels are compiled "
+               "for (default sm_90; sm_80, sm_86, sm_89, sm_90a, ...)"),
+      cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(category)};
   cl::opt<std::string> cpu{
       "cpu",
       cl::desc("CPU the kernels are compiled for: native (default), "
@@ -221,8 +227,8 @@ int compilerMain(int argc, char **argv) {
     describePipeline(os);
     os << "\nTargets (--target=<name>):\n";
     for (const std::string &name : registeredTargetNames())
-      os << "  " << name << "     " << lookupTarget(name)->description()
-         << "\n";
+      os << "  " << llvm::left_justify(name, 8)
+         << lookupTarget(name)->description() << "\n";
     os << "\nOptions in the environment variable TFC_OPTIONS are added to the\n"
           "command line (test suites use it to rerun with, e.g., --no-fuse).\n";
   }
@@ -255,6 +261,11 @@ int compilerMain(int argc, char **argv) {
     return fail("unknown --target='" + options.target + "' (this build has " +
                 listTargets() + ")");
   pipeline.targetOptions.cpu = options.cpu;
+  pipeline.targetOptions.cudaArch = options.cudaArch;
+  pipeline.targetOptions.dumpDir = options.dumpIR;
+  if (std::string bad = pipeline.target->checkOptions(pipeline.targetOptions);
+      !bad.empty())
+    return fail(bad);
   if (!options.optimizer.empty() && options.optimizer != "adamw" &&
       options.optimizer != "sgd")
     return fail("unknown --optimizer='" + options.optimizer +
@@ -288,6 +299,9 @@ int compilerMain(int argc, char **argv) {
       return fail("--compile-to=" + options.compileTo + " goes with --emit=mlir");
     pipeline.compileTo = *phase;
   }
+  if (std::string why = pipeline.target->artifactUnavailable();
+      !why.empty() && (*emit != Emit::Mlir || pipeline.compileTo == Phase::Llvm))
+    return fail("--target=" + options.target + ": " + why);
   std::string out = options.output;
   if (out.empty()) {
     if (*emit == Emit::So || *emit == Emit::Obj)

@@ -3,6 +3,9 @@
 
 #include "codegen/cpu/CpuTarget.h"
 #include "codegen/cpu/Passes.h"
+#ifdef TFC_HAVE_CUDA_TARGET
+#include "codegen/cuda/Passes.h"
+#endif
 #include "codegen/plan/Passes.h"
 #include "dialects/tfc/TfcDialect.h"
 #include "passes/Passes.h"
@@ -27,6 +30,9 @@ void registerDialects(mlir::DialectRegistry &registry) {
 void registerTargets() {
   static bool once = [] {
     tfc::cpu::registerCpuTarget();
+#ifdef TFC_HAVE_CUDA_TARGET
+    tfc::cuda::registerCudaTarget();
+#endif
     return true;
   }();
   (void)once;
@@ -41,6 +47,9 @@ void registerPasses() {
   tfc::registerTfcPasses();
   tfc::plan::registerTfcPlanPasses();
   tfc::cpu::registerTfcCpuPasses();
+#ifdef TFC_HAVE_CUDA_TARGET
+  tfc::cuda::registerTfcCudaPasses();
+#endif
 }
 
 } // namespace tfc

@@ -36,5 +36,12 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 for unittest in ["tfc-frontend-tests", "tfc-artifact-tests"]:
     if os.path.exists(os.path.join(config.tfc_tools_dir, unittest)):
         config.available_features.add(unittest)
+# The CUDA target (kernels as CUDA C++ through NVRTC) exists where the CUDA
+# toolkit was found at build time; its tests need no GPU.
+if config.tfc_cuda_target:
+    config.available_features.add("cuda-target")
+else:
+    lit_config.note("no CUDA toolkit at build time: the CUDA codegen tests are "
+                    "UNSUPPORTED (counted in the summary)")
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

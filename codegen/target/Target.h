@@ -43,6 +43,11 @@ namespace tfc {
 struct TargetOptions {
   /// CPU: "native", or an LLVM CPU name such as "x86-64-v4".
   std::string cpu = "native";
+  /// CUDA: the GPU architecture kernels are compiled for.
+  std::string cudaArch = "sm_90";
+  /// Where a target writes what it makes besides IR (CUDA: each kernel's
+  /// .cu and .ptx), when --dump-ir asks; empty: nowhere.
+  std::string dumpDir;
 };
 
 class Target {
@@ -86,6 +91,15 @@ public:
   /// target's code.
   virtual void buildCodegenPipeline(mlir::OpPassManager &pm,
                                     const TargetOptions &options) const = 0;
+
+  /// What is wrong with `options` for this target (an unknown
+  /// architecture, ...), as a message naming the option; empty when they
+  /// are fine. The driver checks before doing any work.
+  virtual std::string checkOptions(const TargetOptions &) const { return {}; }
+
+  /// Why this target cannot build an artifact (model.so) yet; empty when it
+  /// can. The driver refuses --emit=so and the llvm phase with this reason.
+  virtual std::string artifactUnavailable() const { return {}; }
 
   /// The `llvm` phase: the planned program, entries and kernels, in the LLVM
   /// dialect, ready for translation to LLVM IR.

@@ -1,0 +1,19 @@
+//===- CudaAttrs.h - attributes of the CUDA target's kernels ----*- C++ -*-===//
+#ifndef TFC_CODEGEN_CUDA_CUDAATTRS_H
+#define TFC_CODEGEN_CUDA_CUDAATTRS_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace tfc::cuda::attr {
+
+/// On a kernel: its CUDA C++ (an extern "C" __global__ function of the
+/// kernel's name), compiled after the prelude.
+constexpr llvm::StringLiteral kSource = "tfc.cuda.source";
+/// On a kernel: the work items of its grid-stride loop.
+constexpr llvm::StringLiteral kThreads = "tfc.cuda.threads";
+/// On a kernel: bytes of PTX NVRTC made of it.
+constexpr llvm::StringLiteral kPtxBytes = "tfc.cuda.ptx_bytes";
+
+} // namespace tfc::cuda::attr
+
+#endif // TFC_CODEGEN_CUDA_CUDAATTRS_H

@@ -1,0 +1,656 @@
+//===- CudaSource.cpp - CUDA C++ for the kernels of the planned program ---===//
+//
+// Families so far:
+//   pointwise  elementwise ops, casts, broadcast_to and tfc.fused "pointwise"
+//              groups: one thread per output element, operands read through
+//              NumPy broadcasting, the body printed from codegen/scalar;
+//   reduction  reduce_sum, reduce_mean, reduce_max: one thread per output
+//              element, accumulating in f32 (integers in their own type);
+//   row        softmax, log_softmax (any dimension), layer_norm, rms_norm
+//              (the last dimension): one thread per line, the formulas of the
+//              CPU's RowKernels.cpp.
+// These are correct first; tiled, warp-cooperative versions come with
+// measurements on a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/CudaSource.h"
+
+#include "codegen/scalar/ScalarOps.h"
+#include "dialects/tfc/TfcOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <memory>
+
+using namespace mlir;
+
+namespace tfc::cuda {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Types and buffers
+//===----------------------------------------------------------------------===//
+
+/// The C type a buffer element is stored as, or "" when the CUDA target has
+/// no support for it yet.
+std::string storageType(Type t) {
+  if (t.isF32())
+    return "float";
+  if (t.isBF16())
+    return "unsigned short"; // the 16 bits; tfc_bf16_to_f32 on load
+  if (t.isInteger(32))
+    return "int";
+  if (t.isInteger(64))
+    return "long long";
+  return "";
+}
+
+/// The C type a scalar of MLIR type `t` is computed in: every float is a
+/// float (a bf16 value is a float that bf16 represents exactly).
+std::string computeCType(Type t) {
+  if (llvm::isa<FloatType>(t))
+    return "float";
+  if (t.isInteger(1))
+    return "bool";
+  if (t.isInteger(32))
+    return "int";
+  if (t.isInteger(64) || t.isIndex())
+    return "long long";
+  return "";
+}
+
+/// `expr` (a value of element type `t` as stored) as a computed scalar.
+std::string load(Type t, const std::string &expr) {
+  if (t.isBF16())
+    return "tfc_bf16_to_f32(" + expr + ")";
+  return expr;
+}
+
+/// A computed scalar `expr` as element type `t` is stored.
+std::string store(Type t, const std::string &expr) {
+  if (t.isBF16())
+    return "tfc_f32_to_bf16(" + expr + ")";
+  return expr;
+}
+
+LogicalResult checkTypes(Operation *op, ArrayRef<MemRefType> types) {
+  for (MemRefType t : types)
+    if (storageType(t.getElementType()).empty())
+      return op->emitError("CUDA codegen: element type ")
+             << t.getElementType() << " of '" << op->getName()
+             << "' is not supported yet (f32, bf16, i32 and i64 are)";
+  return success();
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar arith/math -> C
+//===----------------------------------------------------------------------===//
+
+std::string floatLiteral(double v) {
+  if (std::isnan(v))
+    return "__int_as_float(0x7fc00000)";
+  if (std::isinf(v))
+    return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  std::string s = llvm::formatv("{0:e9}", v).str();
+  return s + "f";
+}
+
+/// Prints the ops of a block of scalar arith/math (what codegen/scalar
+/// builds) as C statements, one variable per value.
+class ScalarPrinter {
+public:
+  ScalarPrinter(llvm::raw_ostream &os, std::string indent)
+      : os(os), indent(std::move(indent)) {}
+
+  void bind(Value v, std::string name) { names[v] = std::move(name); }
+  std::string nameOf(Value v) const { return names.lookup(v); }
+
+  /// Prints every op of `block`; fails on an op without a C form, reported
+  /// at `anchor` (the tfc op the kernel computes).
+  LogicalResult print(Block &block, Operation *anchor);
+
+private:
+  std::string binary(Operation *op, StringRef infix) {
+    return "(" + nameOf(op->getOperand(0)) + " " + infix.str() + " " +
+           nameOf(op->getOperand(1)) + ")";
+  }
+  std::string call(StringRef fn, Operation *op) {
+    std::string s = fn.str() + "(";
+    for (auto [i, v] : llvm::enumerate(op->getOperands()))
+      s += (i ? ", " : "") + nameOf(v);
+    return s + ")";
+  }
+  std::optional<std::string> expression(Operation *op);
+
+  llvm::raw_ostream &os;
+  std::string indent;
+  DenseMap<Value, std::string> names;
+  int next = 0;
+};
+
+std::optional<std::string> ScalarPrinter::expression(Operation *op) {
+  using arith::CmpFPredicate;
+  using arith::CmpIPredicate;
+  auto cmpf = [&](arith::CmpFOp c) -> std::optional<std::string> {
+    std::string a = nameOf(c.getLhs()), b = nameOf(c.getRhs());
+    switch (c.getPredicate()) {
+    case CmpFPredicate::OEQ: return "(" + a + " == " + b + ")";
+    case CmpFPredicate::OGT: return "(" + a + " > " + b + ")";
+    case CmpFPredicate::OGE: return "(" + a + " >= " + b + ")";
+    case CmpFPredicate::OLT: return "(" + a + " < " + b + ")";
+    case CmpFPredicate::OLE: return "(" + a + " <= " + b + ")";
+    case CmpFPredicate::ONE: return "(" + a + " < " + b + " || " + a + " > " + b + ")";
+    case CmpFPredicate::UNE: return "(" + a + " != " + b + ")";
+    case CmpFPredicate::UGT: return "!(" + a + " <= " + b + ")";
+    case CmpFPredicate::UGE: return "!(" + a + " < " + b + ")";
+    case CmpFPredicate::ULT: return "!(" + a + " >= " + b + ")";
+    case CmpFPredicate::ULE: return "!(" + a + " > " + b + ")";
+    case CmpFPredicate::UEQ: return "!(" + a + " < " + b + " || " + a + " > " + b + ")";
+    case CmpFPredicate::ORD: return "(" + a + " == " + a + " && " + b + " == " + b + ")";
+    case CmpFPredicate::UNO: return "(" + a + " != " + a + " || " + b + " != " + b + ")";
+    case CmpFPredicate::AlwaysTrue: return std::string("true");
+    case CmpFPredicate::AlwaysFalse: return std::string("false");
+    }
+    return std::nullopt;
+  };
+  auto cmpi = [&](arith::CmpIOp c) -> std::optional<std::string> {
+    std::string a = nameOf(c.getLhs()), b = nameOf(c.getRhs());
+    switch (c.getPredicate()) {
+    case CmpIPredicate::eq: return "(" + a + " == " + b + ")";
+    case CmpIPredicate::ne: return "(" + a + " != " + b + ")";
+    case CmpIPredicate::slt: return "(" + a + " < " + b + ")";
+    case CmpIPredicate::sle: return "(" + a + " <= " + b + ")";
+    case CmpIPredicate::sgt: return "(" + a + " > " + b + ")";
+    case CmpIPredicate::sge: return "(" + a + " >= " + b + ")";
+    default: return std::nullopt; // unsigned comparisons: not produced
+    }
+  };
+  Type resultType = op->getNumResults() ? op->getResult(0).getType() : Type();
+  return llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
+      .Case([&](arith::ConstantOp c) -> std::optional<std::string> {
+        if (auto f = llvm::dyn_cast<FloatAttr>(c.getValue()))
+          return floatLiteral(f.getValueAsDouble());
+        if (auto i = llvm::dyn_cast<IntegerAttr>(c.getValue())) {
+          if (resultType.isInteger(1))
+            return std::string(i.getValue().isZero() ? "false" : "true");
+          std::string v = std::to_string(i.getValue().getSExtValue());
+          return resultType.isInteger(32) ? v : v + "LL";
+        }
+        return std::nullopt;
+      })
+      .Case([&](arith::AddFOp) { return binary(op, "+"); })
+      .Case([&](arith::SubFOp) { return binary(op, "-"); })
+      .Case([&](arith::MulFOp) { return binary(op, "*"); })
+      .Case([&](arith::DivFOp) { return binary(op, "/"); })
+      .Case([&](arith::NegFOp n) { return "(-" + nameOf(n.getOperand()) + ")"; })
+      .Case([&](arith::MaximumFOp) { return call("tfc_maximumf", op); })
+      .Case([&](arith::MinimumFOp) { return call("tfc_minimumf", op); })
+      .Case([&](arith::AddIOp) { return binary(op, "+"); })
+      .Case([&](arith::SubIOp) { return binary(op, "-"); })
+      .Case([&](arith::MulIOp) { return binary(op, "*"); })
+      .Case([&](arith::DivSIOp) { return binary(op, "/"); })
+      .Case([&](arith::RemSIOp) { return binary(op, "%"); })
+      .Case([&](arith::MaxSIOp) { return call("max", op); })
+      .Case([&](arith::MinSIOp) { return call("min", op); })
+      .Case([&](arith::CmpFOp c) { return cmpf(c); })
+      .Case([&](arith::CmpIOp c) { return cmpi(c); })
+      .Case([&](arith::SelectOp s) {
+        return "(" + nameOf(s.getCondition()) + " ? " +
+               nameOf(s.getTrueValue()) + " : " + nameOf(s.getFalseValue()) +
+               ")";
+      })
+      .Case([&](arith::ExtFOp e) -> std::optional<std::string> {
+        // Every float is computed as a float: widening is exact.
+        return nameOf(e.getIn());
+      })
+      .Case([&](arith::TruncFOp t) -> std::optional<std::string> {
+        if (resultType.isBF16())
+          return "tfc_round_bf16(" + nameOf(t.getIn()) + ")";
+        if (resultType.isF32())
+          return nameOf(t.getIn());
+        return std::nullopt;
+      })
+      .Case([&](arith::SIToFPOp s) { return "((float)" + nameOf(s.getIn()) + ")"; })
+      .Case([&](arith::FPToSIOp f) -> std::optional<std::string> {
+        std::string c = computeCType(resultType);
+        if (c.empty())
+          return std::nullopt;
+        return "((" + c + ")" + nameOf(f.getIn()) + ")";
+      })
+      .Case([&](arith::ExtSIOp e) { return "((long long)" + nameOf(e.getIn()) + ")"; })
+      .Case([&](arith::TruncIOp t) -> std::optional<std::string> {
+        std::string c = computeCType(resultType);
+        if (c.empty())
+          return std::nullopt;
+        return "((" + c + ")" + nameOf(t.getIn()) + ")";
+      })
+      .Case([&](math::ExpOp) { return call("expf", op); })
+      .Case([&](math::LogOp) { return call("logf", op); })
+      .Case([&](math::SqrtOp) { return call("sqrtf", op); })
+      .Case([&](math::TanhOp) { return call("tanhf", op); })
+      .Case([&](math::SinOp) { return call("sinf", op); })
+      .Case([&](math::CosOp) { return call("cosf", op); })
+      .Case([&](math::ErfOp) { return call("erff", op); })
+      .Case([&](math::AbsFOp) { return call("fabsf", op); })
+      .Case([&](math::PowFOp) { return call("powf", op); })
+      .Case([&](math::FmaOp) { return call("fmaf", op); })
+      .Case([&](math::IPowIOp) {
+        return resultType.isInteger(32) ? call("tfc_ipow_i32", op)
+                                        : call("tfc_ipow_i64", op);
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+LogicalResult ScalarPrinter::print(Block &block, Operation *anchor) {
+  for (Operation &op : block) {
+    std::optional<std::string> expr = expression(&op);
+    std::string type =
+        op.getNumResults() == 1 ? computeCType(op.getResult(0).getType()) : "";
+    if (!expr || type.empty())
+      return anchor->emitError("CUDA codegen: no CUDA C for '")
+             << op.getName() << "' (in the scalar body of '"
+             << anchor->getName() << "')";
+    std::string name = "v" + std::to_string(next++);
+    os << indent << "const " << type << " " << name << " = " << *expr
+       << ";\n";
+    names[op.getResult(0)] = name;
+  }
+  return success();
+}
+
+/// A scratch block for scalar code, erased with everything in it.
+struct ScratchBlock {
+  ScratchBlock() : block(std::make_unique<Block>()) {}
+  ~ScratchBlock() {
+    for (Operation &op : llvm::reverse(*block))
+      op.dropAllUses();
+    while (!block->empty())
+      block->back().erase();
+  }
+  std::unique_ptr<Block> block;
+};
+
+//===----------------------------------------------------------------------===//
+// Kernel text
+//===----------------------------------------------------------------------===//
+
+/// The signature: const inputs, then outputs. No __restrict__: a pointwise
+/// result may be written over an operand (tfc.in_place_ok).
+std::string signature(StringRef name, ArrayRef<MemRefType> operands,
+                      ArrayRef<MemRefType> results) {
+  std::string s = "extern \"C\" __global__ void " + name.str() + "(";
+  for (auto [i, t] : llvm::enumerate(operands))
+    s += (i ? ", " : "") + ("const " + storageType(t.getElementType()) +
+                            "* in" + std::to_string(i));
+  for (auto [i, t] : llvm::enumerate(results))
+    s += (operands.empty() && i == 0 ? "" : ", ") +
+         (storageType(t.getElementType()) + "* out" + std::to_string(i));
+  return s + ")";
+}
+
+constexpr llvm::StringLiteral kGridStride =
+    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+    "i < n; i += (long long)gridDim.x * blockDim.x) {\n";
+
+/// Declares c0..c{rank-1}, the coordinates of flat index `i` in `space`, when
+/// some operand needs them; returns for each operand the expression of its
+/// flat offset under NumPy broadcasting.
+SmallVector<std::string> broadcastOffsets(llvm::raw_ostream &os,
+                                          ArrayRef<int64_t> space,
+                                          ArrayRef<MemRefType> operands) {
+  SmallVector<std::string> offsets;
+  bool needCoords = false;
+  for (MemRefType t : operands)
+    needCoords |= t.getShape() != space && t.getNumElements() != 1;
+  if (needCoords) {
+    os << "    long long rest = i;\n";
+    for (int64_t d = static_cast<int64_t>(space.size()) - 1; d >= 0; --d) {
+      os << "    const long long c" << d << " = rest % " << space[d]
+         << "LL; rest /= " << space[d] << "LL;\n";
+    }
+  }
+  for (MemRefType t : operands) {
+    if (t.getShape() == space) {
+      offsets.push_back("i");
+      continue;
+    }
+    if (t.getNumElements() == 1) {
+      offsets.push_back("0");
+      continue;
+    }
+    ArrayRef<int64_t> shape = t.getShape();
+    SmallVector<int64_t> strides = stridesOf(shape);
+    size_t lead = space.size() - shape.size();
+    std::string expr;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1)
+        continue;
+      expr += (expr.empty() ? "" : " + ") + ("c" + std::to_string(lead + d)) +
+              " * " + std::to_string(strides[d]) + "LL";
+    }
+    offsets.push_back(expr.empty() ? "0" : expr);
+  }
+  return offsets;
+}
+
+/// Pointwise kernels: `body` computes the results' scalars from the
+/// operands' scalars (loaded broadcast, in the compute type unless `raw`).
+using ScalarBody = llvm::function_ref<FailureOr<SmallVector<Value>>(
+    OpBuilder &, Location, ValueRange)>;
+
+FailureOr<KernelSource> emitPointwise(StringRef name, Operation *op,
+                                      ArrayRef<MemRefType> operands,
+                                      ArrayRef<MemRefType> results, bool raw,
+                                      ScalarBody body) {
+  ArrayRef<int64_t> space = results.front().getShape();
+  int64_t n = numElements(space);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long n = " << n << "LL;\n" << kGridStride;
+  SmallVector<std::string> offsets = broadcastOffsets(os, space, operands);
+
+  ScratchBlock scratch;
+  // A detached block has no context of its own: the builder takes the op's.
+  OpBuilder b(op->getContext());
+  b.setInsertionPointToStart(scratch.block.get());
+  Location loc = op->getLoc();
+  ScalarPrinter printer(os, "    ");
+  SmallVector<Value> args;
+  for (auto [i, t] : llvm::enumerate(operands)) {
+    Type elem = t.getElementType();
+    Value arg = scratch.block->addArgument(
+        raw ? elem : scalar::computeType(elem), loc);
+    std::string var = "a" + std::to_string(i);
+    os << "    const " << computeCType(elem) << " " << var << " = "
+       << load(elem, "in" + std::to_string(i) + "[" + offsets[i] + "]")
+       << ";\n";
+    printer.bind(arg, var);
+    args.push_back(arg);
+  }
+  FailureOr<SmallVector<Value>> values = body(b, loc, args);
+  if (failed(values))
+    return failure();
+  if (failed(printer.print(*scratch.block, op)))
+    return failure();
+  for (auto [i, v] : llvm::enumerate(*values))
+    os << "    out" << i << "[i] = "
+       << store(results[i].getElementType(), printer.nameOf(v)) << ";\n";
+  os << "  }\n}\n";
+  return KernelSource{text, n};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and rows
+//===----------------------------------------------------------------------===//
+
+FailureOr<KernelSource> emitReduce(StringRef name, Operation *op,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results,
+                                   StringRef kind, ArrayRef<int64_t> dims) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t rank = shape.size();
+  SmallVector<bool> reduced(rank, false);
+  for (int64_t d : dims)
+    reduced[d < 0 ? d + rank : d] = true;
+  SmallVector<int64_t> strides = stridesOf(shape);
+  int64_t outN = results[0].getNumElements(), count = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d])
+      count *= shape[d];
+  Type elem = operands[0].getElementType();
+  bool isFloat = llvm::isa<FloatType>(elem);
+  std::string acc = isFloat ? "float" : computeCType(elem);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long n = " << outN << "LL;\n" << kGridStride;
+  // The kept coordinates, from the output index (kept dims in order).
+  os << "    long long rest = i;\n    long long base = 0;\n";
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (!reduced[d])
+      os << "    base += (rest % " << shape[d] << "LL) * " << strides[d]
+         << "LL; rest /= " << shape[d] << "LL;\n";
+  std::string init = kind == "max" ? (isFloat ? "-__int_as_float(0x7f800000)"
+                                              : "(" + acc + ")(-1LL << 62)")
+                                   : "0";
+  os << "    " << acc << " acc = " << init << ";\n";
+  os << "    for (long long r = 0; r < " << count << "LL; ++r) {\n";
+  os << "      long long rr = r, off = base;\n";
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (reduced[d])
+      os << "      off += (rr % " << shape[d] << "LL) * " << strides[d]
+         << "LL; rr /= " << shape[d] << "LL;\n";
+  std::string x = load(elem, "in0[off]");
+  if (kind == "max")
+    os << "      acc = " << (isFloat ? "tfc_maximumf(acc, " + x + ")"
+                                     : "max(acc, " + x + ")")
+       << ";\n";
+  else
+    os << "      acc += " << x << ";\n";
+  os << "    }\n";
+  if (kind == "mean")
+    os << "    acc = acc / (" << acc << ")" << count << ";\n";
+  os << "    out0[i] = " << store(results[0].getElementType(), "acc")
+     << ";\n  }\n}\n";
+  return KernelSource{text, outN};
+}
+
+/// softmax / log_softmax along `dim`: lines of `size` elements `inner` apart.
+FailureOr<KernelSource> emitSoftmax(StringRef name, Operation *op,
+                                    ArrayRef<MemRefType> operands,
+                                    ArrayRef<MemRefType> results, int64_t dim,
+                                    bool log) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t rank = shape.size();
+  if (dim < 0)
+    dim += rank;
+  int64_t size = shape[dim], inner = 1, outer = 1;
+  for (int64_t d = dim + 1; d < rank; ++d)
+    inner *= shape[d];
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  Type in = operands[0].getElementType(), out = results[0].getElementType();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long n = " << outer * inner << "LL;\n" << kGridStride;
+  os << "    const long long base = (i / " << inner << "LL) * " << size * inner
+     << "LL + i % " << inner << "LL;\n";
+  auto x = [&](StringRef j) {
+    return load(in, ("in0[base + " + j + " * " + std::to_string(inner) +
+                     "LL]").str());
+  };
+  os << "    float m = -__int_as_float(0x7f800000);\n"
+     << "    for (long long j = 0; j < " << size << "LL; ++j) m = "
+     << "tfc_maximumf(m, " << x("j") << ");\n"
+     << "    float s = 0.0f;\n"
+     << "    for (long long j = 0; j < " << size << "LL; ++j) s += expf("
+     << x("j") << " - m);\n";
+  std::string value = log ? "(" + x("j") + " - m) - logf(s)"
+                          : "expf(" + x("j") + " - m) / s";
+  os << "    for (long long j = 0; j < " << size << "LL; ++j) out0[base + j * "
+     << inner << "LL] = " << store(out, value) << ";\n  }\n}\n";
+  return KernelSource{text, outer * inner};
+}
+
+/// layer_norm (center) and rms_norm over the last dimension; operands x,
+/// then the optional weight and bias.
+FailureOr<KernelSource> emitNorm(StringRef name, Operation *op,
+                                 ArrayRef<MemRefType> operands,
+                                 ArrayRef<MemRefType> results, bool center,
+                                 double eps, bool hasWeight, bool hasBias) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t size = shape.back(), rows = operands[0].getNumElements() / size;
+  Type in = operands[0].getElementType(), out = results[0].getElementType();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long n = " << rows << "LL;\n" << kGridStride;
+  os << "    const long long base = i * " << size << "LL;\n";
+  std::string x = load(in, "in0[base + j]");
+  os << "    float mean = 0.0f;\n";
+  if (center)
+    os << "    for (long long j = 0; j < " << size << "LL; ++j) mean += " << x
+       << ";\n    mean = mean / " << floatLiteral(double(size)) << ";\n";
+  os << "    float sq = 0.0f;\n"
+     << "    for (long long j = 0; j < " << size
+     << "LL; ++j) { const float d = " << x << " - mean; sq += d * d; }\n"
+     << "    const float inv = 1.0f / sqrtf(sq / " << floatLiteral(double(size))
+     << " + " << floatLiteral(eps) << ");\n";
+  os << "    for (long long j = 0; j < " << size << "LL; ++j) {\n"
+     << "      float v = (" << x << " - mean) * inv;\n";
+  unsigned next = 1;
+  if (hasWeight)
+    os << "      v = v * "
+       << load(operands[next].getElementType(),
+               "in" + std::to_string(next) + "[j]")
+       << ";\n", ++next;
+  if (hasBias)
+    os << "      v = v + "
+       << load(operands[next].getElementType(),
+               "in" + std::to_string(next) + "[j]")
+       << ";\n";
+  os << "      out0[base + j] = " << store(out, "v") << ";\n    }\n  }\n}\n";
+  return KernelSource{text, rows};
+}
+
+} // namespace
+
+FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
+                                         ArrayRef<MemRefType> operandTypes,
+                                         ArrayRef<MemRefType> resultTypes) {
+  if (failed(checkTypes(op, operandTypes)) ||
+      failed(checkTypes(op, resultTypes)))
+    return failure();
+  if (auto cast = llvm::dyn_cast<CastOp>(op)) {
+    Type to = resultTypes[0].getElementType();
+    return emitPointwise(
+        name, op, operandTypes, resultTypes, /*raw=*/true,
+        [&](OpBuilder &b, Location loc,
+            ValueRange a) -> FailureOr<SmallVector<Value>> {
+          return SmallVector<Value>{scalar::castScalar(b, loc, a[0], to)};
+        });
+  }
+  if (llvm::isa<BroadcastToOp>(op))
+    return emitPointwise(
+        name, op, operandTypes, resultTypes, /*raw=*/false,
+        [&](OpBuilder &, Location, ValueRange a) -> FailureOr<SmallVector<Value>> {
+          return SmallVector<Value>{a[0]};
+        });
+  if (scalar::PointwiseScalarFn fn = scalar::pointwiseScalarFn(op))
+    return emitPointwise(
+        name, op, operandTypes, resultTypes, /*raw=*/false,
+        [&](OpBuilder &b, Location loc,
+            ValueRange a) -> FailureOr<SmallVector<Value>> {
+          return SmallVector<Value>{fn(b, loc, a)};
+        });
+  if (auto fused = llvm::dyn_cast<FusedOp>(op)) {
+    if (fused.getKind() != "pointwise")
+      return op->emitError("CUDA codegen: no kernel for tfc.fused \"")
+             << fused.getKind() << "\" yet";
+    for (MemRefType t : resultTypes)
+      if (t.getShape() != resultTypes.front().getShape())
+        return op->emitError("CUDA codegen: the results of a fused pointwise "
+                             "kernel have one shape");
+    Block &body = fused.getBody().front();
+    return emitPointwise(
+        name, op, operandTypes, resultTypes, /*raw=*/false,
+        [&](OpBuilder &b, Location loc,
+            ValueRange a) -> FailureOr<SmallVector<Value>> {
+          DenseMap<Value, Value> env;
+          for (auto [arg, v] : llvm::zip(body.getArguments(), a))
+            env[arg] = v;
+          if (failed(scalar::evaluateBody(b, loc, body, nullptr, env)))
+            return failure();
+          SmallVector<Value> out;
+          for (Value v : llvm::cast<YieldOp>(body.getTerminator()).getValues())
+            out.push_back(env.lookup(v));
+          return out;
+        });
+  }
+  if (auto r = llvm::dyn_cast<ReduceSumOp>(op))
+    return emitReduce(name, op, operandTypes, resultTypes, "sum", r.getDims());
+  if (auto r = llvm::dyn_cast<ReduceMeanOp>(op))
+    return emitReduce(name, op, operandTypes, resultTypes, "mean",
+                      r.getDims());
+  if (auto r = llvm::dyn_cast<ReduceMaxOp>(op))
+    return emitReduce(name, op, operandTypes, resultTypes, "max", r.getDims());
+  if (auto s = llvm::dyn_cast<SoftmaxOp>(op))
+    return emitSoftmax(name, op, operandTypes, resultTypes, s.getDim(),
+                       /*log=*/false);
+  if (auto s = llvm::dyn_cast<LogSoftmaxOp>(op))
+    return emitSoftmax(name, op, operandTypes, resultTypes, s.getDim(),
+                       /*log=*/true);
+  if (auto ln = llvm::dyn_cast<LayerNormOp>(op))
+    return emitNorm(name, op, operandTypes, resultTypes, /*center=*/true,
+                    ln.getEps().convertToDouble(), bool(ln.getWeight()),
+                    bool(ln.getBias()));
+  if (auto rn = llvm::dyn_cast<RmsNormOp>(op))
+    return emitNorm(name, op, operandTypes, resultTypes, /*center=*/false,
+                    rn.getEps().convertToDouble(), bool(rn.getWeight()),
+                    /*hasBias=*/false);
+  return op->emitError("CUDA codegen: no kernel for '")
+         << op->getName() << "' yet";
+}
+
+llvm::StringRef kernelPrelude() {
+  return R"cuda(// tfc CUDA kernels: helpers shared by every kernel.
+__device__ __forceinline__ float tfc_bf16_to_f32(unsigned short b) {
+  return __uint_as_float(((unsigned int)b) << 16);
+}
+// Round to nearest even; NaN stays a (quiet) NaN.
+__device__ __forceinline__ unsigned short tfc_f32_to_bf16(float f) {
+  unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+__device__ __forceinline__ float tfc_round_bf16(float f) {
+  return tfc_bf16_to_f32(tfc_f32_to_bf16(f));
+}
+// arith.maximumf / minimumf: NaN in either operand gives NaN.
+__device__ __forceinline__ float tfc_maximumf(float a, float b) {
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b);
+}
+__device__ __forceinline__ float tfc_minimumf(float a, float b) {
+  return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b);
+}
+__device__ __forceinline__ int tfc_ipow_i32(int b, int e) {
+  int r = 1;
+  if (e < 0) return (b == 1) ? 1 : (b == -1) ? ((e & 1) ? -1 : 1) : 0;
+  while (e) { if (e & 1) r *= b; b *= b; e >>= 1; }
+  return r;
+}
+__device__ __forceinline__ long long tfc_ipow_i64(long long b, long long e) {
+  long long r = 1;
+  if (e < 0) return (b == 1) ? 1 : (b == -1) ? ((e & 1) ? -1 : 1) : 0;
+  while (e) { if (e & 1) r *= b; b *= b; e >>= 1; }
+  return r;
+}
+)cuda";
+}
+
+} // namespace tfc::cuda

@@ -1,0 +1,48 @@
+//===- CudaSource.h - CUDA C++ for the kernels of the planned program -*- C++ -*-===//
+//
+// Writes one `extern "C" __global__` function per kernel of the planned
+// program, from the kernel's op on tensors (what tfc-lower-to-kernels leaves)
+// and the buffer types it reads and writes. Pointwise ops and fused pointwise
+// groups are printed from the scalar functions every target shares
+// (codegen/scalar), so they compute what the CPU computes. Floats compute in
+// f32; bf16 is stored as its 16 bits and converted on load and store.
+//
+// Launch contract (for the runtime): 1-D grid-stride loops over `threads`
+// work items, any grid and block size; a kernel keeps no state between calls.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TFC_CODEGEN_CUDA_CUDASOURCE_H
+#define TFC_CODEGEN_CUDA_CUDASOURCE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <string>
+
+namespace tfc::cuda {
+
+struct KernelSource {
+  /// The kernel's CUDA C++ (after the prelude).
+  std::string code;
+  /// Work items of the grid-stride loop: the launch needs at least one
+  /// thread, and gains nothing past this many.
+  int64_t threads = 0;
+};
+
+/// The CUDA C++ of kernel `name` computing `op` from buffers of
+/// `operandTypes` into buffers of `resultTypes` (the kernel's arguments, in
+/// that order). An op or type the CUDA target has no kernel for yet is
+/// reported at the op's location.
+mlir::FailureOr<KernelSource>
+emitKernelSource(llvm::StringRef name, mlir::Operation *op,
+                 llvm::ArrayRef<mlir::MemRefType> operandTypes,
+                 llvm::ArrayRef<mlir::MemRefType> resultTypes);
+
+/// The helpers every kernel source may use (bf16 conversion, NaN-propagating
+/// max and min, integer powers); compiled once before the kernels.
+llvm::StringRef kernelPrelude();
+
+} // namespace tfc::cuda
+
+#endif // TFC_CODEGEN_CUDA_CUDASOURCE_H

@@ -1,0 +1,74 @@
+//===- EmitKernels.cpp - the tfc-cuda-emit-kernels pass -------------------===//
+//
+// Kernels of the planned program -> CUDA C++ (CudaSource.cpp) kept on each
+// kernel, which becomes a declaration that the host launches.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/Passes.h"
+
+#include "codegen/cuda/CudaAttrs.h"
+#include "codegen/cuda/CudaSource.h"
+#include "codegen/plan/KernelForm.h"
+#include "dialects/tfc/AttrNames.h"
+#include "dialects/tfc/TfcOps.h"
+
+#define DEBUG_TYPE "tfc-cuda-emit-kernels"
+
+namespace tfc::cuda {
+#define GEN_PASS_DEF_TFCCUDAEMITKERNELS
+#include "codegen/cuda/Passes.h.inc"
+} // namespace tfc::cuda
+
+using namespace mlir;
+using namespace tfc;
+
+namespace {
+
+SmallVector<MemRefType> typesOf(ArrayRef<Value> buffers) {
+  SmallVector<MemRefType> types;
+  for (Value v : buffers)
+    types.push_back(llvm::cast<MemRefType>(v.getType()));
+  return types;
+}
+
+LogicalResult emitKernel(func::FuncOp kernel) {
+  FailureOr<std::optional<plan::TensorKernel>> read =
+      plan::readTensorKernel(kernel);
+  if (failed(read))
+    return failure();
+  if (!*read)
+    return success(); // Already CUDA.
+  plan::TensorKernel &k = **read;
+  if (llvm::isa<KvCacheUpdateOp>(k.op))
+    return k.op->emitError("CUDA codegen: no kernel for '")
+           << k.op->getName() << "' yet";
+  FailureOr<cuda::KernelSource> source = cuda::emitKernelSource(
+      kernel.getName(), k.op, typesOf(k.operands), typesOf(k.results));
+  if (failed(source))
+    return failure();
+  Builder b(kernel.getContext());
+  kernel->setAttr(cuda::attr::kSource, b.getStringAttr(source->code));
+  kernel->setAttr(cuda::attr::kThreads, b.getI64IntegerAttr(source->threads));
+  // The code is CUDA now: the kernel is a declaration the host launches.
+  kernel.getBody().getBlocks().clear();
+  return success();
+}
+
+struct EmitKernelsPass
+    : public tfc::cuda::impl::TfcCudaEmitKernelsBase<EmitKernelsPass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> kernels;
+    for (auto f : getOperation().getOps<func::FuncOp>())
+      if (f->hasAttr(tfc::attr::kKernel) && !f.isExternal())
+        kernels.push_back(f);
+    bool ok = true;
+    // Every kernel is tried, so that one run names every op not yet
+    // supported.
+    for (func::FuncOp kernel : kernels)
+      ok &= succeeded(emitKernel(kernel));
+    if (!ok)
+      signalPassFailure();
+  }
+};
+
+} // namespace

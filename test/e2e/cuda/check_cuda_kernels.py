@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""The CUDA C++ that `tfc --target=cuda` writes, checked against NumPy without a
+GPU: each case is a module of one kernel (an op, or a group tfc-fuse makes),
+compiled by tfc through NVRTC (so the source is valid CUDA for the chosen
+architecture), then the same source compiled as host C++ with host_shim.h and
+run over every (block, thread) of a small grid on fresh random inputs. This
+checks each kernel's arithmetic, broadcasting, reduction and row indexing and
+its grid-stride loop; running on a GPU is scripts/gpu-check.sh's job.
+
+    check_cuda_kernels.py --bin-dir build/bin [--seed S] [--work-dir DIR]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TIMEOUT = 120
+
+C_TYPES = {"f32": "float", "bf16": "unsigned short", "i32": "int", "i64": "long long"}
+NP_STORAGE = {"f32": np.float32, "bf16": np.uint16, "i32": np.int32, "i64": np.int64}
+
+
+def bf16_bits(x):
+    """float32 -> bf16 bits, rounding to nearest even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+
+
+def bf16_value(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+class Case:
+    def __init__(self, name, body, inputs, outputs, ref, rtol=1e-5, atol=1e-6,
+                 draw=None):
+        self.name, self.body, self.inputs, self.outputs = name, body, inputs, outputs
+        self.ref, self.rtol, self.atol, self.draw = ref, rtol, atol, draw
+
+
+def ttype(shape, dtype):
+    return "tensor<" + "".join(f"{d}x" for d in shape) + dtype + ">"
+
+
+def module_text(case):
+    args = ", ".join(f"%x{i}: {ttype(s, d)}" for i, (s, d) in enumerate(case.inputs))
+    results = ", ".join(ttype(s, d) for s, d in case.outputs)
+    return f"func.func @f({args}) -> ({results}) {{\n{case.body}\n}}\n"
+
+
+def softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def layer_norm(x, w, b, eps):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps) * w + b
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x**2).mean(-1, keepdims=True) + eps) * w
+
+
+def with_nans(rng, shape):
+    x = rng.standard_normal(shape)
+    x.flat[::5] = np.nan
+    return x
+
+
+CASES = [
+    Case("add broadcast [3,1,5]+[4,5]",
+         "  %0 = tfc.add %x0, %x1 : tensor<3x1x5xf32>, tensor<4x5xf32> -> tensor<3x4x5xf32>\n"
+         "  return %0 : tensor<3x4x5xf32>",
+         [((3, 1, 5), "f32"), ((4, 5), "f32")], [((3, 4, 5), "f32")],
+         lambda a, b: [a + b]),
+    Case("gelu tanh",
+         "  %0 = tfc.gelu %x0 approximate = tanh : tensor<7x9xf32>\n"
+         "  return %0 : tensor<7x9xf32>",
+         [((7, 9), "f32")], [((7, 9), "f32")], lambda x: [gelu_tanh(x)]),
+    Case("fused x*w+b -> sigmoid -> sub [5,6]",
+         "  %0 = tfc.mul %x0, %x1 : tensor<5x6xf32>, tensor<6xf32> -> tensor<5x6xf32>\n"
+         "  %1 = tfc.add %0, %x2 : tensor<5x6xf32>, tensor<5x1xf32> -> tensor<5x6xf32>\n"
+         "  %2 = tfc.sigmoid %1 : tensor<5x6xf32>\n"
+         "  %3 = tfc.sub %2, %x0 : tensor<5x6xf32>, tensor<5x6xf32> -> tensor<5x6xf32>\n"
+         "  return %3 : tensor<5x6xf32>",
+         [((5, 6), "f32"), ((6,), "f32"), ((5, 1), "f32")], [((5, 6), "f32")],
+         lambda x, w, b: [1 / (1 + np.exp(-(x * w + b))) - x]),
+    Case("max propagates NaN",
+         "  %0 = tfc.max %x0, %x1 : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>\n"
+         "  return %0 : tensor<4x5xf32>",
+         [((4, 5), "f32"), ((4, 5), "f32")], [((4, 5), "f32")],
+         lambda a, b: [np.maximum(a, b)], draw=with_nans),
+    Case("reduce_sum dims [0, -1] keepdim",
+         "  %0 = tfc.reduce_sum %x0 dims = [0, -1] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>\n"
+         "  return %0 : tensor<1x3x1xf32>",
+         [((2, 3, 4), "f32")], [((1, 3, 1), "f32")],
+         lambda x: [x.sum(axis=(0, 2), keepdims=True)]),
+    Case("reduce_mean dims [1]",
+         "  %0 = tfc.reduce_mean %x0 dims = [1] : tensor<4x6x3xf32> -> tensor<4x3xf32>\n"
+         "  return %0 : tensor<4x3xf32>",
+         [((4, 6, 3), "f32")], [((4, 3), "f32")], lambda x: [x.mean(axis=1)]),
+    Case("reduce_max dims [-1]",
+         "  %0 = tfc.reduce_max %x0 dims = [-1] : tensor<5x7xf32> -> tensor<5xf32>\n"
+         "  return %0 : tensor<5xf32>",
+         [((5, 7), "f32")], [((5,), "f32")], lambda x: [x.max(axis=-1)]),
+    Case("softmax dim 1 of [2,3,5]",
+         "  %0 = tfc.softmax %x0 dim = 1 : tensor<2x3x5xf32> -> tensor<2x3x5xf32>\n"
+         "  return %0 : tensor<2x3x5xf32>",
+         [((2, 3, 5), "f32")], [((2, 3, 5), "f32")], lambda x: [softmax(x, 1)]),
+    Case("log_softmax dim -1",
+         "  %0 = tfc.log_softmax %x0 dim = -1 : tensor<4x9xf32> -> tensor<4x9xf32>\n"
+         "  return %0 : tensor<4x9xf32>",
+         [((4, 9), "f32")], [((4, 9), "f32")], lambda x: [np.log(softmax(x, -1))]),
+    Case("layer_norm weight bias",
+         "  %0 = tfc.layer_norm %x0 weight %x1 bias %x2 eps = 1.0e-5 : (tensor<3x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<3x16xf32>\n"
+         "  return %0 : tensor<3x16xf32>",
+         [((3, 16), "f32"), ((16,), "f32"), ((16,), "f32")], [((3, 16), "f32")],
+         lambda x, w, b: [layer_norm(x, w, b, 1e-5)]),
+    Case("rms_norm weight",
+         "  %0 = tfc.rms_norm %x0 weight %x1 eps = 1.0e-6 : (tensor<3x16xf32>, tensor<16xf32>) -> tensor<3x16xf32>\n"
+         "  return %0 : tensor<3x16xf32>",
+         [((3, 16), "f32"), ((16,), "f32")], [((3, 16), "f32")],
+         lambda x, w: [rms_norm(x, w, 1e-6)]),
+    Case("exp bf16",
+         "  %0 = tfc.exp %x0 : tensor<4x8xbf16>\n  return %0 : tensor<4x8xbf16>",
+         [((4, 8), "bf16")], [((4, 8), "bf16")], lambda x: [np.exp(x)],
+         rtol=8e-3, atol=1e-3),
+    Case("cast f32 -> bf16",
+         "  %0 = tfc.cast %x0 : tensor<10xf32> -> tensor<10xbf16>\n"
+         "  return %0 : tensor<10xbf16>",
+         [((10,), "f32")], [((10,), "bf16")], lambda x: [x], rtol=0, atol=0),
+    Case("cast f32 -> i32 (toward zero)",
+         "  %0 = tfc.cast %x0 : tensor<10xf32> -> tensor<10xi32>\n"
+         "  return %0 : tensor<10xi32>",
+         [((10,), "f32")], [((10,), "i32")], lambda x: [np.trunc(x * 1.0)],
+         rtol=0, atol=0, draw=lambda rng, s: rng.standard_normal(s) * 50),
+    Case("sub i32 broadcast",
+         "  %0 = tfc.sub %x0, %x1 : tensor<3x4xi32>, tensor<4xi32> -> tensor<3x4xi32>\n"
+         "  return %0 : tensor<3x4xi32>",
+         [((3, 4), "i32"), ((4,), "i32")], [((3, 4), "i32")], lambda a, b: [a - b],
+         rtol=0, atol=0),
+    Case("mul i64",
+         "  %0 = tfc.mul %x0, %x1 : tensor<6xi64>, tensor<6xi64> -> tensor<6xi64>\n"
+         "  return %0 : tensor<6xi64>",
+         [((6,), "i64"), ((6,), "i64")], [((6,), "i64")], lambda a, b: [a * b],
+         rtol=0, atol=0),
+]
+
+
+def draw_input(rng, shape, dtype, draw):
+    x = draw(rng, shape) if draw else rng.standard_normal(shape)
+    if dtype == "f32":
+        return x.astype(np.float32)
+    if dtype == "bf16":
+        return bf16_bits(x.astype(np.float32))
+    return rng.integers(-1000, 1000, size=shape).astype(NP_STORAGE[dtype])
+
+
+def as_float(x, dtype):
+    return bf16_value(x).astype(np.float64) if dtype == "bf16" else x.astype(np.float64)
+
+
+def the_one_call(out_mlir):
+    """The kernel called by @f and, per kernel parameter, the entry argument
+    number it gets."""
+    text = open(out_mlir).read()
+    entry = text[text.index("func.func @f("):]
+    calls = re.findall(r"call @(\w+)\(([^)]*)\)", entry)
+    if len(calls) != 1:
+        raise RuntimeError(f"expected one kernel call in @f, found {len(calls)}")
+    name, args = calls[0]
+    numbers = []
+    for a in args.split(","):
+        m = re.fullmatch(r"\s*%arg(\d+)\s*", a)
+        if not m:
+            raise RuntimeError(f"kernel argument {a.strip()} is not an entry argument")
+        numbers.append(int(m.group(1)))
+    return name, numbers
+
+
+DRIVER = """#include "{shim}"
+#include "{source}"
+#include <cstdio>
+#include <vector>
+static void read(const char* path, void* data, size_t bytes) {{
+  FILE* f = std::fopen(path, "rb");
+  if (!f || std::fread(data, 1, bytes, f) != bytes) {{ std::perror(path); std::exit(1); }}
+  std::fclose(f);
+}}
+static void write(const char* path, const void* data, size_t bytes) {{
+  FILE* f = std::fopen(path, "wb");
+  if (!f || std::fwrite(data, 1, bytes, f) != bytes) {{ std::perror(path); std::exit(1); }}
+  std::fclose(f);
+}}
+int main() {{
+{buffers}
+  gridDim.x = 3; blockDim.x = 4;
+  for (unsigned b = 0; b < gridDim.x; ++b)
+    for (unsigned t = 0; t < blockDim.x; ++t) {{
+      blockIdx.x = b; threadIdx.x = t;
+      {kernel}({args});
+    }}
+{writes}
+  return 0;
+}}
+"""
+
+
+def run_case(case, tools, work, rng):
+    tfc = tools[0]
+    d = os.path.join(work, re.sub(r"[^A-Za-z0-9]+", "_", case.name).strip("_"))
+    os.makedirs(d, exist_ok=True)
+    src = os.path.join(d, "case.mlir")
+    open(src, "w").write(module_text(case))
+    dump = os.path.join(d, "dump")
+    out_mlir = os.path.join(d, "codegen.mlir")
+    for arch in ("sm_80", "sm_90"):
+        r = subprocess.run([tfc, src, "--target=cuda", f"--cuda-arch={arch}",
+                            "--compile-to=codegen", f"--dump-ir={dump}", "-o", out_mlir],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        if r.returncode != 0:
+            return False, f"tfc --cuda-arch={arch} failed: {r.stderr.strip()[:2000]}"
+    kernel, params = the_one_call(out_mlir)
+    n_in = len(case.inputs)
+
+    inputs = [draw_input(rng, s, dt, case.draw) for s, dt in case.inputs]
+    buffers, args, writes = [], [], []
+    for i, x in enumerate(inputs):
+        path = os.path.join(d, f"in{i}.bin")
+        x.tofile(path)
+        ctype = C_TYPES[case.inputs[i][1]]
+        buffers.append(f"  std::vector<{ctype}> a{i}({x.size});\n"
+                       f"  read(\"{path}\", a{i}.data(), {x.nbytes});")
+    for j, (shape, dt) in enumerate(case.outputs):
+        size = int(np.prod(shape))
+        ctype = C_TYPES[dt]
+        buffers.append(f"  std::vector<{ctype}> o{j}({size});")
+        writes.append(f"  write(\"{os.path.join(d, f'out{j}.bin')}\", o{j}.data(), "
+                      f"{size} * sizeof({ctype}));")
+    for p in params:
+        args.append(f"a{p}.data()" if p < n_in else f"o{p - n_in}.data()")
+    driver = os.path.join(d, "driver.cpp")
+    open(driver, "w").write(DRIVER.format(
+        shim=os.path.join(HERE, "host_shim.h"), source=os.path.join(dump, kernel + ".cu"),
+        buffers="\n".join(buffers), kernel=kernel, args=", ".join(args),
+        writes="\n".join(writes)))
+    exe = os.path.join(d, "driver")
+    r = subprocess.run(["c++", "-std=c++17", "-O1", "-ffp-contract=off", "-o", exe, driver],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0:
+        return False, f"host compile failed: {r.stderr.strip()[:2000]}"
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=TIMEOUT, cwd=d)
+    if r.returncode != 0:
+        return False, f"host run failed ({r.returncode}): {r.stderr.strip()}"
+
+    wants = case.ref(*[as_float(x, dt) for x, (_, dt) in zip(inputs, case.inputs)])
+    details = []
+    ok = True
+    for j, ((shape, dt), want) in enumerate(zip(case.outputs, wants)):
+        got = np.fromfile(os.path.join(d, f"out{j}.bin"), NP_STORAGE[dt]).reshape(shape)
+        want = np.asarray(want, np.float64).reshape(shape)
+        if dt == "bf16":
+            want = as_float(bf16_bits(want.astype(np.float32)), "bf16")
+        got = as_float(got, dt)
+        nan_ok = np.array_equal(np.isnan(got), np.isnan(want))
+        finite = ~np.isnan(want)
+        err = np.abs(got - want)[finite]
+        bound = (case.atol + case.rtol * np.abs(want))[finite]
+        bad = int((err > bound).sum()) if err.size else 0
+        if not nan_ok or bad:
+            ok = False
+            idx = int(np.argmax(np.where(finite, np.abs(got - want), -1).ravel()))
+            details.append(f"out{j}: {bad} elements off, NaNs match: {nan_ok}; "
+                           f"worst at flat {idx}: got {got.ravel()[idx]!r} "
+                           f"want {want.ravel()[idx]!r}")
+        else:
+            details.append(f"out{j} max|err| {err.max() if err.size else 0:.1e}")
+    return ok, f"{kernel}: " + "; ".join(details)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--work-dir")
+    ap.add_argument("--seed", type=int,
+                    default=int(os.environ.get("TFC_TEST_SEED", 0)) or
+                    int.from_bytes(os.urandom(3), "little"))
+    args = ap.parse_args()
+    print(f"seed {args.seed} (reproduce with --seed {args.seed})", flush=True)
+    tools = harness.find_tools(args.bin_dir, names=("tfc",))
+    if tools is None:
+        return 1
+    work = harness.scratch_dir(args.work_dir, "tfc-cuda-")
+    rng = np.random.default_rng(args.seed)
+    return harness.run_cases(CASES, lambda c: run_case(c, tools, work, rng), work,
+                             keep=bool(args.work_dir))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
