@@ -1,6 +1,6 @@
 //===- CudaSource.cpp - CUDA C++ for the kernels of the planned program ---===//
 //
-// Families so far:
+// Families so far (data movement and the KV cache further down):
 //   pointwise  elementwise ops, casts, broadcast_to and tfc.fused "pointwise"
 //              groups: one thread per output element, operands read through
 //              NumPy broadcasting, the body printed from codegen/scalar;
@@ -313,8 +313,24 @@ constexpr llvm::StringLiteral kGridStride =
     "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
     "i < n; i += (long long)gridDim.x * blockDim.x) {\n";
 
-/// Declares c0..c{rank-1}, the coordinates of flat index `i` in `space`, when
-/// some operand needs them; returns for each operand the expression of its
+/// Declares c0..c{rank-1}: the coordinates of flat index `i` in `shape`.
+void declareCoords(llvm::raw_ostream &os, ArrayRef<int64_t> shape) {
+  os << "    long long rest = i;\n";
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d)
+    os << "    const long long c" << d << " = rest % " << shape[d]
+       << "LL; rest /= " << shape[d] << "LL;\n";
+}
+
+/// sum_d coords[d] * strides[d], of C expressions.
+std::string offsetOf(ArrayRef<std::string> coords, ArrayRef<int64_t> strides) {
+  std::string expr;
+  for (auto [c, stride] : llvm::zip(coords, strides))
+    expr += (expr.empty() ? "" : " + ") + ("(" + c + ") * " +
+                                            std::to_string(stride) + "LL");
+  return expr.empty() ? "0" : expr;
+}
+
+/// Declares c0..c{rank-1} of the output index when some operand needs them; returns for each operand the expression of its
 /// flat offset under NumPy broadcasting.
 SmallVector<std::string> broadcastOffsets(llvm::raw_ostream &os,
                                           ArrayRef<int64_t> space,
@@ -323,13 +339,8 @@ SmallVector<std::string> broadcastOffsets(llvm::raw_ostream &os,
   bool needCoords = false;
   for (MemRefType t : operands)
     needCoords |= t.getShape() != space && t.getNumElements() != 1;
-  if (needCoords) {
-    os << "    long long rest = i;\n";
-    for (int64_t d = static_cast<int64_t>(space.size()) - 1; d >= 0; --d) {
-      os << "    const long long c" << d << " = rest % " << space[d]
-         << "LL; rest /= " << space[d] << "LL;\n";
-    }
-  }
+  if (needCoords)
+    declareCoords(os, space);
   for (MemRefType t : operands) {
     if (t.getShape() == space) {
       offsets.push_back("i");
@@ -537,6 +548,164 @@ FailureOr<KernelSource> emitNorm(StringRef name, Operation *op,
   return KernelSource{text, rows};
 }
 
+
+//===----------------------------------------------------------------------===//
+// Data movement: every output element is one input element (or a value of
+// its index); one thread per output element.
+//===----------------------------------------------------------------------===//
+
+/// The kernel's opening: the grid-stride loop over `n` output elements with
+/// the coordinates c0.. of `i` in `shape`.
+void openGather(llvm::raw_ostream &os, StringRef name,
+                ArrayRef<MemRefType> operands, ArrayRef<MemRefType> results,
+                ArrayRef<int64_t> shape) {
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long n = " << numElements(shape) << "LL;\n"
+     << kGridStride;
+  declareCoords(os, shape);
+}
+
+SmallVector<std::string> coordNames(int64_t rank) {
+  SmallVector<std::string> names;
+  for (int64_t d = 0; d < rank; ++d)
+    names.push_back("c" + std::to_string(d));
+  return names;
+}
+
+/// out[i] = in0[offset]: the same element type, copied as stored.
+FailureOr<KernelSource> emitGather(StringRef name,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results,
+                                   llvm::function_ref<std::string()> offset,
+                                   StringRef prologue = "") {
+  ArrayRef<int64_t> shape = results[0].getShape();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  openGather(os, name, operands, results, shape);
+  os << prologue;
+  os << "    out0[i] = in0[" << offset() << "];\n  }\n}\n";
+  return KernelSource{text, numElements(shape)};
+}
+
+FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
+                                         ArrayRef<MemRefType> operands,
+                                         ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> outShape = results[0].getShape();
+  int64_t rank = outShape.size();
+  SmallVector<std::string> c = coordNames(rank);
+  if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
+    // Output dim k is input dim perm[k].
+    SmallVector<int64_t> inStrides = stridesOf(operands[0].getShape()), s;
+    for (int64_t p : t.getPerm())
+      s.push_back(inStrides[p]);
+    return emitGather(name, operands, results,
+                      [&] { return offsetOf(c, s); });
+  }
+  if (auto sl = llvm::dyn_cast<SliceOp>(op)) {
+    SmallVector<std::string> in;
+    for (int64_t d = 0; d < rank; ++d)
+      in.push_back(std::to_string(sl.getStart()[d]) + "LL + c" +
+                   std::to_string(d) + " * " +
+                   std::to_string(sl.getStride()[d]) + "LL");
+    return emitGather(name, operands, results, [&] {
+      return offsetOf(in, stridesOf(operands[0].getShape()));
+    });
+  }
+  if (auto ds = llvm::dyn_cast<DynamicSliceOp>(op)) {
+    // The start is clamped to [0, size - length], as XLA does.
+    int64_t dim = ds.getDim() < 0 ? ds.getDim() + rank : ds.getDim();
+    int64_t size = operands[0].getShape()[dim], length = outShape[dim];
+    std::string prologue =
+        "    long long start = in1[0];\n"
+        "    start = start < 0 ? 0 : (start > " + std::to_string(size - length) +
+        "LL ? " + std::to_string(size - length) + "LL : start);\n";
+    SmallVector<std::string> in(c);
+    in[dim] = "start + c" + std::to_string(dim);
+    return emitGather(name, operands, results,
+                      [&] { return offsetOf(in, stridesOf(operands[0].getShape())); },
+                      prologue);
+  }
+  if (auto iota = llvm::dyn_cast<IotaOp>(op)) {
+    int64_t dim = iota.getDim() < 0 ? iota.getDim() + rank : iota.getDim();
+    Type elem = results[0].getElementType();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    openGather(os, name, operands, results, outShape);
+    std::string value = llvm::isa<FloatType>(elem)
+                            ? "(float)c" + std::to_string(dim)
+                            : "(" + storageType(elem) + ")c" +
+                                  std::to_string(dim);
+    os << "    out0[i] = " << store(elem, value) << ";\n  }\n}\n";
+    return KernelSource{text, numElements(outShape)};
+  }
+  if (auto concat = llvm::dyn_cast<ConcatOp>(op)) {
+    int64_t dim = concat.getDim() < 0 ? concat.getDim() + rank : concat.getDim();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    openGather(os, name, operands, results, outShape);
+    int64_t begin = 0;
+    for (auto [k, t] : llvm::enumerate(operands)) {
+      int64_t end = begin + t.getShape()[dim];
+      SmallVector<std::string> in(c);
+      in[dim] = "c" + std::to_string(dim) + " - " + std::to_string(begin) + "LL";
+      os << "    " << (k ? "else " : "") << "if (c" << dim << " < " << end
+         << "LL) out0[i] = in" << k << "["
+         << offsetOf(in, stridesOf(t.getShape())) << "];\n";
+      begin = end;
+    }
+    os << "  }\n}\n";
+    return KernelSource{text, numElements(outShape)};
+  }
+  if (llvm::isa<EmbeddingOp>(op)) {
+    // Rows of the table by id; an id outside [0, V) reads nothing, writes 0
+    // and reports (what the CPU's kernel reports as a run-time error).
+    int64_t rows = operands[0].getShape()[0], width = outShape.back();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << signature(name, operands, results) << " {\n";
+    os << "  const long long n = " << numElements(outShape) << "LL;\n"
+       << kGridStride;
+    os << "    const long long id = in1[i / " << width << "LL];\n"
+       << "    if (id < 0 || id >= " << rows << "LL) {\n"
+       << "      tfc_report(TFC_ERROR_EMBEDDING_ID);\n"
+       << "      out0[i] = 0;\n"
+       << "    } else {\n"
+       << "      out0[i] = in0[id * " << width << "LL + i % " << width
+       << "LL];\n    }\n  }\n}\n";
+    return KernelSource{text, numElements(outShape)};
+  }
+  return failure();
+}
+
+/// kv_cache_update as tfc-lower-to-kernels plans it: the cache is updated in
+/// place (the planner copies it first where it may not be), so the kernel
+/// takes (update, position) and writes only the update's elements. A
+/// position that does not fit writes nothing and reports.
+FailureOr<KernelSource> emitKvCacheWrite(StringRef name, KvCacheUpdateOp kv,
+                                         ArrayRef<MemRefType> operands,
+                                         ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> cacheShape = results[0].getShape();
+  ArrayRef<int64_t> space = operands[0].getShape();
+  int64_t rank = cacheShape.size();
+  int64_t dim = kv.getDim() < 0 ? kv.getDim() + rank : kv.getDim();
+  int64_t size = cacheShape[dim], length = space[dim];
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long pos = in1[0];\n"
+     << "  const bool fits = pos >= 0 && pos <= " << size - length << "LL;\n"
+     << "  if (!fits && blockIdx.x == 0 && threadIdx.x == 0) "
+        "tfc_report(TFC_ERROR_KV_POSITION);\n";
+  os << "  const long long n = " << numElements(space) << "LL;\n"
+     << kGridStride;
+  declareCoords(os, space);
+  SmallVector<std::string> at = coordNames(rank);
+  at[dim] = "pos + c" + std::to_string(dim);
+  os << "    if (fits) out0[" << offsetOf(at, stridesOf(cacheShape))
+     << "] = in0[i];\n  }\n}\n";
+  return KernelSource{text, numElements(space)};
+}
+
 } // namespace
 
 FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
@@ -612,12 +781,31 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitNorm(name, op, operandTypes, resultTypes, /*center=*/false,
                     rn.getEps().convertToDouble(), bool(rn.getWeight()),
                     /*hasBias=*/false);
+  if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
+    if (operandTypes.size() != 2)
+      return op->emitError("CUDA codegen: kv_cache_update is planned as an "
+                           "in-place write of (update, position)");
+    return emitKvCacheWrite(name, kv, operandTypes, resultTypes);
+  }
+  FailureOr<KernelSource> moved =
+      emitDataMovement(name, op, operandTypes, resultTypes);
+  if (succeeded(moved))
+    return moved;
   return op->emitError("CUDA codegen: no kernel for '")
          << op->getName() << "' yet";
 }
 
 llvm::StringRef kernelPrelude() {
   return R"cuda(// tfc CUDA kernels: helpers shared by every kernel.
+// Run-time errors (what the CPU's kernels report through tfc_kernels_error):
+// the first code a kernel reports stays in tfc_error_code, for the host to
+// read after the entry.
+#define TFC_ERROR_EMBEDDING_ID 1u
+#define TFC_ERROR_KV_POSITION 2u
+__device__ unsigned int tfc_error_code;
+__device__ __forceinline__ void tfc_report(unsigned int code) {
+  atomicCAS(&tfc_error_code, 0u, code);
+}
 __device__ __forceinline__ float tfc_bf16_to_f32(unsigned short b) {
   return __uint_as_float(((unsigned int)b) << 16);
 }

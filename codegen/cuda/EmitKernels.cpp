@@ -39,11 +39,14 @@ LogicalResult emitKernel(func::FuncOp kernel) {
   if (!*read)
     return success(); // Already CUDA.
   plan::TensorKernel &k = **read;
-  if (llvm::isa<KvCacheUpdateOp>(k.op))
-    return k.op->emitError("CUDA codegen: no kernel for '")
-           << k.op->getName() << "' yet";
+  SmallVector<Value> operands = k.operands;
+  if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(k.op);
+      kv && k.results.front() == k.operands[0]) {
+    // In place: the kernel takes (update, position) and writes the cache.
+    operands = {k.operands[1], k.operands[2]};
+  }
   FailureOr<cuda::KernelSource> source = cuda::emitKernelSource(
-      kernel.getName(), k.op, typesOf(k.operands), typesOf(k.results));
+      kernel.getName(), k.op, typesOf(operands), typesOf(k.results));
   if (failed(source))
     return failure();
   Builder b(kernel.getContext());

@@ -40,9 +40,11 @@ def bf16_value(bits):
 
 class Case:
     def __init__(self, name, body, inputs, outputs, ref, rtol=1e-5, atol=1e-6,
-                 draw=None):
+                 draw=None, error=0):
         self.name, self.body, self.inputs, self.outputs = name, body, inputs, outputs
         self.ref, self.rtol, self.atol, self.draw = ref, rtol, atol, draw
+        # The run-time error code the kernel must report (0: none).
+        self.error = error
 
 
 def ttype(shape, dtype):
@@ -157,15 +159,71 @@ CASES = [
          "  return %0 : tensor<6xi64>",
          [((6,), "i64"), ((6,), "i64")], [((6,), "i64")], lambda a, b: [a * b],
          rtol=0, atol=0),
+    Case("transpose perm [2, 0, 1]",
+         "  %0 = tfc.transpose %x0 perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>\n"
+         "  return %0 : tensor<4x2x3xf32>",
+         [((2, 3, 4), "f32")], [((4, 2, 3), "f32")],
+         lambda x: [x.transpose(2, 0, 1)], rtol=0, atol=0),
+    Case("slice strided bf16",
+         "  %0 = tfc.slice %x0 start = [1, 0] limit = [5, 7] stride = [2, 3] : tensor<6x7xbf16> -> tensor<2x3xbf16>\n"
+         "  return %0 : tensor<2x3xbf16>",
+         [((6, 7), "bf16")], [((2, 3), "bf16")], lambda x: [x[1:5:2, 0:7:3]],
+         rtol=0, atol=0),
+    Case("dynamic_slice clamps its start",
+         "  %0 = tfc.dynamic_slice %x0[%x1] dim = 1 : (tensor<2x8x3xf32>, tensor<i32>) -> tensor<2x3x3xf32>\n"
+         "  return %0 : tensor<2x3x3xf32>",
+         [((2, 8, 3), "f32"), ((), "i32")], [((2, 3, 3), "f32")],
+         lambda x, s: [x[:, min(max(int(s), 0), 5):min(max(int(s), 0), 5) + 3, :]],
+         rtol=0, atol=0,
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(rng.integers(-3, 9))),
+    Case("concat dim 1",
+         "  %0 = tfc.concat %x0, %x1 dim = 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>\n"
+         "  return %0 : tensor<2x7xf32>",
+         [((2, 3), "f32"), ((2, 4), "f32")], [((2, 7), "f32")],
+         lambda a, b: [np.concatenate([a, b], axis=1)], rtol=0, atol=0),
+    Case("iota dim 1 i32",
+         "  %0 = tfc.iota dim = 1 : tensor<3x5xi32>\n  return %0 : tensor<3x5xi32>",
+         [], [((3, 5), "i32")], lambda: [np.broadcast_to(np.arange(5), (3, 5))],
+         rtol=0, atol=0),
+    Case("embedding",
+         "  %0 = tfc.embedding %x0, %x1 : tensor<10x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>\n"
+         "  return %0 : tensor<2x3x4xf32>",
+         [((10, 4), "f32"), ((2, 3), "i32")], [((2, 3, 4), "f32")],
+         lambda t, ids: [t[ids.astype(np.int64)]], rtol=0, atol=0,
+         draw=lambda rng, shape: (rng.integers(0, 10, shape) if len(shape) == 2 and shape[1] == 3
+                                  else rng.standard_normal(shape))),
+    Case("embedding id out of range reports",
+         "  %0 = tfc.embedding %x0, %x1 : tensor<10x4xf32>, tensor<3xi32> -> tensor<3x4xf32>\n"
+         "  return %0 : tensor<3x4xf32>",
+         [((10, 4), "f32"), ((3,), "i32")], [((3, 4), "f32")],
+         lambda t, ids: [np.stack([t[int(i)] if 0 <= i < 10 else np.zeros(4) for i in ids])],
+         rtol=0, atol=0, error=1,
+         draw=lambda rng, shape: (np.array([3, 10, -1]) if shape == (3,)
+                                  else rng.standard_normal(shape))),
+    Case("kv_cache_update copy at a position",
+         "  %0 = tfc.kv_cache_update %x0, %x1, %x2 dim = 1 : (tensor<2x6x3xf32>, tensor<2x2x3xf32>, tensor<i32>) -> tensor<2x6x3xf32>\n"
+         "  return %0 : tensor<2x6x3xf32>",
+         [((2, 6, 3), "f32"), ((2, 2, 3), "f32"), ((), "i32")], [((2, 6, 3), "f32")],
+         lambda c, u, p: [np.concatenate([c[:, :int(p)], u, c[:, int(p) + 2:]], axis=1)],
+         rtol=0, atol=0,
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(rng.integers(0, 5))),
+    Case("kv_cache_update past the end reports",
+         "  %0 = tfc.kv_cache_update %x0, %x1, %x2 dim = 1 : (tensor<2x6x3xf32>, tensor<2x2x3xf32>, tensor<i32>) -> tensor<2x6x3xf32>\n"
+         "  return %0 : tensor<2x6x3xf32>",
+         [((2, 6, 3), "f32"), ((2, 2, 3), "f32"), ((), "i32")], [((2, 6, 3), "f32")],
+         lambda c, u, p: [c], rtol=0, atol=0, error=2,
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(5)),
 ]
 
 
 def draw_input(rng, shape, dtype, draw):
     x = draw(rng, shape) if draw else rng.standard_normal(shape)
     if dtype == "f32":
-        return x.astype(np.float32)
+        return np.asarray(x, np.float32)
     if dtype == "bf16":
-        return bf16_bits(x.astype(np.float32))
+        return bf16_bits(np.asarray(x, np.float32))
+    if draw:
+        return np.asarray(x).astype(NP_STORAGE[dtype])
     return rng.integers(-1000, 1000, size=shape).astype(NP_STORAGE[dtype])
 
 
@@ -174,10 +232,13 @@ def as_float(x, dtype):
 
 
 def the_one_call(out_mlir):
-    """The kernel called by @f and, per kernel parameter, the entry argument
-    number it gets."""
+    """The kernel called by @f, per kernel parameter the entry argument number
+    it gets, and the (from, to) entry arguments copied before the call (the
+    planner copies a KV cache that is not updated in place)."""
     text = open(out_mlir).read()
     entry = text[text.index("func.func @f("):]
+    copies = [(int(a), int(b)) for a, b in
+              re.findall(r"memref\.copy %arg(\d+), %arg(\d+)", entry)]
     calls = re.findall(r"call @(\w+)\(([^)]*)\)", entry)
     if len(calls) != 1:
         raise RuntimeError(f"expected one kernel call in @f, found {len(calls)}")
@@ -188,7 +249,7 @@ def the_one_call(out_mlir):
         if not m:
             raise RuntimeError(f"kernel argument {a.strip()} is not an entry argument")
         numbers.append(int(m.group(1)))
-    return name, numbers
+    return name, numbers, copies
 
 
 DRIVER = """#include "{shim}"
@@ -214,6 +275,7 @@ int main() {{
       {kernel}({args});
     }}
 {writes}
+  std::printf("error %u\\n", tfc_error_code);
   return 0;
 }}
 """
@@ -233,8 +295,9 @@ def run_case(case, tools, work, rng):
                            capture_output=True, text=True, timeout=TIMEOUT)
         if r.returncode != 0:
             return False, f"tfc --cuda-arch={arch} failed: {r.stderr.strip()[:2000]}"
-    kernel, params = the_one_call(out_mlir)
+    kernel, params, copies = the_one_call(out_mlir)
     n_in = len(case.inputs)
+    buf = lambda p: f"a{p}" if p < n_in else f"o{p - n_in}"  # noqa: E731
 
     inputs = [draw_input(rng, s, dt, case.draw) for s, dt in case.inputs]
     buffers, args, writes = [], [], []
@@ -242,7 +305,7 @@ def run_case(case, tools, work, rng):
         path = os.path.join(d, f"in{i}.bin")
         x.tofile(path)
         ctype = C_TYPES[case.inputs[i][1]]
-        buffers.append(f"  std::vector<{ctype}> a{i}({x.size});\n"
+        buffers.append(f"  std::vector<{ctype}> a{i}({max(x.size, 1)});\n"
                        f"  read(\"{path}\", a{i}.data(), {x.nbytes});")
     for j, (shape, dt) in enumerate(case.outputs):
         size = int(np.prod(shape))
@@ -250,8 +313,10 @@ def run_case(case, tools, work, rng):
         buffers.append(f"  std::vector<{ctype}> o{j}({size});")
         writes.append(f"  write(\"{os.path.join(d, f'out{j}.bin')}\", o{j}.data(), "
                       f"{size} * sizeof({ctype}));")
+    for src_arg, dst_arg in copies:
+        buffers.append(f"  {buf(dst_arg)} = {buf(src_arg)};")
     for p in params:
-        args.append(f"a{p}.data()" if p < n_in else f"o{p - n_in}.data()")
+        args.append(f"{buf(p)}.data()")
     driver = os.path.join(d, "driver.cpp")
     open(driver, "w").write(DRIVER.format(
         shim=os.path.join(HERE, "host_shim.h"), source=os.path.join(dump, kernel + ".cu"),
@@ -266,6 +331,9 @@ def run_case(case, tools, work, rng):
     if r.returncode != 0:
         return False, f"host run failed ({r.returncode}): {r.stderr.strip()}"
 
+    reported = int(r.stdout.split()[-1])
+    if reported != case.error:
+        return False, f"{kernel}: reported error code {reported}, expected {case.error}"
     wants = case.ref(*[as_float(x, dt) for x, (_, dt) in zip(inputs, case.inputs)])
     details = []
     ok = True

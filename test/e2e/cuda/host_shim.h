@@ -33,5 +33,11 @@ inline unsigned __float_as_uint(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+inline unsigned atomicCAS(unsigned *address, unsigned compare, unsigned value) {
+  unsigned old = *address;
+  if (old == compare)
+    *address = value;
+  return old;
+}
 using std::max;
 using std::min;
