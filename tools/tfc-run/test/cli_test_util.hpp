@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+// ASSERT_OK and the test seed are shared with the runtime's tests (TFC_TEST_SEED).
+#include "../../../runtime/test/test_seed.hpp"
+#include "../../../runtime/test/test_status.hpp"
+
 namespace tfc_run_test {
 
 // A single-quoted shell word.

@@ -69,7 +69,7 @@ class TrainTest : public ScratchDirTest {
 std::map<std::string, std::string> tensorBytes(const std::string& path) {
   std::map<std::string, std::string> bytes;
   auto file = tfc::SafetensorsFile::open(path);
-  EXPECT_TRUE(file.ok()) << file.status().toString();
+  EXPECT_OK(file);
   if (!file.ok()) return bytes;
   for (const auto& info : file->tensors()) {
     bytes[info.name] = std::string(reinterpret_cast<const char*>(info.data), info.byteSize);
@@ -204,11 +204,11 @@ TEST_F(TrainTest, DataErrors) {
   // .npy: a 1-D integer array works; 2-D and float arrays are refused.
   auto npy = [&](const std::string& name, tfc_dtype_t dtype, std::vector<int64_t> shape) {
     auto tensor = tfc::HostTensor::allocate(dtype, std::move(shape));
-    EXPECT_TRUE(tensor.ok());
+    EXPECT_OK(tensor);
     if (dtype == TFC_DTYPE_I64) {
       for (int64_t i = 0; i < tensor->numElements(); ++i) tensor->mutableDataAs<int64_t>()[i] = i % 16;
     }
-    EXPECT_TRUE(tfc::writeNpy(file(name), tensor->view()).ok());
+    EXPECT_OK(tfc::writeNpy(file(name), tensor->view()));
     return file(name);
   };
   Result good = attempt(npy("good.npy", TFC_DTYPE_I64, {300}));
@@ -253,7 +253,7 @@ TEST_F(TrainTest, TrainsLogsAndPlots) {
   EXPECT_LT(last, 0.7 * first) << csv;
   // The checkpoint: parameters by name, state under state., the step in the metadata.
   auto file = tfc::SafetensorsFile::open(ckpt);
-  ASSERT_TRUE(file.ok()) << file.status().toString();
+  ASSERT_OK(file);
   EXPECT_NE(file->find("wte"), nullptr);
   EXPECT_NE(file->find("state.opt.m.wte"), nullptr);
   EXPECT_NE(file->find("state.train.step"), nullptr);
@@ -361,7 +361,7 @@ TEST_F(TrainTest, NanStopsAndKeepsTheLastCheckpoint) {
   EXPECT_TRUE(contains(nan.output, "The last good checkpoint")) << nan.output;
   // With --save-every 1 the good steps before the bad one were saved; the bad one was not.
   auto file = tfc::SafetensorsFile::open(ckpt);
-  ASSERT_TRUE(file.ok());
+  ASSERT_OK(file);
   int64_t savedStep = std::atoll(file->metadata().at("step").c_str());
   EXPECT_TRUE(contains(nan.output, "step " + std::to_string(savedStep + 1) + ":")) << nan.output;
   for (const auto& info : file->tensors()) {

@@ -8,16 +8,13 @@
 #include <thread>
 
 #include "internal.h"
+// The seed comes from the one place every C++ test takes it from (TFC_TEST_SEED), and
+// its listener prints it after any failing kernel test.
+#include "../../../../runtime/test/test_seed.hpp"
 
 namespace tfc_kern_test {
 
-uint64_t run_seed() {
-  static uint64_t seed = [] {
-    if (const char* s = getenv("TFC_TEST_SEED")) return (uint64_t)strtoull(s, nullptr, 10);
-    return (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % (uint64_t)1000000007;
-  }();
-  return seed;
-}
+uint64_t run_seed() { return tfc::testing::testSeed(); }
 
 std::vector<float> random_vec(std::mt19937_64& rng, size_t n, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
