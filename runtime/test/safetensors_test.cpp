@@ -385,14 +385,14 @@ TEST(SafetensorsWrite, ExistingFileSurvivesFailedWrite) {
   EXPECT_EQ(dir.list(), std::vector<std::string>{"model.safetensors"});
 }
 
-TEST(SafetensorsWrite, DirectoryInTheWaySurvivesFailedRename) {
+TEST(SafetensorsWrite, DirectoryInTheWayIsRefusedAndKept) {
   TempDir dir;
   const std::string path = dir.file("model.safetensors");
   ASSERT_EQ(::mkdir(path.c_str(), 0755), 0);
   testing::writeBytes(path + "/inside", "keep");
   const float value = 1.0f;
   Status status = writeSafetensors(path, {{"x", {TFC_DTYPE_F32, {}, &value, 4}}});
-  EXPECT_TRUE(isError(status, TFC_IO_ERROR, path, "cannot rename"));
+  EXPECT_TRUE(isError(status, TFC_INVALID_ARGUMENT, path, "is a directory"));
   EXPECT_EQ(dir.list(), std::vector<std::string>{"model.safetensors"});
   EXPECT_EQ(testing::readBytes(path + "/inside"), "keep");
 }
