@@ -240,6 +240,10 @@ std::vector<BadFileCase> badFileCases() {
        TFC_DATA_LOSS, "more than two data_offsets"},
       {"OffsetsOne", withHeader("{" + tensorJson("a", "F32", "[2]", "[0]") + "}", 8),
        TFC_DATA_LOSS, "fewer than two data_offsets"},
+      // The reference implementation refuses bytes after the last tensor's data.
+      {"TrailingBytesAfterData", withHeader("{" + good + "}", 12), TFC_DATA_LOSS,
+       "the tensors use 8; the file has 4 trailing bytes"},
+      {"DataButNoTensors", withHeader("{}", 1), TFC_DATA_LOSS, "1 trailing bytes"},
       {"Overlap",
        withHeader("{" + tensorJson("a", "F32", "[2]", "[0,8]") + "," +
                       tensorJson("b", "F32", "[2]", "[4,12]") + "}", 12),
@@ -340,13 +344,19 @@ TEST(Safetensors, GetUnknownTensor) {
   EXPECT_TRUE(isError(file->load("b").status(), TFC_NOT_FOUND, "m.safetensors", "'b'"));
 }
 
-TEST(Safetensors, GapsAndUnusedTailAreAccepted) {
-  // Stricter readers require tensors to tile the data section; this one only requires
-  // them to be in range and disjoint.
+TEST(Safetensors, GapsAreAcceptedButNotAnUnusedTail) {
+  // Stricter readers require tensors to tile the data section; this one requires them to be
+  // in range and disjoint, and (as the reference implementation does) the data section to
+  // end at the last tensor's end: trailing bytes are refused, naming both sizes.
   std::string bytes = withHeader("{" + tensorJson("a", "U8", "[2]", "[4,6]") + "," +
-                                     tensorJson("b", "U8", "[2]", "[10,12]") + "}", 20);
+                                     tensorJson("b", "U8", "[2]", "[10,12]") + "}", 12);
   StatusOr<SafetensorsFile> file = parseSafetensors(bytes.data(), bytes.size(), "gaps");
-  ASSERT_TRUE(file.ok()) << file.status().toString();
+  ASSERT_OK(file);
+  bytes = withHeader("{" + tensorJson("a", "U8", "[2]", "[4,6]") + "," +
+                         tensorJson("b", "U8", "[2]", "[10,12]") + "}", 20);
+  EXPECT_TRUE(isError(parseSafetensors(bytes.data(), bytes.size(), "tail").status(),
+                      TFC_DATA_LOSS, "tail",
+                      "20 bytes of data after the header but the tensors use 12"));
   // Empty tensors may share offsets with anything.
   bytes = withHeader("{" + tensorJson("a", "U8", "[4]", "[0,4]") + "," +
                          tensorJson("b", "U8", "[0]", "[2,2]") + "," +
