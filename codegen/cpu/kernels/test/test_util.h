@@ -46,7 +46,9 @@ struct ScopedHost {
   ~ScopedHost() { tfc_kernels_set_host(nullptr); }
 };
 
-// max |a - b| / max(max |b|, tiny)
+// max |a - b| / max(max |b|, tiny) over the finite elements; +inf (a failure under any
+// tolerance) when an element is NaN on either side or infinite on one side only or with
+// the other sign.
 double rel_max_err(const float* a, const double* b, size_t n);
 
 }  // namespace tfc_kern_test
