@@ -19,6 +19,7 @@
 
 #include "cli_test_util.hpp"
 #include "tfc/runtime/npy.hpp"
+#include "tfc/runtime/tensor.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
 namespace {
@@ -83,6 +84,10 @@ TEST_F(TrainTest, HelpAndUsageErrors) {
     EXPECT_EQ(help.code, 0) << help.output;
     EXPECT_TRUE(contains(help.output, "usage: tfc-run MODEL.so")) << help.output;
   }
+  Result help = run({"train", "--help"});
+  EXPECT_TRUE(contains(help.output, "--save-every K      also save every K steps (default 0: "
+                                    "only at the last step"))
+      << help.output;
   struct Case {
     std::vector<std::string> args;
     const char* message;
@@ -95,7 +100,17 @@ TEST_F(TrainTest, HelpAndUsageErrors) {
       {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt}, "missing --weights"},
       {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
         "--resume", ckpt},
-       "give one of --weights, --init-seed and --resume"},
+       "only one of --resume and --init-seed"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--weights", ckpt,
+        "--resume", ckpt},
+       "only one of --resume and --weights"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--weights", ckpt,
+        "--init-seed", "0"},
+       "only one of --weights and --init-seed"},
+      // The schedule would end before the run does and train the rest at --min-lr.
+      {{kTrainModel, "train", "--data", data_, "--steps", "50", "--total-steps", "40", "--save",
+        ckpt, "--init-seed", "0"},
+       "--total-steps 40 is below --steps 50"},
       {{kTrainModel, "train", "--data", data_, "--steps", "0", "--save", ckpt, "--init-seed", "0"},
        "--steps '0' is not a positive integer"},
       {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
@@ -393,6 +408,128 @@ TEST_F(TrainTest, FailedSaveKeepsThePreviousCheckpoint) {
   while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) listing.output.append(buffer, got);
   pclose(pipe);
   EXPECT_FALSE(contains(listing.output, ".tmp")) << listing.output;
+}
+
+// A log that cannot be written (a full disk; /dev/full fails every write with ENOSPC)
+// stops the run with the file's name and the reason: it used to exit 0 with the log cut
+// at 4096 bytes.
+TEST_F(TrainTest, LogWriteFailureIsAnError) {
+  std::string ckpt = file("c.safetensors");
+  Result result = run(train({"--init-seed", "0", "--steps", "3", "--save", ckpt, "--log",
+                             "/dev/full"}));
+  EXPECT_EQ(result.code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "--log /dev/full: write failed: No space left on device"))
+      << result.output;
+  // The same for seed-experiment's log.
+  Result seed = run({kTrainModel, "seed-experiment", "--log", "/dev/full"});
+  EXPECT_NE(seed.code, 0) << seed.output;
+}
+
+// Standard output is an output file too: generate's text, info's summary.
+TEST_F(TrainTest, StandardOutputWriteFailureIsAnError) {
+  Result info = run({kTrainModel, "info"}, "exec >/dev/full;");
+  EXPECT_EQ(info.code, 1) << info.output;
+  EXPECT_TRUE(contains(info.output, "cannot write standard output: No space left on device"))
+      << info.output;
+}
+
+// Saves go through the runtime's atomic writer: a node that is not a regular file is
+// refused (as root, --save /dev/full used to replace the device with a regular file; a
+// FIFO stands in for it here so that a regression cannot destroy /dev/full), and a
+// symbolic link is written through, not replaced.
+TEST_F(TrainTest, SaveRefusesNonRegularTargetsAndWritesThroughLinks) {
+  std::string fifo = file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result save = run(train({"--init-seed", "0", "--steps", "2", "--save", fifo}));
+  EXPECT_EQ(save.code, 1) << save.output;
+  EXPECT_TRUE(contains(save.output, fifo + " is a named pipe; refusing to replace it"))
+      << save.output;
+  Result init = run({kTrainModel, "init", "-o", fifo});
+  EXPECT_EQ(init.code, 1) << init.output;
+  EXPECT_TRUE(contains(init.output, "is a named pipe")) << init.output;
+  struct stat info;
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+
+  ASSERT_EQ(::mkdir(file("store").c_str(), 0700), 0);
+  std::string link = file("latest.safetensors");
+  ASSERT_EQ(::symlink("store/run1.safetensors", link.c_str()), 0);
+  Result linked = run(train({"--init-seed", "0", "--steps", "2", "--save", link}));
+  ASSERT_EQ(linked.code, 0) << linked.output;
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode)) << "the link was replaced";
+  EXPECT_FALSE(tensorBytes(file("store/run1.safetensors")).empty());
+  Result resumed = run(train({"--resume", link, "--steps", "4", "--save", link}));
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+}
+
+// A save killed half-way leaves "<name>.tmp.<pid>.<random>"; the next save of the same
+// checkpoint removes it (its writer is dead) and keeps a live writer's.
+TEST_F(TrainTest, NextSaveRemovesStaleTemporaries) {
+  std::string ckpt = file("c.safetensors");
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  std::string stale = ckpt + ".tmp." + std::to_string(child) + ".0badf00d";
+  std::string live = ckpt + ".tmp." + std::to_string(::getpid()) + ".600dcafe";
+  std::ofstream(stale) << "partial checkpoint";
+  std::ofstream(live) << "a concurrent save";
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "2", "--save", ckpt})).code, 0);
+  EXPECT_FALSE(exists(stale));
+  EXPECT_TRUE(exists(live));
+}
+
+// decode and prefill take cache positions: tfc-run checks them against the model's n_ctx
+// (8 here, prefill chunk 4) and says what is wrong instead of the kernel's "embedding: id
+// out of range"; prefill's n is refused out of [1, P] instead of clamped.
+TEST_F(TrainTest, CallChecksCachePositions) {
+  std::string token = file("token.npy");
+  std::string tokens = file("tokens.npy");
+  {
+    int32_t one[2] = {1, 2};
+    ASSERT_OK(tfc::writeNpy(token, tfc::TensorView{TFC_DTYPE_I32, {2, 1}, one, sizeof(one)}));
+    int32_t four[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ASSERT_OK(tfc::writeNpy(tokens, tfc::TensorView{TFC_DTYPE_I32, {2, 4}, four, sizeof(four)}));
+  }
+  auto call = [&](std::vector<std::string> in) {
+    std::vector<std::string> args = {kTrainModel, "call", in[0], "--init-seed", "0", "--out-dir",
+                                     file("out")};
+    for (size_t i = 1; i < in.size(); ++i) {
+      args.push_back("--in");
+      args.push_back(in[i]);
+    }
+    return run(args);
+  };
+  Result good = call({"decode", "token=" + token, "pos=7"});
+  EXPECT_EQ(good.code, 0) << good.output;
+  good = call({"prefill", "tokens=" + tokens, "pos=4", "n=4"});
+  EXPECT_EQ(good.code, 0) << good.output;
+  struct Case {
+    std::vector<std::string> in;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"decode", "token=" + token, "pos=8"},
+       "entry 'decode': pos = 8 is past the context: the model's context length (n_ctx) is 8"},
+      {{"decode", "token=" + token, "pos=-1"},
+       "entry 'decode': pos = -1 is not a position in the KV cache: positions start at 0 and "
+       "the context length (n_ctx) is 8"},
+      {{"prefill", "tokens=" + tokens, "pos=5", "n=1"},
+       "pos = 5 is past the context: the model's context length (n_ctx) is 8, so its 4 tokens "
+       "at pos must end by position 7 (pos at most 4)"},
+      {{"prefill", "tokens=" + tokens, "pos=0", "n=5"},
+       "entry 'prefill': n = 5 is out of range: it counts the tokens of the chunk in use, 1 to 4"},
+      {{"prefill", "tokens=" + tokens, "pos=0", "n=0"}, "n = 0 is out of range"},
+      {{"prefill", "tokens=" + tokens, "pos=0", "n=-2147483648"}, "n = -2147483648 is out of range"},
+  };
+  for (const Case& c : cases) {
+    Result result = call(c.in);
+    EXPECT_EQ(result.code, 1) << result.output;
+    EXPECT_TRUE(contains(result.output, c.message)) << c.message << "\n" << result.output;
+    EXPECT_FALSE(contains(result.output, "embedding")) << result.output;
+  }
 }
 
 }  // namespace
