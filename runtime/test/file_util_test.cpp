@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,13 +60,24 @@ TEST(AtomicWrite, RefusesToReplaceANonRegularFile) {
   EXPECT_EQ(dir.list(), std::vector<std::string>{"pipe"});
 }
 
-TEST(AtomicWrite, RefusesADeviceWithoutTouchingIt) {
-  // Writing needs no rights here: the writer must refuse before creating anything.
-  EXPECT_TRUE(testing::isError(write("/dev/full", "x"), TFC_INVALID_ARGUMENT, "/dev/full",
+// A character device that behaves as /dev/full: as root, a clone made with mknod in the
+// scratch folder, so that a regression replaces the clone and never the machine's
+// /dev/full; otherwise /dev/full itself, which a non-root writer cannot replace.
+std::string fullDevice(const TempDir& dir) {
+  std::string clone = dir.file("full");
+  if (::mknod(clone.c_str(), S_IFCHR | 0600, makedev(1, 7)) == 0) return clone;
+  return "/dev/full";
+}
+
+TEST(AtomicWrite, RefusesACharacterDeviceWithoutTouchingIt) {
+  TempDir dir;
+  const std::string device = fullDevice(dir);
+  EXPECT_TRUE(testing::isError(write(device, "x"), TFC_INVALID_ARGUMENT, device,
                                "a character device"));
   struct stat info;
-  ASSERT_EQ(::lstat("/dev/full", &info), 0);
-  EXPECT_TRUE(S_ISCHR(info.st_mode)) << "/dev/full is no longer a device";
+  ASSERT_EQ(::lstat(device.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << device << " is no longer a device";
+  for (const std::string& name : dir.list()) EXPECT_EQ(name.find(".tmp."), std::string::npos);
 }
 
 TEST(AtomicWrite, RefusesADirectory) {
@@ -99,8 +111,9 @@ TEST(AtomicWrite, CreatesTheTargetOfADanglingLink) {
 
 TEST(AtomicWrite, RefusesALinkToADevice) {
   TempDir dir;
-  ASSERT_EQ(::symlink("/dev/full", dir.file("link").c_str()), 0);
-  EXPECT_TRUE(testing::isError(write(dir.file("link"), "x"), TFC_INVALID_ARGUMENT, "/dev/full",
+  const std::string device = fullDevice(dir);
+  ASSERT_EQ(::symlink(device.c_str(), dir.file("link").c_str()), 0);
+  EXPECT_TRUE(testing::isError(write(dir.file("link"), "x"), TFC_INVALID_ARGUMENT, device,
                                "a character device"));
   EXPECT_TRUE(isSymlink(dir.file("link")));
 }
