@@ -80,6 +80,10 @@ constexpr const char* kCsvHeader = "step,loss,lr,grad_norm,tokens_per_s,eval_los
 // Rows of an existing log up to |lastStep| (for a resumed run's log and plot).
 std::vector<LogRow> readLog(const std::string& path, int64_t lastStep) {
   std::vector<LogRow> rows;
+  // Only a regular file holds earlier rows: a device such as /dev/full or /dev/zero reads
+  // as an endless line of NUL bytes.
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return rows;
   std::ifstream file(path);
   std::string line;
   while (std::getline(file, line)) {

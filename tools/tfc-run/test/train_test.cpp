@@ -3,13 +3,18 @@
 // they run without the compiler: argument, data and checkpoint errors, resume
 // bit-identity, NaN stop, failed saves, the CSV log and the PNG plot.
 #include <gtest/gtest.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -530,6 +535,137 @@ TEST_F(TrainTest, CallChecksCachePositions) {
     EXPECT_TRUE(contains(result.output, c.message)) << c.message << "\n" << result.output;
     EXPECT_FALSE(contains(result.output, "embedding")) << result.output;
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fault injection: checkpoints survive SIGKILL at any point of a save, a read-only folder
+// and a full device.
+
+// The names in |dir| that are temporaries of an atomic write.
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> found;
+  if (DIR* listing = ::opendir(dir.c_str())) {
+    while (struct dirent* entry = ::readdir(listing)) {
+      if (std::strstr(entry->d_name, ".tmp.") != nullptr) found.push_back(entry->d_name);
+    }
+    ::closedir(listing);
+  }
+  return found;
+}
+
+// A train run that saves at every step, killed with SIGKILL after a seeded random delay,
+// over and over: whatever the kill interrupted (a step, the write of the temporary, its
+// fsync, the rename), the checkpoint present must load and resume, and the next save must
+// leave no temporary behind. The seed is the test seed (TFC_TEST_SEED), printed on failure.
+TEST_F(TrainTest, CheckpointSurvivesSigkillDuringSaves) {
+  const uint64_t seed = tfc::testing::testSeedForCurrentTest();
+  SCOPED_TRACE("kill delays drawn with seed " + std::to_string(seed) + " (TFC_TEST_SEED=" +
+               std::to_string(tfc::testing::testSeed()) + ")");
+  std::mt19937_64 random(seed);
+  const std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "1", "--save", ckpt})).code, 0);
+  int killedWithTemporary = 0;
+  const int kRounds = 12;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::string> args = train({"--resume", ckpt, "--steps", "1000000",
+                                           "--save-every", "1", "--save", ckpt});
+    args.insert(args.begin(), TFC_RUN_PATH);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+      ::execv(TFC_RUN_PATH, argv.data());
+      ::_exit(127);
+    }
+    // From before the first save (start-up, loading) to well into the saving loop.
+    std::uniform_int_distribution<int> delay(1000, 60000);
+    int micros = delay(random);
+    ::usleep(static_cast<useconds_t>(micros));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    SCOPED_TRACE("round " + std::to_string(round) + ", killed after " + std::to_string(micros) +
+                 " us");
+    if (!temporaries(dir_).empty()) ++killedWithTemporary;
+
+    // The checkpoint present is a whole one, of a step the run reached.
+    auto checkpoint = tfc::SafetensorsFile::open(ckpt);
+    ASSERT_OK(checkpoint);
+    int64_t step = std::atoll(checkpoint->metadata().at("step").c_str());
+    ASSERT_GE(step, 1);
+    // It resumes, and that run's save removes the killed writer's temporary.
+    Result resumed = run(train({"--resume", ckpt, "--steps", std::to_string(step + 1), "--save",
+                                ckpt}));
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    EXPECT_TRUE(contains(resumed.output, "resuming from")) << resumed.output;
+    EXPECT_EQ(temporaries(dir_), std::vector<std::string>{}) << "left after the next save";
+  }
+  // Informational: how many kills landed inside a save (seed-dependent).
+  std::printf("%d of %d kills left a temporary, each removed by the next save\n",
+              killedWithTemporary, kRounds);
+}
+
+// A save into a folder the writer may not write to fails, naming the file and the reason,
+// and keeps the previous checkpoint. As root, permissions do not stop writes, so the run
+// drops to user nobody (setpriv), as an ordinary user would run it.
+TEST_F(TrainTest, ReadOnlyFolderKeepsThePreviousCheckpoint) {
+  ASSERT_EQ(::mkdir(file("ro").c_str(), 0755), 0);
+  const std::string ckpt = file("ro/c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "2", "--save", ckpt})).code, 0);
+  const std::string before = readAll(ckpt);
+  ASSERT_EQ(::chmod(file("ro").c_str(), 0555), 0);
+  std::string wrapper;
+  if (::geteuid() == 0) {
+    // nobody must reach the model, the data and the folder.
+    ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod(ckpt.c_str(), 0644), 0);
+    ASSERT_EQ(::chmod(data_.c_str(), 0644), 0);
+    wrapper = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+  }
+  Result result = run(train({"--resume", ckpt, "--steps", "4", "--save", ckpt}), "", wrapper);
+  EXPECT_EQ(result.code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "could not save the checkpoint at step 4")) << result.output;
+  EXPECT_TRUE(contains(result.output, "Permission denied")) << result.output;
+  EXPECT_TRUE(contains(result.output, ckpt)) << result.output;
+  EXPECT_EQ(readAll(ckpt), before);
+  EXPECT_EQ(temporaries(file("ro")), std::vector<std::string>{});
+}
+
+// A character device as the checkpoint (as root a clone of /dev/full made with mknod, so
+// that a regression cannot destroy the machine's) is refused and stays a device; a log on
+// /dev/full stops the run before anything replaces the previous checkpoint.
+TEST_F(TrainTest, FullDeviceKeepsThePreviousCheckpoint) {
+  const std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "2", "--save", ckpt})).code, 0);
+  const std::string before = readAll(ckpt);
+  // On resume the earlier rows are read from the log: a device must not be read (/dev/full
+  // reads as endless NUL bytes; that took a minute and gigabytes): 10 s of CPU at most.
+  Result log = run(train({"--resume", ckpt, "--steps", "4", "--save", ckpt, "--log",
+                          "/dev/full"}),
+                   "ulimit -t 10;");
+  EXPECT_EQ(log.code, 1) << log.output;
+  EXPECT_TRUE(contains(log.output, "No space left on device")) << log.output;
+  EXPECT_EQ(readAll(ckpt), before);
+
+  std::string device = file("full");
+  if (::mknod(device.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0) device = "/dev/full";
+  Result save = run(train({"--resume", ckpt, "--steps", "4", "--save", device}));
+  EXPECT_EQ(save.code, 1) << save.output;
+  EXPECT_TRUE(contains(save.output, device + " is a character device; refusing to replace it"))
+      << save.output;
+  Result init = run({kTrainModel, "init", "-o", device});
+  EXPECT_EQ(init.code, 1) << init.output;
+  EXPECT_TRUE(contains(init.output, "is a character device")) << init.output;
+  struct stat info;
+  ASSERT_EQ(::lstat(device.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << device << " was replaced";
+  EXPECT_EQ(readAll(ckpt), before);
+  EXPECT_EQ(temporaries(dir_), std::vector<std::string>{});
 }
 
 }  // namespace
