@@ -256,6 +256,21 @@ Status openArtifact(const char* pathArg, const tfc_artifact_options_t& options,
                          path.c_str(), TFC_ARTIFACT_SYMBOL);
   }
   const tfc_artifact_t* table = get();
+  TFC_RETURN_IF_ERROR(tfc::internal::validateArtifactTable(
+      path, table, options.skip_init_spec_check ? nullptr : &artifact->paramInits,
+      options.skip_init_spec_check ? nullptr : &artifact->stateInits));
+  artifact->initsParsed = !options.skip_init_spec_check;
+  artifact->table = table;
+  return Status();
+}
+
+}  // namespace
+
+namespace tfc::internal {
+
+Status validateArtifactTable(const std::string& path, const tfc_artifact_t* table,
+                             std::vector<InitSpec>* paramInits,
+                             std::vector<InitSpec>* stateInits) {
   if (table == nullptr) {
     return Status::error(TFC_DATA_LOSS, "%s: corrupt artifact: %s() returned a null table",
                          path.c_str(), TFC_ARTIFACT_SYMBOL);
@@ -279,18 +294,18 @@ Status openArtifact(const char* pathArg, const tfc_artifact_options_t& options,
                          TFC_ARTIFACT_ABI_VERSION);
   }
   TFC_RETURN_IF_ERROR(checkTable(path, *table));
-  if (!options.skip_init_spec_check) {
-    TFC_RETURN_IF_ERROR(tfc::internal::parseInits(path, "parameter", table->params,
-                                                  table->num_params, &artifact->paramInits));
-    TFC_RETURN_IF_ERROR(tfc::internal::parseInits(path, "state tensor", table->state,
-                                                  table->num_state, &artifact->stateInits));
-    artifact->initsParsed = true;
+  if (paramInits != nullptr) {
+    TFC_RETURN_IF_ERROR(parseInits(path, "parameter", table->params, table->num_params,
+                                   paramInits));
   }
-  artifact->table = table;
+  if (stateInits != nullptr) {
+    TFC_RETURN_IF_ERROR(parseInits(path, "state tensor", table->state, table->num_state,
+                                   stateInits));
+  }
   return Status();
 }
 
-}  // namespace
+}  // namespace tfc::internal
 
 extern "C" {
 

@@ -1,16 +1,22 @@
 #include "file_util.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+
+#include "tfc/runtime/file.hpp"
 
 namespace tfc::internal {
 namespace {
@@ -91,6 +97,11 @@ std::string directoryOf(const std::string& path) {
   return path.substr(0, slash);
 }
 
+std::string baseNameOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 // A suffix unlikely to collide between threads and processes; O_EXCL settles the rest.
 std::string randomSuffix() {
   static std::atomic<uint64_t> counter{0};
@@ -103,6 +114,103 @@ std::string randomSuffix() {
   char buffer[17];
   std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(value));
   return std::string(buffer, 8);
+}
+
+// "a character device", "a directory", ... for messages about a file that is not regular.
+const char* describeFileType(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a named pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// Follows |path| through symbolic links (each link's target relative to the link's folder)
+// to the path that is finally written: a regular file or one that does not exist yet. A
+// rename over a link would replace the link itself, so the writer must rename over what
+// the link names. Refuses anything else that exists: renaming over a device node (as root)
+// would turn /dev/full into a regular file.
+StatusOr<std::string> resolveWriteTarget(const std::string& path, struct stat* targetInfo,
+                                         bool* exists) {
+  std::string current = path;
+  for (int depth = 0; depth < 40; ++depth) {
+    struct stat info;
+    if (::lstat(current.c_str(), &info) != 0) {
+      int error = errno;
+      if (error == ENOENT) {
+        *exists = false;
+        return current;
+      }
+      return Status::error(codeForErrno(error), "%s: cannot stat '%s': %s", path.c_str(),
+                           current.c_str(), std::strerror(error));
+    }
+    if (S_ISLNK(info.st_mode)) {
+      std::vector<char> buffer(static_cast<size_t>(info.st_size > 0 ? info.st_size : 255) + 2);
+      ssize_t length = ::readlink(current.c_str(), buffer.data(), buffer.size() - 1);
+      if (length < 0) {
+        int error = errno;
+        return Status::error(TFC_IO_ERROR, "%s: cannot read the symbolic link '%s': %s",
+                             path.c_str(), current.c_str(), std::strerror(error));
+      }
+      std::string target(buffer.data(), static_cast<size_t>(length));
+      if (target.empty()) {
+        return Status::error(TFC_INVALID_ARGUMENT, "%s: the symbolic link '%s' is empty",
+                             path.c_str(), current.c_str());
+      }
+      current = target[0] == '/' ? target : directoryOf(current) + "/" + target;
+      continue;
+    }
+    if (!S_ISREG(info.st_mode)) {
+      std::string through = current == path ? "" : " (the symbolic link's target '" + current + "')";
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "%s%s is %s; refusing to replace it with a regular file (write to a "
+                           "regular file's path instead)",
+                           path.c_str(), through.c_str(), describeFileType(info.st_mode));
+    }
+    *targetInfo = info;
+    *exists = true;
+    return current;
+  }
+  return Status::error(TFC_INVALID_ARGUMENT,
+                       "%s: too many levels of symbolic links (a loop?) ending at '%s'",
+                       path.c_str(), current.c_str());
+}
+
+// The temporaries of |target| are "<name>.tmp.<pid>.<random>". Removes those whose writer
+// process is gone (kill(pid, 0) fails with ESRCH): a writer killed in the middle of a save
+// (SIGKILL, power loss) cannot clean up, and its temporary may be as large as the file.
+// A live writer's temporary is never touched, so concurrent saves stay safe. (A writer in
+// another PID namespace sharing the folder would look dead; tfc does not support that.)
+void removeStaleTemporaries(const std::string& target) {
+  const std::string prefix = baseNameOf(target) + ".tmp.";
+  DIR* directory = ::opendir(directoryOf(target).c_str());
+  if (directory == nullptr) return;  // the create below reports any real problem
+  std::vector<std::string> stale;
+  while (struct dirent* entry = ::readdir(directory)) {
+    std::string name = entry->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // "<pid>.<8 hex digits>" and nothing else.
+    std::string rest = name.substr(prefix.size());
+    size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || dot > 10 || rest.size() - dot - 1 != 8) continue;
+    bool digits = true;
+    for (size_t i = 0; i < dot; ++i) digits &= std::isdigit(static_cast<unsigned char>(rest[i])) != 0;
+    for (size_t i = dot + 1; i < rest.size(); ++i) {
+      digits &= std::isxdigit(static_cast<unsigned char>(rest[i])) != 0;
+    }
+    if (!digits) continue;
+    long long pid = std::atoll(rest.substr(0, dot).c_str());
+    if (pid <= 0 || pid > INT32_MAX || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  ::closedir(directory);
+  for (const std::string& name : stale) {
+    std::string stalePath = directoryOf(target) + "/" + name;
+    struct stat info;
+    // Only regular files: a name that merely looks like ours is left alone otherwise.
+    if (::lstat(stalePath.c_str(), &info) == 0 && S_ISREG(info.st_mode)) ::unlink(stalePath.c_str());
+  }
 }
 
 }  // namespace
@@ -171,13 +279,19 @@ Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>&
                          path.c_str());
   }
 
-  // Create the temporary file next to |path|, so that the rename stays within one file
+  struct stat targetInfo {};
+  bool targetExists = false;
+  TFC_ASSIGN_OR_RETURN(std::string target, resolveWriteTarget(path, &targetInfo, &targetExists));
+  removeStaleTemporaries(target);
+
+  // Create the temporary file next to the target, so that the rename stays within one file
   // system and is atomic. O_EXCL guarantees we never clobber someone else's file; the
-  // 0666 mode lets the umask decide permissions as for any new file.
+  // 0666 mode lets the umask decide permissions as for any new file. The pid in the name
+  // lets a later save tell a dead writer's leftovers from a live writer's file.
   std::string tempPath;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    tempPath = path + ".tmp." + randomSuffix();
+    tempPath = target + ".tmp." + std::to_string(::getpid()) + "." + randomSuffix();
     fd = ::open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
@@ -186,6 +300,8 @@ Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>&
     return Status::error(codeForErrno(error), "%s: cannot create temporary file '%s': %s",
                          path.c_str(), tempPath.c_str(), std::strerror(error));
   }
+  // Replacing a file keeps its permission bits (a file made private stays private).
+  if (targetExists) (void)::fchmod(fd, targetInfo.st_mode & 07777);
 
   FdCloser closer(fd);
   // Every failure from here on removes the temporary file.
@@ -209,14 +325,14 @@ Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>&
     return fail(Status::error(TFC_IO_ERROR, "%s: close of temporary file '%s' failed: %s",
                               path.c_str(), tempPath.c_str(), std::strerror(error)));
   }
-  if (::rename(tempPath.c_str(), path.c_str()) != 0) {
+  if (::rename(tempPath.c_str(), target.c_str()) != 0) {
     int error = errno;
     return fail(Status::error(codeForErrno(error), "%s: cannot rename temporary file '%s' into place: %s",
                               path.c_str(), tempPath.c_str(), std::strerror(error)));
   }
   // Make the rename itself durable. The new file is already in place, so a failure here is
   // not reported: there is nothing left to undo, and the data was fsync'ed.
-  int directoryFd = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int directoryFd = ::open(directoryOf(target).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (directoryFd >= 0) {
     ::fsync(directoryFd);
     ::close(directoryFd);
@@ -286,3 +402,11 @@ bool isValidUtf8(std::string_view text) {
 }
 
 }  // namespace tfc::internal
+
+namespace tfc {
+
+Status writeFileAtomically(const std::string& path, const void* data, size_t size) {
+  return internal::writeFileAtomically(path, {{data, size}});
+}
+
+}  // namespace tfc

@@ -40,8 +40,12 @@ struct ByteSpan {
 };
 
 // Writes the concatenation of |chunks| to |path| atomically: into a new temporary file
-// "<path>.tmp.<random>" in the same directory, fsync'ed, then renamed over |path|. On any
-// error the temporary file is removed and an existing file at |path| is left as it was.
+// "<target>.tmp.<pid>.<random>" in the target's folder, fsync'ed, then renamed over the
+// target. The target is |path|, or what it names when it is a symbolic link (the link
+// stays, its file is replaced). An existing target that is not a regular file (a device,
+// a directory, a pipe) is refused with INVALID_ARGUMENT. Before writing, temporaries of
+// the same target left by writers that no longer run (killed during a save) are removed.
+// On any error the temporary file is removed and an existing target is left as it was.
 // Errors name |path| and the failing step; ENOENT maps to NOT_FOUND, others to IO_ERROR.
 Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>& chunks);
 

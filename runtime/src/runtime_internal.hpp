@@ -53,6 +53,13 @@ std::string closestName(std::string_view name, const std::vector<std::string_vie
 Status parseInits(const std::string& path, const char* what, const tfc_tensor_desc_t* descs,
                   int32_t count, std::vector<InitSpec>* out);
 
+// Validates the table an artifact's tfc_artifact_v1() returned, as tfc_artifact_open does
+// after dlopen: null, magic, ABI version, struct size, every tensor description and entry,
+// and the init specs into |paramInits| and |stateInits| unless they are null. Errors name
+// |path|. Separate from the loading so that it can be tested and fuzzed (runtime/fuzz).
+Status validateArtifactTable(const std::string& path, const tfc_artifact_t* table,
+                             std::vector<InitSpec>* paramInits, std::vector<InitSpec>* stateInits);
+
 // Binds |count| tensors described by |descs| from |file| by name into |buffers|: all checks
 // first, then the copies, so nothing changes on failure. |what| is "parameter" or "state
 // tensor". |set| (may be null) gets true for each tensor copied.

@@ -309,6 +309,22 @@ StatusOr<SafetensorsFile> SafetensorsFile::parse(const void* bytes, size_t size,
     }
   }
 
+  // As the format's reference implementation does, the data section must end exactly at
+  // the end of the file: bytes nobody describes are a sign of a truncated header, a file
+  // concatenated with another, or a writer bug, and would silently be ignored otherwise.
+  uint64_t dataUsed = 0;
+  for (const SafetensorsTensorInfo& info : result.tensors_) dataUsed = std::max(dataUsed, info.dataEnd);
+  if (dataUsed != dataSize) {
+    return Status::error(TFC_DATA_LOSS,
+                         "%s: %llu bytes of data after the header but the tensors use %llu; "
+                         "the file has %llu trailing bytes that no tensor describes (file "
+                         "size %zu, expected %llu)",
+                         file, static_cast<unsigned long long>(dataSize),
+                         static_cast<unsigned long long>(dataUsed),
+                         static_cast<unsigned long long>(dataSize - dataUsed), size,
+                         static_cast<unsigned long long>(8 + headerSize + dataUsed));
+  }
+
   for (SafetensorsTensorInfo& info : result.tensors_) {
     info.fileOffset = 8 + headerSize + info.dataBegin;
     info.data = data + info.dataBegin;

@@ -24,7 +24,7 @@ Status openStatus(const std::string& path, const tfc_artifact_options_t* options
 
 TEST(ArtifactTest, OpensTheFakeModelAndAnswersQueries) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+  ASSERT_OK(artifact);
   EXPECT_EQ(artifact->path(), fakeArtifact("fake_model"));
   EXPECT_EQ(artifact->target(), "x86_64-unknown-linux-gnu:fake");
   EXPECT_EQ(artifact->compilerVersion(), "tfc 0.1.0 (fake artifact)");
@@ -39,19 +39,19 @@ TEST(ArtifactTest, OpensTheFakeModelAndAnswersQueries) {
   EXPECT_EQ(tfc_tensor_desc_byte_size(&artifact->state(1)), 8u);
   ASSERT_EQ(artifact->entryCount(), 7);
   auto decode = artifact->findEntry("decode");
-  ASSERT_TRUE(decode.ok());
+  ASSERT_OK(decode);
   EXPECT_STREQ(artifact->entry(*decode).name, "decode");
   EXPECT_EQ(artifact->entry(*decode).num_inputs, 2);
   EXPECT_EQ(tfc_artifact_param(artifact->get(), 4), nullptr);
   EXPECT_EQ(tfc_artifact_entry(artifact->get(), -1), nullptr);
   auto param = artifact->findParam("embed");
-  ASSERT_TRUE(param.ok());
+  ASSERT_OK(param);
   EXPECT_EQ(*param, 3);
 }
 
 TEST(ArtifactTest, UnknownEntryListsEntriesAndSuggests) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok());
+  ASSERT_OK(artifact);
   auto index = artifact->findEntry("forwrd");
   ASSERT_FALSE(index.ok());
   EXPECT_EQ(index.status().code(), TFC_NOT_FOUND);
@@ -140,7 +140,7 @@ TEST(ArtifactTest, RelativePathWithoutSlashIsAFileNotALibraryName) {
   ASSERT_EQ(chdir(TFC_FAKE_ARTIFACT_DIR), 0);
   Status status = openStatus("fake_model.so");
   ASSERT_EQ(chdir(previous), 0);
-  EXPECT_TRUE(status.ok()) << status.toString();
+  EXPECT_OK(status);
 }
 
 struct BrokenCase {
@@ -185,9 +185,9 @@ TEST(ArtifactTest, SkippingTheInitSpecCheckDefersItToInit) {
   tfc_artifact_options_initialize(&options);
   options.skip_init_spec_check = true;
   auto artifact = Artifact::open(fakeArtifact("fake_break_11"), &options);
-  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+  ASSERT_OK(artifact);
   auto params = Params::create(*artifact);
-  ASSERT_TRUE(params.ok());
+  ASSERT_OK(params);
   EXPECT_TRUE(isError(params->init(0), TFC_DATA_LOSS, "fake_break_11.so", "xavier"));
 }
 

@@ -21,7 +21,7 @@ using testing::TempDir;
 
 HostTensor f32(std::vector<int64_t> shape, std::vector<float> values) {
   auto tensor = HostTensor::allocate(TFC_DTYPE_F32, std::move(shape));
-  EXPECT_TRUE(tensor.ok());
+  EXPECT_OK(tensor);
   EXPECT_EQ(static_cast<size_t>(tensor->numElements()), values.size());
   std::memcpy(tensor->mutableData(), values.data(), values.size() * sizeof(float));
   return std::move(tensor).value();
@@ -29,7 +29,7 @@ HostTensor f32(std::vector<int64_t> shape, std::vector<float> values) {
 
 HostTensor i32Scalar(int32_t value) {
   auto tensor = HostTensor::allocate(TFC_DTYPE_I32, {});
-  EXPECT_TRUE(tensor.ok());
+  EXPECT_OK(tensor);
   *tensor->mutableDataAs<int32_t>() = value;
   return std::move(tensor).value();
 }
@@ -48,17 +48,17 @@ class ContextTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto artifact = Artifact::open(fakeArtifact("fake_model"));
-    ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+    ASSERT_OK(artifact);
     artifact_ = *artifact;
     auto params = Params::create(artifact_);
-    ASSERT_TRUE(params.ok());
+    ASSERT_OK(params);
     params_ = *params;
-    ASSERT_TRUE(params_.init(42).ok());
+    ASSERT_OK(params_.init(42));
     tfc_context_options_t options;
     tfc_context_options_initialize(&options);
     options.num_threads = 2;
     auto context = Context::create(artifact_, params_, &options);
-    ASSERT_TRUE(context.ok()) << context.status().toString();
+    ASSERT_OK(context);
     context_ = *context;
   }
 
@@ -77,7 +77,7 @@ class ContextTest : public ::testing::Test {
 TEST_F(ContextTest, ForwardComputesFromParamsAndState) {
   HostTensor x = f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   auto outputs = context_.call("forward", {x.view()});
-  ASSERT_TRUE(outputs.ok()) << outputs.status().toString();
+  ASSERT_OK(outputs);
   ASSERT_EQ(outputs->size(), 1u);
   EXPECT_EQ((*outputs)[0].shape(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(floats((*outputs)[0]), floats(x));  // scale = ones, bias = zeros, acc = zeros
@@ -87,38 +87,38 @@ TEST_F(ContextTest, ForwardComputesFromParamsAndState) {
 TEST_F(ContextTest, EntryUpdatesParamsInPlace) {
   HostTensor delta = f32({4}, {1, 1, 1, 1});
   auto sum = context_.call("update", {delta.view()});
-  ASSERT_TRUE(sum.ok()) << sum.status().toString();
+  ASSERT_OK(sum);
   EXPECT_EQ((*sum)[0].rank(), 0u);
   EXPECT_EQ(*(*sum)[0].dataAs<float>(), 8.0f);
   auto scale = params_.tensor(0);
-  ASSERT_TRUE(scale.ok());
+  ASSERT_OK(scale);
   EXPECT_EQ(floats(*scale), (std::vector<float>{2, 2, 2, 2}));
   HostTensor x = f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   auto y = context_.call("forward", {x.view()});
-  ASSERT_TRUE(y.ok());
+  ASSERT_OK(y);
   EXPECT_EQ(floats((*y)[0]), (std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16}));
 }
 
 TEST_F(ContextTest, DecodeUpdatesStateAndResetClearsIt) {
   HostTensor x = f32({4}, {1, 2, 3, 4});
   HostTensor pos = i32Scalar(0);
-  ASSERT_TRUE(callStatus("decode", {pos.view(), x.view()}).ok());
+  ASSERT_OK(callStatus("decode", {pos.view(), x.view()}));
   auto y = context_.call("decode", {pos.view(), x.view()});
-  ASSERT_TRUE(y.ok()) << y.status().toString();
+  ASSERT_OK(y);
   EXPECT_EQ(floats((*y)[0]), (std::vector<float>{2, 4, 6, 8}));
   auto steps = context_.state(1);
-  ASSERT_TRUE(steps.ok());
+  ASSERT_OK(steps);
   EXPECT_EQ(*static_cast<const int64_t*>(steps->data), 2);
   // forward sees the state (acc).
   HostTensor zeros = f32({2, 4}, std::vector<float>(8, 0.0f));
   auto forward = context_.call("forward", {zeros.view()});
-  ASSERT_TRUE(forward.ok());
+  ASSERT_OK(forward);
   EXPECT_EQ(floats((*forward)[0]), (std::vector<float>{2, 4, 6, 8, 2, 4, 6, 8}));
 
-  ASSERT_TRUE(context_.resetState().ok());
+  ASSERT_OK(context_.resetState());
   EXPECT_EQ(*static_cast<const int64_t*>(steps->data), 0);
   auto acc = context_.state(0);
-  ASSERT_TRUE(acc.ok());
+  ASSERT_OK(acc);
   EXPECT_EQ(floats(*acc), (std::vector<float>{0, 0, 0, 0}));
 }
 
@@ -130,11 +130,11 @@ TEST_F(ContextTest, ReportedErrorBecomesAStatusAndStateIsUntouched) {
   EXPECT_EQ(std::string(status.message()),
             fakeArtifact("fake_model") + ": entry 'decode': position 17 is out of range [0, 16)");
   auto steps = context_.state(1);
-  ASSERT_TRUE(steps.ok());
+  ASSERT_OK(steps);
   EXPECT_EQ(*static_cast<const int64_t*>(steps->data), 0);
   // The next call starts clean.
   HostTensor good = i32Scalar(3);
-  EXPECT_TRUE(callStatus("decode", {good.view(), x.view()}).ok());
+  EXPECT_OK(callStatus("decode", {good.view(), x.view()}));
   EXPECT_TRUE(isError(callStatus("fail", {}), TFC_INVALID_ARGUMENT, "entry 'fail'",
                       "token id 99 is out of range [0, 50)"));
   EXPECT_TRUE(isError(callStatus("fail_silent", {}), TFC_INTERNAL, "entry 'fail_silent'",
@@ -150,7 +150,7 @@ TEST_F(ContextTest, InputsAreCheckedAgainstTheEntry) {
                 ": entry 'forward' input 'x' has shape [2, 5], expected [2, 4]");
 
   auto wrongDtype = HostTensor::allocate(TFC_DTYPE_I32, {2, 4});
-  ASSERT_TRUE(wrongDtype.ok());
+  ASSERT_OK(wrongDtype);
   EXPECT_TRUE(isError(callStatus("forward", {wrongDtype->view()}), TFC_INVALID_ARGUMENT,
                       "entry 'forward' input 'x'", "has dtype I32, expected F32"));
 
@@ -180,13 +180,13 @@ TEST_F(ContextTest, AliasingBuffersAreRefused) {
                       "entry 'forward'", "input 'x' and output 'y' overlap in memory"));
   // An output may not be a parameter's storage either.
   auto scale = params_.tensor(0);
-  ASSERT_TRUE(scale.ok());
+  ASSERT_OK(scale);
   HostTensor delta = f32({4}, {1, 1, 1, 1});
   TensorView deltaView = delta.view();
   EXPECT_TRUE(isError(context_.call("update", {tensorRef(deltaView)}, {*scale}),
                       TFC_INVALID_ARGUMENT, "entry 'update'", "has shape [4], expected []"));
   auto acc = context_.state(0);
-  ASSERT_TRUE(acc.ok());
+  ASSERT_OK(acc);
   HostTensor sum = f32({}, {0});
   TensorView sumView = sum.view();
   EXPECT_TRUE(isError(context_.call("update", {*acc}, {tensorRef(sumView)}),
@@ -198,23 +198,23 @@ TEST_F(ContextTest, ParallelForRunsThroughTheHostApi) {
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
   HostTensor x = f32({1000}, values);
   auto y = context_.call("double", {x.view()});
-  ASSERT_TRUE(y.ok()) << y.status().toString();
+  ASSERT_OK(y);
   for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(floats((*y)[0])[i], 2.0f * values[i]);
 }
 
 TEST(ContextParamsTest, UnsetParametersAreRefusedAtCallTime) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok());
+  ASSERT_OK(artifact);
   auto params = Params::create(*artifact);
-  ASSERT_TRUE(params.ok());
+  ASSERT_OK(params);
   auto context = Context::create(*artifact, *params);
-  ASSERT_TRUE(context.ok());
+  ASSERT_OK(context);
   auto outputs = context->call("fail_silent", {});
   ASSERT_FALSE(outputs.ok());
   EXPECT_TRUE(isError(outputs.status(), TFC_FAILED_PRECONDITION, "fake_model.so",
                       "parameters 'scale', 'bias', 'proj.weight', 'embed' were never set"));
   HostTensor ones = f32({4}, {1, 1, 1, 1});
-  ASSERT_TRUE(params->set(0, ones.view()).ok());
+  ASSERT_OK(params->set(0, ones.view()));
   EXPECT_TRUE(params->isSet(0));
   EXPECT_FALSE(params->isSet(1));
   EXPECT_TRUE(isError(params->set(1, f32({3}, {1, 2, 3}).view()), TFC_INVALID_ARGUMENT,
@@ -224,9 +224,10 @@ TEST(ContextParamsTest, UnsetParametersAreRefusedAtCallTime) {
 TEST(ContextParamsTest, ParamsOfAnotherArtifactAreRefused) {
   auto a = Artifact::open(fakeArtifact("fake_model"));
   auto b = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   auto params = Params::create(*a);
-  ASSERT_TRUE(params.ok());
+  ASSERT_OK(params);
   auto context = Context::create(*b, *params);
   ASSERT_FALSE(context.ok());
   EXPECT_TRUE(isError(context.status(), TFC_INVALID_ARGUMENT, "fake_model.so", "params belong to"));
@@ -238,31 +239,32 @@ void writeWeights(const std::string& path, const Params& params, const Artifact&
   std::vector<NamedTensorView> tensors;
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     auto ref = params.tensor(i);
-    ASSERT_TRUE(ref.ok());
+    ASSERT_OK(ref);
     tensors.push_back({artifact.param(i).name, tensorView(*ref)});
   }
   edit(tensors);
-  ASSERT_TRUE(writeSafetensors(path, tensors).ok());
+  ASSERT_OK(writeSafetensors(path, tensors));
 }
 
 TEST_F(ContextTest, ParamsRoundTripThroughSafetensors) {
   std::string path = dir_.file("w.safetensors");
-  ASSERT_TRUE(params_.saveSafetensors(path).ok());
+  ASSERT_OK(params_.saveSafetensors(path));
   auto file = SafetensorsFile::open(path);
-  ASSERT_TRUE(file.ok());
+  ASSERT_OK(file);
   EXPECT_EQ(file->tensors().size(), 4u);
   EXPECT_EQ(file->metadata().at("format"), "pt");
 
   auto loaded = Params::create(artifact_);
-  ASSERT_TRUE(loaded.ok());
-  ASSERT_TRUE(loaded->loadSafetensors(path).ok());
+  ASSERT_OK(loaded);
+  ASSERT_OK(loaded->loadSafetensors(path));
   for (int32_t i = 0; i < artifact_.paramCount(); ++i) {
     auto a = params_.tensor(i);
     auto b = loaded->tensor(i);
-    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_OK(a);
+  ASSERT_OK(b);
     EXPECT_EQ(std::memcmp(a->data, b->data, a->byte_size), 0) << artifact_.param(i).name;
   }
-  EXPECT_TRUE(loaded->checkAllSet().ok());
+  EXPECT_OK(loaded->checkAllSet());
 }
 
 TEST_F(ContextTest, BindingErrorsNameTheFileAndTheTensor) {
@@ -270,7 +272,7 @@ TEST_F(ContextTest, BindingErrorsNameTheFileAndTheTensor) {
   // Missing.
   writeWeights(path, params_, artifact_, [](auto& t) { t.erase(t.begin() + 3); });
   auto fresh = Params::create(artifact_);
-  ASSERT_TRUE(fresh.ok());
+  ASSERT_OK(fresh);
   EXPECT_TRUE(isError(fresh->loadSafetensors(path), TFC_NOT_FOUND, path,
                       "missing parameter 'embed' (F32 [8, 4])"));
   // Misnamed: an unexpected tensor with a suggestion, plus the missing one.
@@ -290,7 +292,7 @@ TEST_F(ContextTest, BindingErrorsNameTheFileAndTheTensor) {
   tfc_params_load_options_t lenient;
   tfc_params_load_options_initialize(&lenient);
   lenient.allow_unexpected = true;
-  EXPECT_TRUE(fresh->loadSafetensors(path, &lenient).ok());
+  EXPECT_OK(fresh->loadSafetensors(path, &lenient));
   // Wrong shape.
   HostTensor wrong = f32({4, 8}, std::vector<float>(32, 0.0f));
   writeWeights(path, params_, artifact_, [&](auto& t) { t[3].tensor = wrong.view(); });
@@ -298,7 +300,7 @@ TEST_F(ContextTest, BindingErrorsNameTheFileAndTheTensor) {
                       "tensor 'embed' has shape [4, 8], expected [8, 4]"));
   // Wrong dtype.
   auto half = HostTensor::allocate(TFC_DTYPE_F16, {4});
-  ASSERT_TRUE(half.ok());
+  ASSERT_OK(half);
   writeWeights(path, params_, artifact_, [&](auto& t) { t[1].tensor = half->view(); });
   EXPECT_TRUE(isError(fresh->loadSafetensors(path), TFC_INVALID_ARGUMENT, path,
                       "tensor 'bias' has dtype F16, expected F32"));
@@ -317,7 +319,7 @@ TEST_F(ContextTest, FailedLoadChangesNothing) {
   });
   ASSERT_FALSE(params_.loadSafetensors(path).ok());
   auto scale = params_.tensor(0);
-  ASSERT_TRUE(scale.ok());
+  ASSERT_OK(scale);
   EXPECT_EQ(floats(*scale), (std::vector<float>{1, 1, 1, 1}));
 
   tfc_params_load_options_t partial;
@@ -328,8 +330,8 @@ TEST_F(ContextTest, FailedLoadChangesNothing) {
     t.erase(t.begin() + 1, t.end());
   });
   auto fresh = Params::create(artifact_);
-  ASSERT_TRUE(fresh.ok());
-  ASSERT_TRUE(fresh->loadSafetensors(path, &partial).ok());
+  ASSERT_OK(fresh);
+  ASSERT_OK(fresh->loadSafetensors(path, &partial));
   EXPECT_TRUE(fresh->isSet(0));
   EXPECT_FALSE(fresh->isSet(1));
   EXPECT_TRUE(isError(fresh->saveSafetensors(dir_.file("out.safetensors")),
@@ -340,17 +342,17 @@ TEST_F(ContextTest, FailedLoadChangesNothing) {
 TEST_F(ContextTest, StateRoundTripsThroughSafetensors) {
   HostTensor x = f32({4}, {1, 2, 3, 4});
   HostTensor pos = i32Scalar(0);
-  ASSERT_TRUE(callStatus("decode", {pos.view(), x.view()}).ok());
+  ASSERT_OK(callStatus("decode", {pos.view(), x.view()}));
   std::string path = dir_.file("state.safetensors");
-  ASSERT_TRUE(context_.saveStateSafetensors(path).ok());
-  ASSERT_TRUE(context_.resetState().ok());
-  ASSERT_TRUE(context_.loadStateSafetensors(path).ok());
+  ASSERT_OK(context_.saveStateSafetensors(path));
+  ASSERT_OK(context_.resetState());
+  ASSERT_OK(context_.loadStateSafetensors(path));
   auto acc = context_.state(0);
-  ASSERT_TRUE(acc.ok());
+  ASSERT_OK(acc);
   EXPECT_EQ(floats(*acc), (std::vector<float>{1, 2, 3, 4}));
   // The weights file is not a state file.
   std::string weights = dir_.file("w.safetensors");
-  ASSERT_TRUE(params_.saveSafetensors(weights).ok());
+  ASSERT_OK(params_.saveSafetensors(weights));
   EXPECT_TRUE(isError(context_.loadStateSafetensors(weights), TFC_NOT_FOUND, weights,
                       "missing state tensor 'acc'"));
 }
@@ -378,26 +380,26 @@ TEST(ContextArenaTest, ArenasAreAllocatedLazilyAndReused) {
   CountingAllocator counter;
   {
     auto artifact = Artifact::open(fakeArtifact("fake_model"));
-    ASSERT_TRUE(artifact.ok());
+    ASSERT_OK(artifact);
     tfc_params_options_t paramsOptions;
     tfc_params_options_initialize(&paramsOptions);
     paramsOptions.allocator = counter.allocator();
     auto params = Params::create(*artifact, &paramsOptions);
-    ASSERT_TRUE(params.ok());
-    ASSERT_TRUE(params->init(0).ok());
+    ASSERT_OK(params);
+    ASSERT_OK(params->init(0));
     tfc_context_options_t options;
     tfc_context_options_initialize(&options);
     options.allocator = counter.allocator();
     options.num_threads = 1;
     auto context = Context::create(*artifact, *params, &options);
-    ASSERT_TRUE(context.ok());
+    ASSERT_OK(context);
     EXPECT_LT(counter.bytes.load(), 4096u);  // params and state only
     EXPECT_EQ(context->arenaBytesAllocated(), 0u);
     EXPECT_EQ(context->numThreads(), 1);
     HostTensor x = f32({1}, {41});
     for (int i = 0; i < 3; ++i) {
       auto y = context->call("big_arena", {x.view()});
-      ASSERT_TRUE(y.ok()) << y.status().toString();
+      ASSERT_OK(y);
       EXPECT_EQ(*(*y)[0].dataAs<float>(), 42.0f);
     }
     EXPECT_EQ(context->arenaBytesAllocated(), 64u << 20);
@@ -408,10 +410,10 @@ TEST(ContextArenaTest, ArenasAreAllocatedLazilyAndReused) {
 
 TEST(ContextArenaTest, FailingAllocatorGivesOutOfMemory) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok());
+  ASSERT_OK(artifact);
   auto params = Params::create(*artifact);
-  ASSERT_TRUE(params.ok());
-  ASSERT_TRUE(params->init(0).ok());
+  ASSERT_OK(params);
+  ASSERT_OK(params->init(0));
   tfc_context_options_t options;
   tfc_context_options_initialize(&options);
   options.allocator.allocate = [](void*, size_t size, size_t alignment) -> void* {
@@ -420,7 +422,7 @@ TEST(ContextArenaTest, FailingAllocatorGivesOutOfMemory) {
     return posix_memalign(&memory, alignment, size) == 0 ? memory : nullptr;
   };
   auto context = Context::create(*artifact, *params, &options);
-  ASSERT_TRUE(context.ok());
+  ASSERT_OK(context);
   HostTensor x = f32({1}, {1});
   auto y = context->call("big_arena", {x.view()});
   ASSERT_FALSE(y.ok());
@@ -430,10 +432,10 @@ TEST(ContextArenaTest, FailingAllocatorGivesOutOfMemory) {
 
 TEST(ContextThreadsTest, DistinctContextsRunConcurrently) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok());
+  ASSERT_OK(artifact);
   auto params = Params::create(*artifact);
-  ASSERT_TRUE(params.ok());
-  ASSERT_TRUE(params->init(3).ok());
+  ASSERT_OK(params);
+  ASSERT_OK(params->init(3));
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
@@ -466,9 +468,9 @@ TEST(ContextThreadsTest, DistinctContextsRunConcurrently) {
 
 TEST(ContextOptionsTest, BadOptionsAreRefused) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok());
+  ASSERT_OK(artifact);
   auto params = Params::create(*artifact);
-  ASSERT_TRUE(params.ok());
+  ASSERT_OK(params);
   tfc_context_options_t options;
   tfc_context_options_initialize(&options);
   options.num_threads = -2;

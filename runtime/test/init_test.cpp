@@ -18,23 +18,23 @@ using ::tfc::testing::isError;
 
 TEST(InitSpecTest, ParsesTheGrammar) {
   auto zeros = parseInitSpec("zeros", TFC_DTYPE_F32, {4});
-  ASSERT_TRUE(zeros.ok());
+  ASSERT_OK(zeros);
   EXPECT_EQ(zeros->kind, InitSpec::Kind::kZeros);
   auto ones = parseInitSpec("  ones ", TFC_DTYPE_I32, {4});
-  ASSERT_TRUE(ones.ok());
+  ASSERT_OK(ones);
   EXPECT_EQ(ones->kind, InitSpec::Kind::kOnes);
   auto constant = parseInitSpec("constant(-2.5)", TFC_DTYPE_F32, {});
-  ASSERT_TRUE(constant.ok());
+  ASSERT_OK(constant);
   EXPECT_EQ(constant->a, -2.5);
   auto normal = parseInitSpec("normal(0.0, 0.02)", TFC_DTYPE_BF16, {3, 3});
-  ASSERT_TRUE(normal.ok());
+  ASSERT_OK(normal);
   EXPECT_EQ(normal->kind, InitSpec::Kind::kNormal);
   EXPECT_EQ(normal->b, 0.02);
   auto uniform = parseInitSpec("uniform( -1e-2 , 1e-2 )", TFC_DTYPE_F32, {3});
-  ASSERT_TRUE(uniform.ok());
+  ASSERT_OK(uniform);
   EXPECT_EQ(uniform->a, -1e-2);
   auto orthogonal = parseInitSpec("orthogonal(1.0)", TFC_DTYPE_F32, {3, 3});
-  ASSERT_TRUE(orthogonal.ok());
+  ASSERT_OK(orthogonal);
   EXPECT_EQ(orthogonal->kind, InitSpec::Kind::kOrthogonal);
 }
 
@@ -65,11 +65,11 @@ TEST(InitSpecTest, RefusesWhatTheCompilerRefuses) {
 
 std::vector<float> fill(const char* text, std::vector<int64_t> shape, uint64_t seed) {
   auto spec = parseInitSpec(text, TFC_DTYPE_F32, shape);
-  EXPECT_TRUE(spec.ok()) << spec.status().toString();
+  EXPECT_OK(spec);
   size_t count = 1;
   for (int64_t d : shape) count *= static_cast<size_t>(d);
   std::vector<float> values(count);
-  EXPECT_TRUE(fillInit(*spec, TFC_DTYPE_F32, shape, seed, values.data()).ok());
+  EXPECT_OK(fillInit(*spec, TFC_DTYPE_F32, shape, seed, values.data()));
   return values;
 }
 
@@ -86,9 +86,9 @@ TEST(InitFillTest, ConstantsFill) {
   EXPECT_EQ(fill("ones", {3}, 1), (std::vector<float>{1, 1, 1}));
   EXPECT_EQ(fill("constant(0.5)", {2}, 1), (std::vector<float>{0.5f, 0.5f}));
   auto spec = parseInitSpec("constant(7)", TFC_DTYPE_I64, {2});
-  ASSERT_TRUE(spec.ok());
+  ASSERT_OK(spec);
   int64_t values[2] = {0, 0};
-  ASSERT_TRUE(fillInit(*spec, TFC_DTYPE_I64, {2}, 0, values).ok());
+  ASSERT_OK(fillInit(*spec, TFC_DTYPE_I64, {2}, 0, values));
   EXPECT_EQ(values[0], 7);
   EXPECT_EQ(values[1], 7);
 }
@@ -162,11 +162,11 @@ TEST(InitFillTest, DeterministicBySeedAndIndex) {
 
 TEST(InitFillTest, ParamsInitIsDeterministicBySeed) {
   auto artifact = Artifact::open(::tfc::testing::fakeArtifact("fake_model"));
-  ASSERT_TRUE(artifact.ok());
+  ASSERT_OK(artifact);
   auto snapshot = [&](uint64_t seed) {
     auto params = Params::create(*artifact);
-    EXPECT_TRUE(params.ok());
-    EXPECT_TRUE(params->init(seed).ok());
+    EXPECT_OK(params);
+    EXPECT_OK(params->init(seed));
     std::vector<std::vector<uint8_t>> bytes;
     for (int32_t i = 0; i < artifact->paramCount(); ++i) {
       auto ref = params->tensor(i);
@@ -181,10 +181,10 @@ TEST(InitFillTest, ParamsInitIsDeterministicBySeed) {
   EXPECT_NE(a[2], c[2]);  // orthogonal
   EXPECT_NE(a[3], c[3]);  // normal
   auto params = Params::create(*artifact);
-  ASSERT_TRUE(params.ok());
-  ASSERT_TRUE(params->init(5).ok());
+  ASSERT_OK(params);
+  ASSERT_OK(params->init(5));
   auto proj = params->tensor(2);
-  ASSERT_TRUE(proj.ok());
+  ASSERT_OK(proj);
   const float* w = static_cast<const float*>(proj->data);
   EXPECT_LT(orthogonalityError(std::vector<float>(w, w + 16), 4, 4, 1.0), 1e-5);
 }

@@ -44,16 +44,16 @@ TEST(Npy, RoundTripEveryDtype) {
     for (const auto& shape : shapes) {
       SCOPED_TRACE(std::string(tfc_dtype_name(dtype)) + " " + formatShape(shape));
       StatusOr<HostTensor> tensor = HostTensor::allocate(dtype, shape);
-      ASSERT_TRUE(tensor.ok());
+      ASSERT_OK(tensor);
       if (dtype == TFC_DTYPE_BOOL) {
         random.fillBool(tensor->mutableData(), tensor->byteSize());
       } else {
         random.fill(tensor->mutableData(), tensor->byteSize());
       }
       const std::string path = dir.file(std::string(tfc_dtype_name(dtype)) + ".npy");
-      ASSERT_TRUE(writeNpy(path, tensor->view()).ok());
+      ASSERT_OK(writeNpy(path, tensor->view()));
       StatusOr<HostTensor> read = readNpy(path);
-      ASSERT_TRUE(read.ok()) << read.status().toString();
+      ASSERT_OK(read);
       EXPECT_EQ(read->dtype(), dtype);
       EXPECT_EQ(read->shape(), shape);
       ASSERT_EQ(read->byteSize(), tensor->byteSize());
@@ -69,10 +69,10 @@ TEST(Npy, ScalarTensor) {
   TempDir dir;
   const float value = -1.5f;
   const std::string path = dir.file("scalar.npy");
-  ASSERT_TRUE(writeNpy(path, {TFC_DTYPE_F32, {}, &value, 4}).ok());
+  ASSERT_OK(writeNpy(path, {TFC_DTYPE_F32, {}, &value, 4}));
   EXPECT_NE(testing::readBytes(path).find("'shape': (), }"), std::string::npos);
   StatusOr<HostTensor> read = readNpy(path);
-  ASSERT_TRUE(read.ok()) << read.status().toString();
+  ASSERT_OK(read);
   EXPECT_EQ(read->rank(), 0u);
   EXPECT_EQ(read->numElements(), 1);
   EXPECT_EQ(*read->dataAs<float>(), -1.5f);
@@ -83,7 +83,7 @@ TEST(Npy, HeaderMatchesNumpy) {
   TempDir dir;
   const float values[6] = {1, 2, 3, 4, 5, 6};
   const std::string path = dir.file("a.npy");
-  ASSERT_TRUE(writeNpy(path, {TFC_DTYPE_F32, {2, 3}, values, sizeof(values)}).ok());
+  ASSERT_OK(writeNpy(path, {TFC_DTYPE_F32, {2, 3}, values, sizeof(values)}));
   std::string bytes = testing::readBytes(path);
   EXPECT_EQ(bytes, npyBytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 0) +
                        std::string(reinterpret_cast<const char*>(values), sizeof(values)));
@@ -91,7 +91,7 @@ TEST(Npy, HeaderMatchesNumpy) {
   EXPECT_EQ(bytes.size() - sizeof(values), 128u);  // as NumPy: data starts 64-byte aligned
   EXPECT_EQ(bytes[bytes.size() - sizeof(values) - 1], '\n');
   // One dimension is "(n,)".
-  ASSERT_TRUE(writeNpy(path, {TFC_DTYPE_F32, {6}, values, sizeof(values)}).ok());
+  ASSERT_OK(writeNpy(path, {TFC_DTYPE_F32, {6}, values, sizeof(values)}));
   EXPECT_NE(testing::readBytes(path).find("'shape': (6,), }"), std::string::npos);
 }
 
@@ -112,7 +112,7 @@ TEST(Npy, AcceptsHeaderVariants) {
     const std::string dict = c.dict;
     std::string bytes = npyBytes(dict, 24, c.major);
     StatusOr<HostTensor> tensor = parseNpy(bytes.data(), bytes.size(), "variant.npy");
-    ASSERT_TRUE(tensor.ok()) << dict << ": " << tensor.status().toString();
+    ASSERT_OK(tensor) << dict << ": " << tensor.status().toString();
     EXPECT_EQ(tensor->dtype(), TFC_DTYPE_I32);
     EXPECT_EQ(tensor->shape(), c.shape);
     EXPECT_EQ(tensor->dataAs<uint8_t>()[0], 1);
@@ -263,7 +263,7 @@ TEST(NpyWrite, ExistingFileSurvivesFailedWrite) {
   const std::string path = dir.file("out.npy");
   testing::writeBytes(path, "previous contents");
   StatusOr<HostTensor> big = HostTensor::allocate(TFC_DTYPE_U8, {1 << 20});
-  ASSERT_TRUE(big.ok());
+  ASSERT_OK(big);
   random.fill(big->mutableData(), big->byteSize());
   Status status;
   {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "test_status.hpp"
 #include "tfc/runtime/status.h"
 #include "tfc/runtime/status.hpp"
 
@@ -42,7 +43,7 @@ TEST(StatusC, CodeStrings) {
 
 TEST(Status, DefaultIsOk) {
   Status status;
-  EXPECT_TRUE(status.ok());
+  EXPECT_OK(status);
   EXPECT_EQ(status.code(), TFC_OK);
   EXPECT_STREQ(status.message(), "");
   EXPECT_EQ(status.toString(), "OK");
@@ -53,10 +54,10 @@ TEST(Status, ErrorAndMove) {
   EXPECT_FALSE(status.ok());
   EXPECT_EQ(status.toString(), "NOT_FOUND: a.safetensors: no tensor named 'x'");
   Status moved = std::move(status);
-  EXPECT_TRUE(status.ok());  // NOLINT(bugprone-use-after-move): moved-from is OK by contract
+  EXPECT_OK(status);  // NOLINT(bugprone-use-after-move): moved-from is OK by contract
   EXPECT_EQ(moved.code(), TFC_NOT_FOUND);
   tfc_status_t raw = moved.release();
-  EXPECT_TRUE(moved.ok());
+  EXPECT_OK(moved);
   EXPECT_EQ(tfc_status_code(raw), TFC_NOT_FOUND);
   tfc_status_free(raw);
 }
@@ -64,7 +65,7 @@ TEST(Status, ErrorAndMove) {
 TEST(Status, FromMessageView) {
   Status status(TFC_IO_ERROR, std::string_view("abcdef").substr(1, 3));
   EXPECT_STREQ(status.message(), "bcd");
-  EXPECT_TRUE(Status(TFC_OK, "ignored").ok());
+  EXPECT_OK(Status(TFC_OK, "ignored"));
 }
 
 StatusOr<int> half(int value) {
@@ -87,9 +88,9 @@ StatusOr<int> quarter(int value) {
 
 TEST(StatusOr, ValueAndError) {
   StatusOr<int> good = half(8);
-  ASSERT_TRUE(good.ok());
+  ASSERT_OK(good);
   EXPECT_EQ(*good, 4);
-  EXPECT_TRUE(good.status().ok());
+  EXPECT_OK(good.status());
 
   StatusOr<int> bad = half(3);
   ASSERT_FALSE(bad.ok());
@@ -108,13 +109,13 @@ TEST(StatusOr, MacrosPropagate) {
   StatusOr<int> result = quarter(6);
   ASSERT_FALSE(result.ok());
   EXPECT_STREQ(result.status().message(), "3 is odd");
-  EXPECT_TRUE(checkEven(2).ok());
+  EXPECT_OK(checkEven(2));
   EXPECT_EQ(checkEven(1).code(), TFC_INVALID_ARGUMENT);
 }
 
 TEST(StatusOr, MoveOnlyValue) {
   StatusOr<std::unique_ptr<int>> result = std::make_unique<int>(7);
-  ASSERT_TRUE(result.ok());
+  ASSERT_OK(result);
   std::unique_ptr<int> value = std::move(result).value();
   EXPECT_EQ(*value, 7);
 }
@@ -122,6 +123,17 @@ TEST(StatusOr, MoveOnlyValue) {
 TEST(StatusOrDeathTest, ValueOnErrorAborts) {
   StatusOr<int> bad = half(1);
   EXPECT_DEATH((void)bad.value(), "1 is odd");
+}
+
+// ASSERT_OK's point: a failure shows the expression and the status, not "Actual: false".
+TEST(AssertOk, FailureNamesTheExpressionAndTheStatus) {
+  StatusOr<int> bad = Status(TFC_NOT_FOUND, "w.safetensors: no tensor named 'x'");
+  ::testing::AssertionResult result = testing::isOkFormat("bad", bad);
+  EXPECT_FALSE(result);
+  EXPECT_STREQ(result.message(),
+               "bad is not OK: NOT_FOUND: w.safetensors: no tensor named 'x'");
+  EXPECT_TRUE(testing::isOkFormat("good", StatusOr<int>(1)));
+  EXPECT_TRUE(testing::isOkFormat("ok", Status()));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "test_status.hpp"
 #include "tfc/runtime/tensor.hpp"
 
 namespace tfc {
@@ -30,7 +31,7 @@ TEST(Tensor, FormatShape) {
 
 TEST(Tensor, AllocateIsZeroedAndAligned) {
   StatusOr<HostTensor> tensor = HostTensor::allocate(TFC_DTYPE_F32, {3, 5});
-  ASSERT_TRUE(tensor.ok()) << tensor.status().toString();
+  ASSERT_OK(tensor);
   EXPECT_EQ(tensor->byteSize(), 60u);
   EXPECT_EQ(tensor->numElements(), 15);
   EXPECT_EQ(tensor->rank(), 2u);
@@ -40,11 +41,11 @@ TEST(Tensor, AllocateIsZeroedAndAligned) {
 
 TEST(Tensor, ScalarAndEmpty) {
   StatusOr<HostTensor> scalar = HostTensor::allocate(TFC_DTYPE_I64, {});
-  ASSERT_TRUE(scalar.ok());
+  ASSERT_OK(scalar);
   EXPECT_EQ(scalar->numElements(), 1);
   EXPECT_EQ(scalar->byteSize(), 8u);
   StatusOr<HostTensor> empty = HostTensor::allocate(TFC_DTYPE_I64, {4, 0});
-  ASSERT_TRUE(empty.ok());
+  ASSERT_OK(empty);
   EXPECT_EQ(empty->numElements(), 0);
   EXPECT_EQ(empty->byteSize(), 0u);
   EXPECT_NE(empty->data(), nullptr);
@@ -63,10 +64,10 @@ TEST(Tensor, CopyFromAndClone) {
   const int32_t values[] = {1, -2, 3, -4, 5, -6};
   TensorView view{TFC_DTYPE_I32, {2, 3}, values, sizeof(values)};
   StatusOr<HostTensor> tensor = HostTensor::copyFrom(view);
-  ASSERT_TRUE(tensor.ok());
+  ASSERT_OK(tensor);
   EXPECT_EQ(std::memcmp(tensor->data(), values, sizeof(values)), 0);
   StatusOr<HostTensor> copy = tensor->clone();
-  ASSERT_TRUE(copy.ok());
+  ASSERT_OK(copy);
   EXPECT_NE(copy->data(), tensor->data());
   EXPECT_EQ(std::memcmp(copy->data(), values, sizeof(values)), 0);
   EXPECT_EQ(copy->shape(), (std::vector<int64_t>{2, 3}));

@@ -50,7 +50,7 @@ std::string readBytes(const std::string& path) {
   return contents.str();
 }
 
-Random::Random() : seed(std::random_device{}()), engine(seed) {}
+Random::Random() : seed(testSeedForCurrentTest()), engine(seed) {}
 
 void Random::fill(void* data, size_t size) {
   auto* bytes = static_cast<uint8_t*>(data);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "test_seed.hpp"
+#include "test_status.hpp"
 #include "tfc/runtime/status.hpp"
 
 namespace tfc::testing {
@@ -35,18 +37,21 @@ class TempDir {
 void writeBytes(const std::string& path, const std::string& bytes);
 std::string readBytes(const std::string& path);
 
-// A random engine with a fresh seed from std::random_device; tests print the seed with
-// SCOPED_TRACE(random.trace()) so a failure can be replayed.
+// A random engine seeded from testSeedForCurrentTest() (TFC_TEST_SEED, see
+// test_seed.hpp); SCOPED_TRACE(random.trace()) adds the seeds to a failure's message.
 struct Random {
   Random();
-  std::string trace() const { return "random seed " + std::to_string(seed); }
+  std::string trace() const {
+    return "random seed " + std::to_string(seed) + " (TFC_TEST_SEED=" +
+           std::to_string(testSeed()) + ")";
+  }
   // Fills |size| bytes with random values, never all zeros when size > 0.
   void fill(void* data, size_t size);
   // Fills |size| bytes with random 0/1 values (for BOOL), at least one 1 when size > 0.
   void fillBool(void* data, size_t size);
 
-  uint32_t seed;
-  std::mt19937 engine;
+  uint64_t seed;
+  std::mt19937_64 engine;
 };
 
 // The bytes of a safetensors file: the 8-byte little-endian length of |header|, |header|,

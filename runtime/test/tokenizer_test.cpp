@@ -25,10 +25,17 @@ using ::tfc::testing::Random;
 using ::tfc::testing::TempDir;
 using ::tfc::testing::writeBytes;
 
+// The test's source folder: given by the build (__FILE__ is relative when the compiler is
+// called with relative paths, e.g. through ccache's base_dir, and then depends on the
+// working directory).
 std::string sourceDir() {
+#ifdef TFC_RUNTIME_TEST_SOURCE_DIR
+  return TFC_RUNTIME_TEST_SOURCE_DIR;
+#else
   std::string file = __FILE__;
   size_t slash = file.rfind('/');
   return slash == std::string::npos ? "." : file.substr(0, slash);
+#endif
 }
 
 std::string fixturePath() {
@@ -200,7 +207,7 @@ void checkCases(const Gpt2Tokenizer& tokenizer, const std::vector<Case>& cases,
     EXPECT_EQ(ids, c.ids) << what << ": encode of hex " << hexOf(c.text);
     if (ids != c.ids && ++failures >= 10) break;
     StatusOr<std::string> decoded = tokenizer.decode(c.ids);
-    ASSERT_TRUE(decoded.ok()) << decoded.status().toString();
+    ASSERT_OK(decoded);
     EXPECT_EQ(hexOf(*decoded), hexOf(c.text)) << what << ": decode(encode(s)) != s";
   }
 }
@@ -208,7 +215,7 @@ void checkCases(const Gpt2Tokenizer& tokenizer, const std::vector<Case>& cases,
 void checkDecodes(const Gpt2Tokenizer& tokenizer, const std::vector<DecodeCase>& decodes) {
   for (const DecodeCase& c : decodes) {
     StatusOr<std::string> raw = tokenizer.decode(c.ids);
-    ASSERT_TRUE(raw.ok()) << raw.status().toString();
+    ASSERT_OK(raw);
     EXPECT_EQ(hexOf(Gpt2Tokenizer::replaceInvalidUtf8(*raw)), hexOf(c.text));
   }
 }
@@ -224,7 +231,7 @@ TEST(Gpt2Tokenizer, CommittedFixture) {
   ASSERT_GT(fixture.vocab.size(), 256u);
   TempDir dir;
   StatusOr<Gpt2Tokenizer> tokenizer = loadFixtureTokenizer(dir, fixture);
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   EXPECT_EQ(tokenizer->vocabSize(), static_cast<int32_t>(fixture.vocab.size()));
   ASSERT_TRUE(tokenizer->eosId().has_value());
   EXPECT_EQ(*tokenizer->eosId(), fixture.vocab.back().second);
@@ -254,12 +261,12 @@ TEST(Gpt2Tokenizer, LiveReference) {
   Fixture fixture = parseFixture(out);
   TempDir tokenizerDir;
   StatusOr<Gpt2Tokenizer> tokenizer = loadFixtureTokenizer(tokenizerDir, fixture);
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   checkCases(*tokenizer, fixture.cases, "live synthetic");
   checkDecodes(*tokenizer, fixture.decodes);
   if (real != nullptr) {
     StatusOr<Gpt2Tokenizer> gpt2 = Gpt2Tokenizer::load(real);
-    ASSERT_TRUE(gpt2.ok()) << gpt2.status().toString();
+    ASSERT_OK(gpt2);
     checkCases(*gpt2, fixture.gpt2Cases, "live GPT-2");
     checkDecodes(*gpt2, fixture.gpt2Decodes);
   }
@@ -272,7 +279,7 @@ TEST(Gpt2Tokenizer, RealGpt2) {
                     "merges.txt to check the real vocabulary";
   }
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(real);
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   EXPECT_EQ(tokenizer->vocabSize(), 50257);
   EXPECT_EQ(tokenizer->eosId(), std::optional<int32_t>(50256));
   EXPECT_EQ(tokenizer->encode("Hello world"), (std::vector<int32_t>{15496, 995}));
@@ -296,7 +303,7 @@ struct SmallTokenizer {
 TEST(Gpt2Tokenizer, SmallVocabulary) {
   SmallTokenizer small;
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   EXPECT_EQ(tokenizer->vocabSize(), 260);
   EXPECT_EQ(tokenizer->eosId(), std::optional<int32_t>(259));
   EXPECT_EQ(tokenizer->encode(""), std::vector<int32_t>{});
@@ -311,7 +318,7 @@ TEST(Gpt2Tokenizer, SmallVocabulary) {
   EXPECT_EQ(tokenizer->encode("<|endoftext"), (std::vector<int32_t>{'<', '|', 'e', 'n', 'd', 'o',
                                                                     'f', 't', 'e', 'x', 't'}));
   StatusOr<std::string> text = tokenizer->decode({256, 259, 258, '\n'});
-  ASSERT_TRUE(text.ok()) << text.status().toString();
+  ASSERT_OK(text);
   EXPECT_EQ(*text, " a<|endoftext|>aa\n");
 }
 
@@ -322,7 +329,7 @@ TEST(Gpt2Tokenizer, MergesAllOccurrencesOfARankFirst) {
   TempDir dir;
   writeTokenizerFiles(dir.path(), byteVocab({"ab", "aba"}), {{"ab", "a"}, {"a", "b"}});
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(dir.path());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   EXPECT_EQ(tokenizer->encode("abab"), (std::vector<int32_t>{256, 256}));
   EXPECT_EQ(tokenizer->encode("aba"), (std::vector<int32_t>{257}));
 }
@@ -331,7 +338,7 @@ TEST(Gpt2Tokenizer, NoEndOfTextInVocabulary) {
   TempDir dir;
   writeTokenizerFiles(dir.path(), byteVocab({}), {});
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(dir.path());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   EXPECT_FALSE(tokenizer->eosId().has_value());
   EXPECT_EQ(tokenizer->encode("<|endoftext|>").size(), 13u);
 }
@@ -339,7 +346,7 @@ TEST(Gpt2Tokenizer, NoEndOfTextInVocabulary) {
 TEST(Gpt2Tokenizer, DecodeRejectsUnknownIds) {
   SmallTokenizer small;
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   EXPECT_TRUE(isError(tokenizer->decode({1, 260}).status(), TFC_INVALID_ARGUMENT, "260",
                       "outside the vocabulary"));
   EXPECT_TRUE(isError(tokenizer->decode({-7}).status(), TFC_INVALID_ARGUMENT, "-7", "token id"));
@@ -348,7 +355,7 @@ TEST(Gpt2Tokenizer, DecodeRejectsUnknownIds) {
 TEST(Gpt2Tokenizer, InvalidUtf8RoundTrips) {
   SmallTokenizer small;
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   Random random;
   SCOPED_TRACE(random.trace());
   std::uniform_int_distribution<int> length(0, 64);
@@ -357,7 +364,7 @@ TEST(Gpt2Tokenizer, InvalidUtf8RoundTrips) {
     random.fill(bytes.data(), bytes.size());
     std::vector<int32_t> ids = tokenizer->encode(bytes);
     StatusOr<std::string> decoded = tokenizer->decode(ids);
-    ASSERT_TRUE(decoded.ok()) << decoded.status().toString();
+    ASSERT_OK(decoded);
     ASSERT_EQ(hexOf(*decoded), hexOf(bytes));
   }
 }
@@ -378,7 +385,7 @@ TEST(Gpt2Tokenizer, ReplaceInvalidUtf8LikePython) {
 TEST(Gpt2Tokenizer, LongWordIsFast) {
   SmallTokenizer small;
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
-  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().toString();
+  ASSERT_OK(tokenizer);
   // One 400001-letter word: quadratic merging would take minutes.
   std::string text(400001, 'a');
   std::vector<int32_t> ids = tokenizer->encode(text);
@@ -391,7 +398,7 @@ TEST(Gpt2Tokenizer, ConcurrentEncode) {
   Fixture fixture = parseFixture(fixturePath());
   TempDir dir;
   StatusOr<Gpt2Tokenizer> loaded = loadFixtureTokenizer(dir, fixture);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+  ASSERT_OK(loaded);
   // Moved, to check that moving keeps it working.
   Gpt2Tokenizer tokenizer = std::move(loaded).value();
   std::vector<int> mismatches(4, 0);
@@ -463,8 +470,8 @@ TEST_F(Gpt2TokenizerErrors, BadIds) {
 
 TEST_F(Gpt2TokenizerErrors, BadMerges) {
   std::string vocab = vocabJson({"ab", "abc"});
-  EXPECT_TRUE(errorOf(vocab, "#version: 0.2\na b\nab c\n").ok());
-  EXPECT_TRUE(errorOf(vocab, "a b\r\nab c").ok());  // no header, CRLF, no final newline
+  EXPECT_OK(errorOf(vocab, "#version: 0.2\na b\nab c\n"));
+  EXPECT_OK(errorOf(vocab, "a b\r\nab c"));  // no header, CRLF, no final newline
   EXPECT_TRUE(isError(errorOf(vocab, "#version: 0.2\na b\nabc\n"), TFC_DATA_LOSS,
                       dir.file("merges.txt") + ":3", "two tokens"));
   EXPECT_TRUE(isError(errorOf(vocab, "#version: 0.2\na b c\n"), TFC_DATA_LOSS,

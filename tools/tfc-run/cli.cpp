@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -41,6 +42,76 @@ int usageError(const Command* command, const std::string& message) {
   std::string hint = command ? std::string("tfc-run ") + command->name + " --help" : "tfc-run --help";
   std::fprintf(stderr, "tfc-run: error: %s\n(see %s)\n", message.c_str(), hint.c_str());
   return kExitUsage;
+}
+
+StatusOr<TextOutputFile> TextOutputFile::open(const std::string& path,
+                                              const std::string& option) {
+  TextOutputFile file;
+  file.path_ = path;
+  file.option_ = option;
+  file.file_.reset(std::fopen(path.c_str(), "w"));
+  if (!file.file_) return file.error("cannot open it for writing", errno);
+  return file;
+}
+
+Status TextOutputFile::error(const char* step, int error) const {
+  return Status::error(TFC_IO_ERROR, "%s %s: %s: %s", option_.c_str(), path_.c_str(), step,
+                       error != 0 ? std::strerror(error) : "unknown error");
+}
+
+Status TextOutputFile::write(const std::string& text) {
+  if (!file_) return error("write after close", EBADF);
+  // stdio keeps the first error sticky, so checking after the flush catches a failure of
+  // any earlier buffered write too.
+  errno = 0;
+  if (std::fputs(text.c_str(), file_.get()) == EOF || std::fflush(file_.get()) != 0 ||
+      std::ferror(file_.get())) {
+    return error("write failed", errno);
+  }
+  return Status();
+}
+
+Status TextOutputFile::close() {
+  if (!file_) return error("closed twice", EBADF);
+  errno = 0;
+  bool failed = std::ferror(file_.get()) != 0;
+  failed |= std::fclose(file_.release()) != 0;
+  if (failed) return error("write failed on close", errno);
+  return Status();
+}
+
+std::optional<std::string> metadataValue(const std::string& json, const std::string& key) {
+  std::string quoted = "\"" + key + "\"";
+  size_t at = 0;
+  while ((at = json.find(quoted, at)) != std::string::npos) {
+    size_t i = at + quoted.size();
+    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
+    if (i >= json.size() || json[i] != ':') {
+      at += quoted.size();  // the text was a value, not a key
+      continue;
+    }
+    ++i;
+    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
+    if (i < json.size() && json[i] == '"') {
+      size_t end = json.find('"', i + 1);
+      if (end == std::string::npos) return std::nullopt;
+      return json.substr(i + 1, end - i - 1);
+    }
+    size_t end = i;
+    while (end < json.size() && json[end] != ',' && json[end] != '}' &&
+           !std::isspace(static_cast<unsigned char>(json[end]))) {
+      ++end;
+    }
+    return json.substr(i, end - i);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> metadataInt(const std::string& json, const std::string& key) {
+  auto text = metadataValue(json, key);
+  int64_t value = 0;
+  if (!text || !parseInt64(*text, &value)) return std::nullopt;
+  return value;
 }
 
 bool parseArgs(const Command& command, const std::vector<std::string>& argv, Args* out) {

@@ -29,44 +29,6 @@ double millisSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// ------------------------------------------------------------------------------ metadata
-// The raw value of "key" in the artifact's metadata JSON ({"model": "gpt2", "config":
-// {"n_ctx": 64, ...}}): a number's text or a string's contents; nullopt when absent. The
-// metadata is flat apart from "config", and its keys are unique, so a scan suffices.
-std::optional<std::string> metadataValue(const std::string& json, const std::string& key) {
-  std::string quoted = "\"" + key + "\"";
-  size_t at = 0;
-  while ((at = json.find(quoted, at)) != std::string::npos) {
-    size_t i = at + quoted.size();
-    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
-    if (i >= json.size() || json[i] != ':') {
-      at += quoted.size();  // the text was a value, not a key
-      continue;
-    }
-    ++i;
-    while (i < json.size() && std::isspace(static_cast<unsigned char>(json[i]))) ++i;
-    if (i < json.size() && json[i] == '"') {
-      size_t end = json.find('"', i + 1);
-      if (end == std::string::npos) return std::nullopt;
-      return json.substr(i + 1, end - i - 1);
-    }
-    size_t end = i;
-    while (end < json.size() && json[end] != ',' && json[end] != '}' &&
-           !std::isspace(static_cast<unsigned char>(json[end]))) {
-      ++end;
-    }
-    return json.substr(i, end - i);
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> metadataInt(const std::string& json, const std::string& key) {
-  auto text = metadataValue(json, key);
-  int64_t value = 0;
-  if (!text || !parseInt64(*text, &value)) return std::nullopt;
-  return value;
-}
-
 // ------------------------------------------------------------------------------ entries
 // What generate expects of one input or output of an entry.
 struct Expect {

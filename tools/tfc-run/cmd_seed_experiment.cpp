@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
@@ -328,13 +329,14 @@ int runSeedExperiment(const Invocation& invocation) {
     }
   };
 
-  FILE* log = nullptr;
+  std::optional<TextOutputFile> log;
   if (args.has("--log")) {
-    log = std::fopen(args.get("--log").c_str(), "w");
-    if (log == nullptr) return fail("--log " + args.get("--log") + ": cannot write: " + std::strerror(errno));
-    std::fputs("epoch,step,train_loss,valid_loss,lr,grad_norm,seconds\n", log);
+    auto opened = TextOutputFile::open(args.get("--log"), "--log");
+    if (!opened.ok()) return fail(opened.status());
+    log.emplace(std::move(opened).value());
+    status = log->write("epoch,step,train_loss,valid_loss,lr,grad_norm,seconds\n");
+    if (!status.ok()) return fail(status);
   }
-  struct LogCloser { FILE* file; ~LogCloser() { if (file) std::fclose(file); } } logCloser{log};
   PlotSeries stepLoss{{}, {}, {20, 80, 200}, 1, false}, validLoss{{}, {}, {220, 50, 40}, 2, true};
 
   using Clock = std::chrono::steady_clock;
@@ -367,8 +369,11 @@ int runSeedExperiment(const Invocation& invocation) {
       stepLoss.x.push_back(static_cast<double>(globalStep));
       stepLoss.y.push_back(result.loss);
       if (log) {
-        std::fprintf(log, "%" PRId64 ",%" PRId64 ",%.7g,,%.7g,%.7g,\n", epoch, globalStep,
-                     result.loss, result.lr, result.gradNorm);
+        char line[160];
+        std::snprintf(line, sizeof(line), "%" PRId64 ",%" PRId64 ",%.7g,,%.7g,%.7g,\n", epoch,
+                      globalStep, result.loss, result.lr, result.gradNorm);
+        status = log->write(line);
+        if (!status.ok()) return fail(status);
       }
     }
     double epochTrain = std::chrono::duration<double>(Clock::now() - epochStart).count();
@@ -391,10 +396,17 @@ int runSeedExperiment(const Invocation& invocation) {
                 epochTime);
     std::fflush(stdout);
     if (log) {
-      std::fprintf(log, "%" PRId64 ",%" PRId64 ",%.7g,%.7g,,,%.3f\n", epoch, globalStep,
-                   lossSum / static_cast<double>(stepsPerEpoch), lastValid, epochTime);
-      std::fflush(log);
+      char line[160];
+      std::snprintf(line, sizeof(line), "%" PRId64 ",%" PRId64 ",%.7g,%.7g,,,%.3f\n", epoch,
+                    globalStep, lossSum / static_cast<double>(stepsPerEpoch), lastValid,
+                    epochTime);
+      status = log->write(line);
+      if (!status.ok()) return fail(status);
     }
+  }
+  if (log) {
+    status = log->close();
+    if (!status.ok()) return fail(status);
   }
 
   // Greedy prediction of the examples: from Start, 16 times forward + argmax of the last

@@ -80,6 +80,10 @@ constexpr const char* kCsvHeader = "step,loss,lr,grad_norm,tokens_per_s,eval_los
 // Rows of an existing log up to |lastStep| (for a resumed run's log and plot).
 std::vector<LogRow> readLog(const std::string& path, int64_t lastStep) {
   std::vector<LogRow> rows;
+  // Only a regular file holds earlier rows: a device such as /dev/full or /dev/zero reads
+  // as an endless line of NUL bytes.
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return rows;
   std::ifstream file(path);
   std::string line;
   while (std::getline(file, line)) {
@@ -156,7 +160,13 @@ int runTrain(const Invocation& invocation) {
                                "the model's initializers, or --resume CKPT.safetensors)");
   }
   if (sources > 1) {
-    return usageError(command, "give one of --weights, --init-seed and --resume");
+    std::vector<std::string> given;
+    for (const char* option : {"--resume", "--weights", "--init-seed"}) {
+      if (args.has(option)) given.push_back(option);
+    }
+    return usageError(command, "only one of " + join(given, " and ") +
+                                   " can be given: --resume continues a checkpoint with its "
+                                   "own parameters, --weights and --init-seed start a new run");
   }
   int64_t steps = 0, totalSteps = 0, batch = 0, seq = 0, evalEvery = 100, evalBatches = 20, saveEvery = 0,
           threads = 0;
@@ -169,6 +179,16 @@ int runTrain(const Invocation& invocation) {
       !parsePositive(command, args, "--save-every", &saveEvery, true) ||
       !parsePositive(command, args, "--threads", &threads, true)) {
     return kExitUsage;
+  }
+  if (args.has("--total-steps") && totalSteps < steps) {
+    // The schedule would reach --min-lr at --total-steps and train the rest at it (0 by
+    // default): almost certainly a mistake, e.g. --steps raised on resume but not this.
+    return usageError(command, "--total-steps " + std::to_string(totalSteps) +
+                                   " is below --steps " + std::to_string(steps) +
+                                   "; the learning-rate schedule would end before the last " +
+                                   std::to_string(steps - totalSteps) +
+                                   " steps (give --total-steps of at least " +
+                                   std::to_string(steps) + ", or leave it out)");
   }
   uint64_t seed = 1337, initSeed = 0;
   if (args.has("--seed") && !parseUint64(args.get("--seed"), &seed)) {
@@ -333,20 +353,18 @@ int runTrain(const Invocation& invocation) {
 
   // The log: a fresh file, or on resume the earlier rows up to the checkpoint's step.
   std::vector<LogRow> history;
-  FILE* log = nullptr;
+  std::optional<TextOutputFile> log;
   const std::string logPath = args.get("--log");
   if (!logPath.empty()) {
     if (args.has("--resume")) history = readLog(logPath, startStep);
-    log = std::fopen(logPath.c_str(), "w");
-    if (log == nullptr) return fail("--log " + logPath + ": cannot write: " + std::strerror(errno));
-    std::fputs(kCsvHeader, log);
-    for (const LogRow& row : history) std::fputs(csvRow(row).c_str(), log);
-    std::fflush(log);
+    auto opened = TextOutputFile::open(logPath, "--log");
+    if (!opened.ok()) return fail(opened.status());
+    log.emplace(std::move(opened).value());
+    std::string text = kCsvHeader;
+    for (const LogRow& row : history) text += csvRow(row);
+    status = log->write(text);
+    if (!status.ok()) return fail(status);
   }
-  struct LogCloser {
-    FILE* file;
-    ~LogCloser() { if (file) std::fclose(file); }
-  } logCloser{log};
 
   uint64_t paramCount = 0;
   for (int32_t i = 0; i < artifact->paramCount(); ++i) {
@@ -475,8 +493,14 @@ int runTrain(const Invocation& invocation) {
     }
     history.push_back(row);
     if (log) {
-      std::fputs(csvRow(row).c_str(), log);
-      std::fflush(log);
+      status = log->write(csvRow(row));
+      if (!status.ok()) {
+        endProgress();
+        return fail(std::string(status.message()) + "; stopping at step " + std::to_string(step) +
+                    (lastCheckpoint.empty() ? std::string("")
+                                            : " (the last checkpoint " + lastCheckpoint +
+                                                  " is kept)"));
+      }
     }
     double elapsed = std::chrono::duration<double>(Clock::now() - runStart).count();
     double eta = elapsed / static_cast<double>(step - startStep) * static_cast<double>(steps - step);
@@ -525,6 +549,10 @@ int runTrain(const Invocation& invocation) {
   }
   sigaction(SIGINT, &oldInt, nullptr);
   sigaction(SIGTERM, &oldTerm, nullptr);
+  if (log) {
+    status = log->close();
+    if (!status.ok()) return fail(status);
+  }
   double elapsed = std::chrono::duration<double>(Clock::now() - runStart).count();
   const LogRow& final = history.back();
   std::printf("trained steps %" PRId64 "..%" PRId64 " in %s (%s tok/s): final loss %.4f%s\n",
@@ -588,8 +616,9 @@ options:
   --data FILE         training tokens
   --data-dtype T      uint16 (default) or uint32, for headerless .bin files
   --steps N           train up to step N
-  --total-steps N     the length of the learning-rate schedule (default: --steps); give
-                      the same value to every part of a run that is trained in pieces
+  --total-steps N     the length of the learning-rate schedule (default: --steps; not
+                      below --steps); give the same value to every part of a run that is
+                      trained in pieces
   --batch B --seq T   must equal the compiled batch and sequence length (checked)
   --seed S            seed of the batch sampler (default 1337)
   --eval-data FILE    held-out tokens: the mean loss of --eval-batches batches (default
@@ -597,6 +626,8 @@ options:
                       100) and at the last step
   --save CKPT         the checkpoint to write at the last step (and every --save-every K
                       steps)
+  --save-every K      also save every K steps (default 0: only at the last step and on
+                      Ctrl-C)
   --log FILE.csv      step,loss,lr,grad_norm,tokens_per_s,eval_loss per step
   --plot FILE.png     the loss curve (raw, smoothed, eval), rewritten with each checkpoint
   -j, --threads N     threads for parallel kernels (default 0 = all cores)

@@ -64,10 +64,18 @@ StatusOr<std::shared_ptr<const void>> mapFile(const std::string& path, size_t* o
 }  // namespace
 
 StatusOr<TokenData> TokenData::open(const std::string& path, TokenFileDtype dtype) {
+  size_t size = 0;
+  auto mapped = mapFile(path, &size);
+  if (!mapped.ok()) return std::move(mapped).takeStatus();
+  return parse(static_cast<const uint8_t*>(mapped->get()), size, path, dtype, *mapped);
+}
+
+StatusOr<TokenData> TokenData::parse(const uint8_t* bytes, size_t size, const std::string& path,
+                                     TokenFileDtype dtype, std::shared_ptr<const void> owner) {
   TokenData data;
   data.path_ = path;
   if (endsWith(path, ".npy")) {
-    auto tensor = readNpy(path);
+    auto tensor = parseNpy(bytes, size, path);
     if (!tensor.ok()) return std::move(tensor).takeStatus();
     if (tensor->rank() != 1) {
       return Status::error(TFC_INVALID_ARGUMENT,
@@ -90,6 +98,7 @@ StatusOr<TokenData> TokenData::open(const std::string& path, TokenFileDtype dtyp
                              "%s: token ids must be integers; this .npy holds %s", path.c_str(),
                              tfc_dtype_name(tensor->dtype()));
     }
+    // parseNpy copied the tokens into the tensor, which now owns them.
     auto owned = std::make_shared<HostTensor>(std::move(tensor).value());
     data.kind_ = kind;
     data.elementSize_ = tfc_dtype_size(owned->dtype());
@@ -99,11 +108,7 @@ StatusOr<TokenData> TokenData::open(const std::string& path, TokenFileDtype dtyp
     data.owner_ = owned;
     return data;
   }
-  size_t size = 0;
-  auto mapped = mapFile(path, &size);
-  if (!mapped.ok()) return std::move(mapped).takeStatus();
-  data.owner_ = *mapped;
-  const uint8_t* bytes = static_cast<const uint8_t*>(data.owner_.get());
+  data.owner_ = std::move(owner);
   int32_t header[3] = {0, 0, 0};
   if (size >= kLlmcHeaderBytes) std::memcpy(header, bytes, sizeof(header));
   if (size >= kLlmcHeaderBytes && header[0] == kLlmcMagic) {

@@ -29,6 +29,11 @@ class TokenData {
   // the file: missing, a size that is not a whole number of tokens, a bad header, a .npy
   // that is not a 1-D integer array.
   static StatusOr<TokenData> open(const std::string& path, TokenFileDtype dtype);
+  // The parser behind open(): |size| bytes at |bytes| as the file |path| (its name decides
+  // .npy or .bin); a .bin's tokens stay at |bytes|, which |owner| keeps alive. Separate so
+  // that the parser can be tested and fuzzed without files (runtime/fuzz).
+  static StatusOr<TokenData> parse(const uint8_t* bytes, size_t size, const std::string& path,
+                                   TokenFileDtype dtype, std::shared_ptr<const void> owner);
 
   const std::string& path() const { return path_; }
   size_t size() const { return count_; }

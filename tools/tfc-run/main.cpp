@@ -3,6 +3,7 @@
 //
 //   tfc-run MODEL.so info | init | call | generate ...   commands on a model
 //   tfc-run inspect FILE...                     commands without a model
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -134,4 +135,16 @@ int main(int argc, char** argv) {
 }  // namespace
 }  // namespace tfc::run
 
-int main(int argc, char** argv) { return tfc::run::main(argc, argv); }
+int main(int argc, char** argv) {
+  int code = tfc::run::main(argc, argv);
+  // Results go to standard output (generate's text, call's summary): a full disk or a
+  // closed pipe there must not end in success with the output cut short.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    int error = errno;
+    std::fprintf(stderr, "tfc-run: error: cannot write standard output: %s\n",
+                 error != 0 ? std::strerror(error) : "write error");
+    if (code == 0) code = tfc::run::kExitFailure;
+  }
+  return code;
+}

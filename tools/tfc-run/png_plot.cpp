@@ -1,14 +1,11 @@
 #include "png_plot.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <random>
+
+#include "tfc/runtime/file.hpp"
 
 namespace tfc::run {
 namespace {
@@ -129,40 +126,6 @@ std::vector<uint8_t> encodePng(int width, int height, const std::vector<uint8_t>
   return png;
 }
 
-Status writeFileAtomic(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::random_device random;
-  std::string temp = path + ".tmp." + std::to_string(random());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return Status::error(TFC_IO_ERROR, "%s: cannot create a temporary file: %s", path.c_str(),
-                         std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t wrote = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) {
-      int error = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      return Status::error(TFC_IO_ERROR, "%s: write failed: %s", path.c_str(),
-                           std::strerror(error));
-    }
-    done += static_cast<size_t>(wrote);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int error = errno;
-    ::unlink(temp.c_str());
-    return Status::error(TFC_IO_ERROR, "%s: fsync failed: %s", path.c_str(), std::strerror(error));
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    int error = errno;
-    ::unlink(temp.c_str());
-    return Status::error(TFC_IO_ERROR, "%s: rename failed: %s", path.c_str(),
-                         std::strerror(error));
-  }
-  return Status();
-}
 
 Canvas::Canvas(int width, int height, RGB background)
     : width_(width), height_(height), pixels_(static_cast<size_t>(width) * height * 3) {
@@ -299,7 +262,8 @@ Status writePlotPng(const std::string& path, const std::vector<PlotSeries>& seri
       lastX = x, lastY = y, havePrevious = true;
     }
   }
-  return writeFileAtomic(path, encodePng(width, height, canvas.pixels()));
+  std::vector<uint8_t> png = encodePng(width, height, canvas.pixels());
+  return writeFileAtomically(path, png.data(), png.size());
 }
 
 }  // namespace tfc::run

@@ -292,26 +292,9 @@ Status LossEvaluator::eval(Context& context, const std::vector<void*>& data, flo
                                        &output, 1));
 }
 
-namespace {
-// The text after "key": in |json| (first occurrence), or "".
-std::string jsonValueAfter(const std::string& json, const std::string& key) {
-  size_t at = json.find("\"" + key + "\"");
-  if (at == std::string::npos) return "";
-  at = json.find(':', at + key.size() + 2);
-  if (at == std::string::npos) return "";
-  ++at;
-  while (at < json.size() && std::isspace(static_cast<unsigned char>(json[at]))) ++at;
-  return json.substr(at);
-}
-}  // namespace
-
 int64_t modelVocabSize(const Artifact& artifact) {
-  std::string rest = jsonValueAfter(std::string(artifact.metadataJson()), "vocab_size");
-  if (!rest.empty()) {
-    char* end = nullptr;
-    long long value = std::strtoll(rest.c_str(), &end, 10);
-    if (end != rest.c_str() && value > 0) return value;
-  }
+  std::optional<int64_t> vocab = metadataInt(std::string(artifact.metadataJson()), "vocab_size");
+  if (vocab && *vocab > 0) return *vocab;
   for (int32_t e = 0; e < artifact.entryCount(); ++e) {
     const tfc_entry_t& entry = artifact.entry(e);
     if (std::string(entry.name) != "forward") continue;
@@ -325,10 +308,7 @@ int64_t modelVocabSize(const Artifact& artifact) {
 }
 
 std::string modelName(const Artifact& artifact) {
-  std::string rest = jsonValueAfter(std::string(artifact.metadataJson()), "model");
-  if (rest.empty() || rest[0] != '"') return "";
-  size_t end = rest.find('"', 1);
-  return end == std::string::npos ? "" : rest.substr(1, end - 1);
+  return metadataValue(std::string(artifact.metadataJson()), "model").value_or("");
 }
 
 std::string formatDuration(double seconds) {

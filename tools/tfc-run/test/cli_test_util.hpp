@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+// ASSERT_OK and the test seed are shared with the runtime's tests (TFC_TEST_SEED).
+#include "../../../runtime/test/test_seed.hpp"
+#include "../../../runtime/test/test_status.hpp"
+
 namespace tfc_run_test {
 
 // A single-quoted shell word.
@@ -30,9 +34,11 @@ struct Result {
 };
 
 // Runs tfc-run with |args| (stdout and stderr together); |prefix| is shell text run before
-// it in the same shell, e.g. "ulimit -f 2;".
-inline Result run(const std::vector<std::string>& args, const std::string& prefix = "") {
-  std::string command = prefix + " exec " + quote(TFC_RUN_PATH);
+// it in the same shell, e.g. "ulimit -f 2;", and |wrapper| a command that runs it, e.g.
+// "setpriv --reuid=65534".
+inline Result run(const std::vector<std::string>& args, const std::string& prefix = "",
+                  const std::string& wrapper = "") {
+  std::string command = prefix + " exec " + wrapper + " " + quote(TFC_RUN_PATH);
   for (const std::string& arg : args) command += " " + quote(arg);
   command = "sh -c " + quote(command) + " 2>&1";
   Result result;

@@ -12,6 +12,12 @@
  *                        weight_decay, grad_clip, beta1, beta2, eps) -> (loss, lr, grad_norm)
  *             AdamW as PyTorch's, weight decay on rank >= 2, schedules 0/1/2, global-norm
  *             clipping, as passes/Passes.td describes tfc-train-step.
+ *             prefill(tokens i32[2,4], pos i32[], n i32[]) -> logits f32[2,16]
+ *             decode(token i32[2,1], pos i32[]) -> logits f32[2,16]
+ *             As a compiled gpt2 (metadata n_ctx 8, chunk P 4) does: a position past the
+ *             context fails as the position embedding's lookup ("embedding: id out of
+ *             range"), and prefill's n is clamped to [1, P] after an int32 n - 1, so that
+ *             tfc-run's own checks of these inputs can be tested.
  * Built twice: plain (fake_train.so) and with FAKE_OTHER_HASH (fake_train_other.so, the
  * same tensors under another module hash).
  */
@@ -26,11 +32,16 @@
 #define V 16
 #define B 2
 #define T 8
+#define NCTX 8
+#define P 4
 
 static const int64_t kShapeVV[] = {V, V};
 static const int64_t kShapeV[] = {V};
 static const int64_t kShapeBT[] = {B, T};
 static const int64_t kShapeBTV[] = {B, T, V};
+static const int64_t kShapeBP[] = {B, P};
+static const int64_t kShapeB1[] = {B, 1};
+static const int64_t kShapeBV[] = {B, V};
 
 static const tfc_tensor_desc_t kParams[] = {
     {"wte", TFC_ABI_F32, 2, kShapeVV, "normal(0.0, 0.02)", 0, 0},
@@ -60,6 +71,13 @@ static const tfc_tensor_desc_t kTrainIn[] = {
 static const tfc_tensor_desc_t kTrainOut[] = {{"loss", TFC_ABI_F32, 0, NULL, "", 0, 0},
                                               {"lr", TFC_ABI_F32, 0, NULL, "", 0, 0},
                                               {"grad_norm", TFC_ABI_F32, 0, NULL, "", 0, 0}};
+
+static const tfc_tensor_desc_t kPrefillIn[] = {{"tokens", TFC_ABI_I32, 2, kShapeBP, "", 0, 0},
+                                               {"pos", TFC_ABI_I32, 0, NULL, "", 0, 0},
+                                               {"n", TFC_ABI_I32, 0, NULL, "", 0, 0}};
+static const tfc_tensor_desc_t kDecodeIn[] = {{"token", TFC_ABI_I32, 2, kShapeB1, "", 0, 0},
+                                              {"pos", TFC_ABI_I32, 0, NULL, "", 0, 0}};
+static const tfc_tensor_desc_t kLastLogits[] = {{"logits", TFC_ABI_F32, 2, kShapeBV, "", 0, 0}};
 
 static int checkTokens(const tfc_host_api_t* host, const int32_t* tokens) {
   for (int i = 0; i < B * T; ++i) {
@@ -180,10 +198,51 @@ static int32_t trainStep(const tfc_host_api_t* host, void* const* params, void* 
   return 0;
 }
 
+/* logits[b, :] of token tokens[b * stride + index]; positions [pos, pos + count) must be
+ * rows of the (imaginary) position embedding, as in a compiled model. */
+static int32_t lastLogits(const tfc_host_api_t* host, void* const* params, const int32_t* tokens,
+                          int stride, int index, int32_t pos, int count, float* logits) {
+  if (pos < 0 || (int64_t)pos + count > NCTX) {
+    host->report_error(host->user, "embedding: id out of range");
+    return 1;
+  }
+  const float* wte = (const float*)params[0];
+  const float* bias = (const float*)params[1];
+  for (int b = 0; b < B; ++b) {
+    int32_t token = tokens[b * stride + index];
+    if (token < 0 || token >= V) {
+      host->report_error(host->user, "embedding: id out of range");
+      return 1;
+    }
+    for (int v = 0; v < V; ++v) logits[b * V + v] = wte[token * V + v] + bias[v];
+  }
+  return 0;
+}
+
+static int32_t prefill(const tfc_host_api_t* host, void* const* params, void* const* state,
+                       void* const* inputs, void* const* outputs, void* arena) {
+  (void)state, (void)arena;
+  int32_t n = *(const int32_t*)inputs[2];
+  int32_t last = (int32_t)((uint32_t)n - 1u); /* dynamic_slice(h, n - 1) in int32 */
+  if (last < 0) last = 0;
+  if (last > P - 1) last = P - 1;
+  return lastLogits(host, params, (const int32_t*)inputs[0], P, last, *(const int32_t*)inputs[1],
+                    P, (float*)outputs[0]);
+}
+
+static int32_t decode(const tfc_host_api_t* host, void* const* params, void* const* state,
+                      void* const* inputs, void* const* outputs, void* arena) {
+  (void)state, (void)arena;
+  return lastLogits(host, params, (const int32_t*)inputs[0], 1, 0, *(const int32_t*)inputs[1], 1,
+                    (float*)outputs[0]);
+}
+
 static const tfc_entry_t kEntries[] = {
     {"forward", 1, 1, kForwardIn, kForwardOut, 0, 1, forward},
     {"loss", 2, 1, kLossIn, kLossOut, 0, 1, loss},
     {"train_step", 12, 3, kTrainIn, kTrainOut, sizeof(float) * B * T * V, 1, trainStep},
+    {"prefill", 3, 1, kPrefillIn, kLastLogits, 0, 1, prefill},
+    {"decode", 2, 1, kDecodeIn, kLastLogits, 0, 1, decode},
 };
 
 static const tfc_artifact_t kArtifact = {
@@ -198,7 +257,8 @@ static const tfc_artifact_t kArtifact = {
 #else
     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 #endif
-    "{\"model\": \"fake-bigram\", \"config\": {\"vocab_size\": 16, \"batch\": 2, \"seq\": 8}}",
+    "{\"model\": \"fake-bigram\", \"config\": {\"vocab_size\": 16, \"batch\": 2, \"seq\": 8, \"n_ctx\": 8, "
+    "\"prefill_len\": 4}}",
     (int32_t)(sizeof(kParams) / sizeof(kParams[0])),
     (int32_t)(sizeof(kState) / sizeof(kState[0])),
     (int32_t)(sizeof(kEntries) / sizeof(kEntries[0])),

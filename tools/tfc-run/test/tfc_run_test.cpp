@@ -28,15 +28,15 @@ class TfcRunTest : public ScratchDirTest {
   std::string writeF32(const std::string& name, std::vector<int64_t> shape,
                        std::vector<float> values) {
     auto tensor = tfc::HostTensor::allocate(TFC_DTYPE_F32, std::move(shape));
-    EXPECT_TRUE(tensor.ok());
+    EXPECT_OK(tensor);
     std::memcpy(tensor->mutableData(), values.data(), values.size() * sizeof(float));
-    EXPECT_TRUE(tfc::writeNpy(file(name), tensor->view()).ok());
+    EXPECT_OK(tfc::writeNpy(file(name), tensor->view()));
     return file(name);
   }
 
   std::vector<float> readF32(const std::string& path) {
     auto tensor = tfc::readNpy(path);
-    EXPECT_TRUE(tensor.ok()) << tensor.status().toString();
+    EXPECT_OK(tensor);
     if (!tensor.ok()) return {};
     const float* data = tensor->dataAs<float>();
     return std::vector<float>(data, data + tensor->numElements());
@@ -132,7 +132,7 @@ TEST_F(TfcRunTest, InitWritesDeterministicWeights) {
   EXPECT_TRUE(contains(other.output, "wrote " + file("c.safetensors") + ": 4 parameters"));
   EXPECT_NE(readAll(a), readAll(file("c.safetensors")));
   auto weights = tfc::SafetensorsFile::open(a);
-  ASSERT_TRUE(weights.ok());
+  ASSERT_OK(weights);
   EXPECT_EQ(weights->tensors().size(), 4u);
   EXPECT_EQ(run({kModel, "init"}).code, 2);
   EXPECT_EQ(run({kModel, "init", "--seed", "x", "-o", file("d.safetensors")}).code, 2);
@@ -173,9 +173,9 @@ TEST_F(TfcRunTest, CallUpdatesWeightsAndPrintsScalars) {
   ASSERT_EQ(call.code, 0) << call.output;
   EXPECT_TRUE(contains(call.output, "sum.npy (F32 []) = 8")) << call.output;
   auto saved = tfc::SafetensorsFile::open(file("w2.safetensors"));
-  ASSERT_TRUE(saved.ok());
+  ASSERT_OK(saved);
   auto scale = saved->load("scale");
-  ASSERT_TRUE(scale.ok());
+  ASSERT_OK(scale);
   EXPECT_EQ(scale->dataAs<float>()[0], 2.0f);
 }
 
@@ -222,12 +222,12 @@ TEST_F(TfcRunTest, CallErrorsAreClearAndWriteNothing) {
   expectError({kModel, "call", "forward", "--weights", x4, "--in", "x=" + x4}, 1, "x4.npy");
   // Misnamed weights.
   auto good = tfc::SafetensorsFile::open(weights);
-  ASSERT_TRUE(good.ok());
+  ASSERT_OK(good);
   std::vector<tfc::NamedTensorView> tensors;
   for (const auto& tensor : good->tensors()) {
     tensors.push_back({tensor.name == "embed" ? "embd" : tensor.name, tensor.view()});
   }
-  ASSERT_TRUE(tfc::writeSafetensors(file("bad.safetensors"), tensors).ok());
+  ASSERT_OK(tfc::writeSafetensors(file("bad.safetensors"), tensors));
   expectError({kModel, "call", "fail", "--weights", file("bad.safetensors")}, 1,
               "unexpected tensor 'embd' (no parameter of that name; did you mean 'embed'?)");
   EXPECT_FALSE(exists(file("out/y.npy")));

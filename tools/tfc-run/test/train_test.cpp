@@ -3,13 +3,18 @@
 // they run without the compiler: argument, data and checkpoint errors, resume
 // bit-identity, NaN stop, failed saves, the CSV log and the PNG plot.
 #include <gtest/gtest.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <random>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,6 +24,7 @@
 
 #include "cli_test_util.hpp"
 #include "tfc/runtime/npy.hpp"
+#include "tfc/runtime/tensor.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
 namespace {
@@ -69,7 +75,7 @@ class TrainTest : public ScratchDirTest {
 std::map<std::string, std::string> tensorBytes(const std::string& path) {
   std::map<std::string, std::string> bytes;
   auto file = tfc::SafetensorsFile::open(path);
-  EXPECT_TRUE(file.ok()) << file.status().toString();
+  EXPECT_OK(file);
   if (!file.ok()) return bytes;
   for (const auto& info : file->tensors()) {
     bytes[info.name] = std::string(reinterpret_cast<const char*>(info.data), info.byteSize);
@@ -83,6 +89,10 @@ TEST_F(TrainTest, HelpAndUsageErrors) {
     EXPECT_EQ(help.code, 0) << help.output;
     EXPECT_TRUE(contains(help.output, "usage: tfc-run MODEL.so")) << help.output;
   }
+  Result help = run({"train", "--help"});
+  EXPECT_TRUE(contains(help.output, "--save-every K      also save every K steps (default 0: "
+                                    "only at the last step"))
+      << help.output;
   struct Case {
     std::vector<std::string> args;
     const char* message;
@@ -95,7 +105,17 @@ TEST_F(TrainTest, HelpAndUsageErrors) {
       {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt}, "missing --weights"},
       {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
         "--resume", ckpt},
-       "give one of --weights, --init-seed and --resume"},
+       "only one of --resume and --init-seed"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--weights", ckpt,
+        "--resume", ckpt},
+       "only one of --resume and --weights"},
+      {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--weights", ckpt,
+        "--init-seed", "0"},
+       "only one of --weights and --init-seed"},
+      // The schedule would end before the run does and train the rest at --min-lr.
+      {{kTrainModel, "train", "--data", data_, "--steps", "50", "--total-steps", "40", "--save",
+        ckpt, "--init-seed", "0"},
+       "--total-steps 40 is below --steps 50"},
       {{kTrainModel, "train", "--data", data_, "--steps", "0", "--save", ckpt, "--init-seed", "0"},
        "--steps '0' is not a positive integer"},
       {{kTrainModel, "train", "--data", data_, "--steps", "5", "--save", ckpt, "--init-seed", "0",
@@ -204,11 +224,11 @@ TEST_F(TrainTest, DataErrors) {
   // .npy: a 1-D integer array works; 2-D and float arrays are refused.
   auto npy = [&](const std::string& name, tfc_dtype_t dtype, std::vector<int64_t> shape) {
     auto tensor = tfc::HostTensor::allocate(dtype, std::move(shape));
-    EXPECT_TRUE(tensor.ok());
+    EXPECT_OK(tensor);
     if (dtype == TFC_DTYPE_I64) {
       for (int64_t i = 0; i < tensor->numElements(); ++i) tensor->mutableDataAs<int64_t>()[i] = i % 16;
     }
-    EXPECT_TRUE(tfc::writeNpy(file(name), tensor->view()).ok());
+    EXPECT_OK(tfc::writeNpy(file(name), tensor->view()));
     return file(name);
   };
   Result good = attempt(npy("good.npy", TFC_DTYPE_I64, {300}));
@@ -253,7 +273,7 @@ TEST_F(TrainTest, TrainsLogsAndPlots) {
   EXPECT_LT(last, 0.7 * first) << csv;
   // The checkpoint: parameters by name, state under state., the step in the metadata.
   auto file = tfc::SafetensorsFile::open(ckpt);
-  ASSERT_TRUE(file.ok()) << file.status().toString();
+  ASSERT_OK(file);
   EXPECT_NE(file->find("wte"), nullptr);
   EXPECT_NE(file->find("state.opt.m.wte"), nullptr);
   EXPECT_NE(file->find("state.train.step"), nullptr);
@@ -361,7 +381,7 @@ TEST_F(TrainTest, NanStopsAndKeepsTheLastCheckpoint) {
   EXPECT_TRUE(contains(nan.output, "The last good checkpoint")) << nan.output;
   // With --save-every 1 the good steps before the bad one were saved; the bad one was not.
   auto file = tfc::SafetensorsFile::open(ckpt);
-  ASSERT_TRUE(file.ok());
+  ASSERT_OK(file);
   int64_t savedStep = std::atoll(file->metadata().at("step").c_str());
   EXPECT_TRUE(contains(nan.output, "step " + std::to_string(savedStep + 1) + ":")) << nan.output;
   for (const auto& info : file->tensors()) {
@@ -393,6 +413,259 @@ TEST_F(TrainTest, FailedSaveKeepsThePreviousCheckpoint) {
   while ((got = fread(buffer, 1, sizeof(buffer), pipe)) > 0) listing.output.append(buffer, got);
   pclose(pipe);
   EXPECT_FALSE(contains(listing.output, ".tmp")) << listing.output;
+}
+
+// A log that cannot be written (a full disk; /dev/full fails every write with ENOSPC)
+// stops the run with the file's name and the reason: it used to exit 0 with the log cut
+// at 4096 bytes.
+TEST_F(TrainTest, LogWriteFailureIsAnError) {
+  std::string ckpt = file("c.safetensors");
+  Result result = run(train({"--init-seed", "0", "--steps", "3", "--save", ckpt, "--log",
+                             "/dev/full"}));
+  EXPECT_EQ(result.code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "--log /dev/full: write failed: No space left on device"))
+      << result.output;
+  // The same for seed-experiment's log.
+  Result seed = run({kTrainModel, "seed-experiment", "--log", "/dev/full"});
+  EXPECT_NE(seed.code, 0) << seed.output;
+}
+
+// Standard output is an output file too: generate's text, info's summary.
+TEST_F(TrainTest, StandardOutputWriteFailureIsAnError) {
+  Result info = run({kTrainModel, "info"}, "exec >/dev/full;");
+  EXPECT_EQ(info.code, 1) << info.output;
+  EXPECT_TRUE(contains(info.output, "cannot write standard output: No space left on device"))
+      << info.output;
+}
+
+// Saves go through the runtime's atomic writer: a node that is not a regular file is
+// refused (as root, --save /dev/full used to replace the device with a regular file; a
+// FIFO stands in for it here so that a regression cannot destroy /dev/full), and a
+// symbolic link is written through, not replaced.
+TEST_F(TrainTest, SaveRefusesNonRegularTargetsAndWritesThroughLinks) {
+  std::string fifo = file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result save = run(train({"--init-seed", "0", "--steps", "2", "--save", fifo}));
+  EXPECT_EQ(save.code, 1) << save.output;
+  EXPECT_TRUE(contains(save.output, fifo + " is a named pipe; refusing to replace it"))
+      << save.output;
+  Result init = run({kTrainModel, "init", "-o", fifo});
+  EXPECT_EQ(init.code, 1) << init.output;
+  EXPECT_TRUE(contains(init.output, "is a named pipe")) << init.output;
+  struct stat info;
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+
+  ASSERT_EQ(::mkdir(file("store").c_str(), 0700), 0);
+  std::string link = file("latest.safetensors");
+  ASSERT_EQ(::symlink("store/run1.safetensors", link.c_str()), 0);
+  Result linked = run(train({"--init-seed", "0", "--steps", "2", "--save", link}));
+  ASSERT_EQ(linked.code, 0) << linked.output;
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode)) << "the link was replaced";
+  EXPECT_FALSE(tensorBytes(file("store/run1.safetensors")).empty());
+  Result resumed = run(train({"--resume", link, "--steps", "4", "--save", link}));
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+}
+
+// A save killed half-way leaves "<name>.tmp.<pid>.<random>"; the next save of the same
+// checkpoint removes it (its writer is dead) and keeps a live writer's.
+TEST_F(TrainTest, NextSaveRemovesStaleTemporaries) {
+  std::string ckpt = file("c.safetensors");
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  std::string stale = ckpt + ".tmp." + std::to_string(child) + ".0badf00d";
+  std::string live = ckpt + ".tmp." + std::to_string(::getpid()) + ".600dcafe";
+  std::ofstream(stale) << "partial checkpoint";
+  std::ofstream(live) << "a concurrent save";
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "2", "--save", ckpt})).code, 0);
+  EXPECT_FALSE(exists(stale));
+  EXPECT_TRUE(exists(live));
+}
+
+// decode and prefill take cache positions: tfc-run checks them against the model's n_ctx
+// (8 here, prefill chunk 4) and says what is wrong instead of the kernel's "embedding: id
+// out of range"; prefill's n is refused out of [1, P] instead of clamped.
+TEST_F(TrainTest, CallChecksCachePositions) {
+  std::string token = file("token.npy");
+  std::string tokens = file("tokens.npy");
+  {
+    int32_t one[2] = {1, 2};
+    ASSERT_OK(tfc::writeNpy(token, tfc::TensorView{TFC_DTYPE_I32, {2, 1}, one, sizeof(one)}));
+    int32_t four[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    ASSERT_OK(tfc::writeNpy(tokens, tfc::TensorView{TFC_DTYPE_I32, {2, 4}, four, sizeof(four)}));
+  }
+  auto call = [&](std::vector<std::string> in) {
+    std::vector<std::string> args = {kTrainModel, "call", in[0], "--init-seed", "0", "--out-dir",
+                                     file("out")};
+    for (size_t i = 1; i < in.size(); ++i) {
+      args.push_back("--in");
+      args.push_back(in[i]);
+    }
+    return run(args);
+  };
+  Result good = call({"decode", "token=" + token, "pos=7"});
+  EXPECT_EQ(good.code, 0) << good.output;
+  good = call({"prefill", "tokens=" + tokens, "pos=4", "n=4"});
+  EXPECT_EQ(good.code, 0) << good.output;
+  struct Case {
+    std::vector<std::string> in;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"decode", "token=" + token, "pos=8"},
+       "entry 'decode': pos = 8 is past the context: the model's context length (n_ctx) is 8"},
+      {{"decode", "token=" + token, "pos=-1"},
+       "entry 'decode': pos = -1 is not a position in the KV cache: positions start at 0 and "
+       "the context length (n_ctx) is 8"},
+      {{"prefill", "tokens=" + tokens, "pos=5", "n=1"},
+       "pos = 5 is past the context: the model's context length (n_ctx) is 8, so its 4 tokens "
+       "at pos must end by position 7 (pos at most 4)"},
+      {{"prefill", "tokens=" + tokens, "pos=0", "n=5"},
+       "entry 'prefill': n = 5 is out of range: it counts the tokens of the chunk in use, 1 to 4"},
+      {{"prefill", "tokens=" + tokens, "pos=0", "n=0"}, "n = 0 is out of range"},
+      {{"prefill", "tokens=" + tokens, "pos=0", "n=-2147483648"}, "n = -2147483648 is out of range"},
+  };
+  for (const Case& c : cases) {
+    Result result = call(c.in);
+    EXPECT_EQ(result.code, 1) << result.output;
+    EXPECT_TRUE(contains(result.output, c.message)) << c.message << "\n" << result.output;
+    EXPECT_FALSE(contains(result.output, "embedding")) << result.output;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Fault injection: checkpoints survive SIGKILL at any point of a save, a read-only folder
+// and a full device.
+
+// The names in |dir| that are temporaries of an atomic write.
+std::vector<std::string> temporaries(const std::string& dir) {
+  std::vector<std::string> found;
+  if (DIR* listing = ::opendir(dir.c_str())) {
+    while (struct dirent* entry = ::readdir(listing)) {
+      if (std::strstr(entry->d_name, ".tmp.") != nullptr) found.push_back(entry->d_name);
+    }
+    ::closedir(listing);
+  }
+  return found;
+}
+
+// A train run that saves at every step, killed with SIGKILL after a seeded random delay,
+// over and over: whatever the kill interrupted (a step, the write of the temporary, its
+// fsync, the rename), the checkpoint present must load and resume, and the next save must
+// leave no temporary behind. The seed is the test seed (TFC_TEST_SEED), printed on failure.
+TEST_F(TrainTest, CheckpointSurvivesSigkillDuringSaves) {
+  const uint64_t seed = tfc::testing::testSeedForCurrentTest();
+  SCOPED_TRACE("kill delays drawn with seed " + std::to_string(seed) + " (TFC_TEST_SEED=" +
+               std::to_string(tfc::testing::testSeed()) + ")");
+  std::mt19937_64 random(seed);
+  const std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "1", "--save", ckpt})).code, 0);
+  int killedWithTemporary = 0;
+  const int kRounds = 12;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::string> args = train({"--resume", ckpt, "--steps", "1000000",
+                                           "--save-every", "1", "--save", ckpt});
+    args.insert(args.begin(), TFC_RUN_PATH);
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+      ::execv(TFC_RUN_PATH, argv.data());
+      ::_exit(127);
+    }
+    // From before the first save (start-up, loading) to well into the saving loop.
+    std::uniform_int_distribution<int> delay(1000, 60000);
+    int micros = delay(random);
+    ::usleep(static_cast<useconds_t>(micros));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    SCOPED_TRACE("round " + std::to_string(round) + ", killed after " + std::to_string(micros) +
+                 " us");
+    if (!temporaries(dir_).empty()) ++killedWithTemporary;
+
+    // The checkpoint present is a whole one, of a step the run reached.
+    auto checkpoint = tfc::SafetensorsFile::open(ckpt);
+    ASSERT_OK(checkpoint);
+    int64_t step = std::atoll(checkpoint->metadata().at("step").c_str());
+    ASSERT_GE(step, 1);
+    // It resumes, and that run's save removes the killed writer's temporary.
+    Result resumed = run(train({"--resume", ckpt, "--steps", std::to_string(step + 1), "--save",
+                                ckpt}));
+    ASSERT_EQ(resumed.code, 0) << resumed.output;
+    EXPECT_TRUE(contains(resumed.output, "resuming from")) << resumed.output;
+    EXPECT_EQ(temporaries(dir_), std::vector<std::string>{}) << "left after the next save";
+  }
+  // Informational: how many kills landed inside a save (seed-dependent).
+  std::printf("%d of %d kills left a temporary, each removed by the next save\n",
+              killedWithTemporary, kRounds);
+}
+
+// A save into a folder the writer may not write to fails, naming the file and the reason,
+// and keeps the previous checkpoint. As root, permissions do not stop writes, so the run
+// drops to user nobody (setpriv), as an ordinary user would run it.
+TEST_F(TrainTest, ReadOnlyFolderKeepsThePreviousCheckpoint) {
+  ASSERT_EQ(::mkdir(file("ro").c_str(), 0755), 0);
+  const std::string ckpt = file("ro/c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "2", "--save", ckpt})).code, 0);
+  const std::string before = readAll(ckpt);
+  ASSERT_EQ(::chmod(file("ro").c_str(), 0555), 0);
+  std::string wrapper;
+  if (::geteuid() == 0) {
+    // nobody must reach the model, the data and the folder.
+    ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod(ckpt.c_str(), 0644), 0);
+    ASSERT_EQ(::chmod(data_.c_str(), 0644), 0);
+    wrapper = "setpriv --reuid=65534 --regid=65534 --clear-groups";
+  }
+  Result result = run(train({"--resume", ckpt, "--steps", "4", "--save", ckpt}), "", wrapper);
+  EXPECT_EQ(result.code, 1) << result.output;
+  EXPECT_TRUE(contains(result.output, "could not save the checkpoint at step 4")) << result.output;
+  EXPECT_TRUE(contains(result.output, "Permission denied")) << result.output;
+  EXPECT_TRUE(contains(result.output, ckpt)) << result.output;
+  EXPECT_EQ(readAll(ckpt), before);
+  EXPECT_EQ(temporaries(file("ro")), std::vector<std::string>{});
+}
+
+// A character device as the checkpoint (as root a clone of /dev/full made with mknod, so
+// that a regression cannot destroy the machine's) is refused and stays a device; a log on
+// /dev/full stops the run before anything replaces the previous checkpoint.
+TEST_F(TrainTest, FullDeviceKeepsThePreviousCheckpoint) {
+  const std::string ckpt = file("c.safetensors");
+  ASSERT_EQ(run(train({"--init-seed", "0", "--steps", "2", "--save", ckpt})).code, 0);
+  const std::string before = readAll(ckpt);
+  // On resume the earlier rows are read from the log: a device must not be read (/dev/full
+  // reads as endless NUL bytes; that took a minute and gigabytes): 10 s of CPU at most.
+  Result log = run(train({"--resume", ckpt, "--steps", "4", "--save", ckpt, "--log",
+                          "/dev/full"}),
+                   "ulimit -t 10;");
+  EXPECT_EQ(log.code, 1) << log.output;
+  EXPECT_TRUE(contains(log.output, "No space left on device")) << log.output;
+  EXPECT_EQ(readAll(ckpt), before);
+
+  std::string device = file("full");
+  if (::mknod(device.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0) device = "/dev/full";
+  Result save = run(train({"--resume", ckpt, "--steps", "4", "--save", device}));
+  EXPECT_EQ(save.code, 1) << save.output;
+  EXPECT_TRUE(contains(save.output, device + " is a character device; refusing to replace it"))
+      << save.output;
+  Result init = run({kTrainModel, "init", "-o", device});
+  EXPECT_EQ(init.code, 1) << init.output;
+  EXPECT_TRUE(contains(init.output, "is a character device")) << init.output;
+  struct stat info;
+  ASSERT_EQ(::lstat(device.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << device << " was replaced";
+  EXPECT_EQ(readAll(ckpt), before);
+  EXPECT_EQ(temporaries(dir_), std::vector<std::string>{});
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include <array>
+#include <cmath>
+#include <limits>
 
 #include "internal.h"
 #include "test_util.h"
@@ -181,6 +183,34 @@ TEST_P(MatmulTest, UsesHostForLargeProducts) {
   ScopedHost sh(host.api());
   tfc_k_matmul_f32(A.data(), B.data(), C.data(), 1, 256, 256, 256, 0, 0, 0, 0, 0, 0);
   EXPECT_GE(host.calls(), 1);
+}
+
+// The comparator every kernel test relies on: a NaN or a stray infinity must fail any
+// tolerance wherever it sits, also when finite elements follow it (the matmul checks end
+// with an untouched, finite canary element, which once reset a NaN's error to 0).
+TEST(RelMaxErr, NaNAndInfinitiesFailWherever) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double want[3] = {1, 2, 3};
+  const float exact[3] = {1, 2, 3};
+  EXPECT_EQ(rel_max_err(exact, want, 3), 0.0);
+  const float nanMiddle[3] = {1, NAN, 3};
+  EXPECT_EQ(rel_max_err(nanMiddle, want, 3), inf);
+  const float nanFirst[3] = {NAN, 2, 3};
+  EXPECT_EQ(rel_max_err(nanFirst, want, 3), inf);
+  const float infLast[3] = {1, 2, INFINITY};
+  EXPECT_EQ(rel_max_err(infLast, want, 3), inf);
+  const double wantNan[3] = {1, NAN, 3};
+  EXPECT_EQ(rel_max_err(exact, wantNan, 3), inf);
+  // Matching infinities are equal; opposite ones are not.
+  const double wantInf[3] = {1, inf, 3};
+  const float gotInf[3] = {1, INFINITY, 3};
+  const float gotMinusInf[3] = {1, -INFINITY, 3};
+  EXPECT_EQ(rel_max_err(gotInf, wantInf, 3), 0.0);
+  EXPECT_EQ(rel_max_err(gotMinusInf, wantInf, 3), inf);
+  // Relative to the largest reference magnitude.
+  const float off[3] = {1, 2.5f, 3};
+  EXPECT_DOUBLE_EQ(rel_max_err(off, want, 3), 0.5 / 3.0);
+  EXPECT_FALSE(rel_max_err(nanMiddle, want, 3) <= 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, MatmulTest, ::testing::ValuesIn(available_isas()),

@@ -4,20 +4,19 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <chrono>
 #include <thread>
 
 #include "internal.h"
+// The seed comes from the one place every C++ test takes it from (TFC_TEST_SEED), and
+// its listener prints it after any failing kernel test.
+#include "../../../../runtime/test/test_seed.hpp"
 
 namespace tfc_kern_test {
 
-uint64_t run_seed() {
-  static uint64_t seed = [] {
-    if (const char* s = getenv("TFC_TEST_SEED")) return (uint64_t)strtoull(s, nullptr, 10);
-    return (uint64_t)std::chrono::steady_clock::now().time_since_epoch().count() % (uint64_t)1000000007;
-  }();
-  return seed;
-}
+uint64_t run_seed() { return tfc::testing::testSeed(); }
 
 std::vector<float> random_vec(std::mt19937_64& rng, size_t n, float lo, float hi) {
   std::uniform_real_distribution<float> d(lo, hi);
@@ -72,9 +71,16 @@ void ThreadHost::report_error(void*, const char*) {}
 double rel_max_err(const float* a, const double* b, size_t n) {
   double mx = 0, err = 0;
   for (size_t i = 0; i < n; ++i) {
-    mx = std::max(mx, fabs(b[i]));
-    double e = fabs((double)a[i] - b[i]);
-    if (!(e <= err)) err = e;  // NaN propagates as failure
+    // A NaN or an infinity in either array where the other is finite (or a NaN on both
+    // sides) is a mismatch that no later element may hide: return at once.
+    double got = (double)a[i], want = b[i];
+    if (std::isnan(got) || std::isnan(want) || std::isinf(got) != std::isinf(want) ||
+        (std::isinf(got) && (got > 0) != (want > 0))) {
+      return std::numeric_limits<double>::infinity();
+    }
+    if (std::isinf(got)) continue;  // the same infinity on both sides
+    mx = std::max(mx, fabs(want));
+    err = std::max(err, fabs(got - want));
   }
   return err / std::max(mx, 1e-30);
 }

@@ -12,8 +12,9 @@
 
 namespace tfc_kern_test {
 
-// The seed of this test run: TFC_TEST_SEED if set, else from the clock. Printed by
-// every failing assertion through SeedTrace below.
+// The seed of this test run: TFC_TEST_SEED if set, else drawn once per run
+// (runtime/test/test_seed.hpp); printed after every failing test, and by the assertions
+// under TFC_SEED_TRACE below.
 uint64_t run_seed();
 
 // Uniform values in [-1, 1) excluding a small band around 0 (inputs are never zero).
@@ -45,7 +46,9 @@ struct ScopedHost {
   ~ScopedHost() { tfc_kernels_set_host(nullptr); }
 };
 
-// max |a - b| / max(max |b|, tiny)
+// max |a - b| / max(max |b|, tiny) over the finite elements; +inf (a failure under any
+// tolerance) when an element is NaN on either side or infinite on one side only or with
+// the other sign.
 double rel_max_err(const float* a, const double* b, size_t n);
 
 }  // namespace tfc_kern_test

@@ -7,10 +7,11 @@
 //
 // The reader trusts nothing: it checks the header length (at most 100 MB and within the
 // file), parses the JSON strictly (no trailing data, no duplicate names, no unknown keys),
-// and checks each tensor's dtype, dimensions, size (with overflow checks), offsets and that
-// no two tensors overlap. Every error is a Status whose message names the file and the
-// problem. Unlike the reference implementation, gaps between tensors and unused bytes after
-// the last tensor are accepted.
+// and checks each tensor's dtype, dimensions, size (with overflow checks), offsets, that
+// no two tensors overlap and, as the reference implementation does, that the data section
+// ends exactly where the last tensor ends (trailing bytes are refused). Every error is a
+// Status whose message names the file and the problem. Unlike the reference
+// implementation, gaps between tensors are accepted.
 #ifndef TFC_RUNTIME_SAFETENSORS_HPP_
 #define TFC_RUNTIME_SAFETENSORS_HPP_
 

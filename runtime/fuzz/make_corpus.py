@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the runtime's fuzz targets (runtime/fuzz/corpus/<target>/):
+a handful of small valid files per parser and the edge cases next to them. The corpora
+are committed; rerun this from the repository root after changing it. Inputs that
+crashed a fuzzer are added to the corpus by hand, under their crash-<sha1> name."""
+import json, struct, os, io, random
+import numpy as np
+root = 'runtime/fuzz/corpus'
+def w(sub, name, data):
+    with open(os.path.join(root, sub, name), 'wb') as f: f.write(data)
+
+# safetensors
+def st(tensors, meta=None, extra=b''):
+    header = {}
+    data = b''
+    if meta is not None: header['__metadata__'] = meta
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {'dtype': dtype, 'shape': shape, 'data_offsets': [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header, separators=(',', ':')).encode()
+    h += b' ' * ((8 - len(h) % 8) % 8)
+    return struct.pack('<Q', len(h)) + h + data + extra
+w('safetensors', 'two_tensors', st({'wte': ('F32', [2, 2], np.arange(4, dtype='<f4').tobytes()),
+                                    'step': ('I64', [], struct.pack('<q', 7))}, {'format': 'pt'}))
+w('safetensors', 'all_dtypes', st({d: (d, [2], b'\x01' * (2 * s)) for d, s in
+      [('F64', 8), ('F32', 4), ('F16', 2), ('BF16', 2), ('I64', 8), ('I32', 4), ('I16', 2), ('I8', 1),
+       ('U8', 1), ('U16', 2), ('U32', 4), ('U64', 8), ('BOOL', 1)]}))
+w('safetensors', 'empty_tensor', st({'e': ('F32', [0, 3], b''), 'x': ('U8', [1], b'\x05')}))
+w('safetensors', 'no_tensors', st({}, {'k': 'v'}))
+w('safetensors', 'trailing_bytes', st({'x': ('U8', [1], b'\x05')}, extra=b'\0\0\0'))
+w('safetensors', 'empty_file', b'')
+w('safetensors', 'header_past_end', struct.pack('<Q', 1 << 20) + b'{}')
+
+# npy (NumPy writes them)
+def npy(a, version=None):
+    f = io.BytesIO()
+    if version: np.lib.format.write_array(f, a, version=version)
+    else: np.save(f, a)
+    return f.getvalue()
+w('npy', 'f32_2x3', npy(np.arange(6, dtype='<f4').reshape(2, 3)))
+w('npy', 'i32_scalar', npy(np.array(5, dtype='<i4')))
+w('npy', 'bool_vec', npy(np.array([True, False, True])))
+w('npy', 'fortran_f64', npy(np.asfortranarray(np.arange(6, dtype='<f8').reshape(2, 3))))
+w('npy', 'big_endian_i16', npy(np.arange(4, dtype='>i2')))
+w('npy', 'version2_u8', npy(np.arange(3, dtype='u1'), version=(2, 0)))
+w('npy', 'empty_0x4', npy(np.zeros((0, 4), dtype='<f2')))
+w('npy', 'truncated', npy(np.arange(6, dtype='<f4'))[:-5])
+
+# token files: a selector byte (bit 0 .npy, bit 1 uint32) and the file
+toks = [i % 50 for i in range(40)]
+w('token_file', 'u16_bin', b'\x00' + np.array(toks, dtype='<u2').tobytes())
+w('token_file', 'u32_bin', b'\x02' + np.array(toks, dtype='<u4').tobytes())
+def llmc(version, tokens, count=None):
+    head = np.zeros(256, dtype='<i4'); head[0] = 20240520; head[1] = version
+    head[2] = len(tokens) if count is None else count
+    return head.tobytes() + np.array(tokens, dtype='<u2' if version == 1 else '<u4').tobytes()
+w('token_file', 'llmc_v1', b'\x00' + llmc(1, toks))
+w('token_file', 'llmc_v2', b'\x00' + llmc(2, toks))
+w('token_file', 'llmc_wrong_count', b'\x00' + llmc(1, toks, count=1000))
+w('token_file', 'npy_i32', b'\x01' + npy(np.array(toks, dtype='<i4')))
+w('token_file', 'npy_i64_negative', b'\x01' + npy(np.array([1, -3, 2, 4, 5, 6, 7], dtype='<i8')))
+w('token_file', 'npy_2d', b'\x01' + npy(np.zeros((2, 8), dtype='<u2')))
+w('token_file', 'odd_size', b'\x00' + b'\x01\x00\x02')
+w('token_file', 'too_short', b'\x00' + np.array([1, 2], dtype='<u2').tobytes())
+w('token_file', 'out_of_vocab', b'\x02' + np.array([1, 2, 60000, 3, 4, 5, 6, 7], dtype='<u4').tobytes())
+
+# tokenizer: vocab.json NUL merges.txt
+def bytes_to_unicode():
+    bs = list(range(ord('!'), ord('~') + 1)) + list(range(ord('¡'), ord('¬') + 1)) + list(range(ord('®'), ord('ÿ') + 1))
+    cs = bs[:]; n = 0
+    for b in range(256):
+        if b not in bs: bs.append(b); cs.append(256 + n); n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+b2u = bytes_to_unicode()
+base = [b2u[b] for b in range(256)]
+def tokenizer(merges, eos=True, version=True):
+    vocab = {t: i for i, t in enumerate(base)}
+    lines = ['#version: 0.2'] if version else []
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab)); lines.append(a + ' ' + b)
+    if eos: vocab['<|endoftext|>'] = len(vocab)
+    return json.dumps(vocab, ensure_ascii=False).encode() + b'\0' + ('\n'.join(lines) + '\n').encode()
+G = b2u[ord(' ')]
+w('tokenizer', 'small', tokenizer([('h', 'e'), ('l', 'l'), ('he', 'll'), (G, 'w'), ('o', 'r'), (G + 'w', 'or')]))
+w('tokenizer', 'no_eos_no_version', tokenizer([('a', 'b'), ('ab', 'c')], eos=False, version=False))
+w('tokenizer', 'bytes_only', tokenizer([]))
+bad = tokenizer([('a', 'b')]).replace(b'a b', b'a zz')
+w('tokenizer', 'merge_part_missing', bad)
+w('tokenizer', 'missing_byte_token', json.dumps({'a': 0}).encode() + b'\0')
+w('tokenizer', 'duplicate_id', json.dumps({'a': 0, 'b': 0}).encode() + b'\0')
+w('tokenizer', 'not_json', b'{"a": 0,\0a b\n')
+
+# artifact tables: bytes for FuzzedDataProvider (integers from the end, strings from the front)
+rng = random.Random(13)
+for i, n in enumerate([16, 64, 256, 512, 1024]):
+    w('artifact_table', 'random_%d' % n, bytes(rng.randrange(256) for _ in range(n)))
+w('artifact_table', 'zeros_256', b'\0' * 256)
+w('artifact_table', 'ones_256', b'\xff' * 256)

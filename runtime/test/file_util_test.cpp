@@ -1,0 +1,172 @@
+// Tests of the atomic writer every file the runtime writes goes through: what it refuses
+// to replace, how it writes through symbolic links, and that it removes the temporaries of
+// writers killed during a save.
+#include "file_util.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "test_util.hpp"
+#include "tfc/runtime/file.hpp"
+
+namespace tfc {
+namespace {
+
+using testing::TempDir;
+
+Status write(const std::string& path, const std::string& bytes) {
+  return internal::writeFileAtomically(path, {{bytes.data(), bytes.size()}});
+}
+
+bool isSymlink(const std::string& path) {
+  struct stat info;
+  return ::lstat(path.c_str(), &info) == 0 && S_ISLNK(info.st_mode);
+}
+
+// The pid of a process that has exited and been reaped.
+pid_t deadPid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+TEST(AtomicWrite, ReplacesAFileAndLeavesNoTemporary) {
+  TempDir dir;
+  ASSERT_OK(write(dir.file("a.bin"), "old"));
+  ASSERT_OK(write(dir.file("a.bin"), "new contents"));
+  EXPECT_EQ(testing::readBytes(dir.file("a.bin")), "new contents");
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"a.bin"});
+}
+
+// A FIFO stands for any node that is not a regular file: a rename over it would replace
+// it, as a save to /dev/full run as root used to replace the device. (The test does not
+// use /dev/full itself: a regression would destroy the machine's device node.)
+TEST(AtomicWrite, RefusesToReplaceANonRegularFile) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(testing::isError(write(fifo, "x"), TFC_INVALID_ARGUMENT, fifo, "a named pipe"));
+  struct stat info;
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"pipe"});
+}
+
+// A character device that behaves as /dev/full: as root, a clone made with mknod in the
+// scratch folder, so that a regression replaces the clone and never the machine's
+// /dev/full; otherwise /dev/full itself, which a non-root writer cannot replace.
+std::string fullDevice(const TempDir& dir) {
+  std::string clone = dir.file("full");
+  if (::mknod(clone.c_str(), S_IFCHR | 0600, makedev(1, 7)) == 0) return clone;
+  return "/dev/full";
+}
+
+TEST(AtomicWrite, RefusesACharacterDeviceWithoutTouchingIt) {
+  TempDir dir;
+  const std::string device = fullDevice(dir);
+  EXPECT_TRUE(testing::isError(write(device, "x"), TFC_INVALID_ARGUMENT, device,
+                               "a character device"));
+  struct stat info;
+  ASSERT_EQ(::lstat(device.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISCHR(info.st_mode)) << device << " is no longer a device";
+  for (const std::string& name : dir.list()) EXPECT_EQ(name.find(".tmp."), std::string::npos);
+}
+
+TEST(AtomicWrite, RefusesADirectory) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("d").c_str(), 0700), 0);
+  EXPECT_TRUE(testing::isError(write(dir.file("d"), "x"), TFC_INVALID_ARGUMENT, dir.file("d"),
+                               "a directory"));
+}
+
+TEST(AtomicWrite, WritesThroughSymbolicLinks) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("real").c_str(), 0700), 0);
+  ASSERT_OK(write(dir.file("real/ckpt"), "old"));
+  // link -> chain -> real/ckpt, relative targets resolved against each link's folder.
+  ASSERT_EQ(::symlink("real/ckpt", dir.file("chain").c_str()), 0);
+  ASSERT_EQ(::symlink("chain", dir.file("link").c_str()), 0);
+  ASSERT_OK(write(dir.file("link"), "new"));
+  EXPECT_TRUE(isSymlink(dir.file("link")));
+  EXPECT_TRUE(isSymlink(dir.file("chain")));
+  EXPECT_EQ(testing::readBytes(dir.file("real/ckpt")), "new");
+  EXPECT_EQ(dir.list(), (std::vector<std::string>{"chain", "link", "real"}));
+}
+
+TEST(AtomicWrite, CreatesTheTargetOfADanglingLink) {
+  TempDir dir;
+  ASSERT_EQ(::symlink(dir.file("target").c_str(), dir.file("link").c_str()), 0);
+  ASSERT_OK(write(dir.file("link"), "data"));
+  EXPECT_TRUE(isSymlink(dir.file("link")));
+  EXPECT_EQ(testing::readBytes(dir.file("target")), "data");
+}
+
+TEST(AtomicWrite, RefusesALinkToADevice) {
+  TempDir dir;
+  const std::string device = fullDevice(dir);
+  ASSERT_EQ(::symlink(device.c_str(), dir.file("link").c_str()), 0);
+  EXPECT_TRUE(testing::isError(write(dir.file("link"), "x"), TFC_INVALID_ARGUMENT, device,
+                               "a character device"));
+  EXPECT_TRUE(isSymlink(dir.file("link")));
+}
+
+TEST(AtomicWrite, RefusesALinkLoop) {
+  TempDir dir;
+  ASSERT_EQ(::symlink("b", dir.file("a").c_str()), 0);
+  ASSERT_EQ(::symlink("a", dir.file("b").c_str()), 0);
+  EXPECT_TRUE(testing::isError(write(dir.file("a"), "x"), TFC_INVALID_ARGUMENT, dir.file("a"),
+                               "too many levels of symbolic links"));
+}
+
+TEST(AtomicWrite, KeepsThePermissionsOfTheFileItReplaces) {
+  TempDir dir;
+  ASSERT_OK(write(dir.file("private"), "old"));
+  ASSERT_EQ(::chmod(dir.file("private").c_str(), 0600), 0);
+  ASSERT_OK(write(dir.file("private"), "new"));
+  struct stat info;
+  ASSERT_EQ(::stat(dir.file("private").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+}
+
+// A writer killed during a save leaves "<name>.tmp.<pid>.<random>"; the next save of the
+// same file removes it, but never a live writer's temporary or another file's.
+TEST(AtomicWrite, RemovesTemporariesOfDeadWriters) {
+  TempDir dir;
+  const std::string dead = std::to_string(deadPid());
+  const std::string live = std::to_string(::getppid());
+  testing::writeBytes(dir.file("ckpt.tmp." + dead + ".0123abcd"), "partial");
+  testing::writeBytes(dir.file("ckpt.tmp." + live + ".0123abcd"), "in progress");
+  testing::writeBytes(dir.file("other.tmp." + dead + ".0123abcd"), "not ours");
+  testing::writeBytes(dir.file("ckpt.tmp.notapid"), "not our pattern");
+  ASSERT_OK(write(dir.file("ckpt"), "data"));
+  EXPECT_EQ(dir.list(), (std::vector<std::string>{"ckpt", "ckpt.tmp." + live + ".0123abcd",
+                                                  "ckpt.tmp.notapid",
+                                                  "other.tmp." + dead + ".0123abcd"}));
+}
+
+TEST(AtomicWrite, RemovesTemporariesBesideALinksTarget) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("real").c_str(), 0700), 0);
+  ASSERT_EQ(::symlink("real/ckpt", dir.file("link").c_str()), 0);
+  const std::string stale = "real/ckpt.tmp." + std::to_string(deadPid()) + ".89abcdef";
+  testing::writeBytes(dir.file(stale), "partial");
+  ASSERT_OK(write(dir.file("link"), "data"));
+  EXPECT_FALSE(std::ifstream(dir.file(stale)).good()) << stale << " was left behind";
+}
+
+TEST(AtomicWrite, PublicWrapperWritesTheBytes) {
+  TempDir dir;
+  ASSERT_OK(writeFileAtomically(dir.file("f"), "abc", 3));
+  EXPECT_EQ(testing::readBytes(dir.file("f")), "abc");
+}
+
+}  // namespace
+}  // namespace tfc
