@@ -866,14 +866,15 @@ def compare(got, want, elt, tol):
     exact = both_nan | same_inf
     with np.errstate(invalid="ignore"):
         diff = np.where(exact, 0.0, np.abs(g64 - w64))
-        bad = ~exact & ~(diff <= tol["atol"] + tol["rtol"] * np.abs(w64))
+        # (inf <= atol + rtol * inf holds: an infinity must match exactly)
+        bad = ~exact & (np.isinf(w64) | ~(diff <= tol["atol"] + tol["rtol"] * np.abs(w64)))
     md = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff))) if diff.size else 0.0
     ok = not bool(bad.any())
     detail = f"max diff {md:.3g}"
     if not ok:
         k = int(np.flatnonzero(bad.ravel())[0])
         detail += (f", {int(bad.sum())} of {bad.size} elements out of tolerance; first at "
-                   f"flat index {k}: got {g64.ravel()[k]!r}, want {w64.ravel()[k]!r}")
+                   f"flat index {k}: got {float(g64.ravel()[k])!r}, want {float(w64.ravel()[k])!r}")
     return ok, detail, md
 
 
