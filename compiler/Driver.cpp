@@ -12,6 +12,7 @@
 
 #include "codegen/artifact/ArtifactWriter.h"
 #include "compiler/IRDumper.h"
+#include "compiler/ParseGuard.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/Report.h"
@@ -344,6 +345,11 @@ int compilerMain(int argc, char **argv) {
     return fail(errorMessage);
   if (auto reason = notTextReason(file->getMemBufferRef()))
     return fail("'" + options.input + "' " + *reason);
+  // MLIR 19's parser can corrupt the heap on some invalid input (issue 13,
+  // defect 2): only text that parses in a child is parsed here.
+  if (mlir::failed(parseInChildFirst("tfc", options.input, *file, registry,
+                                     context.allowsUnregisteredDialects())))
+    return 1; // The child has reported file:line:col.
   artifactOptions.moduleHash = hexDigest(file->getBuffer());
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());

@@ -1,0 +1,103 @@
+//===- ParseGuard.h - parse untrusted MLIR text in a child first -*- C++ -*-===//
+//
+// MLIR 19's parser corrupts the heap while it cleans up after some errors:
+// a value used in one function and defined in a later one (a forward
+// reference that outlives its function) followed by another parse error
+// frees an op that the cleanup then writes to (llvm-project#107121; fixed
+// upstream by #127778 in LLVM 21, not in the Debian LLVM 19 we build on).
+// The corruption shows up later, anywhere: tfc printed the right error and
+// then aborted in malloc (issue 13, defect 2). A related upstream bug
+// crashes while parsing (a loop's iter_args naming a value defined inside it).
+//
+// Both only happen on input that does not parse. So tfc and tfc-opt first
+// parse the text in a forked child that prints the diagnostics and exits
+// without running any destructor. Only text the child parsed is parsed again
+// in the tool itself, where the parser's error path is then never taken. A
+// child that dies is reported as an error naming the input, not a crash.
+// Valid input costs one more parse (milliseconds for the library's models).
+//
+// Header-only so that tfc (compiler/Driver.cpp) and tfc-opt share it without
+// a new library. Remove it once tfc builds on LLVM 21.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TFC_COMPILER_PARSEGUARD_H
+#define TFC_COMPILER_PARSEGUARD_H
+
+#include "mlir/Bytecode/BytecodeReader.h"
+#include "mlir/IR/Block.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace tfc {
+
+/// Parses `buffer` (named `name` in messages) in a forked child. Returns
+/// success when it parses (verification is left to the caller's own parse);
+/// failure after the child printed its diagnostics, or after a message when
+/// the child died. Also success when fork fails (then the tool parses as
+/// it always did).
+inline llvm::LogicalResult parseInChildFirst(llvm::StringRef tool,
+                                             llvm::StringRef name,
+                                             const llvm::MemoryBuffer &buffer,
+                                             const mlir::DialectRegistry &registry,
+                                             bool allowUnregisteredDialects) {
+  // The bug is in the text parser; bytecode has its own reader.
+  if (mlir::isBytecode(buffer.getMemBufferRef()))
+    return llvm::success();
+  llvm::outs().flush();
+  llvm::errs().flush();
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0)
+    return llvm::success();
+  if (pid == 0) {
+    // Die without LLVM's stack dump: the parent names the input instead.
+    for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE, SIGTRAP})
+      std::signal(sig, SIG_DFL);
+    // No threads: the parent's thread pool does not exist in the child.
+    mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+    context.allowUnregisteredDialects(allowUnregisteredDialects);
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(
+        llvm::MemoryBuffer::getMemBuffer(buffer.getBuffer(), name,
+                                         /*RequiresNullTerminator=*/false),
+        llvm::SMLoc());
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    mlir::Block block;
+    mlir::ParserConfig config(&context, /*verifyAfterParse=*/false);
+    bool ok = mlir::succeeded(mlir::parseSourceFile(sourceMgr, &block, config));
+    llvm::errs().flush();
+    // _exit: no destructor may run over a heap the parser may have corrupted.
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return llvm::success();
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return llvm::success();
+  if (WIFSIGNALED(status))
+    llvm::errs() << tool << ": error: '" << name
+                 << "' does not parse, and MLIR 19's parser crashed on it "
+                    "(signal "
+                 << WTERMSIG(status) << ", " << ::strsignal(WTERMSIG(status))
+                 << "; a known MLIR bug on invalid input, llvm-project#127778): "
+                    "look for a value used before its definition or outside "
+                    "its function\n";
+  return llvm::failure();
+}
+
+} // namespace tfc
+
+#endif // TFC_COMPILER_PARSEGUARD_H
