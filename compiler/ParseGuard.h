@@ -10,10 +10,12 @@
 // crashes while parsing (a loop's iter_args naming a value defined inside it).
 //
 // Both only happen on input that does not parse. So tfc and tfc-opt first
-// parse the text in a forked child that prints the diagnostics and exits
-// without running any destructor. Only text the child parsed is parsed again
-// in the tool itself, where the parser's error path is then never taken. A
-// child that dies is reported as an error naming the input, not a crash.
+// parse the text in a forked child that sends its diagnostics through a pipe
+// and exits without running any destructor. Only text the child parsed is
+// parsed again in the tool itself, where the parser's error path is then
+// never taken. A child that dies is reported as an error naming the input,
+// not a crash (its own stderr, where glibc's "corrupted ..." would go, is
+// /dev/null: the parent prints the diagnostics it sent).
 // Valid input costs one more parse (milliseconds for the library's models).
 //
 // Header-only so that tfc (compiler/Driver.cpp) and tfc-opt share it without
@@ -34,6 +36,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <fcntl.h>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -58,13 +61,26 @@ inline llvm::LogicalResult parseInChildFirst(llvm::StringRef tool,
   llvm::outs().flush();
   llvm::errs().flush();
   std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0)
+  int fds[2];
+  if (::pipe(fds) != 0)
     return llvm::success();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return llvm::success();
+  }
   if (pid == 0) {
-    // Die without LLVM's stack dump: the parent names the input instead.
+    ::close(fds[0]);
+    // Die without LLVM's stack dump or glibc's message: the parent names
+    // the input instead.
     for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGFPE, SIGTRAP})
       std::signal(sig, SIG_DFL);
+    int devNull = ::open("/dev/null", O_WRONLY);
+    if (devNull >= 0)
+      ::dup2(devNull, 2);
+    llvm::raw_fd_ostream diagnostics(fds[1], /*shouldClose=*/false,
+                                     /*unbuffered=*/true);
     // No threads: the parent's thread pool does not exist in the child.
     mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
     context.allowUnregisteredDialects(allowUnregisteredDialects);
@@ -73,28 +89,41 @@ inline llvm::LogicalResult parseInChildFirst(llvm::StringRef tool,
         llvm::MemoryBuffer::getMemBuffer(buffer.getBuffer(), name,
                                          /*RequiresNullTerminator=*/false),
         llvm::SMLoc());
-    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+    mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
     mlir::Block block;
     mlir::ParserConfig config(&context, /*verifyAfterParse=*/false);
     bool ok = mlir::succeeded(mlir::parseSourceFile(sourceMgr, &block, config));
-    llvm::errs().flush();
     // _exit: no destructor may run over a heap the parser may have corrupted.
     ::_exit(ok ? 0 : 1);
   }
+  // Read to the end before waiting: the child blocks on a full pipe.
+  ::close(fds[1]);
+  std::string text;
+  char chunk[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], chunk, sizeof(chunk));
+    if (n > 0)
+      text.append(chunk, n);
+    else if (n == 0 || errno != EINTR)
+      break;
+  }
+  ::close(fds[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR)
       return llvm::success();
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-    return llvm::success();
+    return llvm::success(); // (the tool's own parse reports any warning)
+  llvm::errs() << text;
   if (WIFSIGNALED(status))
     llvm::errs() << tool << ": error: '" << name
                  << "' does not parse, and MLIR 19's parser crashed on it "
                     "(signal "
                  << WTERMSIG(status) << ", " << ::strsignal(WTERMSIG(status))
-                 << "; a known MLIR bug on invalid input, llvm-project#127778): "
-                    "look for a value used before its definition or outside "
-                    "its function\n";
+                 << ", a known MLIR 19 bug on invalid input: "
+                    "llvm-project#127778); the errors above, if any, say "
+                    "where; else look for a value used before its definition "
+                    "or outside its function\n";
   return llvm::failure();
 }
 
