@@ -2,8 +2,9 @@
 """Mutation fuzzer for tfc's MLIR input: no input may crash tfc or tfc-opt.
 
 Seeds: every model of `tfc-trace --list-models` at its small default config,
-and the output of every phase of `tfc` on it (--compile-to=input|graph|kernels,
-graph and kernels with and without --optimizer=adamw). Each mutant is one seed
+and the output of every phase of `tfc` on it (each phase tfc lists:
+--compile-to=input|graph|kernels|..., all but input with and without
+--optimizer=adamw). Each mutant is one seed
 file with 1-3 seeded mutations (operand swaps and replacements, type and shape
 edits, deleted, duplicated and moved ops, attribute and number edits,
 truncation, stray bytes). Each mutant goes through
@@ -312,8 +313,20 @@ def verdict(rc, err):
     return None
 
 
+def list_phases(runner):
+    """tfc's phases, from its message for an unknown one (stable, tested in
+    test/Tools/tfc/bad-input.test), so that a new phase is fuzzed too."""
+    p = subprocess.run([runner.tool("tfc"), os.devnull, "--compile-to=no-such-phase"],
+                       capture_output=True, text=True, timeout=runner.timeout)
+    m = re.search(r"\(phases: ([a-z, -]+)\)", p.stderr)
+    if not m:
+        raise RuntimeError(f"cannot read tfc's phases from:\n{p.stderr}")
+    return [x.strip() for x in m.group(1).split(",")]
+
+
 def make_seeds(runner, work):
     """Writes the seed files; returns [(name, phase, path)]."""
+    phases = list_phases(runner)
     out = subprocess.run([runner.tool("tfc-trace"), "--list-models"], capture_output=True,
                          text=True, timeout=runner.timeout)
     if out.returncode != 0:
@@ -331,7 +344,7 @@ def make_seeds(runner, work):
                            capture_output=True, text=True, timeout=runner.timeout)
         if p.returncode != 0:
             raise RuntimeError(f"tfc-trace {model} failed:\n{p.stderr}")
-        for phase in ["input", "graph", "kernels"]:
+        for phase in phases:
             for opt in ([""] if phase == "input" else ["", "adamw"]):
                 name = f"{model}-{phase}" + (f"-{opt}" if opt else "")
                 path = os.path.join(work, name + ".mlir")
