@@ -113,17 +113,17 @@ def replace_operand(rng, lines):
     names = sorted({m.group() for l in window for m in SSA.finditer(l)})
     if not names:
         return None
+    name = rng.choice(names)
     s, e = rng.choice(operands(lines[i]))
-    lines[i] = lines[i][:s] + rng.choice(names) + lines[i][e:]
-    # half the time also a second use of the same new name elsewhere nearby,
-    # so that one value's uses disagree in type (issue 13, defect 2)
+    lines[i] = lines[i][:s] + name + lines[i][e:]
+    # half the time also a second use of the same name elsewhere (another
+    # function, too), so that one value's uses disagree in type or cross a
+    # function boundary (issue 13, defect 2)
     if rng.random() < 0.5:
         j = rng.choice(cands)
         if operands(lines[j]):
             s, e = rng.choice(operands(lines[j]))
-            new = SSA.findall(lines[i][s:]) or [None]
-            if new[0]:
-                lines[j] = lines[j][:s] + new[0] + lines[j][e:]
+            lines[j] = lines[j][:s] + name + lines[j][e:]
     return lines
 
 
