@@ -12,6 +12,7 @@
 
 #include "codegen/artifact/ArtifactWriter.h"
 #include "compiler/IRDumper.h"
+#include "compiler/ParseGuard.h"
 #include "compiler/Pipeline.h"
 #include "compiler/Registration.h"
 #include "compiler/Report.h"
@@ -24,6 +25,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
@@ -41,7 +43,9 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -55,8 +59,11 @@ enum class Emit { Mlir, Llvm, Asm, Obj, So };
 
 struct Options {
   cl::OptionCategory category{"tfc options"};
-  cl::opt<std::string> input{cl::Positional, cl::desc("<input.mlir>"),
-                             cl::init("-"), cl::cat(category)};
+  cl::opt<std::string> input{
+      cl::Positional,
+      cl::desc("<input.mlir> (MLIR text or bytecode; '-' or none: standard "
+               "input, as for mlir-opt, with a note when it is a terminal)"),
+      cl::init("-"), cl::cat(category)};
   cl::opt<std::string> output{"o", cl::desc("Output file ('-' for stdout)"),
                               cl::value_desc("file"), cl::init(""),
                               cl::cat(category)};
@@ -186,6 +193,32 @@ std::optional<int64_t> parseByteSize(llvm::StringRef text) {
   if (!scale || value > (uint64_t)INT64_MAX / *scale)
     return std::nullopt;
   return static_cast<int64_t>(value * *scale);
+}
+
+/// An error message when `buffer` is neither MLIR bytecode nor text: a NUL
+/// byte or invalid UTF-8, with its line and column, so that tfc refuses a
+/// binary file by name instead of echoing its bytes in a parse error.
+std::optional<std::string> notTextReason(llvm::MemoryBufferRef buffer) {
+  llvm::StringRef text = buffer.getBuffer();
+  if (mlir::isBytecode(buffer))
+    return std::nullopt;
+  size_t bad = text.find('\0');
+  const char *what = "a NUL byte";
+  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
+  const llvm::UTF8 *invalid = begin;
+  if (!llvm::isLegalUTF8String(&invalid, begin + text.size()) &&
+      size_t(invalid - begin) < bad) {
+    bad = invalid - begin;
+    what = "invalid UTF-8";
+  }
+  if (bad == llvm::StringRef::npos)
+    return std::nullopt;
+  size_t line = 1 + text.take_front(bad).count('\n');
+  size_t column = bad - (text.take_front(bad).rfind('\n') + 1) + 1;
+  return llvm::formatv("is not MLIR text: {0} at line {1}, column {2} (byte "
+                       "{3}); tfc reads MLIR text or bytecode",
+                       what, line, column, bad)
+      .str();
 }
 
 std::string hexDigest(llvm::StringRef text) {
@@ -334,9 +367,21 @@ int compilerMain(int argc, char **argv) {
   context.loadAllAvailableDialects();
 
   std::string errorMessage;
+  // As mlir-opt, no input (or '-') is standard input; unlike it, say so when
+  // that is a terminal, where tfc would otherwise wait without a word.
+  if (options.input == "-" && llvm::sys::Process::StandardInIsUserInput())
+    llvm::errs() << "tfc: note: reading the module from standard input (end "
+                    "it with Ctrl-D; give a file to compile one, see --help)\n";
   auto file = mlir::openInputFile(options.input, &errorMessage);
   if (!file)
     return fail(errorMessage);
+  if (auto reason = notTextReason(file->getMemBufferRef()))
+    return fail("'" + options.input + "' " + *reason);
+  // MLIR 19's parser can corrupt the heap on some invalid input (issue 13,
+  // defect 2): only text that parses in a child is parsed here.
+  if (mlir::failed(parseInChildFirst("tfc", options.input, *file, registry,
+                                     context.allowsUnregisteredDialects())))
+    return 1; // The child has reported file:line:col.
   artifactOptions.moduleHash = hexDigest(file->getBuffer());
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());

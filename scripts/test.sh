@@ -3,7 +3,12 @@
 # frontend, codegen, end-to-end numerics against NumPy references) and the
 # unit tests (runtime, kernels, tfc-run) through ctest, after the runtime's
 # unit tests under AddressSanitizer + UndefinedBehaviorSanitizer and its parsers
-# under libFuzzer.
+# under libFuzzer, and the CPU kernels' unit tests under ASan + UBSan; then the
+# compiler tools built with ASan run the MLIR mutation fuzzer
+# (test/fuzz/mlir_mutate.py).
+#   TFC_FUZZ_MUTANTS   mutants for the ASan fuzz run (default 600)
+#   TFC_SKIP_ASAN_COMPILER=1  skip the compiler's ASan build and fuzz run
+#                      (printed as SKIPPED; CI does not set it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -33,6 +38,22 @@ fi
 cmake --build "$fuzz_dir" -j "$jobs"
 ctest --test-dir "$fuzz_dir" --output-on-failure -j "$jobs"
 
+# The hand-written AVX2/AVX-512 kernels and their tests, alone (no LLVM), with
+# the same sanitizers: every ISA the CPU has (test/Kernels counts the others).
+echo "== CPU kernels under ASan+UBSan =="
+t0=$(date +%s)
+kernels_asan_dir=${build_dir}-asan-kernels
+if [ ! -f "$kernels_asan_dir/build.ninja" ]; then
+  cmake -S codegen/cpu/kernels -B "$kernels_asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTFC_KERNELS_BENCH=OFF \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+    "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
+fi
+cmake --build "$kernels_asan_dir" -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$kernels_asan_dir" --output-on-failure
+echo "tfc: CPU kernels under ASan+UBSan took $(( $(date +%s) - t0 )) s"
+
 echo "== the whole suite =="
 log="$build_dir/ctest.log"
 set +e
@@ -42,6 +63,44 @@ set -e
 echo "== lit =="
 grep -E "Total Discovered Tests|^  (Passed|Failed|Unsupported|Unresolved)" \
   "$build_dir/Testing/Temporary/LastTest.log" || true
-echo "tfc: install + build + tests took $(( $(date +%s) - start )) s"
 grep -E "tests passed|tests failed" "$log" | tail -n 1
+
+# The compiler tools built with AddressSanitizer (only tfc, tfc-opt,
+# tfc-trace; no runtime), then the MLIR mutation fuzzer over them: a memory
+# error on bad input that happens not to crash a release build shows here.
+# libLLVM/libMLIR are Debian's, not instrumented: ASan sees tfc's own code
+# and every malloc/free (the fuzzer also runs under valgrind, see
+# docs/reliability.md).
+echo "== compiler under ASan + MLIR mutation fuzzer =="
+if [ "${TFC_SKIP_ASAN_COMPILER:-0}" = 1 ]; then
+  echo "SKIPPED: compiler ASan build and fuzz run (TFC_SKIP_ASAN_COMPILER=1)"
+else
+  t0=$(date +%s)
+  compiler_asan_dir=${build_dir}-asan-compiler
+  if [ ! -f "$compiler_asan_dir/build.ninja" ]; then
+    # -O1: ASan's usual level, and a faster build than the release -O3.
+    cmake -S . -B "$compiler_asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DTFC_BUILD_RUNTIME=OFF -DTFC_KERNELS_TESTS=OFF -DTFC_KERNELS_BENCH=OFF \
+      "-DCMAKE_CXX_FLAGS=-fsanitize=address -fno-omit-frame-pointer" \
+      "-DCMAKE_CXX_FLAGS_RELEASE=-O1" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address" \
+      "-DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=address"
+  fi
+  cmake --build "$compiler_asan_dir" -j "$jobs" --target tfc tfc-opt tfc-trace
+  t1=$(date +%s)
+  echo "tfc: compiler ASan build took $(( t1 - t0 )) s"
+  set +e
+  TFC_FUZZ_MUTANTS=${TFC_FUZZ_MUTANTS:-600} TFC_FUZZ_JOBS=$jobs \
+    python3 test/fuzz/mlir_mutate.py --bin-dir "$compiler_asan_dir/bin" \
+      --work-dir "$compiler_asan_dir/fuzz"
+  fuzz_rc=$?
+  set -e
+  echo "tfc: ASan fuzz run took $(( $(date +%s) - t1 )) s" \
+       "(failing mutants, if any: $compiler_asan_dir/fuzz/failures)"
+  if [ "$fuzz_rc" != 0 ]; then
+    echo "tfc: the MLIR mutation fuzzer failed on the ASan compiler"
+    rc=1
+  fi
+fi
+echo "tfc: install + build + tests took $(( $(date +%s) - start )) s"
 exit "$rc"

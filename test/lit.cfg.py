@@ -3,6 +3,7 @@
 import os
 
 import lit.formats
+import lit.util
 from lit.llvm import llvm_config
 from lit.llvm.subst import ToolSubst
 
@@ -43,5 +44,31 @@ if config.tfc_cuda_target:
 else:
     lit_config.note("no CUDA toolkit at build time: the CUDA codegen tests are "
                     "UNSUPPORTED (counted in the summary)")
+
+# A time limit per test, so that one hung tool fails its test (and names it)
+# instead of stalling the suite. lit can only kill a test's process tree with
+# psutil; without it the e2e scripts' own limits (test/e2e/harness.py) and
+# ctest's TIMEOUT on the whole suite (test/CMakeLists.txt) still apply.
+# TFC_LIT_TEST_TIMEOUT (seconds) overrides the limit; 0 turns it off.
+_test_timeout = int(os.environ.get("TFC_LIT_TEST_TIMEOUT", "1800"))
+if _test_timeout and lit.util.killProcessAndChildrenIsSupported()[0]:
+    lit_config.maxIndividualTestTime = _test_timeout
+
+# ISAs of this CPU, for the tests of the hand-written kernels per ISA: a test
+# that REQUIRES one the CPU lacks is reported UNSUPPORTED (counted in lit's
+# summary), not silently dropped.
+try:
+    with open("/proc/cpuinfo") as _f:
+        _flags = next((l.split(":", 1)[1].split() for l in _f if l.startswith("flags")), [])
+except OSError:
+    _flags = []
+if {"avx2", "fma"} <= set(_flags):
+    config.available_features.add("cpu-avx2")
+if {"avx512f", "avx512bw", "avx512vl", "fma"} <= set(_flags):
+    config.available_features.add("cpu-avx512")
+for _tool in ["tfc-kernels-tests"]:
+    if os.path.exists(os.path.join(config.tfc_tools_dir, _tool)):
+        config.available_features.add(_tool)
+
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

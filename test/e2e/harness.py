@@ -4,8 +4,38 @@ PASS/FAIL line each and the closing `N passed, M failed` line."""
 import os
 import shlex
 import shutil
+import subprocess
 import tempfile
 import time
+
+# No tool run by the e2e suites may hang CI: every call has a limit, and the
+# message names the command that ran past it. TFC_E2E_TIMEOUT_SCALE stretches
+# every limit (e.g. 4 under valgrind or on a slow machine).
+DEFAULT_TIMEOUT_S = 300
+
+
+class ToolTimeout(Exception):
+    pass
+
+
+def timeout_s(seconds=DEFAULT_TIMEOUT_S):
+    return seconds * float(os.environ.get("TFC_E2E_TIMEOUT_SCALE", "1"))
+
+
+def run_tool(args, cwd=None, timeout=DEFAULT_TIMEOUT_S, merge_stderr=False):
+    """subprocess.run(args) with text output and a time limit. Returns the
+    CompletedProcess; raises ToolTimeout naming the command (and where it ran)
+    when it runs past `timeout` seconds, after killing it."""
+    limit = timeout_s(timeout)
+    try:
+        return subprocess.run(
+            [str(a) for a in args], cwd=cwd, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+            text=True, errors="replace", timeout=limit)
+    except subprocess.TimeoutExpired:
+        where = f" (in {cwd})" if cwd else ""
+        raise ToolTimeout(f"timed out after {limit:.0f} s: "
+                          f"{' '.join(shlex.quote(str(a)) for a in args)}{where}")
 
 
 def find_tools(bin_dir, names=("tfc", "tfc-run")):

@@ -35,7 +35,6 @@ Fresh random inputs each run (seed printed; reproduce with --seed). Last line:
 import argparse
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -706,8 +705,7 @@ def reference_grads(case, P, I, R, rng):
 # ---------------------------------------------------------------------------
 
 def run_tool(args, cwd):
-    p = subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=TOOL_TIMEOUT_S)
+    p = harness.run_tool(args, cwd=cwd, timeout=TOOL_TIMEOUT_S, merge_stderr=True)
     return p.returncode, p.stdout
 
 

@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+TOOL_TIMEOUT_S = 900
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -36,7 +38,13 @@ def main():
         return os.path.join(os.path.abspath(a.bin_dir), name)
 
     def run(args):
-        p = subprocess.run(args, cwd=a.work_dir, capture_output=True, text=True)
+        # A compile of gpt2-124m's train_step takes ~1 min; a hung tfc must
+        # not stall CI.
+        try:
+            p = subprocess.run(args, cwd=a.work_dir, capture_output=True, text=True,
+                               timeout=TOOL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            sys.exit(f"error: timed out after {TOOL_TIMEOUT_S} s: {' '.join(args)}")
         if p.returncode != 0:
             sys.exit(f"error: {' '.join(args)} failed:\n{p.stderr[-3000:]}")
 

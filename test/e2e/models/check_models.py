@@ -12,7 +12,9 @@ reference.py:
   prefill n=P, n<P    logits of token n-1 == forward's at n-1 (and the reference)
   prefill chunks      two prefill chunks (pos 0; pos P with n<P) then 3 greedy decode
    + decode           steps, the KV cache carried between tfc-run processes by
-                      `call --state-out/--state-in`; SKIPPED when tfc-run lacks them
+                      `call --state-out/--state-in`; FAILS when tfc-run lacks them
+                      or the config's n_ctx cannot hold the sequence (a check that
+                      cannot run is not a pass)
   greedy via forward  (encdec) 16 greedy steps through the fixed-length forward entry
   sample              temperature 0 == argmax; top-k / top-p draws stay in the support
                       of reference.sampling_distribution; same seed, same ids
@@ -165,12 +167,18 @@ class Tools:
         return p.stdout.decode(errors="replace"), dt
 
     def help_text(self, tool, args=("--help",)):
+        """The tool's help, or a line saying why there is none (which then lacks
+        every flag, so the checks that need one fail and print it)."""
+        cmd = [self.path(tool)] + list(args)
         try:
-            p = subprocess.run([self.path(tool)] + list(args), stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, timeout=60)
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=60)
             return p.stdout.decode(errors="replace")
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
+        except subprocess.TimeoutExpired:
+            print(f"warning: timed out after 60 s: {' '.join(cmd)}")
+        except OSError as e:
+            print(f"warning: cannot run {' '.join(cmd)}: {e}")
+        return ""
 
 
 # ----------------------------------------------------------------------------- MLIR
@@ -339,10 +347,9 @@ class ModelCheck:
                 self.step("prefill chunks + decode",
                           lambda: self.check_decode(w, wpath))
             else:
-                self.check("prefill chunks + decode", None,
-                           "needs generate (a multi-call driver: this tfc-run has neither "
-                           "`call --state-in/--state-out` nor `generate`, and the KV cache "
-                           "lives only within one process)")
+                self.check("prefill chunks + decode", False,
+                           "cannot run: `tfc-run call --help` does not list --state-in, so "
+                           "the KV cache cannot be carried between calls")
         if "sample" in self.entries:
             self.step("sample greedy", self.check_sample_greedy)
             if not light:
@@ -513,8 +520,9 @@ class ModelCheck:
         B, V, n_ctx = self.sets["batch"], self.sets["vocab_size"], self.sets["n_ctx"]
         m = int(self.rng.integers(1, P)) if P > 1 else 1
         if 2 * P + steps > n_ctx:
-            self.check("prefill chunks + decode", None,
-                       f"n_ctx {n_ctx} < 2P + {steps} (config too small for this check)")
+            self.check("prefill chunks + decode", False,
+                       f"cannot run: n_ctx {n_ctx} < 2P + {steps} = {2 * P + steps}; "
+                       f"give this config a larger n_ctx")
             return
         seq = self.rng.integers(0, V, (B, P + m))
         state = [os.path.join(self.work, f"state{i}.safetensors") for i in range(2)]

@@ -13,9 +13,16 @@ Cases cover broadcasting, odd sizes, several dims/keepdim, f16/i32/i64 where the
 allows them, run-time positions (clamping, out-of-range errors reported by the
 runtime), parameters (--weights) and state updated in place (--state-out). Each case
 prints its max abs diff; the last line is `N passed, M failed`; the exit code is
-non-zero on any failure. Reproduce with the printed --seed.
+non-zero on any failure. Reproduce with the printed --seed (or $TFC_TEST_SEED). A failing output prints its
+first elements, got against want, and the worst element.
 
-  check_ops.py --bin-dir build/bin [--work-dir DIR] [--seed S] [--only SUBSTR] [-v]
+The optimization level and switches come from $TFC_OPTIONS (what tfc reads), e.g.
+TFC_OPTIONS=-O1: -O0 and -O1 form no fused kernels (tfc-fuse runs at -O2 and above),
+so the cases that expect some then expect none. --every K --offset J runs case i only
+when i % K == J (lit runs each case at one of -O0, -O1, -O3 that way).
+
+  check_ops.py --bin-dir build/bin [--work-dir DIR] [--seed S] [--only SUBSTR]
+               [--every K --offset J] [-v]
 """
 import argparse
 import json
@@ -32,6 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 
 TOOL_TIMEOUT_S = 300
+SITE_STRIDE = 1 << 32  # DropoutSites (compiler/frontend/models/Common.cpp): seed + i * 2^32
 F32 = dict(rtol=1e-5, atol=1e-6)
 F16 = dict(rtol=2e-3, atol=2e-3)
 
@@ -168,6 +176,16 @@ def cross_entropy(logits, targets, ignore=-100):
         total += m + math.log(np.exp(row - m).sum()) - row[t[r]]
         count += 1
     return np.asarray(total / count if count else 0.0)
+
+
+def dropout_seed_for_step(seed, step):
+    """tfc-run train's seed of a step (dropoutSeedForStep in
+    tools/tfc-run/train_common.cpp): SplitMix64 of (seed, step)."""
+    m = (1 << 64) - 1
+    z = (seed * 0x9E3779B97F4A7C15 + step) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return (z ^ (z >> 31)) >> 1
 
 
 def strided_slice(x, start, limit, stride):
@@ -320,6 +338,21 @@ def build_cases(g):
     add(Case("leaky_relu", {"x": x}, [f"%y = tfc.leaky_relu %x alpha = 0.1 : {ty(x)}"],
              {"y": "f32"}, lambda i: {"y": np.where(i["x"] > 0, i["x"], 0.1 * i["x"])}))
 
+
+    # --- tanh and erf (gelu none) off the N(0,1) bulk: tails up to |x| = 20,
+    # where polynomial approximations must saturate to exactly +-1 (erf) and
+    # not overshoot, and the special values: +-inf, NaN ---
+    tails = np.concatenate([np.linspace(-20, 20, 81), [-9.5, -7.9, -4.2, 3.3, 6.6, 8.8,
+                                                       15.5, -1e-4, 1e-4, 0.0]])
+    special = np.concatenate([tails, [np.inf, -np.inf, np.nan]]).astype(np.float32)
+    add(unary_f("tanh tails, +-inf, NaN", np.tanh, special))
+    # gelu(-inf) is -inf * 0 in the formula, undefined; +inf and NaN are not.
+    no_minus_inf = np.concatenate([tails, [np.inf, np.nan]]).astype(np.float32)
+    add(unary_f("gelu none (erf) tails, +inf, NaN", lambda x: gelu(x, "none"), no_minus_inf,
+                extra=" approximate = none"))
+    add(unary_f("gelu tanh tails, +inf, NaN", lambda x: gelu(x, "tanh"), no_minus_inf,
+                extra=" approximate = tanh"))
+    add(unary_f("sigmoid tails", sigmoid, tails.astype(np.float32)))
 
     # --- fused kernels (tfc-fuse at -O2): several ops, one kernel ---
     a, b, s = g.normal(4, 1, 6), g.normal(6), g.normal()
@@ -769,6 +802,36 @@ def build_cases(g):
     add(Case("dropout rate=0.25", {"x": x, "seed": g.scalar(1234, np.int64)},
              [f"%y = tfc.dropout %x, %seed rate = 0.25 : {ty(x)}, tensor<i64> -> {ty(x)}"],
              {"y": "f32"}, check=dropout_check))
+    # Masks must differ between layers (the frontend gives site i the seed
+    # seed + i * 2^32) and between training steps (tfc-run derives each step's
+    # seed with dropout_seed_for_step): each pair of masks must agree on about
+    # p^2 + (1-p)^2 of the elements, as independent draws do, not on all.
+    run_seed = int(g.rng.integers(0, 2**31))
+    xm = g.positive(64, 64)
+
+    def masks_check(i, o, keep=0.75):
+        masks = {n: o[n] != 0 for n in ("layer0", "layer1", "next_step")}
+        lines, ok = [], True
+        for n, m in masks.items():
+            frac = m.mean()
+            ok &= abs(frac - keep) < 0.04
+            lines.append(f"{n} keeps {frac:.3f}")
+        want = keep ** 2 + (1 - keep) ** 2
+        for a, b in [("layer0", "layer1"), ("layer0", "next_step"), ("layer1", "next_step")]:
+            agree = (masks[a] == masks[b]).mean()
+            ok &= abs(agree - want) < 0.04
+            lines.append(f"{a}/{b} agree on {agree:.3f} (independent: {want:.3f})")
+        return ok, f"run seed {run_seed}: " + ", ".join(lines)
+    sx = ty(xm)
+    add(Case("dropout masks differ between layers and steps",
+             {"x": xm, "s": g.scalar(dropout_seed_for_step(run_seed, 1), np.int64),
+              "t": g.scalar(dropout_seed_for_step(run_seed, 2), np.int64)},
+             [f"%k = tfc.constant dense<{SITE_STRIDE}> : tensor<i64>",
+              "%s1 = tfc.add %s, %k : tensor<i64>, tensor<i64> -> tensor<i64>",
+              f"%layer0 = tfc.dropout %x, %s rate = 0.25 : {sx}, tensor<i64> -> {sx}",
+              f"%layer1 = tfc.dropout %x, %s1 rate = 0.25 : {sx}, tensor<i64> -> {sx}",
+              f"%next_step = tfc.dropout %x, %t rate = 0.25 : {sx}, tensor<i64> -> {sx}"],
+             {"layer0": "f32", "layer1": "f32", "next_step": "f32"}, check=masks_check))
     logits = g.normal(3, 17, scale=3)
     add(Case("sample temperature 0 (greedy)",
              {"l": logits, "t": g.scalar(0.0, np.float32), "k": g.scalar(0, np.int32),
@@ -784,8 +847,7 @@ def build_cases(g):
 # ---------------------------------------------------------------------------
 
 def run_tool(args, cwd):
-    p = subprocess.run(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=TOOL_TIMEOUT_S)
+    p = harness.run_tool(args, cwd=cwd, timeout=TOOL_TIMEOUT_S)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -797,10 +859,37 @@ def compare(got, want, elt, tol):
         md = float(diff.max()) if diff.size else 0.0
         return md == 0, f"max diff {md:g}", md
     g64, w64 = got.astype(np.float64), np.asarray(want, dtype=np.float64)
-    diff = np.abs(g64 - w64)
-    md = float(diff.max()) if diff.size else 0.0
-    ok = bool(np.all(diff <= tol["atol"] + tol["rtol"] * np.abs(w64)))
-    return ok, f"max diff {md:.3g}", md
+    # NaN must give NaN and an infinity the same infinity; finite values within
+    # the tolerance. (A NaN where a number is wanted fails: NaN <= tol is False.)
+    both_nan = np.isnan(g64) & np.isnan(w64)
+    same_inf = np.isinf(w64) & (g64 == w64)
+    exact = both_nan | same_inf
+    with np.errstate(invalid="ignore"):
+        diff = np.where(exact, 0.0, np.abs(g64 - w64))
+        # (inf <= atol + rtol * inf holds: an infinity must match exactly)
+        bad = ~exact & (np.isinf(w64) | ~(diff <= tol["atol"] + tol["rtol"] * np.abs(w64)))
+    md = float(np.nanmax(np.where(np.isnan(diff), np.inf, diff))) if diff.size else 0.0
+    ok = not bool(bad.any())
+    detail = f"max diff {md:.3g}"
+    if not ok:
+        k = int(np.flatnonzero(bad.ravel())[0])
+        detail += (f", {int(bad.sum())} of {bad.size} elements out of tolerance; first at "
+                   f"flat index {k}: got {float(g64.ravel()[k])!r}, want {float(w64.ravel()[k])!r}")
+    return ok, detail, md
+
+
+def opt_level(flags):
+    """The -O level tfc will use with these flags: the last -ON wins, default 2."""
+    level = 2
+    for f in flags:
+        if len(f) == 3 and f.startswith("-O") and f[2].isdigit():
+            level = int(f[2])
+    return level
+
+
+def fuses(flags):
+    """Whether tfc-fuse runs: -O2 and above, unless --no-fuse."""
+    return opt_level(flags) >= 2 and "--no-fuse" not in flags
 
 
 def run_case(case, tfc, tfc_run, work, verbose):
@@ -826,7 +915,7 @@ def run_case(case, tfc, tfc_run, work, verbose):
         with open(os.path.join(d, "report.json")) as f:
             fusion = json.load(f)["entries"]["f"].get("fusion", {})
         groups = fusion.get("groups", 0) + fusion.get("attention", 0)
-        want_groups = 0 if "--no-fuse" in flags or "-O0" in flags else case.fused
+        want_groups = case.fused if fuses(flags) else 0
         if groups != want_groups:
             return False, f"{groups} fused kernels, expected {want_groups}"
     os.makedirs(os.path.join(d, "out"), exist_ok=True)
@@ -859,14 +948,17 @@ def run_case(case, tfc, tfc_run, work, verbose):
         ok, detail, _ = compare(got[n], want_n, elt, case.tol)
         all_ok &= ok
         details.append(f"{n}: {detail}")
-        if not ok and verbose:
-            details.append(f"  got  {got[n].ravel()[:8]}\n  want {want_n.ravel()[:8]}")
+        if not ok or verbose:  # a failure in CI must be readable without a rerun
+            details.append(f"\n  got  {got[n].ravel()[:8]}\n  want {want_n.ravel()[:8]}")
     if case.state_ref:
         state = read_safetensors(os.path.join(d, "state.safetensors"))
         for n, w in case.state_ref(inputs64).items():
             ok, detail, _ = compare(state[n], w, "f32", case.tol)
             all_ok &= ok
             details.append(f"state {n}: {detail}")
+            if not ok:
+                details.append(f"\n  got  {state[n].ravel()[:8]}\n  want "
+                               f"{np.asarray(w).ravel()[:8]}")
     return all_ok, "; ".join(details)
 
 
@@ -874,20 +966,36 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin-dir", required=True, help="directory holding tfc and tfc-run")
     ap.add_argument("--work-dir", help="keep the modules, inputs and outputs here")
-    ap.add_argument("--seed", type=int, help="the inputs' seed (default: from the clock)")
+    ap.add_argument("--seed", type=int,
+                    help="the inputs' seed (default: $TFC_TEST_SEED, else from the clock)")
     ap.add_argument("--only", help="run only the cases whose name contains this")
+    ap.add_argument("--every", type=int, default=1, help="run every K-th case only")
+    ap.add_argument("--offset", type=int, default=0, help="... starting with this one")
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
+    if opts.every < 1 or not 0 <= opts.offset < opts.every:
+        ap.error("--every K --offset J needs K >= 1 and 0 <= J < K")
 
     tools = harness.find_tools(opts.bin_dir)
     if tools is None:
         return 1
     tfc, tfc_run = tools
+    if opts.seed is None and os.environ.get("TFC_TEST_SEED"):
+        opts.seed = int(os.environ["TFC_TEST_SEED"])
     seed = opts.seed if opts.seed is not None else int(time.time()) % 100000
-    print(f"seed {seed} (reproduce with --seed {seed})")
+    flags = harness.tfc_flags()
+    print(f"seed {seed} (reproduce with --seed {seed}); tfc flags {flags or 'none'}: "
+          f"-O{opt_level(flags)}, fusion {'on' if fuses(flags) else 'off'}")
+    # Built from the seed before any selection, so a case's inputs do not
+    # depend on which cases run.
     cases = build_cases(Gen(seed))
+    cases = [c for k, c in enumerate(cases) if k % opts.every == opts.offset]
     if opts.only:
         cases = [c for c in cases if opts.only in c.name]
+    if not cases:
+        print("error: no case selected")
+        print("0 passed, 1 failed")
+        return 1
 
     work = harness.scratch_dir(opts.work_dir, "tfc-ops-")
     return harness.run_cases(
