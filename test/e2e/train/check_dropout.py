@@ -6,6 +6,9 @@ the same dropout_seed gives the same loss, another seed another loss, and
 differs from the dropout-free `loss`; `tfc-run train` gives byte-identical
 checkpoints with 1 and 2 threads, and a run resumed halfway equals the
 uninterrupted one. Ends with one line `N passed, M failed`.
+
+The tokens, targets and corpus are random: the seed is printed first;
+reproduce with --seed S or TFC_TEST_SEED=S.
 """
 import argparse
 import os
@@ -24,8 +27,15 @@ def check(name, ok, detail=""):
     failed += not ok
 
 
+TOOL_TIMEOUT_S = 900  # no hung tool may stall CI
+
+
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        print(f"timed out after {TOOL_TIMEOUT_S} s: {' '.join(cmd)}")
+        raise SystemExit(f"0 passed, {failed + 1} failed")
     if p.returncode != 0:
         print(f"command failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}")
         raise SystemExit(f"0 passed, {failed + 1} failed")
@@ -36,6 +46,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin-dir", required=True)
     ap.add_argument("--work-dir", required=True)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the tokens, targets and corpus (default: $TFC_TEST_SEED, "
+                         "else fresh)")
     a = ap.parse_args()
     os.makedirs(a.work_dir, exist_ok=True)
     b = lambda tool: os.path.join(a.bin_dir, tool)
@@ -45,7 +58,13 @@ def main():
          "-o", w("d.mlir")])
     run([b("tfc"), w("d.mlir"), "--optimizer=adamw", "-o", w("d.so")])
     run([b("tfc-run"), w("d.so"), "init", "--seed", "3", "-o", w("w.safetensors")])
-    rng = np.random.default_rng()
+    seed = a.seed
+    if seed is None and os.environ.get("TFC_TEST_SEED"):
+        seed = int(os.environ["TFC_TEST_SEED"])
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "little") % (2**31)
+    print(f"seed {seed} (reproduce with --seed {seed} or TFC_TEST_SEED={seed})", flush=True)
+    rng = np.random.default_rng(seed)
     np.save(w("tokens.npy"), rng.integers(0, 256, (2, 16), dtype=np.int32))
     np.save(w("targets.npy"), rng.integers(0, 256, (2, 16), dtype=np.int32))
     rng.integers(0, 256, 4000).astype(np.uint16).tofile(w("data.bin"))

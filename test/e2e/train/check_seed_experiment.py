@@ -3,7 +3,8 @@
 
 1. The data generators equal the reference's (docs/models/encdec_reference.py) for the
    same seeds: palindrome(py_rng=random.Random(S), np_rng=np.random.RandomState(S)) and
-   pointer_index(np_rng=np.random.RandomState(S)) -- needs NumPy, skipped without it.
+   pointer_index(np_rng=np.random.RandomState(S)) -- needs NumPy (scripts/install-deps.sh
+   installs it); without it the check fails, it is not skipped.
 2. tfc-trace encdec, tfc --optimizer=adamw, then the experiment (10 epochs x 64 steps,
    Adam 1e-2 -> 1e-5 with 128 warm-up steps): the validation loss after epoch 10 must be
    < 0.1 and at least 8 of the article's 9 examples exact. Prints the per-epoch losses and
@@ -16,6 +17,17 @@ import shutil
 import subprocess
 import sys
 import time
+
+# No tool may hang CI: every run has a limit, and a timeout names the command.
+TOOL_TIMEOUT_S = 900        # a trace, a compile, the data dumps
+EXPERIMENT_TIMEOUT_S = 3600  # 10 epochs x 64 steps (about a minute on 2 cores)
+
+
+def run(cmd, timeout=TOOL_TIMEOUT_S, **kwargs):
+    try:
+        return subprocess.run(cmd, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"FAIL: timed out after {timeout} s: {' '.join(cmd)}")
 
 
 def main():
@@ -37,24 +49,25 @@ def main():
         if not condition:
             failures.append(message)
 
-    subprocess.run([b("tfc-trace"), "encdec", "-o", p("encdec.mlir")], check=True)
+    run([b("tfc-trace"), "encdec", "-o", p("encdec.mlir")], check=True)
     # The generators need only the loss entry: check them on a forward-only build first.
-    subprocess.run([b("tfc"), p("encdec.mlir"), "-o", p("encdec_fwd.so")], check=True,
-                   capture_output=True)
+    run([b("tfc"), p("encdec.mlir"), "-o", p("encdec_fwd.so")], check=True,
+        capture_output=True)
     try:
         import random
         import numpy as np
         sys.path.insert(0, os.path.join(args.src_dir, "docs", "models"))
         import encdec_reference as ref
-    except ImportError as error:
-        print(f"skip  generator comparison ({error})")
+    except ImportError as error:  # a check that cannot run is a failure, not a pass
+        check(False, f"generator comparison cannot run: {error} (NumPy and "
+                     f"docs/models/encdec_reference.py are needed)")
         ref = None
     if ref is not None:
         for task in ("palindrome", "pointer_index"):
             prefix = p(f"{task}.")
-            subprocess.run([b("tfc-run"), p("encdec_fwd.so"), "seed-experiment", "--task", task,
-                            "--seed", str(args.seed), "--dump-data", prefix],
-                           check=True, capture_output=True)
+            run([b("tfc-run"), p("encdec_fwd.so"), "seed-experiment", "--task", task,
+                 "--seed", str(args.seed), "--dump-data", prefix],
+                check=True, capture_output=True)
             if task == "palindrome":
                 train, valid = ref.palindrome(py_rng=random.Random(args.seed),
                                               np_rng=np.random.RandomState(args.seed))
@@ -65,17 +78,17 @@ def main():
                   f"{task} data equal the reference's for seed {args.seed} "
                   f"(train {ours_train.shape}, valid {ours_valid.shape})")
 
-    compiled = subprocess.run([b("tfc"), p("encdec.mlir"), "--optimizer=adamw", "-o",
-                               p("encdec.so")], capture_output=True, text=True)
+    compiled = run([b("tfc"), p("encdec.mlir"), "--optimizer=adamw", "-o",
+                    p("encdec.so")], capture_output=True, text=True)
     if compiled.returncode != 0:
         errors = [l for l in compiled.stderr.splitlines() if "error" in l]
         print("FAIL: tfc --optimizer=adamw could not compile encdec's training step:")
         print("\n".join(errors[:5]) or compiled.stderr[-2000:])
         return 1
     start = time.time()
-    result = subprocess.run([b("tfc-run"), p("encdec.so"), "seed-experiment", "--seed",
-                             str(args.seed), "--plot", p("seed.png"), "--log", p("seed.csv")],
-                            capture_output=True, text=True)
+    result = run([b("tfc-run"), p("encdec.so"), "seed-experiment", "--seed",
+                  str(args.seed), "--plot", p("seed.png"), "--log", p("seed.csv")],
+                 timeout=EXPERIMENT_TIMEOUT_S, capture_output=True, text=True)
     wall = time.time() - start
     print(result.stdout)
     if result.returncode != 0:

@@ -39,8 +39,16 @@ def check(condition, message):
         failures.append(message)
 
 
-def run(cmd, expect=0, **kwargs):
-    result = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+TOOL_TIMEOUT_S = 1800  # the longest run: 300 training steps
+
+
+def run(cmd, expect=0, timeout=TOOL_TIMEOUT_S, **kwargs):
+    """Runs cmd; exits the check with FAIL naming it when it exits otherwise
+    than `expect` or runs past `timeout` seconds (a hung tool must not stall CI)."""
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"FAIL: timed out after {timeout} s: {' '.join(cmd)}")
     if expect is not None and result.returncode != expect:
         print("$ " + " ".join(cmd))
         print(result.stdout[-3000:])
@@ -120,8 +128,7 @@ def main():
     sets = sum((["--set", s] for s in GPT2), [])
     run([trace, "gpt2", *sets, "-o", p("gpt2.mlir")])
     start = time.time()
-    compiled = subprocess.run([tfc, p("gpt2.mlir"), "--optimizer=adamw", "-o", p("gpt2.so")],
-                              capture_output=True, text=True)
+    compiled = run([tfc, p("gpt2.mlir"), "--optimizer=adamw", "-o", p("gpt2.so")], expect=None)
     if compiled.returncode != 0:
         errors = [l for l in compiled.stderr.splitlines() if "error" in l]
         print("FAIL: tfc --optimizer=adamw could not compile the training step:")
@@ -212,8 +219,11 @@ def main():
     check(f"was compiled for --batch {BATCH} --seq {SEQ}" in shape.stderr and
           "tfc-trace" in shape.stderr, "a batch the model was not compiled for says how to retrace")
     run([trace, "gpt2", *sets, "--set", "n_embd=48", "-o", p("other.mlir")])
-    other = subprocess.run([tfc, p("other.mlir"), "--optimizer=adamw", "-o", p("other.so")],
-                           capture_output=True, text=True)
+    # The other model must compile: if it does not, the check cannot run,
+    # which is a failure, not a pass.
+    other = run([tfc, p("other.mlir"), "--optimizer=adamw", "-o", p("other.so")], expect=None)
+    check(other.returncode == 0, "the other model (n_embd=48) compiles"
+          + ("" if other.returncode == 0 else f": exit {other.returncode}\n{other.stderr[-2000:]}"))
     if other.returncode == 0:
         wrong = run([tfc_run, p("other.so"), "train", "--data", p("train.bin"), "--resume",
                      p("run.safetensors"), "--steps", str(args.steps + 5),
