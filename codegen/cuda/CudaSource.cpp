@@ -677,6 +677,85 @@ FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
   return failure();
 }
 
+//===----------------------------------------------------------------------===//
+// Matrix products: one thread per output element, a dot product in f32. The
+// reference the tensor-core or cuBLASLt path will be checked against.
+//===----------------------------------------------------------------------===//
+
+/// matmul with NumPy-broadcast batch dimensions and optional transposes.
+FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> out = results[0].getShape();
+  ArrayRef<int64_t> a = operands[0].getShape(), b = operands[1].getShape();
+  int64_t rank = out.size();
+  int64_t m = out[rank - 2], n = out[rank - 1];
+  bool ta = mm.getTransposeLhs(), tb = mm.getTransposeRhs();
+  int64_t k = ta ? a[a.size() - 2] : a.back();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  openGather(os, name, operands, results, out);
+  // Offsets of the batch coordinates in each operand (broadcast: size 1
+  // reads index 0).
+  auto batchOffset = [&](ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> strides = stridesOf(shape);
+    size_t batchRank = shape.size() - 2, lead = (rank - 2) - batchRank;
+    std::string expr = "0";
+    for (size_t d = 0; d < batchRank; ++d)
+      if (shape[d] != 1)
+        expr += " + c" + std::to_string(lead + d) + " * " +
+                std::to_string(strides[d]) + "LL";
+    return expr;
+  };
+  std::string row = "c" + std::to_string(rank - 2),
+              col = "c" + std::to_string(rank - 1);
+  // Element (row, kk) of lhs and (kk, col) of rhs, transposes applied.
+  std::string aAt = ta ? "kk * " + std::to_string(m) + "LL + " + row
+                       : row + " * " + std::to_string(k) + "LL + kk";
+  std::string bAt = tb ? col + " * " + std::to_string(k) + "LL + kk"
+                       : "kk * " + std::to_string(n) + "LL + " + col;
+  os << "    const long long ab = " << batchOffset(a) << ";\n"
+     << "    const long long bb = " << batchOffset(b) << ";\n"
+     << "    float acc = 0.0f;\n"
+     << "    for (long long kk = 0; kk < " << k << "LL; ++kk)\n"
+     << "      acc = fmaf(" << load(operands[0].getElementType(),
+                                 "in0[ab + " + aAt + "]")
+     << ", " << load(operands[1].getElementType(), "in1[bb + " + bAt + "]")
+     << ", acc);\n"
+     << "    out0[i] = " << store(results[0].getElementType(), "acc")
+     << ";\n  }\n}\n";
+  return KernelSource{text, numElements(out)};
+}
+
+/// linear: [..., K] x [K, N] (or [N, K] with transpose_weight) + bias [N].
+FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> out = results[0].getShape();
+  int64_t n = out.back(), k = operands[0].getShape().back();
+  bool tw = lin.getTransposeWeight();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  os << "  const long long n = " << numElements(out) << "LL;\n" << kGridStride;
+  os << "    const long long r = i / " << n << "LL, col = i % " << n
+     << "LL;\n";
+  std::string wAt = tw ? "col * " + std::to_string(k) + "LL + kk"
+                       : "kk * " + std::to_string(n) + "LL + col";
+  os << "    float acc = "
+     << (lin.getBias() ? load(operands[2].getElementType(), "in2[col]")
+                       : std::string("0.0f"))
+     << ";\n"
+     << "    for (long long kk = 0; kk < " << k << "LL; ++kk)\n"
+     << "      acc = fmaf(" << load(operands[0].getElementType(),
+                                 "in0[r * " + std::to_string(k) + "LL + kk]")
+     << ", " << load(operands[1].getElementType(), "in1[" + wAt + "]")
+     << ", acc);\n"
+     << "    out0[i] = " << store(results[0].getElementType(), "acc")
+     << ";\n  }\n}\n";
+  return KernelSource{text, numElements(out)};
+}
+
 /// kv_cache_update as tfc-lower-to-kernels plans it: the cache is updated in
 /// place (the planner copies it first where it may not be), so the kernel
 /// takes (update, position) and writes only the update's elements. A
@@ -781,6 +860,10 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitNorm(name, op, operandTypes, resultTypes, /*center=*/false,
                     rn.getEps().convertToDouble(), bool(rn.getWeight()),
                     /*hasBias=*/false);
+  if (auto mm = llvm::dyn_cast<MatmulOp>(op))
+    return emitMatmul(name, mm, operandTypes, resultTypes);
+  if (auto lin = llvm::dyn_cast<LinearOp>(op))
+    return emitLinear(name, lin, operandTypes, resultTypes);
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
     if (operandTypes.size() != 2)
       return op->emitError("CUDA codegen: kv_cache_update is planned as an "

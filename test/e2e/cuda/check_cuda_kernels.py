@@ -159,6 +159,25 @@ CASES = [
          "  return %0 : tensor<6xi64>",
          [((6,), "i64"), ((6,), "i64")], [((6,), "i64")], lambda a, b: [a * b],
          rtol=0, atol=0),
+    Case("matmul batch-broadcast transpose_rhs",
+         "  %0 = tfc.matmul %x0, %x1 transpose_rhs : tensor<2x1x3x5xf32>, tensor<4x6x5xf32> -> tensor<2x4x3x6xf32>\n"
+         "  return %0 : tensor<2x4x3x6xf32>",
+         [((2, 1, 3, 5), "f32"), ((4, 6, 5), "f32")], [((2, 4, 3, 6), "f32")],
+         lambda a, b: [a @ np.swapaxes(b, -1, -2)]),
+    Case("matmul transpose_lhs",
+         "  %0 = tfc.matmul %x0, %x1 transpose_lhs : tensor<7x3xf32>, tensor<7x4xf32> -> tensor<3x4xf32>\n"
+         "  return %0 : tensor<3x4xf32>",
+         [((7, 3), "f32"), ((7, 4), "f32")], [((3, 4), "f32")], lambda a, b: [a.T @ b]),
+    Case("linear bias (GPT-2 layout)",
+         "  %0 = tfc.linear %x0, %x1 bias %x2 : (tensor<2x3x8xf32>, tensor<8x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>\n"
+         "  return %0 : tensor<2x3x5xf32>",
+         [((2, 3, 8), "f32"), ((8, 5), "f32"), ((5,), "f32")], [((2, 3, 5), "f32")],
+         lambda x, w, b: [x @ w + b]),
+    Case("linear transpose_weight bf16 (LLaMA layout)",
+         "  %0 = tfc.linear %x0, %x1 transpose_weight : (tensor<4x16xbf16>, tensor<6x16xbf16>) -> tensor<4x6xbf16>\n"
+         "  return %0 : tensor<4x6xbf16>",
+         [((4, 16), "bf16"), ((6, 16), "bf16")], [((4, 6), "bf16")],
+         lambda x, w: [x @ w.T], rtol=8e-3, atol=1e-2),
     Case("transpose perm [2, 0, 1]",
          "  %0 = tfc.transpose %x0 perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>\n"
          "  return %0 : tensor<4x2x3xf32>",
