@@ -51,11 +51,8 @@ import time
 # Runs that are known to fail and are being fixed elsewhere; each entry says
 # why. Remove an entry with its fix: the fuzzer then reports any regression.
 EXCLUDED = [
-    # defect 1, fixed on main by the target-boundary work: tfc's own
-    # --compile-to=kernels output fed back into tfc (tfc-lower-to-kernels)
-    # asserts (isa<RankedTensorType>). tfc-opt still parses and verifies
-    # every kernels-phase mutant.
-    ("kernels", "tfc"),
+    # (phase, tool) pairs known to fail, each with the issue that tracks it.
+    # Empty: defect 1 (kernels-phase output fed back into tfc) is fixed.
 ]
 
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
