@@ -470,7 +470,8 @@ def build_cases(g):
         f"%o = tfc.matmul %p, %v : {ts}, {ty(v)} -> {to}"],
         {"o": "f32"}, lambda i: {"o": attention(i["q"], i["k"], i["v"], True, scale=0.3)},
         fused=1))
-    def linear_case(label, x, w, bias, act, residual, transpose=False):
+    def linear_case(label, x, w, bias, act, residual, transpose=False,
+                    tol=dict(rtol=1e-4, atol=1e-5)):
         n = w.shape[0] if transpose else w.shape[1]
         ty_y = ttype(x.shape[:-1] + (n,), "f32")
         inputs = {"x": x, "w": w}
@@ -500,7 +501,7 @@ def build_cases(g):
             return {"y": y + (i["r"] if residual is not None else 0)}
         # Without a residual, the trailing mul stays a kernel of its own.
         return Case(f"fused linear: {label}", inputs, body, {"y": "f32"}, ref,
-                    tol=dict(rtol=1e-4, atol=1e-5), fused=1)
+                    tol=tol, fused=1)
     add(linear_case("bias, gelu, residual [2,9,48]x[48,40]", g.normal(2, 9, 48), g.normal(48, 40),
                     g.normal(40), "gelu", g.normal(2, 9, 40)))
     add(linear_case("residual only, one row (small-M path)", g.normal(1, 300), g.normal(300, 24),
@@ -509,8 +510,12 @@ def build_cases(g):
                     g.normal(20), "silu", g.normal(17, 20), transpose=True))
     add(linear_case("bias, gelu, no residual", g.normal(64, 40), g.normal(40, 72), g.normal(72),
                     "gelu", None))
+    # An f32 dot product of K = 1000 unit normals carries about
+    # sqrt(K) * 2^-24 * sum|x_k w_k| ~ 5e-5 of rounding, whatever the order of
+    # the sums; where relu(y) + r cancels to near 0, only an absolute bound of
+    # that size holds (seed 73157 gave 1.7e-5).
     add(linear_case("relu, residual, 3 rows, long K", g.normal(3, 1000), g.normal(1000, 16),
-                    g.normal(16), "relu", g.normal(3, 16)))
+                    g.normal(16), "relu", g.normal(3, 16), tol=dict(rtol=1e-4, atol=2e-4)))
     ia, ib = g.ints(-50, 50, 3, 4), g.ints(-50, 50, 4)
     ti = ty(ia)
     add(Case("fused pointwise i32: mul, add, abs", {"ia": ia, "ib": ib}, [
