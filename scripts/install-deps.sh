@@ -18,10 +18,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# Python reference for end-to-end numerics (NumPy only; PyTorch where requested).
+# Python for the tests: NumPy (the reference of the end-to-end numerics) and psutil (lit
+# needs it to enforce its per-test time limit, test/lit.cfg.py).
 PY=${PYTHON:-python3}
-if ! "$PY" -c "import numpy" 2>/dev/null; then
-  echo "tfc: installing numpy for $PY"
-  "$PY" -m pip install -q numpy 2>/dev/null || "$PY" -m pip install -q --break-system-packages numpy
-fi
+for mod in numpy psutil; do
+  if ! "$PY" -c "import $mod" 2>/dev/null; then
+    echo "tfc: installing $mod for $PY"
+    "$PY" -m pip install -q "$mod" 2>/dev/null || "$PY" -m pip install -q --break-system-packages "$mod"
+  fi
+done
 echo "tfc: dependencies ready"
