@@ -756,6 +756,149 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
   return KernelSource{text, numElements(out)};
 }
 
+//===----------------------------------------------------------------------===//
+// Losses, embedding gradient, rotary. Correct first: cross_entropy is one
+// thread (its result is one number, and the sum must be in a fixed order),
+// embedding_grad one thread per column (each owns its column: no atomics, the
+// sum in position order as the op requires). Block-level versions come with
+// measurements on a GPU.
+//===----------------------------------------------------------------------===//
+
+/// The shared row loop of cross_entropy and its gradient: for row r of
+/// `width` logits, m (max) and s (sum of exp(x - m)).
+void rowStats(llvm::raw_ostream &os, Type elem, int64_t width,
+              StringRef indent) {
+  std::string x = load(elem, "in0[r * " + std::to_string(width) + "LL + j]");
+  os << indent << "float m = -__int_as_float(0x7f800000);\n"
+     << indent << "for (long long j = 0; j < " << width
+     << "LL; ++j) m = tfc_maximumf(m, " << x << ");\n"
+     << indent << "float s = 0.0f;\n"
+     << indent << "for (long long j = 0; j < " << width << "LL; ++j) s += expf("
+     << x << " - m);\n";
+}
+
+FailureOr<KernelSource> emitCrossEntropy(StringRef name, CrossEntropyOp ce,
+                                         ArrayRef<MemRefType> operands,
+                                         ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t width = shape.back(), rows = operands[0].getNumElements() / width;
+  Type elem = operands[0].getElementType();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+     << "  float total = 0.0f, count = 0.0f;\n"
+     << "  for (long long r = 0; r < " << rows << "LL; ++r) {\n"
+     << "    const long long t = in1[r];\n"
+     << "    if (t == " << static_cast<int64_t>(ce.getIgnoreIndex()) << "LL) continue;\n"
+     << "    if (t < 0 || t >= " << width
+     << "LL) { tfc_report(TFC_ERROR_TARGET); continue; }\n";
+  rowStats(os, elem, width, "    ");
+  os << "    total += logf(s) + m - "
+     << load(elem, "in0[r * " + std::to_string(width) + "LL + t]") << ";\n"
+     << "    count += 1.0f;\n  }\n"
+     << "  out0[0] = count > 0.0f ? total / count : 0.0f;\n}\n";
+  return KernelSource{text, 1};
+}
+
+FailureOr<KernelSource> emitCrossEntropyGrad(StringRef name,
+                                             CrossEntropyGradOp ce,
+                                             ArrayRef<MemRefType> operands,
+                                             ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t width = shape.back(), rows = operands[0].getNumElements() / width;
+  Type elem = operands[0].getElementType(), out = results[0].getElementType();
+  int64_t ignore = static_cast<int64_t>(ce.getIgnoreIndex());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  // One thread per row; each counts the rows that count (the mean's divisor).
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << rows << "LL;\n" << kGridStride
+     << "    const long long r = i;\n"
+     << "    float count = 0.0f;\n"
+     << "    for (long long q = 0; q < n; ++q) count += in1[q] != " << ignore
+     << "LL;\n"
+     << "    const long long t = in1[r];\n"
+     << "    const bool counted = t != " << ignore << "LL && t >= 0 && t < "
+     << width << "LL;\n"
+     << "    if (t != " << ignore << "LL && !counted) tfc_report(TFC_ERROR_TARGET);\n"
+     << "    if (!counted) {\n"
+     << "      for (long long j = 0; j < " << width << "LL; ++j) out0[r * "
+     << width << "LL + j] = " << store(out, "0.0f") << ";\n"
+     << "      continue;\n    }\n";
+  rowStats(os, elem, width, "    ");
+  os << "    const float scale = " << load(operands[2].getElementType(), "in2[0]")
+     << " / count;\n"
+     << "    for (long long j = 0; j < " << width << "LL; ++j) {\n"
+     << "      const float p = expf("
+     << load(elem, "in0[r * " + std::to_string(width) + "LL + j]")
+     << " - m) / s;\n"
+     << "      out0[r * " << width << "LL + j] = "
+     << store(out, "(p - (j == t ? 1.0f : 0.0f)) * scale") << ";\n"
+     << "    }\n  }\n}\n";
+  return KernelSource{text, rows};
+}
+
+FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
+                                          ArrayRef<MemRefType> operands,
+                                          ArrayRef<MemRefType> results) {
+  // operands: grad [..., D], ids [...]; result [V, D].
+  ArrayRef<int64_t> table = results[0].getShape();
+  int64_t rows = table[0], width = table[1];
+  int64_t positions = operands[1].getNumElements();
+  Type g = operands[0].getElementType(), out = results[0].getElementType();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << width << "LL;\n" << kGridStride
+     << "    for (long long v = 0; v < " << rows << "LL; ++v) out0[v * "
+     << width << "LL + i] = " << store(out, "0.0f") << ";\n"
+     << "    for (long long p = 0; p < " << positions << "LL; ++p) {\n"
+     << "      const long long id = in1[p];\n"
+     << "      if (id < 0 || id >= " << rows << "LL) {\n"
+     << "        if (i == 0) tfc_report(TFC_ERROR_EMBEDDING_ID);\n"
+     << "        continue;\n      }\n"
+     << "      const long long at = id * " << width << "LL + i;\n"
+     << "      out0[at] = "
+     << store(out, load(out, "out0[at]") + " + " +
+                       load(g, "in0[p * " + std::to_string(width) + "LL + i]"))
+     << ";\n    }\n  }\n}\n";
+  return KernelSource{text, width};
+}
+
+FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results) {
+  // x [B, H, T, D]; p = offset + t; f_i = exp(i * c), c = -2 ln(theta) / D;
+  // the angle and its cosine and sine in f64, rounded to f32, as on the CPU.
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t d = shape.back(), half = d / 2, t = shape[shape.size() - 2];
+  double c = -2.0 * std::log(rot.getTheta().convertToDouble()) / double(d);
+  Type in = operands[0].getElementType(), out = results[0].getElementType();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << operands[0].getNumElements() / 2
+     << "LL;\n" << kGridStride
+     << "    const long long row = i / " << half << "LL, k = i % " << half
+     << "LL;\n"
+     << "    const long long pos = " << (rot.getOffset() ? "(long long)in1[0] + " : "")
+     << "row % " << t << "LL;\n"
+     << "    const double angle = (double)pos * exp((double)k * "
+     << llvm::formatv("{0:e17}", c).str() << ");\n"
+     << "    const float co = (float)cos(angle);\n"
+     << "    const float si = " << (rot.getInverse() ? "-" : "")
+     << "(float)sin(angle);\n"
+     << "    const long long i1 = row * " << d << "LL + k, i2 = i1 + " << half
+     << "LL;\n"
+     << "    const float x1 = " << load(in, "in0[i1]") << ", x2 = "
+     << load(in, "in0[i2]") << ";\n"
+     << "    out0[i1] = " << store(out, "x1 * co - x2 * si") << ";\n"
+     << "    out0[i2] = " << store(out, "x2 * co + x1 * si") << ";\n"
+     << "  }\n}\n";
+  return KernelSource{text, operands[0].getNumElements() / 2};
+}
+
 /// kv_cache_update as tfc-lower-to-kernels plans it: the cache is updated in
 /// place (the planner copies it first where it may not be), so the kernel
 /// takes (update, position) and writes only the update's elements. A
@@ -864,6 +1007,14 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitMatmul(name, mm, operandTypes, resultTypes);
   if (auto lin = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(name, lin, operandTypes, resultTypes);
+  if (auto ce = llvm::dyn_cast<CrossEntropyOp>(op))
+    return emitCrossEntropy(name, ce, operandTypes, resultTypes);
+  if (auto ce = llvm::dyn_cast<CrossEntropyGradOp>(op))
+    return emitCrossEntropyGrad(name, ce, operandTypes, resultTypes);
+  if (llvm::isa<EmbeddingGradOp>(op))
+    return emitEmbeddingGrad(name, operandTypes, resultTypes);
+  if (auto rot = llvm::dyn_cast<RotaryOp>(op))
+    return emitRotary(name, rot, operandTypes, resultTypes);
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
     if (operandTypes.size() != 2)
       return op->emitError("CUDA codegen: kv_cache_update is planned as an "
@@ -885,6 +1036,7 @@ llvm::StringRef kernelPrelude() {
 // read after the entry.
 #define TFC_ERROR_EMBEDDING_ID 1u
 #define TFC_ERROR_KV_POSITION 2u
+#define TFC_ERROR_TARGET 3u
 __device__ unsigned int tfc_error_code;
 __device__ __forceinline__ void tfc_report(unsigned int code) {
   atomicCAS(&tfc_error_code, 0u, code);

@@ -76,6 +76,39 @@ def rms_norm(x, w, eps):
     return x / np.sqrt((x**2).mean(-1, keepdims=True) + eps) * w
 
 
+def cross_entropy(x, t):
+    logp = np.log(softmax(x, -1))
+    rows = [i for i in range(len(t)) if t[i] != -100]
+    return np.mean([-logp[i, int(t[i])] for i in rows]) if rows else 0.0
+
+
+def cross_entropy_grad(x, t, g):
+    x2, t2 = x.reshape(-1, x.shape[-1]), t.reshape(-1)
+    counted = t2 != -100
+    d = softmax(x2, -1)
+    d[np.arange(len(t2)), np.where(counted, t2, 0).astype(np.int64)] -= 1
+    d *= (g / counted.sum()) * counted[:, None]
+    return d.reshape(x.shape)
+
+
+def embedding_grad(g, ids, rows):
+    out = np.zeros((rows, g.shape[-1]))
+    for p, i in enumerate(ids.reshape(-1).astype(np.int64)):
+        out[i] += g.reshape(-1, g.shape[-1])[p]
+    return out
+
+
+def rotary(x, offset, theta, inverse):
+    d = x.shape[-1]
+    half = d // 2
+    pos = offset + np.arange(x.shape[-2])[:, None]
+    freq = theta ** (-2.0 * np.arange(half) / d)
+    ang = pos * freq
+    co, si = np.cos(ang), np.sin(ang) * (-1 if inverse else 1)
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * co - x2 * si, x2 * co + x1 * si], axis=-1)
+
+
 def with_nans(rng, shape):
     x = rng.standard_normal(shape)
     x.flat[::5] = np.nan
@@ -178,6 +211,38 @@ CASES = [
          "  return %0 : tensor<4x6xbf16>",
          [((4, 16), "bf16"), ((6, 16), "bf16")], [((4, 6), "bf16")],
          lambda x, w: [x @ w.T], rtol=8e-3, atol=1e-2),
+    Case("cross_entropy with ignored rows",
+         "  %0 = tfc.cross_entropy %x0, %x1 ignore_index = -100 : tensor<5x7xf32>, tensor<5xi32> -> tensor<f32>\n"
+         "  return %0 : tensor<f32>",
+         [((5, 7), "f32"), ((5,), "i32")], [((), "f32")],
+         lambda x, t: [cross_entropy(x, t)],
+         draw=lambda rng, shape: (np.array([3, -100, 0, 6, -100]) if shape == (5,)
+                                  else rng.standard_normal(shape))),
+    Case("cross_entropy_grad",
+         "  %0 = tfc.cross_entropy_grad %x0, %x1, %x2 ignore_index = -100 : (tensor<2x3x6xf32>, tensor<2x3xi32>, tensor<f32>) -> tensor<2x3x6xf32>\n"
+         "  return %0 : tensor<2x3x6xf32>",
+         [((2, 3, 6), "f32"), ((2, 3), "i32"), ((), "f32")], [((2, 3, 6), "f32")],
+         lambda x, t, g: [cross_entropy_grad(x, t, g)],
+         draw=lambda rng, shape: (np.array([[1, -100, 5], [0, 2, -100]]) if shape == (2, 3)
+                                  else rng.standard_normal(shape))),
+    Case("embedding_grad, repeated ids",
+         "  %0 = tfc.embedding_grad %x0, %x1 : (tensor<2x4x3xf32>, tensor<2x4xi32>) -> tensor<6x3xf32>\n"
+         "  return %0 : tensor<6x3xf32>",
+         [((2, 4, 3), "f32"), ((2, 4), "i32")], [((6, 3), "f32")],
+         lambda g, ids: [embedding_grad(g, ids, 6)],
+         draw=lambda rng, shape: (np.array([[1, 4, 1, 0], [4, 4, 2, 1]]) if shape == (2, 4)
+                                  else rng.standard_normal(shape))),
+    Case("rotary at an offset",
+         "  %0 = tfc.rotary %x0 offset %x1 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>) -> tensor<1x2x3x8xf32>\n"
+         "  return %0 : tensor<1x2x3x8xf32>",
+         [((1, 2, 3, 8), "f32"), ((), "i32")], [((1, 2, 3, 8), "f32")],
+         lambda x, p: [rotary(x, int(p), 1e4, False)],
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(1000)),
+    Case("rotary inverse",
+         "  %0 = tfc.rotary %x0 theta = 5.000000e+05 inverse : (tensor<2x1x4x6xf32>) -> tensor<2x1x4x6xf32>\n"
+         "  return %0 : tensor<2x1x4x6xf32>",
+         [((2, 1, 4, 6), "f32")], [((2, 1, 4, 6), "f32")],
+         lambda x: [rotary(x, 0, 5e5, True)]),
     Case("transpose perm [2, 0, 1]",
          "  %0 = tfc.transpose %x0 perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>\n"
          "  return %0 : tensor<4x2x3xf32>",
