@@ -899,6 +899,203 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
   return KernelSource{text, operands[0].getNumElements() / 2};
 }
 
+//===----------------------------------------------------------------------===//
+// Attention. The forward is one thread per query row with an online softmax
+// over the visible keys (the T x T scores never exist in memory). The
+// backward recomputes the probabilities instead of reading saved ones: one
+// thread per query row writes dQ, one per key row writes dK and dV (summed
+// over the query heads that share it, in a fixed order: deterministic).
+// Semantics as the CPU's kernel library: key j is visible to query i iff
+// j < clamp(i + offset + 1, 0, Tk) when causal; a row that sees no key is 0.
+//===----------------------------------------------------------------------===//
+
+struct AttentionShape {
+  int64_t b, h, hkv, tq, tk, d, dv;
+  bool causal;
+  double scale;
+  bool hasOffset;
+};
+
+template <typename Op>
+AttentionShape attentionShape(Op op) {
+  auto q = op.getQuery().getType(), k = op.getKey().getType(),
+       v = op.getValue().getType();
+  return {q.getDimSize(0), q.getDimSize(1), k.getDimSize(1), q.getDimSize(2),
+          k.getDimSize(2), q.getDimSize(3), v.getDimSize(3), op.getCausal(),
+          static_cast<double>(op.getEffectiveScale()), bool(op.getOffset())};
+}
+
+/// Declares, for the query row of flat index `row` (b, h, qi), its key head
+/// `hk`, its number of visible keys `lim` and the offsets of its Q/O rows
+/// and of the head's K/V blocks. `offsetOperand` reads the position operand.
+void attentionRow(llvm::raw_ostream &os, const AttentionShape &a,
+                  StringRef row, StringRef offsetOperand, StringRef indent) {
+  std::string in = indent.str();
+  os << in << "const long long qi = " << row << " % " << a.tq << "LL, hh = ("
+     << row << " / " << a.tq << "LL) % " << a.h << "LL, bb = " << row << " / "
+     << a.tq * a.h << "LL;\n"
+     << in << "const long long hk = hh / " << a.h / a.hkv << "LL;\n"
+     << in << "const long long off = "
+     << (a.hasOffset ? "(long long)" + offsetOperand.str()
+                     : std::to_string(a.tk - a.tq) + "LL")
+     << ";\n";
+  if (a.causal)
+    os << in << "long long lim = qi + off + 1; lim = lim < 0 ? 0 : (lim > "
+       << a.tk << "LL ? " << a.tk << "LL : lim);\n";
+  else
+    os << in << "const long long lim = " << a.tk << "LL;\n";
+  os << in << "const long long qrow = ((bb * " << a.h << "LL + hh) * " << a.tq
+     << "LL + qi) * " << a.d << "LL;\n"
+     << in << "const long long orow = ((bb * " << a.h << "LL + hh) * " << a.tq
+     << "LL + qi) * " << a.dv << "LL;\n"
+     << in << "const long long kb = (bb * " << a.hkv << "LL + hk) * " << a.tk
+     << "LL * " << a.d << "LL;\n"
+     << in << "const long long vb = (bb * " << a.hkv << "LL + hk) * " << a.tk
+     << "LL * " << a.dv << "LL;\n";
+}
+
+/// The scaled score of key `j` for the row (after attentionRow), from
+/// buffers `q` and `k` of element type `elem`.
+std::string score(const AttentionShape &a, Type qElem, Type kElem,
+                  StringRef j) {
+  return "tfc_dot_" + std::to_string(a.d) + "(in0 + qrow, in1 + kb + " +
+         j.str() + " * " + std::to_string(a.d) + "LL) * " +
+         floatLiteral(a.scale);
+}
+
+/// A dot product helper over `n` elements of two buffers of `elem`.
+std::string dotHelper(int64_t n, Type aElem, Type bElem) {
+  std::string a = storageType(aElem), b = storageType(bElem);
+  return "__device__ __forceinline__ float tfc_dot_" + std::to_string(n) +
+         "(const " + a + "* x, const " + b + "* y) {\n"
+         "  float s = 0.0f;\n"
+         "  for (long long t = 0; t < " + std::to_string(n) +
+         "LL; ++t) s = fmaf(" + load(aElem, "x[t]") + ", " +
+         load(bElem, "y[t]") + ", s);\n  return s;\n}\n";
+}
+
+/// m and l (max and sum of exp(score - m)) over the row's visible keys.
+void attentionStats(llvm::raw_ostream &os, const AttentionShape &a, Type qe,
+                    Type ke, StringRef indent) {
+  std::string in = indent.str();
+  os << in << "float m = -__int_as_float(0x7f800000), l = 0.0f;\n"
+     << in << "for (long long j = 0; j < lim; ++j) m = tfc_maximumf(m, "
+     << score(a, qe, ke, "j") << ");\n"
+     << in << "for (long long j = 0; j < lim; ++j) l += expf("
+     << score(a, qe, ke, "j") << " - m);\n";
+}
+
+FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
+                                      ArrayRef<MemRefType> operands,
+                                      ArrayRef<MemRefType> results) {
+  AttentionShape a = attentionShape(op);
+  Type qe = operands[0].getElementType(), ke = operands[1].getElementType(),
+       ve = operands[2].getElementType(), oe = results[0].getElementType();
+  int64_t rows = a.b * a.h * a.tq;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << dotHelper(a.d, qe, ke) << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << rows << "LL;\n" << kGridStride;
+  attentionRow(os, a, "i", "in3[0]", "    ");
+  // Online softmax: acc holds sum_j exp(s_j - m) v_j for the running m.
+  os << "    float acc[" << a.dv << "];\n"
+     << "    for (long long t = 0; t < " << a.dv << "LL; ++t) acc[t] = 0.0f;\n"
+     << "    float m = -__int_as_float(0x7f800000), l = 0.0f;\n"
+     << "    for (long long j = 0; j < lim; ++j) {\n"
+     << "      const float sj = " << score(a, qe, ke, "j") << ";\n"
+     << "      const float mn = sj > m ? sj : m;\n"
+     << "      const float corr = expf(m - mn), p = expf(sj - mn);\n"
+     << "      l = l * corr + p;\n"
+     << "      for (long long t = 0; t < " << a.dv << "LL; ++t)\n"
+     << "        acc[t] = acc[t] * corr + p * "
+     << load(ve, "in2[vb + j * " + std::to_string(a.dv) + "LL + t]") << ";\n"
+     << "      m = mn;\n    }\n"
+     << "    const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n"
+     << "    for (long long t = 0; t < " << a.dv << "LL; ++t) out0[orow + t] = "
+     << store(oe, "acc[t] * inv") << ";\n  }\n}\n";
+  return KernelSource{text, rows};
+}
+
+FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
+                                          ArrayRef<MemRefType> operands,
+                                          ArrayRef<MemRefType> results) {
+  // operands: q, k, v, out, grad_out[, offset]; results: dq, dk, dv.
+  AttentionShape a = attentionShape(op);
+  Type qe = operands[0].getElementType(), ke = operands[1].getElementType(),
+       ve = operands[2].getElementType(), oe = operands[3].getElementType(),
+       ge = operands[4].getElementType();
+  int64_t qRows = a.b * a.h * a.tq, kRows = a.b * a.hkv * a.tk;
+  int64_t group = a.h / a.hkv;
+  std::string dv = std::to_string(a.dv), d = std::to_string(a.d);
+  auto dO = [&](StringRef t) {
+    return load(ge, ("in4[orow + " + t + "]").str());
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << dotHelper(a.d, qe, ke);
+  if (a.dv != a.d || ve != ke || ge != ve)
+    os << dotHelper(a.dv, ge, ve);
+  // dP_ij = dO_i . V_j; Di = dO_i . O_i; dS_ij = p_ij (dP_ij - Di).
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << qRows + kRows << "LL;\n" << kGridStride
+     << "    if (i < " << qRows << "LL) {\n";
+  // Role 1: dQ_i = scale sum_j dS_ij K_j.
+  attentionRow(os, a, "i", "in5[0]", "      ");
+  attentionStats(os, a, qe, ke, "      ");
+  os << "      float Di = 0.0f;\n"
+     << "      for (long long t = 0; t < " << dv << "LL; ++t) Di += " << dO("t")
+     << " * " << load(oe, "in3[orow + t]") << ";\n"
+     << "      float acc[" << a.d << "];\n"
+     << "      for (long long t = 0; t < " << d << "LL; ++t) acc[t] = 0.0f;\n"
+     << "      for (long long j = 0; j < lim; ++j) {\n"
+     << "        const float p = expf(" << score(a, qe, ke, "j") << " - m) / l;\n"
+     << "        const float dp = tfc_dot_" << a.dv << "(in4 + orow, in2 + vb + j * "
+     << dv << "LL);\n"
+     << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
+     << ";\n"
+     << "        for (long long t = 0; t < " << d << "LL; ++t) acc[t] += ds * "
+     << load(ke, "in1[kb + j * " + d + "LL + t]") << ";\n      }\n"
+     << "      for (long long t = 0; t < " << d << "LL; ++t) out0[qrow + t] = "
+     << store(results[0].getElementType(), "acc[t]") << ";\n"
+     << "    } else {\n";
+  // Role 2: key row j of head hk; every query row of the group's heads.
+  os << "      const long long kr = i - " << qRows << "LL;\n"
+     << "      const long long j = kr % " << a.tk << "LL, hk = (kr / " << a.tk
+     << "LL) % " << a.hkv << "LL, bb = kr / " << a.tk * a.hkv << "LL;\n"
+     << "      float gk[" << a.d << "], gv[" << a.dv << "];\n"
+     << "      for (long long t = 0; t < " << d << "LL; ++t) gk[t] = 0.0f;\n"
+     << "      for (long long t = 0; t < " << dv << "LL; ++t) gv[t] = 0.0f;\n"
+     << "      for (long long g = 0; g < " << group << "LL; ++g)\n"
+     << "      for (long long q = 0; q < " << a.tq << "LL; ++q) {\n"
+     << "        const long long row = (bb * " << a.h << "LL + hk * " << group
+     << "LL + g) * " << a.tq << "LL + q;\n";
+  attentionRow(os, a, "row", "in5[0]", "        ");
+  os << "        if (j >= lim) continue;\n";
+  attentionStats(os, a, qe, ke, "        ");
+  os << "        float Di = 0.0f;\n"
+     << "        for (long long t = 0; t < " << dv << "LL; ++t) Di += "
+     << dO("t") << " * " << load(oe, "in3[orow + t]") << ";\n"
+     << "        const float p = expf(" << score(a, qe, ke, "j") << " - m) / l;\n"
+     << "        const float dp = tfc_dot_" << a.dv << "(in4 + orow, in2 + vb + j * "
+     << dv << "LL);\n"
+     << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
+     << ";\n"
+     << "        for (long long t = 0; t < " << d << "LL; ++t) gk[t] += ds * "
+     << load(qe, "in0[qrow + t]") << ";\n"
+     << "        for (long long t = 0; t < " << dv << "LL; ++t) gv[t] += p * "
+     << dO("t") << ";\n      }\n"
+     << "      const long long kAt = ((bb * " << a.hkv << "LL + hk) * " << a.tk
+     << "LL + j) * " << d << "LL;\n"
+     << "      const long long vAt = ((bb * " << a.hkv << "LL + hk) * " << a.tk
+     << "LL + j) * " << dv << "LL;\n"
+     << "      for (long long t = 0; t < " << d << "LL; ++t) out1[kAt + t] = "
+     << store(results[1].getElementType(), "gk[t]") << ";\n"
+     << "      for (long long t = 0; t < " << dv << "LL; ++t) out2[vAt + t] = "
+     << store(results[2].getElementType(), "gv[t]") << ";\n"
+     << "    }\n  }\n}\n";
+  return KernelSource{text, qRows + kRows};
+}
+
 /// kv_cache_update as tfc-lower-to-kernels plans it: the cache is updated in
 /// place (the planner copies it first where it may not be), so the kernel
 /// takes (update, position) and writes only the update's elements. A
@@ -1007,6 +1204,10 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitMatmul(name, mm, operandTypes, resultTypes);
   if (auto lin = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(name, lin, operandTypes, resultTypes);
+  if (auto att = llvm::dyn_cast<AttentionOp>(op))
+    return emitAttention(name, att, operandTypes, resultTypes);
+  if (auto att = llvm::dyn_cast<AttentionGradOp>(op))
+    return emitAttentionGrad(name, att, operandTypes, resultTypes);
   if (auto ce = llvm::dyn_cast<CrossEntropyOp>(op))
     return emitCrossEntropy(name, ce, operandTypes, resultTypes);
   if (auto ce = llvm::dyn_cast<CrossEntropyGradOp>(op))

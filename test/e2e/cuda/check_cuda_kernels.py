@@ -40,11 +40,13 @@ def bf16_value(bits):
 
 class Case:
     def __init__(self, name, body, inputs, outputs, ref, rtol=1e-5, atol=1e-6,
-                 draw=None, error=0):
+                 draw=None, error=0, inputs_from=None):
         self.name, self.body, self.inputs, self.outputs = name, body, inputs, outputs
         self.ref, self.rtol, self.atol, self.draw = ref, rtol, atol, draw
         # The run-time error code the kernel must report (0: none).
         self.error = error
+        # Derives inputs from the drawn ones (an op's own output as input).
+        self.inputs_from = inputs_from
 
 
 def ttype(shape, dtype):
@@ -107,6 +109,43 @@ def rotary(x, offset, theta, inverse):
     co, si = np.cos(ang), np.sin(ang) * (-1 if inverse else 1)
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * co - x2 * si, x2 * co + x1 * si], axis=-1)
+
+
+def attention(q, k, v, causal, offset=None, scale=None):
+    """softmax(scale q k^T + mask) v over [B, H, T, D], grouped-query heads."""
+    b, h, tq, d = q.shape
+    hkv, tk = k.shape[1], k.shape[2]
+    k = np.repeat(k, h // hkv, axis=1)
+    v = np.repeat(v, h // hkv, axis=1)
+    scale = 1 / np.sqrt(d) if scale is None else scale
+    s = scale * q @ np.swapaxes(k, -1, -2)
+    if causal:
+        off = tk - tq if offset is None else offset
+        visible = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + off
+        s = np.where(visible, s, -np.inf)
+    return softmax(s, -1) @ v
+
+
+def attention_grads(q, k, v, do, causal):
+    """(dq, dk, dv) of attention by central differences would be slow; the
+    analytic formulas in float64, written independently of the kernel."""
+    b, h, tq, d = q.shape
+    hkv, tk = k.shape[1], k.shape[2]
+    g = h // hkv
+    ke, ve = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    scale = 1 / np.sqrt(d)
+    s = scale * q @ np.swapaxes(ke, -1, -2)
+    if causal:
+        visible = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + (tk - tq)
+        s = np.where(visible, s, -np.inf)
+    p = softmax(s, -1)
+    dv_e = np.swapaxes(p, -1, -2) @ do
+    dp = do @ np.swapaxes(ve, -1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    dq = ds @ ke
+    dk_e = np.swapaxes(ds, -1, -2) @ q
+    fold = lambda x: x.reshape(b, hkv, g, *x.shape[2:]).sum(2)  # noqa: E731
+    return dq, fold(dk_e), fold(dv_e)
 
 
 def with_nans(rng, shape):
@@ -243,6 +282,31 @@ CASES = [
          "  return %0 : tensor<2x1x4x6xf32>",
          [((2, 1, 4, 6), "f32")], [((2, 1, 4, 6), "f32")],
          lambda x: [rotary(x, 0, 5e5, True)]),
+    Case("attention causal, grouped-query (H 4, Hkv 2)",
+         "  %0 = tfc.attention %x0, %x1, %x2 causal : (tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>) -> tensor<2x4x5x8xf32>\n"
+         "  return %0 : tensor<2x4x5x8xf32>",
+         [((2, 4, 5, 8), "f32"), ((2, 2, 5, 8), "f32"), ((2, 2, 5, 8), "f32")],
+         [((2, 4, 5, 8), "f32")], lambda q, k, v: [attention(q, k, v, True)]),
+    Case("attention over a KV cache at a position (decode)",
+         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<1x2x1x4xf32>, tensor<1x2x6x4xf32>, tensor<1x2x6x4xf32>, tensor<i32>) -> tensor<1x2x1x4xf32>\n"
+         "  return %0 : tensor<1x2x1x4xf32>",
+         [((1, 2, 1, 4), "f32"), ((1, 2, 6, 4), "f32"), ((1, 2, 6, 4), "f32"), ((), "i32")],
+         [((1, 2, 1, 4), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(3)),
+    Case("cross-attention, Tq != Tk, Dv != D, bf16",
+         "  %0 = tfc.attention %x0, %x1, %x2 : (tensor<1x2x3x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x5xbf16>) -> tensor<1x2x3x5xbf16>\n"
+         "  return %0 : tensor<1x2x3x5xbf16>",
+         [((1, 2, 3, 8), "bf16"), ((1, 2, 7, 8), "bf16"), ((1, 2, 7, 5), "bf16")],
+         [((1, 2, 3, 5), "bf16")], lambda q, k, v: [attention(q, k, v, False)],
+         rtol=2e-2, atol=2e-2),
+    Case("attention_grad causal, grouped-query",
+         "  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4 causal : (tensor<1x4x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x4x5x6xf32>, tensor<1x4x5x6xf32>) -> (tensor<1x4x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x2x5x6xf32>)\n"
+         "  return %0#0, %0#1, %0#2 : tensor<1x4x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x2x5x6xf32>",
+         [((1, 4, 5, 6), "f32"), ((1, 2, 5, 6), "f32"), ((1, 2, 5, 6), "f32"),
+          ((1, 4, 5, 6), "f32"), ((1, 4, 5, 6), "f32")],
+         [((1, 4, 5, 6), "f32"), ((1, 2, 5, 6), "f32"), ((1, 2, 5, 6), "f32")],
+         lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
+         rtol=1e-4, atol=1e-5, inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do]),
     Case("transpose perm [2, 0, 1]",
          "  %0 = tfc.transpose %x0 perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>\n"
          "  return %0 : tensor<4x2x3xf32>",
@@ -384,6 +448,9 @@ def run_case(case, tools, work, rng):
     buf = lambda p: f"a{p}" if p < n_in else f"o{p - n_in}"  # noqa: E731
 
     inputs = [draw_input(rng, s, dt, case.draw) for s, dt in case.inputs]
+    if case.inputs_from:
+        inputs = [np.asarray(x, NP_STORAGE[dt]) for x, (_, dt) in
+                  zip(case.inputs_from(*inputs), case.inputs)]
     buffers, args, writes = [], [], []
     for i, x in enumerate(inputs):
         path = os.path.join(d, f"in{i}.bin")
