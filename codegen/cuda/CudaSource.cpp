@@ -1096,6 +1096,102 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   return KernelSource{text, qRows + kRows};
 }
 
+//===----------------------------------------------------------------------===//
+// Sampling: one thread per row, the CPU kernel library's algorithm and its
+// random draw (Philox-4x32-10 keyed by the seed, counter = row, stream
+// "SAMP"), so that a seed picks the same token on both targets (the weights
+// agree to float rounding: only a draw within rounding of a boundary can
+// differ). Candidates are visited in (logit descending, index ascending)
+// order by repeated scans, which needs no scratch memory: O(k V) per row.
+//===----------------------------------------------------------------------===//
+
+FailureOr<KernelSource> emitSample(StringRef name, SampleOp op,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t batch = shape[0], vocab = shape[1];
+  Type e = operands[0].getElementType();
+  std::string x = load(e, "x[j]");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << batch << "LL;\n" << kGridStride
+     << "    const long long V = " << vocab << "LL;\n"
+     << "    const " << storageType(e) << "* x = in0 + i * V;\n"
+     << "    const float temperature = in1[0];\n"
+     << "    const int top_k = in2[0];\n"
+     << "    const float top_p = in3[0];\n"
+     << "    bool nan = false;\n"
+     << "    float xmax = -__int_as_float(0x7f800000);\n"
+     << "    long long best = 0;\n"
+     << "    for (long long j = 0; j < V; ++j) {\n"
+     << "      const float v = " << x << ";\n"
+     << "      nan |= v != v;\n"
+     << "      if (v > xmax) { xmax = v; best = j; }\n"
+     << "    }\n"
+     << "    if (nan) { tfc_report(TFC_ERROR_SAMPLE_NAN); out0[i] = 0; continue; }\n"
+     << "    if (!(temperature > 0.0f) || xmax == __int_as_float(0x7f800000) ||\n"
+     << "        xmax == -__int_as_float(0x7f800000)) { out0[i] = (int)best; continue; }\n"
+     << "    const float inv_t = 1.0f / temperature;\n"
+     << "    const double u = tfc_uniform_double(in4[0], i, 0x53414D50u);\n"
+     << "    const long long k = (top_k <= 0 || top_k >= V) ? V : top_k;\n"
+     << "    const bool use_p = top_p < 1.0f;\n"
+     // All kept, no nucleus: in index order over every token.
+     << "    if (k == V && !use_p) {\n"
+     << "      double total = 0.0;\n"
+     << "      for (long long j = 0; j < V; ++j) total += (double)expf((" << x
+     << " - xmax) * inv_t);\n"
+     << "      const double target = u * total;\n"
+     << "      double cum = 0.0; long long last = 0, pick = -1;\n"
+     << "      for (long long j = 0; j < V && pick < 0; ++j) {\n"
+     << "        const float w = expf((" << x << " - xmax) * inv_t);\n"
+     << "        if (w > 0.0f) { cum += (double)w; last = j; if (cum > target) pick = j; }\n"
+     << "      }\n"
+     << "      out0[i] = (int)(pick >= 0 ? pick : last);\n"
+     << "      continue;\n    }\n"
+     // The candidates in order: the c-th is the best one worse than the
+     // (c-1)-th. Their weights: exp in double for top-k (as the CPU), the
+     // float weight of the whole-vocabulary sum for top-p alone.
+     << "    double mass = 0.0;\n"
+     << "    if (k == V) for (long long j = 0; j < V; ++j) mass += (double)expf(("
+     << x << " - xmax) * inv_t);\n"
+     << "    float px = __int_as_float(0x7f800000); long long pj = -1;\n"
+     << "#define TFC_NEXT_CANDIDATE(cx, cj) { cj = -1; \\\n"
+     << "      for (long long j = 0; j < V; ++j) { const float v = " << x << "; \\\n"
+     << "        const bool after = v < px || (v == px && j > pj); \\\n"
+     << "        if (after && (cj < 0 || v > cx || (v == cx && j < cj))) { cx = v; cj = j; } } }\n"
+     << "    if (k < V) {\n"
+     << "      for (long long c = 0; c < k; ++c) {\n"
+     << "        float cx = 0.0f; long long cj; TFC_NEXT_CANDIDATE(cx, cj);\n"
+     << "        mass += exp(((double)cx - (double)xmax) * (double)inv_t);\n"
+     << "        px = cx; pj = cj;\n      }\n    }\n"
+     << "    double kept_mass = mass;\n"
+     << "    long long kept = k;\n"
+     << "    if (use_p) {\n"
+     << "      const double need = (double)top_p * mass;\n"
+     << "      double cum = 0.0; kept = 0;\n"
+     << "      px = __int_as_float(0x7f800000); pj = -1;\n"
+     << "      while (kept < k) {\n"
+     << "        float cx = 0.0f; long long cj; TFC_NEXT_CANDIDATE(cx, cj);\n"
+     << "        cum += k < V ? exp(((double)cx - (double)xmax) * (double)inv_t)\n"
+     << "                     : (double)expf((cx - xmax) * inv_t);\n"
+     << "        ++kept; px = cx; pj = cj;\n"
+     << "        if (cum >= need) break;\n      }\n"
+     << "      kept_mass = cum;\n    }\n"
+     << "    const double target = u * kept_mass;\n"
+     << "    double cum = 0.0; long long pick = 0;\n"
+     << "    px = __int_as_float(0x7f800000); pj = -1;\n"
+     << "    for (long long c = 0; c < kept; ++c) {\n"
+     << "      float cx = 0.0f; long long cj; TFC_NEXT_CANDIDATE(cx, cj);\n"
+     << "      cum += k < V ? exp(((double)cx - (double)xmax) * (double)inv_t)\n"
+     << "                   : (double)expf((cx - xmax) * inv_t);\n"
+     << "      pick = cj; px = cx; pj = cj;\n"
+     << "      if (cum > target) break;\n    }\n"
+     << "#undef TFC_NEXT_CANDIDATE\n"
+     << "    out0[i] = (int)pick;\n  }\n}\n";
+  return KernelSource{text, batch};
+}
+
 /// kv_cache_update as tfc-lower-to-kernels plans it: the cache is updated in
 /// place (the planner copies it first where it may not be), so the kernel
 /// takes (update, position) and writes only the update's elements. A
@@ -1204,6 +1300,8 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitMatmul(name, mm, operandTypes, resultTypes);
   if (auto lin = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(name, lin, operandTypes, resultTypes);
+  if (auto sample = llvm::dyn_cast<SampleOp>(op))
+    return emitSample(name, sample, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionOp>(op))
     return emitAttention(name, att, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionGradOp>(op))
@@ -1238,9 +1336,28 @@ llvm::StringRef kernelPrelude() {
 #define TFC_ERROR_EMBEDDING_ID 1u
 #define TFC_ERROR_KV_POSITION 2u
 #define TFC_ERROR_TARGET 3u
+#define TFC_ERROR_SAMPLE_NAN 4u
 __device__ unsigned int tfc_error_code;
 __device__ __forceinline__ void tfc_report(unsigned int code) {
   atomicCAS(&tfc_error_code, 0u, code);
+}
+// Philox-4x32-10 (Salmon et al.), as codegen/cpu/kernels/src/random.cpp:
+// a uniform double in [0, 1) of 53 bits, a pure function of (seed, counter,
+// stream).
+__device__ __forceinline__ double tfc_uniform_double(long long seed, long long counter,
+                                                     unsigned int stream) {
+  unsigned int c0 = (unsigned int)counter, c1 = (unsigned int)((unsigned long long)counter >> 32);
+  unsigned int c2 = stream, c3 = 0u;
+  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)((unsigned long long)seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;
+    const unsigned int n0 = (unsigned int)(p1 >> 32) ^ c1 ^ k0;
+    const unsigned int n2 = (unsigned int)(p0 >> 32) ^ c3 ^ k1;
+    c1 = (unsigned int)p1; c3 = (unsigned int)p0; c0 = n0; c2 = n2;
+    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
+  }
+  const unsigned long long bits = ((unsigned long long)c0 << 21) ^ (unsigned long long)(c1 >> 11);
+  return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 __device__ __forceinline__ float tfc_bf16_to_f32(unsigned short b) {
   return __uint_as_float(((unsigned int)b) << 16);

@@ -148,6 +148,81 @@ def attention_grads(q, k, v, do, causal):
     return dq, fold(dk_e), fold(dv_e)
 
 
+def philox4x32_10(c, k):
+    """Philox-4x32-10 as Salmon et al. (SC'11) define it."""
+    m32 = 0xFFFFFFFF
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * c[0], 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k[0], p1 & m32, (p0 >> 32) ^ c[3] ^ k[1], p0 & m32]
+        k = [(k[0] + 0x9E3779B9) & m32, (k[1] + 0xBB67AE85) & m32]
+    return c
+
+
+# Random123's known answers, so that this reference stands on its own.
+assert philox4x32_10([0, 0, 0, 0], [0, 0]) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+assert philox4x32_10([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344],
+                     [0xA4093822, 0x299F31D0]) == [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]
+
+
+def philox_uniform_double(seed, counter, stream):
+    """tfc's draw: key = seed, counter = (counter lo, counter hi, stream, 0),
+    53 bits of the first two words."""
+    m32 = 0xFFFFFFFF
+    c = philox4x32_10([counter & m32, (counter >> 32) & m32, stream, 0],
+                      [seed & m32, (seed >> 32) & m32])
+    bits = ((c[0] << 21) ^ (c[1] >> 11)) & ((1 << 53) - 1)
+    return bits / 9007199254740992.0
+
+
+def sample(logits, temperature, top_k, top_p, seed):
+    """tfc.sample per row: greedy, or a draw among the top-k then top-p
+    candidates in (logit descending, index ascending) order."""
+    out = []
+    for b, x in enumerate(logits.astype(np.float64)):
+        if not temperature > 0:
+            out.append(int(np.argmax(x)))
+            continue
+        order = sorted(range(len(x)), key=lambda j: (-x[j], j))
+        k = len(x) if top_k <= 0 or top_k >= len(x) else int(top_k)
+        w = np.exp((x - x.max()) / temperature)
+        cand = order[:k]
+        mass = w[cand].sum() if k < len(x) else w.sum()
+        if top_p < 1:
+            cum, kept = 0.0, 0
+            while kept < k:
+                cum += w[cand[kept]]
+                kept += 1
+                if cum >= top_p * mass:
+                    break
+            cand, mass = cand[:kept], cum
+        elif k == len(x):
+            cand = list(range(len(x)))  # all kept: index order
+        u = philox_uniform_double(int(seed), b, 0x53414D50)
+        cum, pick = 0.0, cand[-1]
+        for j in cand:
+            cum += w[j]
+            if cum > u * mass:
+                pick = j
+                break
+        out.append(pick)
+    return np.array(out)
+
+
+def sample_case(label, temperature, top_k, top_p):
+    return Case(f"sample {label}",
+                "  %0 = tfc.sample %x0, %x1, %x2, %x3, %x4 : (tensor<4x50xf32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i64>) -> tensor<4xi32>\n"
+                "  return %0 : tensor<4xi32>",
+                [((4, 50), "f32"), ((), "f32"), ((), "i32"), ((), "f32"), ((), "i64")],
+                [((4,), "i32")],
+                lambda x, t, k, p, s: [sample(x, float(t), int(k), float(p), int(s))],
+                rtol=0, atol=0,
+                draw=lambda rng, shape: (rng.standard_normal(shape) * 2 if shape else None),
+                # The generator's seed from the drawn logits: fresh per run.
+                inputs_from=lambda x, t, k, p, s: [
+                    x, temperature, top_k, top_p,
+                    int(abs(x.view(np.uint32).astype(np.uint64).sum())) % 2**40 + 1])
+
+
 def with_nans(rng, shape):
     x = rng.standard_normal(shape)
     x.flat[::5] = np.nan
@@ -307,6 +382,11 @@ CASES = [
          [((1, 4, 5, 6), "f32"), ((1, 2, 5, 6), "f32"), ((1, 2, 5, 6), "f32")],
          lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
          rtol=1e-4, atol=1e-5, inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do]),
+    sample_case("greedy", 0.0, 0, 1.0),
+    sample_case("temperature 1, all kept", 1.0, 0, 1.0),
+    sample_case("top_k 5", 0.8, 5, 1.0),
+    sample_case("top_p 0.9", 1.2, 0, 0.9),
+    sample_case("top_k 10 then top_p 0.5", 1.0, 10, 0.5),
     Case("transpose perm [2, 0, 1]",
          "  %0 = tfc.transpose %x0 perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>\n"
          "  return %0 : tensor<4x2x3xf32>",
@@ -366,6 +446,8 @@ CASES = [
 
 def draw_input(rng, shape, dtype, draw):
     x = draw(rng, shape) if draw else rng.standard_normal(shape)
+    if x is None:  # set by the case's inputs_from
+        x = np.zeros(shape)
     if dtype == "f32":
         return np.asarray(x, np.float32)
     if dtype == "bf16":
