@@ -21,10 +21,6 @@ using namespace mlir;
 namespace tfc::cpu {
 namespace {
 
-int64_t elementBytes(Type t) {
-  return (llvm::cast<ShapedType>(t).getElementTypeBitWidth() + 7) / 8;
-}
-
 class CpuTarget final : public Target {
 public:
   llvm::StringRef name() const override { return "cpu"; }
@@ -63,15 +59,7 @@ public:
         // bytes, the largest buffer of a language model's step, take their
         // gradient.
         llvm::isa<CrossEntropyGradOp>(op);
-    if (!readsBeforeWriting)
-      return false;
-    for (Type r : op->getResultTypes())
-      for (Type o : op->getOperandTypes())
-        if (llvm::cast<ShapedType>(r).getShape() ==
-                llvm::cast<ShapedType>(o).getShape() &&
-            elementBytes(r) == elementBytes(o))
-          return true;
-    return false;
+    return readsBeforeWriting && hasOperandLikeResult(op);
   }
 
   void buildCodegenPipeline(OpPassManager &pm,

@@ -10,7 +10,6 @@
 
 #include "codegen/cpu/KernelEmitters.h"
 #include "codegen/plan/KernelForm.h"
-#include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 
 #define DEBUG_TYPE "tfc-cpu-emit-kernels"
@@ -70,10 +69,8 @@ LogicalResult emitKernel(func::FuncOp kernel) {
 struct EmitKernelsPass
     : public tfc::cpu::impl::TfcCpuEmitKernelsBase<EmitKernelsPass> {
   void runOnOperation() override {
-    SmallVector<func::FuncOp> kernels;
-    for (auto f : getOperation().getOps<func::FuncOp>())
-      if (f->hasAttr(attr::kKernel) && !f.isExternal())
-        kernels.push_back(f);
+    SmallVector<func::FuncOp> kernels =
+        plan::kernelsWithBodies(getOperation());
     for (func::FuncOp kernel : kernels)
       if (failed(emitKernel(kernel)))
         return signalPassFailure();

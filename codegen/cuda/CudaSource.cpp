@@ -1192,6 +1192,64 @@ FailureOr<KernelSource> emitSample(StringRef name, SampleOp op,
   return KernelSource{text, batch};
 }
 
+/// argmax along `dim`: the first maximum (the first NaN if any, as PyTorch
+/// treats NaN as the largest value), one thread per line.
+FailureOr<KernelSource> emitArgmax(StringRef name, ArgmaxOp op,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> shape = operands[0].getShape();
+  int64_t rank = shape.size();
+  int64_t dim = op.getDim() < 0 ? op.getDim() + rank : op.getDim();
+  int64_t size = shape[dim], inner = 1;
+  for (int64_t d = dim + 1; d < rank; ++d)
+    inner *= shape[d];
+  int64_t lines = operands[0].getNumElements() / size;
+  Type e = operands[0].getElementType();
+  bool isFloat = llvm::isa<FloatType>(e);
+  std::string x = load(e, "in0[base + j * " + std::to_string(inner) + "LL]");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << lines << "LL;\n" << kGridStride
+     << "    const long long base = (i / " << inner << "LL) * " << size * inner
+     << "LL + i % " << inner << "LL;\n"
+     << "    " << computeCType(e) << " best = "
+     << load(e, "in0[base]") << ";\n"
+     << "    long long at = 0;\n"
+     << "    for (long long j = 1; j < " << size << "LL; ++j) {\n"
+     << "      const " << computeCType(e) << " v = " << x << ";\n"
+     << "      if (v > best" << (isFloat ? " || (v != v && best == best)" : "")
+     << ") { best = v; at = j; }\n    }\n"
+     << "    out0[i] = (" << storageType(results[0].getElementType())
+     << ")at;\n  }\n}\n";
+  return KernelSource{text, lines};
+}
+
+/// dropout: element e is kept iff tfc_k_uniform(seed, e) >= rate, and
+/// scaled by 1 / (1 - rate): the CPU's mask, element for element.
+FailureOr<KernelSource> emitDropout(StringRef name, DropoutOp op,
+                                    ArrayRef<MemRefType> operands,
+                                    ArrayRef<MemRefType> results) {
+  double rate = op.getRate().convertToDouble();
+  Type in = operands[0].getElementType(), out = results[0].getElementType();
+  int64_t n = operands[0].getNumElements();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long seed = in1[0];\n"
+     << "  const long long n = " << n << "LL;\n" << kGridStride
+     << "    const bool keep = tfc_uniform_float(seed, i) >= "
+     << floatLiteral(static_cast<float>(rate)) << ";\n"
+     << "    out0[i] = "
+     << store(out, "keep ? " + load(in, "in0[i]") + " * " +
+                       (rate < 1.0 ? floatLiteral(static_cast<float>(
+                                         1.0 / (1.0 - rate)))
+                                   : std::string("0.0f")) +
+                       " : 0.0f")
+     << ";\n  }\n}\n";
+  return KernelSource{text, n};
+}
+
 /// kv_cache_update as tfc-lower-to-kernels plans it: the cache is updated in
 /// place (the planner copies it first where it may not be), so the kernel
 /// takes (update, position) and writes only the update's elements. A
@@ -1300,6 +1358,10 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitMatmul(name, mm, operandTypes, resultTypes);
   if (auto lin = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(name, lin, operandTypes, resultTypes);
+  if (auto a = llvm::dyn_cast<ArgmaxOp>(op))
+    return emitArgmax(name, a, operandTypes, resultTypes);
+  if (auto d = llvm::dyn_cast<DropoutOp>(op))
+    return emitDropout(name, d, operandTypes, resultTypes);
   if (auto sample = llvm::dyn_cast<SampleOp>(op))
     return emitSample(name, sample, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionOp>(op))
@@ -1342,10 +1404,10 @@ __device__ __forceinline__ void tfc_report(unsigned int code) {
   atomicCAS(&tfc_error_code, 0u, code);
 }
 // Philox-4x32-10 (Salmon et al.), as codegen/cpu/kernels/src/random.cpp:
-// a uniform double in [0, 1) of 53 bits, a pure function of (seed, counter,
-// stream).
-__device__ __forceinline__ double tfc_uniform_double(long long seed, long long counter,
-                                                     unsigned int stream) {
+// key = seed, counter = (counter lo, counter hi, stream, 0). The words are
+// a pure function of those, so draws do not depend on the launch.
+__device__ __forceinline__ void tfc_philox(long long seed, long long counter,
+                                           unsigned int stream, unsigned int* out) {
   unsigned int c0 = (unsigned int)counter, c1 = (unsigned int)((unsigned long long)counter >> 32);
   unsigned int c2 = stream, c3 = 0u;
   unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)((unsigned long long)seed >> 32);
@@ -1356,7 +1418,20 @@ __device__ __forceinline__ double tfc_uniform_double(long long seed, long long c
     c1 = (unsigned int)p1; c3 = (unsigned int)p0; c0 = n0; c2 = n2;
     k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
   }
-  const unsigned long long bits = ((unsigned long long)c0 << 21) ^ (unsigned long long)(c1 >> 11);
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+// tfc_k_uniform: a float in [0, 1) of 24 bits (dropout masks).
+__device__ __forceinline__ float tfc_uniform_float(long long seed, long long counter) {
+  unsigned int r[4];
+  tfc_philox(seed, counter, 0u, r);
+  return (float)(r[0] >> 8) * (1.0f / 16777216.0f);
+}
+// A double in [0, 1) of 53 bits (sampling).
+__device__ __forceinline__ double tfc_uniform_double(long long seed, long long counter,
+                                                     unsigned int stream) {
+  unsigned int r[4];
+  tfc_philox(seed, counter, stream, r);
+  const unsigned long long bits = ((unsigned long long)r[0] << 21) ^ (unsigned long long)(r[1] >> 11);
   return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 __device__ __forceinline__ float tfc_bf16_to_f32(unsigned short b) {

@@ -45,18 +45,7 @@ public:
     bool pointwise = isElementwise(op) ||
                      (llvm::isa<FusedOp>(op) &&
                       llvm::cast<FusedOp>(op).getKind() == "pointwise");
-    if (!pointwise)
-      return false;
-    auto bytes = [](Type t) {
-      return (llvm::cast<ShapedType>(t).getElementTypeBitWidth() + 7) / 8;
-    };
-    for (Type r : op->getResultTypes())
-      for (Type o : op->getOperandTypes())
-        if (llvm::cast<ShapedType>(r).getShape() ==
-                llvm::cast<ShapedType>(o).getShape() &&
-            bytes(r) == bytes(o))
-          return true;
-    return false;
+    return pointwise && hasOperandLikeResult(op);
   }
 
   std::string checkOptions(const TargetOptions &options) const override {

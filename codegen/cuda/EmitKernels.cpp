@@ -9,7 +9,6 @@
 #include "codegen/cuda/CudaAttrs.h"
 #include "codegen/cuda/CudaSource.h"
 #include "codegen/plan/KernelForm.h"
-#include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 
 #define DEBUG_TYPE "tfc-cuda-emit-kernels"
@@ -60,10 +59,8 @@ LogicalResult emitKernel(func::FuncOp kernel) {
 struct EmitKernelsPass
     : public tfc::cuda::impl::TfcCudaEmitKernelsBase<EmitKernelsPass> {
   void runOnOperation() override {
-    SmallVector<func::FuncOp> kernels;
-    for (auto f : getOperation().getOps<func::FuncOp>())
-      if (f->hasAttr(tfc::attr::kKernel) && !f.isExternal())
-        kernels.push_back(f);
+    SmallVector<func::FuncOp> kernels =
+        plan::kernelsWithBodies(getOperation());
     bool ok = true;
     // Every kernel is tried, so that one run names every op not yet
     // supported.

@@ -1,11 +1,21 @@
 //===- KernelForm.cpp - reading a kernel of the planned program -----------===//
 #include "codegen/plan/KernelForm.h"
 
+#include "dialects/tfc/AttrNames.h"
+
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 
 using namespace mlir;
 
 namespace tfc::plan {
+
+SmallVector<func::FuncOp> kernelsWithBodies(ModuleOp module) {
+  SmallVector<func::FuncOp> kernels;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f->hasAttr(attr::kKernel) && !f.isExternal())
+      kernels.push_back(f);
+  return kernels;
+}
 
 FailureOr<std::optional<TensorKernel>> readTensorKernel(func::FuncOp kernel) {
   Block &body = kernel.getBody().front();

@@ -12,6 +12,7 @@
 #define TFC_CODEGEN_PLAN_KERNELFORM_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/SmallVector.h"
@@ -28,6 +29,10 @@ struct TensorKernel {
   mlir::Operation *op = nullptr;
   llvm::SmallVector<mlir::Value> operands, results;
 };
+
+/// The kernels of `module` that have a body (a target's codegen phase
+/// writes their code; declarations are done already).
+llvm::SmallVector<mlir::func::FuncOp> kernelsWithBodies(mlir::ModuleOp module);
 
 /// Reads `kernel`. std::nullopt when it already holds a target's code (no
 /// to_tensor or materialize_in_destination); failure, with an error naming

@@ -1,6 +1,8 @@
 //===- Target.cpp - the registry of targets -------------------------------===//
 #include "codegen/target/Target.h"
 
+#include "mlir/IR/BuiltinTypeInterfaces.h"
+#include "mlir/IR/Operation.h"
 #include "llvm/ADT/StringMap.h"
 #include <algorithm>
 #include <mutex>
@@ -8,6 +10,20 @@
 namespace tfc {
 
 Target::~Target() = default;
+
+bool hasOperandLikeResult(mlir::Operation *op) {
+  auto bytes = [](mlir::ShapedType t) {
+    return (t.getElementTypeBitWidth() + 7) / 8;
+  };
+  for (mlir::Type r : op->getResultTypes())
+    for (mlir::Type o : op->getOperandTypes()) {
+      auto rs = llvm::dyn_cast<mlir::ShapedType>(r);
+      auto os = llvm::dyn_cast<mlir::ShapedType>(o);
+      if (rs && os && rs.getShape() == os.getShape() && bytes(rs) == bytes(os))
+        return true;
+    }
+  return false;
+}
 
 namespace {
 struct Registry {

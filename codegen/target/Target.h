@@ -107,6 +107,11 @@ public:
                                         const TargetOptions &options) const = 0;
 };
 
+/// Whether some operand of `op` has the shape and element size of some
+/// result: the precondition of every "result may take a dying operand's
+/// bytes" rule (Target::mayWriteOverOperand).
+bool hasOperandLikeResult(mlir::Operation *op);
+
 /// Makes `target` known under its name; a second target of the same name
 /// replaces nothing and is dropped.
 void registerTarget(std::unique_ptr<Target> target);

@@ -9,14 +9,19 @@
 // location (every such op in one run), that an artifact is refused with the
 // reason, and that an unknown architecture or target is named.
 
-// CHECK-DAG: errors.mlir:[[@LINE+7]]:8: error: CUDA codegen: no kernel for 'tfc.matmul' yet
-// CHECK-DAG: errors.mlir:[[@LINE+7]]:8: error: CUDA codegen: element type 'f16' of 'tfc.exp' is not supported yet (f32, bf16, i32 and i64 are)
+// CHECK-DAG: errors.mlir:[[@LINE+7]]:8: error: CUDA codegen: no kernel for tfc.fused "reduction" yet
+// CHECK-DAG: errors.mlir:[[@LINE+12]]:8: error: CUDA codegen: element type 'f16' of 'tfc.exp' is not supported yet (f32, bf16, i32 and i64 are)
 // ARTIFACT: tfc: error: --target=cuda: the CUDA target writes and compiles kernels (--compile-to=codegen) but cannot build an artifact yet
 // ARCH: tfc: error: unknown --cuda-arch='sm_75' (expected one of sm_80, sm_86, sm_89, sm_90, sm_90a, sm_100, sm_120)
 // TARGET: tfc: error: unknown --target='gpu' (this build has cpu, cuda)
 
-func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %h: tensor<4xf16>) -> (tensor<4x3xf32>, tensor<4xf16>) {
-  %0 = tfc.matmul %a, %b : tensor<4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
+func.func @f(%a: tensor<4x8xf32>, %h: tensor<4xf16>) -> (tensor<4xf32>, tensor<4xf16>) {
+  %0 = tfc.fused "reduction" (%a) : (tensor<4x8xf32>) -> tensor<4xf32> {
+  ^bb0(%x: tensor<4x8xf32>):
+    %e = tfc.exp %x : tensor<4x8xf32>
+    %s = tfc.reduce_sum %e dims = [-1] : tensor<4x8xf32> -> tensor<4xf32>
+    tfc.yield %s : tensor<4xf32>
+  }
   %1 = tfc.exp %h : tensor<4xf16>
-  return %0, %1 : tensor<4x3xf32>, tensor<4xf16>
+  return %0, %1 : tensor<4xf32>, tensor<4xf16>
 }

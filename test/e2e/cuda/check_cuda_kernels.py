@@ -208,6 +208,14 @@ def sample(logits, temperature, top_k, top_p, seed):
     return np.array(out)
 
 
+def dropout(x, seed, rate):
+    """The CPU's mask: keep element e iff its 24-bit Philox uniform >= rate."""
+    m32 = 0xFFFFFFFF
+    keep = [(philox4x32_10([e & m32, e >> 32, 0, 0], [seed & m32, (seed >> 32) & m32])[0] >> 8)
+            / 16777216.0 >= np.float32(rate) for e in range(x.size)]
+    return np.where(np.array(keep).reshape(x.shape), x * np.float32(1 / (1 - rate)), 0.0)
+
+
 def sample_case(label, temperature, top_k, top_p):
     return Case(f"sample {label}",
                 "  %0 = tfc.sample %x0, %x1, %x2, %x3, %x4 : (tensor<4x50xf32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i64>) -> tensor<4xi32>\n"
@@ -387,6 +395,17 @@ CASES = [
     sample_case("top_k 5", 0.8, 5, 1.0),
     sample_case("top_p 0.9", 1.2, 0, 0.9),
     sample_case("top_k 10 then top_p 0.5", 1.0, 10, 0.5),
+    Case("argmax dim 1, first of ties",
+         "  %0 = tfc.argmax %x0 dim = 1 : tensor<3x6x2xf32> -> tensor<3x2xi32>\n"
+         "  return %0 : tensor<3x2xi32>",
+         [((3, 6, 2), "f32")], [((3, 2), "i32")], lambda x: [np.argmax(x, axis=1)],
+         rtol=0, atol=0, draw=lambda rng, shape: rng.integers(0, 3, shape).astype(np.float64)),
+    Case("dropout rate 0.3",
+         "  %0 = tfc.dropout %x0, %x1 rate = 3.000000e-01 : tensor<64xf32>, tensor<i64> -> tensor<64xf32>\n"
+         "  return %0 : tensor<64xf32>",
+         [((64,), "f32"), ((), "i64")], [((64,), "f32")],
+         lambda x, s: [dropout(x, int(s), 0.3)], rtol=1e-6, atol=0,
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(rng.integers(1, 2**40))),
     Case("transpose perm [2, 0, 1]",
          "  %0 = tfc.transpose %x0 perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>\n"
          "  return %0 : tensor<4x2x3xf32>",
