@@ -1,5 +1,6 @@
 #include "checkpoint.hpp"
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -34,6 +35,24 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   return writeSafetensors(path, tensors, metadata);
 }
 
+namespace {
+
+// Refuses a checkpoint whose module hash is not |artifact|'s, naming both; |hint| says
+// what to do instead.
+Status checkSameModel(const std::string& path, const std::map<std::string, std::string>& metadata,
+                      const Artifact& artifact, const char* hint) {
+  auto hash = metadata.find("module_hash");
+  std::string ours(artifact.moduleHash());
+  if (hash != metadata.end() && hash->second == ours) return Status();
+  return Status::error(TFC_FAILED_PRECONDITION,
+                       "%s: this checkpoint was written for another model (module hash "
+                       "%.16s..., this model %s is %.16s...); %s",
+                       path.c_str(), hash == metadata.end() ? "(none)" : hash->second.c_str(),
+                       std::string(artifact.path()).c_str(), ours.c_str(), hint);
+}
+
+}  // namespace
+
 StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& path,
                                                             const Artifact& artifact,
                                                             Params& params, Context& context) {
@@ -48,17 +67,10 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
                          "--weights instead of --resume",
                          path.c_str(), kCheckpointFormat);
   }
-  auto hash = metadata.find("module_hash");
-  std::string ours(artifact.moduleHash());
-  if (hash == metadata.end() || hash->second != ours) {
-    return Status::error(
-        TFC_FAILED_PRECONDITION,
-        "%s: this checkpoint was written for another model (module hash %.16s..., this "
-        "model %s is %.16s...); resume with the model that wrote it, or start from its "
-        "weights with --weights",
-        path.c_str(), hash == metadata.end() ? "(none)" : hash->second.c_str(),
-        std::string(artifact.path()).c_str(), ours.c_str());
-  }
+  Status sameModel = checkSameModel(path, metadata, artifact,
+                                    "resume with the model that wrote it, or start from its "
+                                    "weights with --weights");
+  if (!sameModel.ok()) return sameModel;
 
   // Check everything before changing anything.
   std::vector<const SafetensorsTensorInfo*> paramInfos, stateInfos;
@@ -110,6 +122,61 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     std::memcpy(ref->data, stateInfos[static_cast<size_t>(i)]->data, ref->byte_size);
   }
   return metadata;
+}
+
+
+Status loadParameters(const std::string& path, const Artifact& artifact, Params& params,
+                      bool allowUnexpected) {
+  auto file = SafetensorsFile::open(path);
+  if (!file.ok()) return std::move(file).takeStatus();
+  const auto& metadata = file->metadata();
+  auto format = metadata.find("format");
+  bool checkpoint = format != metadata.end() && format->second == kCheckpointFormat;
+  if (checkpoint) {
+    Status sameModel = checkSameModel(path, metadata, artifact,
+                                      "use it with the model that wrote it");
+    if (!sameModel.ok()) return sameModel;
+  }
+  std::set<std::string> names;
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) names.insert(artifact.param(i).name);
+  size_t stateTensors = 0;
+  std::vector<std::string> unexpected;
+  for (const SafetensorsTensorInfo& info : file->tensors()) {
+    if (names.count(info.name)) continue;
+    if (checkpoint && info.name.rfind(kStatePrefix, 0) == 0) {
+      ++stateTensors;
+    } else {
+      unexpected.push_back(info.name);
+    }
+  }
+  if (!unexpected.empty() && !allowUnexpected) {
+    std::string list;
+    for (size_t i = 0; i < unexpected.size() && i < 5; ++i)
+      list += (i ? ", '" : "'") + unexpected[i] + "'";
+    if (unexpected.size() > 5) list += ", and " + std::to_string(unexpected.size() - 5) + " more";
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: %zu tensor%s that %s not parameters of this model: %s "
+                         "(--allow-unexpected ignores them)",
+                         path.c_str(), unexpected.size(), unexpected.size() == 1 ? "" : "s",
+                         unexpected.size() == 1 ? "is" : "are", list.c_str());
+  }
+  tfc_params_load_options_t options;
+  tfc_params_load_options_initialize(&options);
+  // Everything not a parameter was checked (or allowed) above.
+  options.allow_unexpected = true;
+  Status status = params.loadSafetensors(path, &options);
+  if (!status.ok()) return status;
+  if (stateTensors > 0) {
+    std::fprintf(stderr,
+                 "tfc-run: %s is a training checkpoint: taking its %d parameters, ignoring "
+                 "its %zu state tensors (optimizer moments, step)\n",
+                 path.c_str(), artifact.paramCount(), stateTensors);
+  }
+  if (!unexpected.empty()) {
+    std::fprintf(stderr, "tfc-run: %s: ignoring %zu tensors that are not parameters\n",
+                 path.c_str(), unexpected.size());
+  }
+  return Status();
 }
 
 }  // namespace tfc::run

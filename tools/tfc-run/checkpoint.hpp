@@ -33,6 +33,14 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
                                                             const Artifact& artifact,
                                                             Params& params, Context& context);
 
+// Reads the parameters of |path| into |params| for inference (call, generate, export):
+// plain weights, or a training checkpoint of this model, whose state tensors ("state.*":
+// optimizer moments, the step) are skipped with a one-line note on stderr. A checkpoint of
+// another model is refused naming both module hashes. Any other tensor that is not a
+// parameter is refused (naming it) unless |allowUnexpected|.
+Status loadParameters(const std::string& path, const Artifact& artifact, Params& params,
+                      bool allowUnexpected);
+
 }  // namespace tfc::run
 
 #endif  // TFC_TOOLS_TFC_RUN_CHECKPOINT_HPP_

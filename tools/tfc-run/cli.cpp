@@ -25,7 +25,7 @@ const std::vector<std::string>& Args::all(const std::string& name) const {
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> kCommands = {&kInfoCommand, &kInitCommand,
                                                         &kCallCommand, &kGenerateCommand,
-                                                        &kTrainCommand,
+                                                        &kTrainCommand, &kExportCommand,
                                                         &kSeedExperimentCommand,
                                                         &kInspectCommand};
   return kCommands;

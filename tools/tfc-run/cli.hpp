@@ -63,6 +63,7 @@ extern const Command kInitCommand;
 extern const Command kCallCommand;
 extern const Command kGenerateCommand;
 extern const Command kTrainCommand;
+extern const Command kExportCommand;
 extern const Command kSeedExperimentCommand;
 extern const Command kInspectCommand;
 const std::vector<const Command*>& commands();

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/runtime.hpp"
@@ -268,8 +269,10 @@ int runCall(const Invocation& invocation) {
   // Parameters, context, state.
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
-  Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
-                                        : params->init(initSeed);
+  Status status = args.has("--weights")
+                      ? loadParameters(args.get("--weights"), *artifact, *params,
+                                       args.has("--allow-unexpected"))
+                      : params->init(initSeed);
   if (!status.ok()) return fail(status);
   tfc_context_options_t options;
   tfc_context_options_initialize(&options);
@@ -348,7 +351,9 @@ can save them with --weights-out.
 options:
   ENTRY                  the entry point to call (forward, loss, prefill, decode, ...)
   --weights FILE         parameters from a .safetensors file (names, dtypes and shapes
-                         must match the model exactly)
+                         must match the model exactly), or a training checkpoint of this
+                         model (its state.* tensors are ignored, with a note)
+  --allow-unexpected     ignore tensors of --weights that are not parameters of the model
   --init-seed S          instead of --weights, initialize parameters with seed S
   --in NAME=FILE|VALUE   one input (repeat for each)
   --out-dir DIR          where to write NAME.npy for each output (default: .)
@@ -368,6 +373,7 @@ examples:
 )",
     true,
     {{"--weights", nullptr, true, false},
+     {"--allow-unexpected", nullptr, false, false},
      {"--init-seed", nullptr, true, false},
      {"--in", "-i", true, true},
      {"--out-dir", nullptr, true, false},

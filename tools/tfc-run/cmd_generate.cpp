@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/tokenizer.hpp"
@@ -160,6 +161,7 @@ std::vector<std::string> entryNames(const Artifact& artifact) {
 struct Options {
   const Command* command = nullptr;
   std::string weights;
+  bool allowUnexpected = false;
   std::optional<std::string> promptTokens, promptText, tokenizerDir;
   std::optional<int64_t> maxNewTokens;
   double temperature = 0.0;
@@ -219,6 +221,7 @@ int parseOptions(const Invocation& invocation, Options* options) {
   if (args.has("--prompt")) options->promptText = args.get("--prompt");
   if (args.has("--tokenizer")) options->tokenizerDir = args.get("--tokenizer");
   options->weights = args.get("--weights");
+  options->allowUnexpected = args.has("--allow-unexpected");
   if (args.has("--max-new-tokens")) {
     int64_t n = 0;
     if (!parseInt64(args.get("--max-new-tokens"), &n) || n < 1 || n > (int64_t{1} << 30)) {
@@ -655,7 +658,8 @@ int runGenerate(const Invocation& invocation) {
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
   if (!options.weights.empty()) {
-    Status status = params->loadSafetensors(options.weights);
+    Status status = loadParameters(options.weights, *artifact, *params,
+                                   options.allowUnexpected);
     if (!status.ok()) return fail(status);
   }
   tfc_context_options_t contextOptions;
@@ -702,7 +706,9 @@ stderr: the settings, and after the run the prefill and decode speeds (wall cloc
 the model and weights is timed apart), as llama.cpp prints them.
 
 options:
-  --weights FILE         parameters from a .safetensors file (tfc-run MODEL.so init makes one)
+  --weights FILE         parameters from a .safetensors file (tfc-run MODEL.so init makes one),
+                         or a training checkpoint of this model (its state is ignored)
+  --allow-unexpected     ignore tensors of --weights that are not parameters of the model
   --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
   --prompt TEXT          the prompt as text, encoded with --tokenizer
   --tokenizer DIR        a GPT-2 BPE tokenizer (DIR/vocab.json, DIR/merges.txt): encodes
@@ -726,6 +732,7 @@ examples:
 )",
     true,
     {{"--weights", nullptr, true, false},
+     {"--allow-unexpected", nullptr, false, false},
      {"--prompt-tokens", nullptr, true, false},
      {"--prompt", "-p", true, false},
      {"--tokenizer", nullptr, true, false},

@@ -1,0 +1,68 @@
+// tfc-run MODEL.so export CKPT -o W.safetensors: the parameters of a training checkpoint,
+// alone, under the model's own names.
+#include <cstdio>
+
+#include "checkpoint.hpp"
+#include "cli.hpp"
+#include "tfc/runtime/runtime.hpp"
+
+namespace tfc::run {
+namespace {
+
+int runExport(const Invocation& invocation) {
+  const Args& args = invocation.args;
+  if (args.positional.size() != 1) {
+    return usageError(invocation.command,
+                      args.positional.empty()
+                          ? "missing the checkpoint to export (CKPT.safetensors)"
+                          : "unexpected argument '" + args.positional[1] + "'");
+  }
+  if (!args.has("--output")) {
+    return usageError(invocation.command,
+                      "missing -o W.safetensors (where to write the parameters)");
+  }
+  const std::string& input = args.positional[0];
+  const std::string output = args.get("--output");
+  auto artifact = Artifact::open(invocation.model);
+  if (!artifact.ok()) return fail(artifact.status());
+  auto params = Params::create(*artifact);
+  if (!params.ok()) return fail(params.status());
+  Status status = loadParameters(input, *artifact, *params, args.has("--allow-unexpected"));
+  if (!status.ok()) return fail(status);
+  status = params->saveSafetensors(output);
+  if (!status.ok()) return fail(status);
+  uint64_t bytes = 0;
+  for (int32_t i = 0; i < artifact->paramCount(); ++i) {
+    bytes += tfc_tensor_desc_byte_size(&artifact->param(i));
+  }
+  std::printf("wrote %s: %d parameters, %s\n", output.c_str(), artifact->paramCount(),
+              formatBytes(bytes).c_str());
+  return 0;
+}
+
+}  // namespace
+
+const Command kExportCommand = {
+    "export",
+    "write the parameters of a training checkpoint alone (weights for generate, call)",
+    R"(usage: tfc-run MODEL.so export CKPT.safetensors -o W.safetensors [--allow-unexpected]
+
+Reads a checkpoint that `tfc-run MODEL.so train --save` wrote (or plain weights) and writes
+only the model's parameters, under the names the model gives them (Hugging Face's names for
+the library's gpt2 and llama presets): no optimizer state, no step. A checkpoint of another
+model is refused, naming both module hashes. The output is written atomically.
+
+options:
+  -o, --output FILE      the .safetensors file to write (required)
+  --allow-unexpected     ignore tensors that are neither parameters nor checkpoint state
+
+examples:
+  tfc-run gpt2.so export ckpt.safetensors -o gpt2-trained.safetensors
+  tfc-run gpt2.so generate --weights gpt2-trained.safetensors --prompt-tokens "1 2 3"
+)",
+    true,
+    {{"--output", "-o", true, false}, {"--allow-unexpected", nullptr, false, false}},
+    runExport,
+};
+
+}  // namespace tfc::run
