@@ -149,7 +149,11 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
       unexpected.push_back(info.name);
     }
   }
-  if (!unexpected.empty() && !allowUnexpected) {
+  tfc_params_load_options_t options;
+  tfc_params_load_options_initialize(&options);
+  options.allow_unexpected = allowUnexpected || unexpected.empty();
+  if (!options.allow_unexpected && stateTensors > 0) {
+    // The runtime would list the skipped state tensors too: name only the others.
     std::string list;
     for (size_t i = 0; i < unexpected.size() && i < 5; ++i)
       list += (i ? ", '" : "'") + unexpected[i] + "'";
@@ -160,12 +164,14 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
                          path.c_str(), unexpected.size(), unexpected.size() == 1 ? "" : "s",
                          unexpected.size() == 1 ? "is" : "are", list.c_str());
   }
-  tfc_params_load_options_t options;
-  tfc_params_load_options_initialize(&options);
-  // Everything not a parameter was checked (or allowed) above.
-  options.allow_unexpected = true;
   Status status = params.loadSafetensors(path, &options);
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    // The runtime names each tensor (with the closest parameter name); say how to go on.
+    if (!unexpected.empty())
+      return Status::error(status.code(), "%s (--allow-unexpected ignores tensors that are "
+                           "not parameters)", status.message());
+    return status;
+  }
   if (stateTensors > 0) {
     std::fprintf(stderr,
                  "tfc-run: %s is a training checkpoint: taking its %d parameters, ignoring "
