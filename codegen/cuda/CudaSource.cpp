@@ -954,10 +954,9 @@ void attentionRow(llvm::raw_ostream &os, const AttentionShape &a,
      << "LL * " << a.dv << "LL;\n";
 }
 
-/// The scaled score of key `j` for the row (after attentionRow), from
-/// buffers `q` and `k` of element type `elem`.
-std::string score(const AttentionShape &a, Type qElem, Type kElem,
-                  StringRef j) {
+/// The scaled score of key `j` for the row (after attentionRow): the dot
+/// product of the query row and key row `j` (tfc_dot_D), times the scale.
+std::string score(const AttentionShape &a, StringRef j) {
   return "tfc_dot_" + std::to_string(a.d) + "(in0 + qrow, in1 + kb + " +
          j.str() + " * " + std::to_string(a.d) + "LL) * " +
          floatLiteral(a.scale);
@@ -975,14 +974,14 @@ std::string dotHelper(int64_t n, Type aElem, Type bElem) {
 }
 
 /// m and l (max and sum of exp(score - m)) over the row's visible keys.
-void attentionStats(llvm::raw_ostream &os, const AttentionShape &a, Type qe,
-                    Type ke, StringRef indent) {
+void attentionStats(llvm::raw_ostream &os, const AttentionShape &a,
+                    StringRef indent) {
   std::string in = indent.str();
   os << in << "float m = -__int_as_float(0x7f800000), l = 0.0f;\n"
      << in << "for (long long j = 0; j < lim; ++j) m = tfc_maximumf(m, "
-     << score(a, qe, ke, "j") << ");\n"
+     << score(a, "j") << ");\n"
      << in << "for (long long j = 0; j < lim; ++j) l += expf("
-     << score(a, qe, ke, "j") << " - m);\n";
+     << score(a, "j") << " - m);\n";
 }
 
 FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
@@ -1002,7 +1001,7 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
      << "    for (long long t = 0; t < " << a.dv << "LL; ++t) acc[t] = 0.0f;\n"
      << "    float m = -__int_as_float(0x7f800000), l = 0.0f;\n"
      << "    for (long long j = 0; j < lim; ++j) {\n"
-     << "      const float sj = " << score(a, qe, ke, "j") << ";\n"
+     << "      const float sj = " << score(a, "j") << ";\n"
      << "      const float mn = sj > m ? sj : m;\n"
      << "      const float corr = expf(m - mn), p = expf(sj - mn);\n"
      << "      l = l * corr + p;\n"
@@ -1041,14 +1040,14 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
      << "    if (i < " << qRows << "LL) {\n";
   // Role 1: dQ_i = scale sum_j dS_ij K_j.
   attentionRow(os, a, "i", "in5[0]", "      ");
-  attentionStats(os, a, qe, ke, "      ");
+  attentionStats(os, a, "      ");
   os << "      float Di = 0.0f;\n"
      << "      for (long long t = 0; t < " << dv << "LL; ++t) Di += " << dO("t")
      << " * " << load(oe, "in3[orow + t]") << ";\n"
      << "      float acc[" << a.d << "];\n"
      << "      for (long long t = 0; t < " << d << "LL; ++t) acc[t] = 0.0f;\n"
      << "      for (long long j = 0; j < lim; ++j) {\n"
-     << "        const float p = expf(" << score(a, qe, ke, "j") << " - m) / l;\n"
+     << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
      << "        const float dp = tfc_dot_" << a.dv << "(in4 + orow, in2 + vb + j * "
      << dv << "LL);\n"
      << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
@@ -1071,11 +1070,11 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
      << "LL + g) * " << a.tq << "LL + q;\n";
   attentionRow(os, a, "row", "in5[0]", "        ");
   os << "        if (j >= lim) continue;\n";
-  attentionStats(os, a, qe, ke, "        ");
+  attentionStats(os, a, "        ");
   os << "        float Di = 0.0f;\n"
      << "        for (long long t = 0; t < " << dv << "LL; ++t) Di += "
      << dO("t") << " * " << load(oe, "in3[orow + t]") << ";\n"
-     << "        const float p = expf(" << score(a, qe, ke, "j") << " - m) / l;\n"
+     << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
      << "        const float dp = tfc_dot_" << a.dv << "(in4 + orow, in2 + vb + j * "
      << dv << "LL);\n"
      << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
