@@ -214,6 +214,19 @@ std::string formatBytes(uint64_t bytes) {
   return buffer;
 }
 
+int writeParameters(const Artifact& artifact, const Params& params, const std::string& path,
+                    const std::string& suffix) {
+  Status status = params.saveSafetensors(path);
+  if (!status.ok()) return fail(status);
+  uint64_t bytes = 0;
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    bytes += tfc_tensor_desc_byte_size(&artifact.param(i));
+  }
+  std::printf("wrote %s: %d parameters, %s%s\n", path.c_str(), artifact.paramCount(),
+              formatBytes(bytes).c_str(), suffix.c_str());
+  return 0;
+}
+
 std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
   size_t best = SIZE_MAX;
   std::string bestName;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/status.hpp"
 #include "tfc/runtime/tensor.hpp"
 
@@ -116,6 +117,11 @@ bool parseDouble(const std::string& text, double* out);
 
 // "224 B", "1.50 KiB", "3.20 GiB".
 std::string formatBytes(uint64_t bytes);
+
+// Writes |params| to |path| (atomically) and prints "wrote PATH: N parameters, SIZE" plus
+// |suffix|; returns the exit status (1 after printing the error).
+int writeParameters(const Artifact& artifact, const Params& params, const std::string& path,
+                    const std::string& suffix = "");
 // The closest of |candidates| to |name|, or "".
 std::string closest(const std::string& name, const std::vector<std::string>& candidates);
 // "a, b, c".

@@ -29,15 +29,7 @@ int runExport(const Invocation& invocation) {
   if (!params.ok()) return fail(params.status());
   Status status = loadParameters(input, *artifact, *params, args.has("--allow-unexpected"));
   if (!status.ok()) return fail(status);
-  status = params->saveSafetensors(output);
-  if (!status.ok()) return fail(status);
-  uint64_t bytes = 0;
-  for (int32_t i = 0; i < artifact->paramCount(); ++i) {
-    bytes += tfc_tensor_desc_byte_size(&artifact->param(i));
-  }
-  std::printf("wrote %s: %d parameters, %s\n", output.c_str(), artifact->paramCount(),
-              formatBytes(bytes).c_str());
-  return 0;
+  return writeParameters(*artifact, *params, output);
 }
 
 }  // namespace

@@ -27,15 +27,8 @@ int runInit(const Invocation& invocation) {
   if (!params.ok()) return fail(params.status());
   Status status = params->init(seed);
   if (!status.ok()) return fail(status);
-  status = params->saveSafetensors(output);
-  if (!status.ok()) return fail(status);
-  uint64_t bytes = 0;
-  for (int32_t i = 0; i < artifact->paramCount(); ++i) {
-    bytes += tfc_tensor_desc_byte_size(&artifact->param(i));
-  }
-  std::printf("wrote %s: %d parameters, %s (seed %llu)\n", output.c_str(), artifact->paramCount(),
-              formatBytes(bytes).c_str(), static_cast<unsigned long long>(seed));
-  return 0;
+  return writeParameters(*artifact, *params, output,
+                         " (seed " + std::to_string(seed) + ")");
 }
 
 }  // namespace
