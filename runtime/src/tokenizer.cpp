@@ -472,10 +472,6 @@ std::vector<int32_t> Gpt2Tokenizer::encode(std::string_view text) const {
   return ids;
 }
 
-StatusOr<std::string> Gpt2Tokenizer::decode(const std::vector<int32_t>& ids) const {
-  return decode(ids.data(), ids.size());
-}
-
 StatusOr<std::string> Gpt2Tokenizer::decode(const int32_t* ids, size_t count) const {
   std::string out;
   const int32_t size = vocabSize();
@@ -486,6 +482,32 @@ StatusOr<std::string> Gpt2Tokenizer::decode(const int32_t* ids, size_t count) co
                            ids[i], i, size);
     }
     out += impl_->tokenBytes[ids[i]];
+  }
+  return out;
+}
+
+StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& spec) {
+  if (spec == "bytes") return std::unique_ptr<Tokenizer>(std::make_unique<ByteTokenizer>());
+  TFC_ASSIGN_OR_RETURN(Gpt2Tokenizer bpe, Gpt2Tokenizer::load(spec));
+  return std::unique_ptr<Tokenizer>(std::make_unique<Gpt2Tokenizer>(std::move(bpe)));
+}
+
+std::vector<int32_t> ByteTokenizer::encode(std::string_view text) const {
+  std::vector<int32_t> ids(text.size());
+  for (size_t i = 0; i < text.size(); ++i) ids[i] = static_cast<unsigned char>(text[i]);
+  return ids;
+}
+
+StatusOr<std::string> ByteTokenizer::decode(const int32_t* ids, size_t count) const {
+  std::string out(count, '\0');
+  for (size_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= 256) {
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "token id %d (at position %zu) is not a byte: the byte tokenizer's "
+                           "ids are 0..255",
+                           ids[i], i);
+    }
+    out[i] = static_cast<char>(ids[i]);
   }
   return out;
 }

@@ -486,5 +486,33 @@ TEST_F(Gpt2TokenizerErrors, BadMerges) {
                       dir.file("merges.txt") + ":2", "merged token 'bc'"));
 }
 
+TEST(ByteTokenizer, EveryByteRoundTrips) {
+  std::string text;
+  for (int b = 255; b >= 0; --b) text.push_back(static_cast<char>(b));
+  text += "h\xC3\xA9llo \xFF\xFE";  // valid and invalid UTF-8 alike
+  ByteTokenizer tokenizer;
+  std::vector<int32_t> ids = tokenizer.encode(text);
+  ASSERT_EQ(ids.size(), text.size());
+  EXPECT_EQ(ids[0], 255);
+  EXPECT_EQ(ids[255], 0);
+  auto decoded = tokenizer.decode(ids);
+  ASSERT_OK(decoded);
+  EXPECT_EQ(*decoded, text);
+  EXPECT_EQ(tokenizer.vocabSize(), 256);
+  EXPECT_FALSE(tokenizer.eosId().has_value());
+  std::vector<int32_t> bad = {65, 256};
+  EXPECT_TRUE(isError(tokenizer.decode(bad).status(), TFC_INVALID_ARGUMENT, "256",
+                      "position 1"));
+}
+
+TEST(Tokenizer, LoadBySpec) {
+  auto bytes = Tokenizer::load("bytes");
+  ASSERT_OK(bytes);
+  EXPECT_EQ((*bytes)->kind(), "bytes");
+  auto missing = Tokenizer::load("/nonexistent/tokenizer-dir");
+  EXPECT_TRUE(isError(missing.status(), TFC_NOT_FOUND, "/nonexistent/tokenizer-dir/vocab.json",
+                      "/nonexistent"));
+}
+
 }  // namespace
 }  // namespace tfc

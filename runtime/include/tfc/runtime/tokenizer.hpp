@@ -1,3 +1,6 @@
+// Tokenizers of the runtime: what generation, `tfc-run tokenize` and embedders need of one
+// (the Tokenizer interface), GPT-2's byte-level BPE, and the plain byte tokenizer.
+//
 // GPT-2's byte-level BPE tokenizer, behaving as Hugging Face's GPT2Tokenizer and OpenAI's
 // encoder.py do: text is split by GPT-2's pre-tokenization pattern
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -30,7 +33,46 @@
 
 namespace tfc {
 
-class Gpt2Tokenizer {
+// Text to token ids and back. Implementations are immutable after loading (apart from
+// internal caches they guard), so one tokenizer may serve several threads at once.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // The tokenizer |spec| names: "bytes" for ByteTokenizer (no files), else a folder with a
+  // GPT-2 BPE tokenizer (vocab.json and merges.txt). Errors name the folder and file.
+  static StatusOr<std::unique_ptr<Tokenizer>> load(const std::string& spec);
+
+  // A short name of the kind, for messages: "bytes", "gpt2-bpe".
+  virtual std::string_view kind() const = 0;
+  // The ids of |text|. Adds no BOS/EOS.
+  virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // The concatenated raw bytes of |count| tokens at |ids| (which may end inside a UTF-8
+  // sequence). INVALID_ARGUMENT naming the id and its position when one is outside
+  // [0, vocabSize()).
+  virtual StatusOr<std::string> decode(const int32_t* ids, size_t count) const = 0;
+  StatusOr<std::string> decode(const std::vector<int32_t>& ids) const {
+    return decode(ids.data(), ids.size());
+  }
+  // Ids are 0..vocabSize()-1.
+  virtual int32_t vocabSize() const = 0;
+  // The end-of-text token that stops generation, if the tokenizer has one.
+  virtual std::optional<int32_t> eosId() const = 0;
+};
+
+// The byte-level tokenizer of byte-level models: token i is byte i (vocabSize() 256), any
+// byte string is valid input, and there is no end-of-text token.
+class ByteTokenizer final : public Tokenizer {
+ public:
+  std::string_view kind() const override { return "bytes"; }
+  std::vector<int32_t> encode(std::string_view text) const override;
+  using Tokenizer::decode;
+  StatusOr<std::string> decode(const int32_t* ids, size_t count) const override;
+  int32_t vocabSize() const override { return 256; }
+  std::optional<int32_t> eosId() const override { return std::nullopt; }
+};
+
+class Gpt2Tokenizer final : public Tokenizer {
  public:
   // The special token kept whole by encode().
   static constexpr std::string_view kEndOfText = "<|endoftext|>";
@@ -52,20 +94,19 @@ class Gpt2Tokenizer {
   Gpt2Tokenizer& operator=(Gpt2Tokenizer&&) noexcept;
   Gpt2Tokenizer(const Gpt2Tokenizer&) = delete;
   Gpt2Tokenizer& operator=(const Gpt2Tokenizer&) = delete;
-  ~Gpt2Tokenizer();
+  ~Gpt2Tokenizer() override;
 
+  std::string_view kind() const override { return "gpt2-bpe"; }
   // The ids of |text| (any bytes; see above for invalid UTF-8). Adds no BOS/EOS.
-  std::vector<int32_t> encode(std::string_view text) const;
+  std::vector<int32_t> encode(std::string_view text) const override;
 
-  // The concatenated raw bytes of the tokens |ids| (which may end inside a UTF-8
-  // sequence). INVALID_ARGUMENT naming the id when one is outside [0, vocabSize()).
-  StatusOr<std::string> decode(const std::vector<int32_t>& ids) const;
-  StatusOr<std::string> decode(const int32_t* ids, size_t count) const;
+  using Tokenizer::decode;
+  StatusOr<std::string> decode(const int32_t* ids, size_t count) const override;
 
   // The number of entries in vocab.json (ids are 0..vocabSize()-1).
-  int32_t vocabSize() const;
+  int32_t vocabSize() const override;
   // The id of "<|endoftext|>", if the vocabulary has it.
-  std::optional<int32_t> eosId() const;
+  std::optional<int32_t> eosId() const override;
 
   // |bytes| with every ill-formed UTF-8 subsequence replaced by U+FFFD, exactly as Python's
   // bytes.decode("utf-8", errors="replace") does (one U+FFFD per maximal subpart), i.e.
