@@ -1,4 +1,4 @@
-// libFuzzer target: feeds arbitrary bytes to tfc-run train's token-file parser
+// libFuzzer target: feeds arbitrary bytes to the trainer's token-file parser
 // (TokenData::parse: headerless uint16/uint32 .bin, llm.c .bin, 1-D integer .npy), then
 // checks and samples what it accepted as `train` does. Any crash, sanitizer report or abort
 // is a bug; errors must come back as a Status naming the file.
@@ -12,18 +12,18 @@
 #include <cstring>
 #include <vector>
 
-#include "data_loader.hpp"
+#include "tfc/runtime/token_data.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const bool npy = (data[0] & 1) != 0;
-  const auto dtype = (data[0] & 2) != 0 ? tfc::run::TokenFileDtype::kUint32
-                                        : tfc::run::TokenFileDtype::kUint16;
+  const auto dtype = (data[0] & 2) != 0 ? tfc::TokenFileDtype::kUint32
+                                        : tfc::TokenFileDtype::kUint16;
   const std::string name = npy ? "fuzz.npy" : "fuzz.bin";
   // A copy of exactly the file's bytes, so that ASan sees any read past its end.
   auto bytes = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(std::malloc(size - 1 + 1)), std::free);
   std::memcpy(bytes.get(), data + 1, size - 1);
-  auto tokens = tfc::run::TokenData::parse(bytes.get(), size - 1, name, dtype, bytes);
+  auto tokens = tfc::TokenData::parse(bytes.get(), size - 1, name, dtype, bytes);
   if (!tokens.ok()) {
     if (std::strstr(tokens.status().message(), name.c_str()) == nullptr) std::abort();
     return 0;
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tfc::Status length = tokens->checkLength(seq);
   if (!length.ok() && std::strstr(length.message(), name.c_str()) == nullptr) std::abort();
   if (status.ok() && length.ok()) {
-    tfc::run::BatchSampler sampler(&*tokens, batch, seq, checksum);
+    tfc::BatchSampler sampler(&*tokens, batch, seq, checksum);
     std::vector<int32_t> x(batch * seq), y(batch * seq);
     for (int i = 0; i < 4; ++i) {
       sampler.next(x.data(), y.data());

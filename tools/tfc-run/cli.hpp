@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/status.hpp"
 #include "tfc/runtime/tensor.hpp"
+#include "tfc/runtime/text_output_file.hpp"
 
 namespace tfc::run {
 
@@ -77,38 +79,6 @@ int fail(const std::string& message, int code = kExitFailure);
 int fail(const Status& status);
 // A usage error: the message and a pointer to --help; returns kExitUsage.
 int usageError(const Command* command, const std::string& message);
-
-// A text file that a command writes as it goes (a CSV log). Every write is flushed and
-// checked, and close() reports what fclose reports, so a full disk or a device such as
-// /dev/full is an error that names the file and the system's reason, never a log cut short
-// in silence.
-class TextOutputFile {
- public:
-  // Creates or truncates |path|; |option| ("--log") starts every message.
-  static StatusOr<TextOutputFile> open(const std::string& path, const std::string& option);
-  // Writes |text| and flushes it.
-  Status write(const std::string& text);
-  // Closes the file; a later write or close is an error. The destructor closes an open file
-  // without a report (for paths that already failed).
-  Status close();
-  const std::string& path() const { return path_; }
-
- private:
-  TextOutputFile() = default;
-  Status error(const char* step, int error) const;
-  struct Closer {
-    void operator()(FILE* file) const { std::fclose(file); }
-  };
-  std::unique_ptr<FILE, Closer> file_;
-  std::string path_, option_;
-};
-
-// The raw value of "key" in an artifact's metadata JSON ({"model": "gpt2", "config":
-// {"n_ctx": 64, ...}}): a number's text or a string's contents; nullopt when absent. The
-// metadata is flat apart from "config", and its keys are unique, so a scan suffices.
-std::optional<std::string> metadataValue(const std::string& json, const std::string& key);
-// The value of "key" as an integer; nullopt when absent or not an integer.
-std::optional<int64_t> metadataInt(const std::string& json, const std::string& key);
 
 // Parsing helpers; false when |text| is not entirely a number in range.
 bool parseInt64(const std::string& text, int64_t* out);

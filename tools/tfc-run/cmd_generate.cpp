@@ -18,6 +18,8 @@
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
+#include "tfc/runtime/bound_entry.hpp"
+#include "tfc/runtime/generator.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/tokenizer.hpp"
 
@@ -31,119 +33,6 @@ double millisSince(Clock::time_point start) {
 }
 
 // ------------------------------------------------------------------------------ entries
-// What generate expects of one input or output of an entry.
-struct Expect {
-  const char* name;
-  tfc_dtype_t dtype;
-  int32_t rank;
-};
-
-// An entry bound to buffers of its own: inputs and outputs allocated once, in the entry's
-// order, and reused for every call.
-struct BoundEntry {
-  std::string name;
-  int32_t index = -1;
-  std::vector<HostTensor> inputs, outputs;
-  std::map<std::string, size_t> inputByName, outputByName;
-  std::vector<tfc_tensor_ref_t> inputRefs, outputRefs;
-
-  HostTensor& in(const std::string& n) { return inputs[inputByName.at(n)]; }
-  HostTensor& out(const std::string& n) { return outputs[outputByName.at(n)]; }
-
-  Status call(Context& context) {
-    return Status(tfc_context_call_index(context.get(), index, inputRefs.data(),
-                                         inputRefs.size(), outputRefs.data(),
-                                         outputRefs.size()));
-  }
-};
-
-std::string signature(const tfc_entry_t& entry) {
-  auto list = [](const tfc_tensor_desc_t* descs, int32_t count) {
-    std::vector<std::string> items;
-    for (int32_t i = 0; i < count; ++i) {
-      items.push_back(std::string(descs[i].name) + " " +
-                      tfc_dtype_name(static_cast<tfc_dtype_t>(descs[i].dtype)) +
-                      formatShape(shapeOf(descs[i])));
-    }
-    return join(items);
-  };
-  return std::string(entry.name) + "(" + list(entry.inputs, entry.num_inputs) + ") -> (" +
-         list(entry.outputs, entry.num_outputs) + ")";
-}
-
-std::string expectedSignature(const char* name, const std::vector<Expect>& in,
-                              const std::vector<Expect>& out) {
-  auto list = [](const std::vector<Expect>& items) {
-    std::vector<std::string> parts;
-    for (const Expect& e : items) {
-      parts.push_back(std::string(e.name) + " " + tfc_dtype_name(e.dtype) + " rank " +
-                      std::to_string(e.rank));
-    }
-    return join(parts);
-  };
-  return std::string(name) + "(" + list(in) + ") -> (" + list(out) + ")";
-}
-
-// Binds entry |name|, checking that its inputs and outputs are exactly |in| and |out| (by
-// name, in any order) with those dtypes and ranks.
-StatusOr<BoundEntry> bindEntry(const Artifact& artifact, const char* name,
-                               const std::vector<Expect>& in, const std::vector<Expect>& out) {
-  auto index = artifact.findEntry(name);
-  if (!index.ok()) return std::move(index).takeStatus();
-  const tfc_entry_t& entry = artifact.entry(*index);
-  auto mismatch = [&]() {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "entry '%s' does not have the signature generate needs: it is %s, "
-                         "generate expects %s",
-                         name, signature(entry).c_str(),
-                         expectedSignature(name, in, out).c_str());
-  };
-  if (entry.num_inputs != static_cast<int32_t>(in.size()) ||
-      entry.num_outputs != static_cast<int32_t>(out.size())) {
-    return mismatch();
-  }
-  BoundEntry bound;
-  bound.name = name;
-  bound.index = *index;
-  auto fill = [&](const tfc_tensor_desc_t* descs, int32_t count, const std::vector<Expect>& want,
-                  std::vector<HostTensor>* tensors, std::map<std::string, size_t>* byName) {
-    for (int32_t i = 0; i < count; ++i) {
-      const tfc_tensor_desc_t& desc = descs[i];
-      auto it = std::find_if(want.begin(), want.end(),
-                             [&](const Expect& e) { return std::strcmp(e.name, desc.name) == 0; });
-      if (it == want.end() || static_cast<tfc_dtype_t>(desc.dtype) != it->dtype ||
-          desc.rank != it->rank) {
-        return false;
-      }
-      auto tensor = HostTensor::allocate(it->dtype, shapeOf(desc));
-      if (!tensor.ok()) return false;
-      std::memset(tensor->mutableData(), 0, tensor->byteSize());
-      (*byName)[desc.name] = tensors->size();
-      tensors->push_back(std::move(tensor).value());
-    }
-    return byName->size() == want.size();
-  };
-  if (!fill(entry.inputs, entry.num_inputs, in, &bound.inputs, &bound.inputByName) ||
-      !fill(entry.outputs, entry.num_outputs, out, &bound.outputs, &bound.outputByName)) {
-    return mismatch();
-  }
-  // The refs point at the tensors' heap storage and shape arrays, which moves keep in place.
-  auto refs = [](std::vector<HostTensor>& tensors, std::vector<tfc_tensor_ref_t>* refsOut) {
-    for (HostTensor& tensor : tensors) {
-      tfc_tensor_ref_t ref{};
-      ref.dtype = tensor.dtype();
-      ref.rank = static_cast<int32_t>(tensor.rank());
-      ref.shape = tensor.shape().data();
-      ref.data = tensor.mutableData();
-      ref.byte_size = tensor.byteSize();
-      refsOut->push_back(ref);
-    }
-  };
-  refs(bound.inputs, &bound.inputRefs);
-  refs(bound.outputs, &bound.outputRefs);
-  return bound;
-}
-
 bool hasEntry(const Artifact& artifact, const char* name) {
   for (int32_t i = 0; i < artifact.entryCount(); ++i) {
     if (std::strcmp(artifact.entry(i).name, name) == 0) return true;
@@ -162,7 +51,8 @@ struct Options {
   const Command* command = nullptr;
   std::string weights;
   bool allowUnexpected = false;
-  std::optional<std::string> promptTokens, promptText, tokenizerDir;
+  std::optional<std::string> promptTokens, promptText, tokenizerSpec;
+  std::vector<int32_t> stopTokens;
   std::optional<int64_t> maxNewTokens;
   double temperature = 0.0;
   int64_t topK = 0;
@@ -219,7 +109,15 @@ int parseOptions(const Invocation& invocation, Options* options) {
   }
   if (args.has("--prompt-tokens")) options->promptTokens = args.get("--prompt-tokens");
   if (args.has("--prompt")) options->promptText = args.get("--prompt");
-  if (args.has("--tokenizer")) options->tokenizerDir = args.get("--tokenizer");
+  if (args.has("--tokenizer")) options->tokenizerSpec = args.get("--tokenizer");
+  for (const std::string& text : args.all("--stop-token")) {
+    int64_t id = 0;
+    if (!parseInt64(text, &id) || id < 0 || id > INT32_MAX) {
+      return usageError(command, "--stop-token '" + text + "' is not a token id (a non-negative "
+                                 "integer)");
+    }
+    options->stopTokens.push_back(static_cast<int32_t>(id));
+  }
   options->weights = args.get("--weights");
   options->allowUnexpected = args.has("--allow-unexpected");
   if (args.has("--max-new-tokens")) {
@@ -283,26 +181,22 @@ int checkPrompt(const std::vector<int64_t>& ids, int64_t vocab, const std::strin
   return 0;
 }
 
-// What generation prints as it goes: ids, streamed text, statistics.
+// What generation prints as it goes: streamed text (with a tokenizer), then the ids.
 class Printer {
  public:
-  Printer(const Gpt2Tokenizer* tokenizer, std::optional<int32_t> eos)
-      : tokenizer_(tokenizer), eos_(eos) {}
+  explicit Printer(bool text) : text_(text) {}
 
-  // Streams token |id|'s text (not the end-of-text token's) and keeps the id.
-  void token(int32_t id) {
+  // Streams a token's bytes (none without a tokenizer) and keeps its id.
+  void token(int32_t id, std::string_view bytes) {
     ids_.push_back(id);
-    if (tokenizer_ == nullptr || (eos_ && id == *eos_)) return;
-    if (id < 0 || id >= tokenizer_->vocabSize()) return;  // decode would refuse it
-    auto bytes = tokenizer_->decode(&id, 1);
-    if (!bytes.ok()) return;
-    std::fwrite(bytes->data(), 1, bytes->size(), stdout);
+    if (!text_ || bytes.empty()) return;
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     std::fflush(stdout);
   }
 
   // Ends the streamed text and prints the ids line (always the last line of stdout).
   void finish() {
-    if (tokenizer_ != nullptr) std::fputc('\n', stdout);
+    if (text_) std::fputc('\n', stdout);
     std::string line;
     for (size_t i = 0; i < ids_.size(); ++i) {
       if (i > 0) line += ' ';
@@ -315,8 +209,7 @@ class Printer {
   size_t count() const { return ids_.size(); }
 
  private:
-  const Gpt2Tokenizer* tokenizer_;
-  std::optional<int32_t> eos_;
+  bool text_;
   std::vector<int32_t> ids_;
 };
 
@@ -340,58 +233,20 @@ std::string samplingText(const Options& options) {
   return buffer;
 }
 
-int generateDecoderOnly(const Options& options, const Artifact& artifact, Context& context,
-                        const std::vector<int64_t>& prompt, const Gpt2Tokenizer* tokenizer,
-                        double loadMs) {
-  auto prefill = bindEntry(artifact, "prefill",
-                           {{"tokens", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0},
-                            {"n", TFC_DTYPE_I32, 0}},
-                           {{"logits", TFC_DTYPE_F32, 2}});
-  if (!prefill.ok()) return fail(prefill.status());
-  auto decode = bindEntry(artifact, "decode",
-                          {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}},
-                          {{"logits", TFC_DTYPE_F32, 2}});
-  if (!decode.ok()) return fail(decode.status());
-  auto sample = bindEntry(artifact, "sample",
-                          {{"logits", TFC_DTYPE_F32, 2}, {"temperature", TFC_DTYPE_F32, 0},
-                           {"top_k", TFC_DTYPE_I32, 0}, {"top_p", TFC_DTYPE_F32, 0},
-                           {"seed", TFC_DTYPE_I64, 0}},
-                          {{"ids", TFC_DTYPE_I32, 1}});
-  if (!sample.ok()) return fail(sample.status());
-
-  const std::vector<int64_t>& prefillTokens = prefill->in("tokens").shape();
-  const int64_t batch = prefillTokens[0], chunk = prefillTokens[1];
-  const int64_t vocab = prefill->out("logits").shape()[1];
-  if (prefill->out("logits").shape()[0] != batch || decode->in("token").shape() !=
-          std::vector<int64_t>{batch, 1} || decode->out("logits").shape() !=
-          std::vector<int64_t>{batch, vocab} || sample->in("logits").shape() !=
-          std::vector<int64_t>{batch, vocab} || sample->out("ids").shape() !=
-          std::vector<int64_t>{batch}) {
-    return fail("the entries disagree on the batch or the vocabulary: " +
-                signature(artifact.entry(prefill->index)) + ", " +
-                signature(artifact.entry(decode->index)) + ", " +
-                signature(artifact.entry(sample->index)));
-  }
-  if (int code = checkPrompt(prompt, vocab, options.promptText ? "--prompt" : "--prompt-tokens")) {
-    return code;
-  }
-  std::string metadata(artifact.metadataJson());
-  std::optional<int64_t> nCtx = metadataInt(metadata, "n_ctx");
-  if (!nCtx) {
-    return fail("the model's metadata does not give its context length (n_ctx); it was not "
-                "traced by tfc-trace? (metadata: '" + metadata + "')");
-  }
-  const int64_t promptLen = static_cast<int64_t>(prompt.size());
-  if (promptLen > *nCtx) {
-    return fail("the prompt has " + std::to_string(promptLen) +
-                " tokens, more than the model's context of " + std::to_string(*nCtx) +
-                " (n_ctx)");
-  }
+int generateDecoderOnly(const Options& options, const Context& context,
+                        const std::vector<int32_t>& prompt,
+                        const std::shared_ptr<const Tokenizer>& tokenizer, double loadMs) {
+  auto generator = Generator::create(context);
+  if (!generator.ok()) return fail(generator.status());
+  generator->setTokenizer(tokenizer);
+  Status checked = generator->check(prompt);
+  if (!checked.ok()) return fail(checked);
   if (!options.maxNewTokens) {
     return usageError(options.command, "missing --max-new-tokens N");
   }
-  const int64_t maxNew = *options.maxNewTokens;
-  std::optional<int32_t> eos = tokenizer ? tokenizer->eosId() : std::nullopt;
+  const int64_t vocab = generator->vocabSize(), nCtx = generator->contextLength();
+  const int64_t chunk = generator->prefillChunk(), batch = generator->batch();
+  const int64_t promptLen = static_cast<int64_t>(prompt.size());
   if (tokenizer != nullptr && tokenizer->vocabSize() != vocab && !options.quiet) {
     std::fprintf(stderr, "tfc-run: note: the tokenizer has %d tokens, the model %" PRId64 "\n",
                  tokenizer->vocabSize(), vocab);
@@ -400,121 +255,58 @@ int generateDecoderOnly(const Options& options, const Artifact& artifact, Contex
     std::fprintf(stderr,
                  "tfc-run: %s: prompt %" PRId64 " tokens, n_ctx %" PRId64 ", prefill chunk %"
                  PRId64 ", batch %" PRId64 "%s, %d threads, %s\n",
-                 metadataValue(metadata, "model").value_or("model").c_str(), promptLen, *nCtx,
-                 chunk, batch, batch > 1 ? " (every row the same prompt; row 0 reported)" : "",
-                 context.numThreads(),
-                 samplingText(options).c_str());
+                 generator->modelName().c_str(), promptLen, nCtx, chunk, batch,
+                 batch > 1 ? " (every row the same prompt; row 0 reported)" : "",
+                 context.numThreads(), samplingText(options).c_str());
   }
-
-  int32_t* tokens = prefill->in("tokens").mutableDataAs<int32_t>();
-  int32_t* prefillPos = prefill->in("pos").mutableDataAs<int32_t>();
-  int32_t* prefillN = prefill->in("n").mutableDataAs<int32_t>();
-  int32_t* decodeToken = decode->in("token").mutableDataAs<int32_t>();
-  int32_t* decodePos = decode->in("pos").mutableDataAs<int32_t>();
-  *sample->in("temperature").mutableDataAs<float>() = static_cast<float>(options.temperature);
-  *sample->in("top_k").mutableDataAs<int32_t>() = static_cast<int32_t>(options.topK);
-  *sample->in("top_p").mutableDataAs<float>() = static_cast<float>(options.topP);
-  int64_t* sampleSeed = sample->in("seed").mutableDataAs<int64_t>();
-  float* sampleLogits = sample->in("logits").mutableDataAs<float>();
-  const int32_t* sampledIds = sample->out("ids").dataAs<int32_t>();
-  const size_t logitsBytes = sample->in("logits").byteSize();
-
-  // Prefill: chunks of P tokens at positions 0, P, 2P, ...; the last one padded with 0s
-  // (n = the tokens left). A chunk must fit the cache (pos + P <= n_ctx): a last chunk that
-  // would not starts earlier instead, at n_ctx - P, recomputing the K/V of tokens already
-  // in the cache (the same values). With P > n_ctx prefill cannot run at all, and the prompt
-  // goes through decode one token at a time.
-  Clock::time_point start = Clock::now();
-  const float* logits = nullptr;
-  int64_t prefillCalls = 0;
-  if (chunk <= *nCtx) {
-    for (int64_t begin = 0; begin < promptLen; begin += chunk) {
-      int64_t at = std::min(begin, *nCtx - chunk);
-      int64_t n = std::min(chunk, promptLen - at);
-      for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t j = 0; j < chunk; ++j) {
-          tokens[b * chunk + j] = j < n ? static_cast<int32_t>(prompt[at + j]) : 0;
-        }
-      }
-      *prefillPos = static_cast<int32_t>(at);
-      *prefillN = static_cast<int32_t>(n);
-      Status status = prefill->call(context);
-      if (!status.ok()) return fail("prefill at position " + std::to_string(at) + ": " +
-                                    status.message());
-      ++prefillCalls;
-    }
-    logits = prefill->out("logits").dataAs<float>();
-  } else {
-    for (int64_t i = 0; i < promptLen; ++i) {
-      for (int64_t b = 0; b < batch; ++b) decodeToken[b] = static_cast<int32_t>(prompt[i]);
-      *decodePos = static_cast<int32_t>(i);
-      Status status = decode->call(context);
-      if (!status.ok()) return fail("decode of prompt token " + std::to_string(i) + ": " +
-                                    status.message());
-    }
-    logits = decode->out("logits").dataAs<float>();
-  }
-  const double prefillMs = millisSince(start);
-
-  // Generation: sample from the latest logits (seed + i for step i), then decode the new
-  // token at the next position. Every row of the batch gets row 0's token, so the rows stay
-  // identical.
-  Printer printer(tokenizer, eos);
-  double decodeMs = 0, sampleMs = 0;
-  int64_t decodeCalls = 0;
-  std::string stopReason = "reached --max-new-tokens " + std::to_string(maxNew);
-  for (int64_t step = 0;; ++step) {
-    Clock::time_point t0 = Clock::now();
-    std::memcpy(sampleLogits, logits, logitsBytes);
-    *sampleSeed = options.seed + step;
-    Status status = sample->call(context);
-    if (!status.ok()) return fail("sample at step " + std::to_string(step) + ": " +
-                                  status.message());
-    sampleMs += millisSince(t0);
-    int32_t id = sampledIds[0];
-    if (id < 0 || id >= vocab) {
-      return fail("sample returned token " + std::to_string(id) + ", outside the vocabulary");
-    }
-    printer.token(id);
-    if (eos && id == *eos) {
-      stopReason = "end of text (token " + std::to_string(id) + ")";
+  GenerationOptions settings;
+  settings.maxNewTokens = *options.maxNewTokens;
+  settings.sampling.temperature = options.temperature;
+  settings.sampling.topK = static_cast<int32_t>(options.topK);
+  settings.sampling.topP = options.topP;
+  settings.sampling.seed = options.seed;
+  settings.stopTokens = options.stopTokens;
+  Printer printer(tokenizer != nullptr);
+  auto stats = generator->generate(prompt, settings, [&](int32_t id, std::string_view bytes) {
+    printer.token(id, bytes);
+    return true;
+  });
+  if (!stats.ok()) return fail(stats.status());
+  std::string stopReason;
+  switch (stats->stopReason) {
+    case StopReason::kEndOfText:
+      stopReason = "end of text (token " + std::to_string(stats->lastToken) + ")";
       break;
-    }
-    if (step + 1 >= maxNew) break;
-    int64_t pos = promptLen + step;  // where the new token goes in the cache
-    if (pos >= *nCtx) {
-      stopReason = "reached the context limit (n_ctx " + std::to_string(*nCtx) + ") after " +
-                   std::to_string(step + 1) + " of " + std::to_string(maxNew) + " new tokens";
+    case StopReason::kStopToken:
+      stopReason = "stop token " + std::to_string(stats->lastToken);
+      break;
+    case StopReason::kContextLimit:
+      stopReason = "reached the context limit (n_ctx " + std::to_string(nCtx) + ") after " +
+                   std::to_string(stats->generatedTokens) + " of " +
+                   std::to_string(settings.maxNewTokens) + " new tokens";
       std::fprintf(stderr, "\ntfc-run: stopped: %s\n", stopReason.c_str());
       break;
-    }
-    t0 = Clock::now();
-    for (int64_t b = 0; b < batch; ++b) decodeToken[b] = id;
-    *decodePos = static_cast<int32_t>(pos);
-    status = decode->call(context);
-    if (!status.ok()) return fail("decode at position " + std::to_string(pos) + ": " +
-                                  status.message());
-    decodeMs += millisSince(t0);
-    ++decodeCalls;
-    logits = decode->out("logits").dataAs<float>();
+    default:
+      stopReason = "reached --max-new-tokens " + std::to_string(settings.maxNewTokens);
   }
-  const double totalMs = millisSince(start);
   printer.finish();
   if (!options.quiet) {
     std::fprintf(stderr, "\ntfc-run: generated %zu tokens (%s)\n", printer.count(),
                  stopReason.c_str());
     std::fprintf(stderr, "tfc-run: load     %10.2f ms (open, weights, context)\n", loadMs);
-    printRate("prefill", promptLen, prefillMs, "tokens");
-    if (chunk <= *nCtx) {
+    printRate("prefill", promptLen, stats->prefillMs, "tokens");
+    if (chunk <= nCtx) {
       std::fprintf(stderr, "tfc-run:          (%" PRId64 " prefill call%s of %" PRId64
-                           " tokens)\n", prefillCalls, prefillCalls == 1 ? "" : "s", chunk);
+                           " tokens)\n", stats->prefillCalls, stats->prefillCalls == 1 ? "" : "s",
+                   chunk);
     }
-    printRate("decode", decodeCalls, decodeMs, "tokens");
+    printRate("decode", stats->decodeCalls, stats->decodeMs, "tokens");
     std::fprintf(stderr, "tfc-run: sample   %6zu calls  in %10.2f ms\n", printer.count(),
-                 sampleMs);
+                 stats->sampleMs);
     std::fprintf(stderr, "tfc-run: total    %10.2f ms (%.2f new tokens/s end to end)\n",
-                 totalMs, totalMs > 0 ? 1000.0 * static_cast<double>(printer.count()) / totalMs
-                                      : 0.0);
+                 stats->totalMs, stats->totalMs > 0
+                                     ? 1000.0 * static_cast<double>(printer.count()) / stats->totalMs
+                                     : 0.0);
   }
   return 0;
 }
@@ -526,21 +318,21 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
     return fail("encdec generation is greedy: --temperature must be 0, with no --top-k or "
                 "--top-p");
   }
-  auto forward = bindEntry(artifact, "forward",
-                           {{"src", TFC_DTYPE_I32, 2}, {"tgt_in", TFC_DTYPE_I32, 2}},
-                           {{"logits", TFC_DTYPE_F32, 3}});
+  auto forward = BoundEntry::create(artifact, "forward",
+                                    {{"src", TFC_DTYPE_I32, 2}, {"tgt_in", TFC_DTYPE_I32, 2}},
+                                    {{"logits", TFC_DTYPE_F32, 3}}, "generate");
   if (!forward.ok()) return fail(forward.status());
-  const std::vector<int64_t>& srcShape = forward->in("src").shape();
-  const std::vector<int64_t>& tgtShape = forward->in("tgt_in").shape();
-  const std::vector<int64_t>& logitsShape = forward->out("logits").shape();
+  const std::vector<int64_t>& srcShape = forward->input("src").shape();
+  const std::vector<int64_t>& tgtShape = forward->input("tgt_in").shape();
+  const std::vector<int64_t>& logitsShape = forward->output("logits").shape();
   const int64_t batch = srcShape[0], srcLen = srcShape[1], tgtLen = tgtShape[1];
   const int64_t vocab = logitsShape[2];
   if (tgtShape[0] != batch || logitsShape[0] != batch || logitsShape[1] != tgtLen) {
     return fail("entry forward has inconsistent shapes: " +
-                signature(artifact.entry(forward->index)));
+                forward->signature());
   }
   if (vocab < 3 || tgtLen < 2) {
-    return fail("entry forward cannot generate: " + signature(artifact.entry(forward->index)) +
+    return fail("entry forward cannot generate: " + forward->signature() +
                 " (needs a vocabulary with Start and Finish and a target of >= 2 tokens)");
   }
   if (int code = checkPrompt(source, vocab, "--prompt-tokens")) return code;
@@ -565,16 +357,16 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
                  batch > 1 ? " (every row the same source; row 0 reported)" : "",
                  context.numThreads());
   }
-  int32_t* src = forward->in("src").mutableDataAs<int32_t>();
-  int32_t* tgt = forward->in("tgt_in").mutableDataAs<int32_t>();
-  const float* logits = forward->out("logits").dataAs<float>();
+  int32_t* src = forward->input("src").mutableDataAs<int32_t>();
+  int32_t* tgt = forward->input("tgt_in").mutableDataAs<int32_t>();
+  const float* logits = forward->output("logits").dataAs<float>();
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t s = 0; s < srcLen; ++s) src[b * srcLen + s] = static_cast<int32_t>(source[s]);
     for (int64_t t = 0; t < tgtLen; ++t) tgt[b * tgtLen + t] = t == 0 ? startToken : 0;
   }
   // tgt_in = [Start, 0, ...]; step t reads the logits of position t (which see only
   // positions <= t: the zeros after it do not matter) and writes the argmax to t + 1.
-  Printer printer(nullptr, std::nullopt);
+  Printer printer(false);
   Clock::time_point start = Clock::now();
   for (int64_t t = 0; t < steps; ++t) {
     Status status = forward->call(context);
@@ -583,7 +375,7 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
     const float* row = logits + t * vocab;  // batch row 0, position t
     int32_t best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
     for (int64_t b = 0; b < batch; ++b) tgt[b * tgtLen + t + 1] = best;
-    printer.token(best);
+    printer.token(best, {});
   }
   const double ms = millisSince(start);
   printer.finish();
@@ -600,13 +392,13 @@ int runGenerate(const Invocation& invocation) {
   if (int code = parseOptions(invocation, &options)) return code;
 
   // The tokenizer first: a bad folder is reported before the model is loaded.
-  std::optional<Gpt2Tokenizer> tokenizer;
-  if (options.tokenizerDir) {
-    auto loaded = Gpt2Tokenizer::load(*options.tokenizerDir);
+  std::shared_ptr<const Tokenizer> tokenizer;
+  if (options.tokenizerSpec) {
+    auto loaded = Tokenizer::load(*options.tokenizerSpec);
     if (!loaded.ok()) {
-      return fail("--tokenizer " + *options.tokenizerDir + ": " + loaded.status().message());
+      return fail("--tokenizer " + *options.tokenizerSpec + ": " + loaded.status().message());
     }
-    tokenizer.emplace(std::move(loaded).value());
+    tokenizer = std::move(loaded).value();
   }
   std::vector<int64_t> prompt;
   if (options.promptTokens) {
@@ -670,8 +462,10 @@ int runGenerate(const Invocation& invocation) {
   const double loadMs = millisSince(loadStart);
 
   if (encdec) return generateEncDec(options, *artifact, *context, prompt, loadMs);
-  return generateDecoderOnly(options, *artifact, *context, prompt,
-                             tokenizer ? &*tokenizer : nullptr, loadMs);
+  // Ids beyond int32 cannot be in any vocabulary; saturate them so the range check names them.
+  std::vector<int32_t> ids;
+  for (int64_t id : prompt) ids.push_back(static_cast<int32_t>(std::min<int64_t>(id, INT32_MAX)));
+  return generateDecoderOnly(options, *context, ids, tokenizer, loadMs);
 }
 
 }  // namespace
@@ -682,7 +476,7 @@ const Command kGenerateCommand = {
     R"(usage: tfc-run MODEL.so generate --weights W.safetensors
                           (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR)
                           --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
-                          [--seed S] [--tokenizer DIR] [--threads N] [--quiet]
+                          [--seed S] [--stop-token ID]... [--threads N] [--quiet]
 
 Generates a continuation of the prompt in one process, keeping the KV cache in the
 context's state between calls.
@@ -692,7 +486,7 @@ through prefill in chunks of the entry's length P (the last chunk padded with 0s
 new token comes from the model's sample entry and goes through decode at the next position.
 Step i samples with seed S + i, so the same seed gives the same tokens (at any --threads).
 Generation stops after N new tokens, at the model's context (n_ctx; said on stderr), or at
-<|endoftext|> when a tokenizer that has it is given. When the model was compiled with a
+<|endoftext|> when a tokenizer that has it is given, or at any --stop-token. When the model was compiled with a
 batch B > 1, every row runs the same prompt and row 0 is reported.
 
 Encoder-decoder models (encdec): --prompt-tokens gives the S source digits; the decoder
@@ -711,13 +505,15 @@ options:
   --allow-unexpected     ignore tensors of --weights that are not parameters of the model
   --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
   --prompt TEXT          the prompt as text, encoded with --tokenizer
-  --tokenizer DIR        a GPT-2 BPE tokenizer (DIR/vocab.json, DIR/merges.txt): encodes
-                         --prompt, decodes the output, stops at <|endoftext|>
+  --tokenizer DIR        a GPT-2 BPE tokenizer (DIR/vocab.json, DIR/merges.txt), or `bytes`
+                         (token i is byte i): encodes --prompt, decodes the output, stops
+                         at <|endoftext|>
   --max-new-tokens N     how many tokens to generate at most (required for decoder-only models)
   --temperature T        0 (default): greedy; > 0: sample from softmax(logits / T)
   --top-k K              sample among the K most likely tokens only (default 0 = all)
   --top-p P              sample among the most likely tokens whose mass reaches P (default 1)
   --seed S               sampling seed, a non-negative integer (default 0)
+  --stop-token ID        stop after this token id (printed); repeatable
   --threads N            threads for parallel kernels (default 0 = all cores)
   --quiet                print no settings or statistics on stderr (errors and a stop at
                          the context limit still are)
@@ -741,6 +537,7 @@ examples:
      {"--top-k", nullptr, true, false},
      {"--top-p", nullptr, true, false},
      {"--seed", nullptr, true, false},
+     {"--stop-token", nullptr, true, true},
      {"--threads", "-j", true, false},
      {"--quiet", "-q", false, false}},
     runGenerate,

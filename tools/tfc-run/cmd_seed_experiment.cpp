@@ -281,12 +281,14 @@ int runSeedExperiment(const Invocation& invocation) {
   }
   if (valid.empty()) return usageError(command, "no validation batches; lower --test-size or raise --batches");
 
-  auto runner = TrainStepRunner::create(*artifact, &args);
+  auto runner = TrainStep::create(*artifact);
   if (!runner.ok()) return fail(runner.status());
-  if (runner->dataInputs().size() != 3) {
+  Status checked = checkOptimizerOptions(*runner, args, std::string(artifact->path()));
+  if (!checked.ok()) return fail(checked);
+  if (runner->numDataInputs() != 3) {
     return fail(invocation.model + ": train_step's data inputs differ from the loss entry's");
   }
-  auto evaluator = LossEvaluator::create(*artifact, runner->dataInputs());
+  auto evaluator = LossEntry::create(*artifact, *runner);
   if (!evaluator.ok()) return fail(evaluator.status());
   auto forwardIndex = artifact->findEntry("forward");
   if (!forwardIndex.ok()) return fail(forwardIndex.status());
@@ -314,18 +316,21 @@ int runSeedExperiment(const Invocation& invocation) {
               hyper.beta2, hyper.eps, hyper.weightDecay, hyper.gradClip, context->numThreads());
   std::fflush(stdout);
 
-  // Teacher forcing: tgt_in = [Start, y_1..y_S], targets = [y_1..y_S, Finish].
-  auto teacher = [&](const Batch& batch, std::vector<int32_t>* tgtIn, std::vector<int32_t>* targets) {
-    tgtIn->resize(static_cast<size_t>(B * T));
-    targets->resize(static_cast<size_t>(B * T));
+  // Teacher forcing into an entry's data buffers (src, tgt_in, targets): tgt_in = [Start,
+  // y_1..y_S], targets = [y_1..y_S, Finish].
+  auto teacher = [&](const Batch& batch, HostTensor& srcIn, HostTensor& tgtInBuffer,
+                     HostTensor& targetsBuffer) {
+    std::memcpy(srcIn.mutableData(), batch.src.data(), srcIn.byteSize());
+    int32_t* tgtIn = tgtInBuffer.mutableDataAs<int32_t>();
+    int32_t* targets = targetsBuffer.mutableDataAs<int32_t>();
     for (int64_t b = 0; b < B; ++b) {
-      (*tgtIn)[static_cast<size_t>(b * T)] = kStart;
+      tgtIn[b * T] = kStart;
       for (int64_t t = 0; t < S; ++t) {
         int32_t y = batch.tgt[static_cast<size_t>(b * S + t)];
-        (*tgtIn)[static_cast<size_t>(b * T + t + 1)] = y;
-        (*targets)[static_cast<size_t>(b * T + t)] = y;
+        tgtIn[b * T + t + 1] = y;
+        targets[b * T + t] = y;
       }
-      (*targets)[static_cast<size_t>(b * T + S)] = kFinish;
+      targets[b * T + S] = kFinish;
     }
   };
 
@@ -343,7 +348,6 @@ int runSeedExperiment(const Invocation& invocation) {
   const auto start = Clock::now();
   double trainTime = 0;
   double lastValid = NAN;
-  std::vector<int32_t> tgtIn, targets;
   int64_t globalStep = 0;
   for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
     auto epochStart = Clock::now();
@@ -352,15 +356,17 @@ int runSeedExperiment(const Invocation& invocation) {
     for (int index : shuffle) shuffled.push_back(train[static_cast<size_t>(index)]);
     train = std::move(shuffled);  // the permutation accumulates, as in the article
     double lossSum = 0;
-    TrainStepRunner::Result result;
+    TrainStep::Result result;
     for (int64_t step = 0; step < stepsPerEpoch; ++step) {
       const Batch& batch = train[static_cast<size_t>(step)];
-      teacher(batch, &tgtIn, &targets);
+      teacher(batch, runner->dataInput(0), runner->dataInput(1), runner->dataInput(2));
       if (runner->hasDropout()) runner->setDropoutSeed(dropoutSeedForStep(seed, globalStep + 1));
-      status = runner->step(*context, {const_cast<int32_t*>(batch.src.data()), tgtIn.data(), targets.data()},
-                            &result);
+      auto stepped = runner->step(*context);
       ++globalStep;
-      if (!status.ok()) return fail("step " + std::to_string(globalStep) + ": " + status.message());
+      if (!stepped.ok()) {
+        return fail("step " + std::to_string(globalStep) + ": " + stepped.status().message());
+      }
+      result = *stepped;
       if (!std::isfinite(result.loss)) {
         return fail("step " + std::to_string(globalStep) + ": the loss is " + std::to_string(result.loss) +
                     "; stopping (try a lower --lr)");
@@ -380,12 +386,10 @@ int runSeedExperiment(const Invocation& invocation) {
     trainTime += epochTrain;
     double validSum = 0;
     for (const Batch& batch : valid) {
-      teacher(batch, &tgtIn, &targets);
-      float loss = 0;
-      status = evaluator->eval(*context, {const_cast<int32_t*>(batch.src.data()), tgtIn.data(), targets.data()},
-                               &loss);
-      if (!status.ok()) return fail(status);
-      validSum += loss;
+      teacher(batch, evaluator->dataInput(0), evaluator->dataInput(1), evaluator->dataInput(2));
+      auto loss = evaluator->eval(*context);
+      if (!loss.ok()) return fail(loss.status());
+      validSum += *loss;
     }
     lastValid = validSum / static_cast<double>(valid.size());
     double epochTime = std::chrono::duration<double>(Clock::now() - epochStart).count();

@@ -4,21 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <optional>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
-#include "data_loader.hpp"
 #include "png_plot.hpp"
 #include "tfc/runtime/runtime.hpp"
+#include "tfc/runtime/trainer.hpp"
 #include "train_common.hpp"
 
 namespace tfc::run {
@@ -27,11 +20,6 @@ namespace {
 volatile sig_atomic_t gInterrupted = 0;
 void onSignal(int) { gInterrupted = 1; }
 
-struct LogRow {
-  int64_t step;
-  double loss, lr, gradNorm, tokensPerSecond, evalLoss;  // evalLoss NaN when not evaluated
-};
-
 std::string csvNumber(double value) {
   if (std::isnan(value)) return "";
   char buffer[32];
@@ -39,74 +27,12 @@ std::string csvNumber(double value) {
   return buffer;
 }
 
-std::string csvRow(const LogRow& row) {
-  return std::to_string(row.step) + "," + csvNumber(row.loss) + "," + csvNumber(row.lr) + "," +
-         csvNumber(row.gradNorm) + "," + csvNumber(row.tokensPerSecond) + "," +
-         csvNumber(row.evalLoss) + "\n";
-}
-
-// "nan", "inf", "-inf" or the value, for messages.
-std::string numberText(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", value);
-  return buffer;
-}
-
-// The name of the first f32 parameter or state tensor holding a NaN or an infinity, or "".
-std::string firstNonFinite(const Artifact& artifact, const Params& params, const Context& context) {
-  auto scan = [](const tfc_tensor_ref_t& ref) {
-    if (ref.dtype != TFC_DTYPE_F32) return true;
-    const float* values = static_cast<const float*>(ref.data);
-    for (size_t i = 0; i < ref.byte_size / sizeof(float); ++i) {
-      if (!std::isfinite(values[i])) return false;
-    }
-    return true;
-  };
-  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
-    auto ref = params.tensor(i);
-    if (ref.ok() && !scan(*ref)) return artifact.param(i).name;
-  }
-  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
-    auto ref = context.state(i);
-    if (ref.ok() && !scan(*ref)) return std::string(kStatePrefix) + artifact.state(i).name;
-  }
-  return "";
-}
-
-constexpr const char* kCsvHeader = "step,loss,lr,grad_norm,tokens_per_s,eval_loss\n";
-
-// Rows of an existing log up to |lastStep| (for a resumed run's log and plot).
-std::vector<LogRow> readLog(const std::string& path, int64_t lastStep) {
-  std::vector<LogRow> rows;
-  // Only a regular file holds earlier rows: a device such as /dev/full or /dev/zero reads
-  // as an endless line of NUL bytes.
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return rows;
-  std::ifstream file(path);
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
-    std::vector<std::string> fields;
-    std::stringstream stream(line);
-    std::string field;
-    while (std::getline(stream, field, ',')) fields.push_back(field);
-    while (fields.size() < 6) fields.push_back("");
-    auto number = [](const std::string& text) { return text.empty() ? NAN : std::atof(text.c_str()); };
-    LogRow row{std::atoll(fields[0].c_str()), number(fields[1]), number(fields[2]),
-               number(fields[3]), number(fields[4]), number(fields[5])};
-    if (row.step <= lastStep) rows.push_back(row);
-  }
-  return rows;
-}
-
-Status writePlot(const std::string& path, const std::vector<LogRow>& rows) {
+Status writePlot(const std::string& path, const std::vector<TrainLogRow>& rows) {
   PlotSeries raw{{}, {}, {170, 200, 235}, 1, false};
   PlotSeries smooth{{}, {}, {20, 80, 200}, 2, false};
   PlotSeries eval{{}, {}, {220, 50, 40}, 2, true};
   double ema = NAN;
-  for (const LogRow& row : rows) {
+  for (const TrainLogRow& row : rows) {
     raw.x.push_back(static_cast<double>(row.step));
     raw.y.push_back(row.loss);
     if (std::isfinite(row.loss)) ema = std::isnan(ema) ? row.loss : 0.9 * ema + 0.1 * row.loss;
@@ -215,72 +141,46 @@ int runTrain(const Invocation& invocation) {
                 " does not exist");
   }
 
-  // The model and its training entry.
+  // The model and its training entry: checked here first, to say which options to change.
   auto artifact = Artifact::open(invocation.model);
   if (!artifact.ok()) return fail(artifact.status());
-  auto runner = TrainStepRunner::create(*artifact, &args);
-  if (!runner.ok()) return fail(runner.status());
-  const auto& dataInputs = runner->dataInputs();
-  auto inputNames = [&] {
-    std::vector<std::string> names;
-    for (const tfc_tensor_desc_t* desc : dataInputs) names.push_back(desc->name);
-    return join(names);
-  };
-  if (dataInputs.size() != 2 || std::string(dataInputs[0]->name) != "tokens" ||
-      std::string(dataInputs[1]->name) != "targets" || dataInputs[0]->dtype != TFC_ABI_I32 ||
-      dataInputs[1]->dtype != TFC_ABI_I32 || dataInputs[0]->rank != 2 ||
-      shapeOf(*dataInputs[0]) != shapeOf(*dataInputs[1])) {
-    std::string hint = inputNames().find("src") != std::string::npos
-                           ? "; for the encoder-decoder model use `tfc-run " + invocation.model +
-                                 " seed-experiment`"
-                           : "";
-    return fail(invocation.model + ": train reads a token stream for decoder-only models, whose "
-                "train_step takes tokens and targets (I32 [B, T]); this one takes " +
-                inputNames() + hint);
-  }
-  const int64_t B = dataInputs[0]->shape[0], T = dataInputs[0]->shape[1];
-  if ((batch != 0 && batch != B) || (seq != 0 && seq != T)) {
-    std::string name = modelName(*artifact);
-    if (name.empty()) name = "gpt2";
-    return fail(invocation.model + " was compiled for --batch " + std::to_string(B) +
-                " --seq " + std::to_string(T) + " (train_step takes tokens I32 [" +
-                std::to_string(B) + ", " + std::to_string(T) +
-                "]); shapes are static, so retrace and recompile for batch " +
-                std::to_string(batch ? batch : B) + " and seq " + std::to_string(seq ? seq : T) +
-                ": tfc-trace " + name + " --set batch=" + std::to_string(batch ? batch : B) +
-                " --set seq=" + std::to_string(seq ? seq : T) +
-                " -o model.mlir && tfc model.mlir --optimizer=" + runner->optimizerName() +
-                " -o model.so");
-  }
-  const int64_t vocab = modelVocabSize(*artifact);
-
-  // Data.
-  auto data = TokenData::open(args.get("--data"), dataDtype);
-  if (!data.ok()) return fail(data.status());
-  Status status = data->checkLength(T);
-  if (!status.ok()) return fail(status);
-  if (vocab > 0) {
-    status = data->checkVocab(vocab);
+  int64_t B = 0, T = 0;
+  {
+    auto trainStep = TrainStep::create(*artifact);
+    if (!trainStep.ok()) return fail(trainStep.status());
+    Status status = checkOptimizerOptions(*trainStep, args, std::string(artifact->path()));
     if (!status.ok()) return fail(status);
-  }
-  std::optional<TokenData> evalData;
-  std::optional<LossEvaluator> evaluator;
-  if (args.has("--eval-data")) {
-    auto opened = TokenData::open(args.get("--eval-data"), dataDtype);
-    if (!opened.ok()) return fail(opened.status());
-    status = opened->checkLength(T);
-    if (!status.ok()) return fail(status);
-    if (vocab > 0) {
-      status = opened->checkVocab(vocab);
-      if (!status.ok()) return fail(status);
+    const std::string inputNames = join(trainStep->dataInputNames());
+    if (trainStep->numDataInputs() != 2 || inputNames != "tokens, targets" ||
+        trainStep->dataDesc(0).dtype != TFC_ABI_I32 || trainStep->dataDesc(1).dtype != TFC_ABI_I32 ||
+        trainStep->dataDesc(0).rank != 2 ||
+        shapeOf(trainStep->dataDesc(0)) != shapeOf(trainStep->dataDesc(1))) {
+      std::string hint = inputNames.find("src") != std::string::npos
+                             ? "; for the encoder-decoder model use `tfc-run " + invocation.model +
+                                   " seed-experiment`"
+                             : "";
+      return fail(invocation.model + ": train reads a token stream for decoder-only models, whose "
+                  "train_step takes tokens and targets (I32 [B, T]); this one takes " +
+                  inputNames + hint);
     }
-    evalData.emplace(std::move(opened).value());
-    auto created = LossEvaluator::create(*artifact, dataInputs);
-    if (!created.ok()) return fail(created.status());
-    evaluator.emplace(std::move(created).value());
+    B = trainStep->dataDesc(0).shape[0];
+    T = trainStep->dataDesc(0).shape[1];
+    if ((batch != 0 && batch != B) || (seq != 0 && seq != T)) {
+      std::string name = modelName(*artifact);
+      if (name.empty()) name = "gpt2";
+      return fail(invocation.model + " was compiled for --batch " + std::to_string(B) +
+                  " --seq " + std::to_string(T) + " (train_step takes tokens I32 [" +
+                  std::to_string(B) + ", " + std::to_string(T) +
+                  "]); shapes are static, so retrace and recompile for batch " +
+                  std::to_string(batch ? batch : B) + " and seq " + std::to_string(seq ? seq : T) +
+                  ": tfc-trace " + name + " --set batch=" + std::to_string(batch ? batch : B) +
+                  " --set seq=" + std::to_string(seq ? seq : T) +
+                  " -o model.mlir && tfc model.mlir --optimizer=" + trainStep->optimizerName() +
+                  " -o model.so");
+    }
   }
 
-  // Parameters, state and the sampler's position.
+  // Parameters, context, data and the trainer.
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
   tfc_context_options_t contextOptions;
@@ -288,82 +188,45 @@ int runTrain(const Invocation& invocation) {
   contextOptions.num_threads = static_cast<int32_t>(threads);
   auto context = Context::create(*artifact, *params, &contextOptions);
   if (!context.ok()) return fail(context.status());
-  BatchSampler sampler(&*data, B, T, seed);
-  int64_t startStep = 0;
-  std::string lastCheckpoint;  // "" when none exists yet
+  TrainerOptions options;
+  options.dataPath = args.get("--data");
+  options.dataDtype = dataDtype;
+  options.evalDataPath = args.get("--eval-data");
+  options.evalEvery = evalEvery;
+  options.evalBatches = evalBatches;
+  options.steps = steps;
+  options.totalSteps = totalSteps;
+  options.seed = seed;
+  options.hyper = hyper;
+  options.savePath = savePath;
+  options.saveEvery = saveEvery;
+  options.logPath = args.get("--log");
+  options.logLabel = "--log";
+  auto trainer = Trainer::create(*context, options);
+  if (!trainer.ok()) return fail(trainer.status());
   if (args.has("--resume")) {
     std::string resumePath = args.get("--resume");
-    auto metadata = loadCheckpoint(resumePath, *artifact, *params, *context);
+    auto metadata = trainer->resume(resumePath);
     if (!metadata.ok()) return fail(metadata.status());
-    auto field = [&](const char* key) -> std::string {
-      auto it = metadata->find(key);
-      return it == metadata->end() ? "" : it->second;
-    };
-    uint64_t rngState = 0, drawn = 0;
-    if (!parseInt64(field("step"), &startStep) || startStep < 0 ||
-        !parseUint64(field("sampler.rng_state"), &rngState) ||
-        !parseUint64(field("sampler.batches"), &drawn)) {
-      return fail(resumePath + ": the checkpoint's metadata lacks a valid step or sampler "
-                               "position (step, sampler.rng_state, sampler.batches)");
-    }
-    if (field("batch") != std::to_string(B) || field("seq") != std::to_string(T)) {
-      return fail(resumePath + ": written with batch " + field("batch") + " and seq " +
-                  field("seq") + "; this model trains with " + std::to_string(B) + " and " +
-                  std::to_string(T));
-    }
-    if (args.has("--seed") && field("sampler.seed") != std::to_string(seed)) {
+    auto savedSeed = metadata->find("sampler.seed");
+    std::string saved = savedSeed == metadata->end() ? "" : savedSeed->second;
+    if (args.has("--seed") && saved != std::to_string(seed)) {
       std::fprintf(stderr, "tfc-run: warning: --seed %" PRIu64 " differs from the checkpoint's "
                            "sampler seed %s; the sampler continues from the checkpoint\n",
-                   seed, field("sampler.seed").c_str());
+                   seed, saved.c_str());
     }
-    // Dropout masks follow the checkpoint's seed too, so a resumed run draws
-    // what the uninterrupted one would have.
-    uint64_t savedSeed = 0;
-    if (parseUint64(field("sampler.seed"), &savedSeed)) seed = savedSeed;
-    for (int32_t i = 0; i < artifact->stateCount(); ++i) {
-      const tfc_tensor_desc_t& desc = artifact->state(i);
-      if (std::string(desc.name) == "train.step" && desc.dtype == TFC_ABI_I64 && desc.rank == 0) {
-        auto ref = context->state(i);
-        int64_t counter = 0;
-        if (ref.ok()) std::memcpy(&counter, ref->data, sizeof(counter));
-        if (counter != startStep) {
-          return fail(resumePath + ": its metadata says step " + std::to_string(startStep) +
-                      " but its state.train.step is " + std::to_string(counter));
-        }
-      }
-    }
-    sampler.restore(rngState, drawn);
-    lastCheckpoint = resumePath;
-    std::fprintf(stderr, "resuming from %s at step %" PRId64 "\n", resumePath.c_str(), startStep);
-  } else if (args.has("--weights")) {
-    status = params->loadSafetensors(args.get("--weights"));
-    if (!status.ok()) return fail(status);
+    std::fprintf(stderr, "resuming from %s at step %" PRId64 "\n", resumePath.c_str(),
+                 trainer->step());
   } else {
-    status = params->init(initSeed);
+    Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
+                                          : params->init(initSeed);
     if (!status.ok()) return fail(status);
   }
-  if (startStep >= steps) {
+  if (trainer->step() >= steps) {
     std::printf("the checkpoint is at step %" PRId64 ", which is not before --steps %" PRId64
                 "; nothing to do (give a larger --steps to train on)\n",
-                startStep, steps);
+                trainer->step(), steps);
     return 0;
-  }
-  hyper.totalSteps = static_cast<double>(totalSteps ? totalSteps : steps);
-  runner->setHyperParams(hyper);
-
-  // The log: a fresh file, or on resume the earlier rows up to the checkpoint's step.
-  std::vector<LogRow> history;
-  std::optional<TextOutputFile> log;
-  const std::string logPath = args.get("--log");
-  if (!logPath.empty()) {
-    if (args.has("--resume")) history = readLog(logPath, startStep);
-    auto opened = TextOutputFile::open(logPath, "--log");
-    if (!opened.ok()) return fail(opened.status());
-    log.emplace(std::move(opened).value());
-    std::string text = kCsvHeader;
-    for (const LogRow& row : history) text += csvRow(row);
-    status = log->write(text);
-    if (!status.ok()) return fail(status);
   }
 
   uint64_t paramCount = 0;
@@ -377,73 +240,52 @@ int runTrain(const Invocation& invocation) {
                " = %" PRId64 " tokens/step, steps %" PRId64 "..%" PRId64 "\n"
                "  data %s (%s), sampler seed %" PRIu64 "\n"
                "  lr %g (%s, warm-up %g, min %g), weight decay %g, grad clip %g\n",
-               invocation.model.c_str(), runner->optimizerName(), paramCount, B, T, B * T,
-               startStep + 1, steps, data->path().c_str(), data->describe().c_str(), seed,
-               hyper.lr, scheduleName(hyper.schedule), hyper.warmup, hyper.minLr,
-               hyper.weightDecay, hyper.gradClip);
+               invocation.model.c_str(), trainer->trainStep().optimizerName(), paramCount, B, T,
+               B * T, trainer->step() + 1, steps, trainer->data().path().c_str(),
+               trainer->data().describe().c_str(), trainer->seed(), hyper.lr,
+               scheduleName(hyper.schedule), hyper.warmup, hyper.minLr, hyper.weightDecay,
+               hyper.gradClip);
 
-  auto metadataFor = [&](int64_t step) {
-    char rng[32];
-    std::snprintf(rng, sizeof(rng), "%" PRIu64, sampler.rngState());
-    std::map<std::string, std::string> metadata = {
-        {"step", std::to_string(step)},
-        {"sampler.rng_state", rng},
-        {"sampler.batches", std::to_string(sampler.batchesDrawn())},
-        {"sampler.seed", std::to_string(seed)},
-        {"data", data->path()},
-        {"batch", std::to_string(B)},
-        {"seq", std::to_string(T)},
-        {"optimizer", runner->optimizerName()},
-        {"total_steps", std::to_string(totalSteps ? totalSteps : steps)},
-    };
-    char hyperText[512];
-    std::snprintf(hyperText, sizeof(hyperText),
-                  "{\"lr\": %g, \"min_lr\": %g, \"warmup\": %g, \"schedule\": \"%s\", "
-                  "\"weight_decay\": %g, \"grad_clip\": %g, \"beta1\": %g, \"beta2\": %g, "
-                  "\"eps\": %g, \"momentum\": %g}",
-                  hyper.lr, hyper.minLr, hyper.warmup, scheduleName(hyper.schedule),
-                  hyper.weightDecay, hyper.gradClip, hyper.beta1, hyper.beta2, hyper.eps,
-                  hyper.momentum);
-    metadata["hyperparameters"] = hyperText;
-    return metadata;
-  };
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   bool progressOpen = false;  // a \r line is on screen
   auto endProgress = [&] {
     if (progressOpen) std::fputc('\n', stderr);
     progressOpen = false;
   };
-  auto save = [&](int64_t step) -> int {
-    // A step can return a finite loss and still leave infinities behind (the update runs
-    // after the loss): never write those over a good checkpoint.
-    std::string broken = firstNonFinite(*artifact, *params, *context);
-    if (!broken.empty()) {
-      endProgress();
-      return fail("step " + std::to_string(step) + ": '" + broken +
-                  "' holds a nan or an infinity after the update; stopping without saving. " +
-                  (lastCheckpoint.empty() ? std::string("No checkpoint was written in this run.")
-                                          : "The last good checkpoint " + lastCheckpoint +
-                                                " is kept.") +
-                  " Try a lower --lr, a --warmup, or --grad-clip.");
-    }
-    Status saved = saveCheckpoint(savePath, *artifact, *params, *context, metadataFor(step));
-    if (!saved.ok()) {
-      endProgress();
-      return fail(std::string("could not save the checkpoint at step ") + std::to_string(step) +
-                  ": " + saved.message() +
-                  (lastCheckpoint.empty() ? std::string("")
-                                          : "; the previous checkpoint " + lastCheckpoint +
-                                                " is unchanged"));
-    }
-    lastCheckpoint = savePath;
-    if (args.has("--plot")) {
-      Status plotted = writePlot(args.get("--plot"), history);
-      if (!plotted.ok()) {
-        endProgress();
-        return fail(plotted);
+  auto onProgress = [&](const TrainProgress& progress) -> Status {
+    const TrainLogRow& row = progress.row;
+    if (progress.event == TrainProgress::Event::kSaved) {
+      if (args.has("--plot")) {
+        Status plotted = writePlot(args.get("--plot"), trainer->history());
+        if (!plotted.ok()) return plotted;
       }
+      if (!tty || row.step == steps || progress.stopping) {
+        endProgress();
+        std::fprintf(stderr, "saved %s at step %" PRId64 "\n", savePath.c_str(), row.step);
+      }
+      return Status();
     }
-    return 0;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "step %" PRId64 "/%" PRId64 "  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s  "
+                  "ETA %s",
+                  row.step, steps, row.loss, row.lr, row.gradNorm,
+                  formatRate(progress.smoothedTokensPerSecond).c_str(),
+                  formatDuration(progress.etaSeconds).c_str());
+    std::string text = line;
+    if (!std::isnan(row.evalLoss)) text += "  eval loss " + csvNumber(row.evalLoss);
+    if (tty) {
+      std::fprintf(stderr, "\r\033[K%s", text.c_str());
+      progressOpen = true;
+      if (!std::isnan(row.evalLoss)) endProgress();
+    } else {
+      std::fprintf(stderr, "%s\n", text.c_str());
+    }
+    if (progress.diverged && args.has("--plot")) {
+      (void)writePlot(args.get("--plot"), trainer->history());
+    }
+    if (gInterrupted) trainer->requestStop();
+    return Status();
   };
 
   struct sigaction action {};
@@ -454,114 +296,28 @@ int runTrain(const Invocation& invocation) {
   sigaction(SIGTERM, &action, &oldTerm);
   // A file-size limit (ulimit -f) makes the write fail with EFBIG instead of killing us.
   ::signal(SIGXFSZ, SIG_IGN);
-
-  std::vector<int32_t> x(static_cast<size_t>(B * T)), y(static_cast<size_t>(B * T));
-  using Clock = std::chrono::steady_clock;
-  const auto runStart = Clock::now();
-  double smoothedRate = 0;
-  for (int64_t step = startStep + 1; step <= steps; ++step) {
-    auto stepStart = Clock::now();
-    sampler.next(x.data(), y.data());
-    TrainStepRunner::Result result;
-    if (runner->hasDropout()) runner->setDropoutSeed(dropoutSeedForStep(seed, step));
-    status = runner->step(*context, {x.data(), y.data()}, &result);
-    if (!status.ok()) {
-      endProgress();
-      return fail("step " + std::to_string(step) + ": " + status.message());
-    }
-    double seconds = std::chrono::duration<double>(Clock::now() - stepStart).count();
-    double rate = static_cast<double>(B * T) / std::max(seconds, 1e-9);
-    smoothedRate = step == startStep + 1 ? rate : 0.9 * smoothedRate + 0.1 * rate;
-    LogRow row{step, result.loss, result.lr, result.gradNorm, rate, NAN};
-    bool bad = !std::isfinite(result.loss) ||
-               (runner->hasGradNorm() && !std::isfinite(result.gradNorm));
-    if (!bad && evaluator && (step % evalEvery == 0 || step == steps)) {
-      BatchSampler evalSampler(&*evalData, B, T, seed ^ 0x5EEDE7A1ull);  // the same batches each time
-      double sum = 0;
-      for (int64_t i = 0; i < evalBatches; ++i) {
-        std::vector<int32_t> ex(x.size()), ey(y.size());
-        evalSampler.next(ex.data(), ey.data());
-        float loss = 0;
-        status = evaluator->eval(*context, {ex.data(), ey.data()}, &loss);
-        if (!status.ok()) {
-          endProgress();
-          return fail("evaluating at step " + std::to_string(step) + ": " + status.message());
-        }
-        sum += loss;
-      }
-      row.evalLoss = sum / static_cast<double>(evalBatches);
-    }
-    history.push_back(row);
-    if (log) {
-      status = log->write(csvRow(row));
-      if (!status.ok()) {
-        endProgress();
-        return fail(std::string(status.message()) + "; stopping at step " + std::to_string(step) +
-                    (lastCheckpoint.empty() ? std::string("")
-                                            : " (the last checkpoint " + lastCheckpoint +
-                                                  " is kept)"));
-      }
-    }
-    double elapsed = std::chrono::duration<double>(Clock::now() - runStart).count();
-    double eta = elapsed / static_cast<double>(step - startStep) * static_cast<double>(steps - step);
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "step %" PRId64 "/%" PRId64 "  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s  "
-                  "ETA %s",
-                  step, steps, result.loss, result.lr, result.gradNorm,
-                  formatRate(smoothedRate).c_str(), formatDuration(eta).c_str());
-    std::string text = line;
-    if (!std::isnan(row.evalLoss)) text += "  eval loss " + csvNumber(row.evalLoss);
-    if (tty) {
-      std::fprintf(stderr, "\r\033[K%s", text.c_str());
-      progressOpen = true;
-      if (!std::isnan(row.evalLoss)) endProgress();
-    } else {
-      std::fprintf(stderr, "%s\n", text.c_str());
-    }
-    if (bad) {
-      endProgress();
-      if (args.has("--plot")) (void)writePlot(args.get("--plot"), history);
-      std::string values = "the loss is " + numberText(result.loss) + " (grad norm " +
-                           numberText(result.gradNorm) + ")";
-      return fail("step " + std::to_string(step) + ": " + values + "; stopping without saving. " +
-                  (lastCheckpoint.empty()
-                       ? std::string("No checkpoint was written in this run.")
-                       : "The last good checkpoint " + lastCheckpoint + " is kept.") +
-                  " Try a lower --lr, a --warmup, or --grad-clip.");
-    }
-    bool last = step == steps;
-    if (last || (saveEvery > 0 && step % saveEvery == 0) || gInterrupted) {
-      if (int code = save(step)) return code;
-      if (!tty || last || gInterrupted) {
-        endProgress();
-        std::fprintf(stderr, "saved %s at step %" PRId64 "\n", savePath.c_str(), step);
-      }
-    }
-    if (gInterrupted && !last) {
-      endProgress();
-      std::fprintf(stderr, "interrupted at step %" PRId64 "; resume with --resume %s\n", step,
-                   savePath.c_str());
-      sigaction(SIGINT, &oldInt, nullptr);
-      sigaction(SIGTERM, &oldTerm, nullptr);
-      return 130;
-    }
-  }
+  auto outcome = trainer->run(onProgress);
   sigaction(SIGINT, &oldInt, nullptr);
   sigaction(SIGTERM, &oldTerm, nullptr);
-  if (log) {
-    status = log->close();
-    if (!status.ok()) return fail(status);
+  if (!outcome.ok()) {
+    endProgress();
+    return fail(outcome.status());
   }
-  double elapsed = std::chrono::duration<double>(Clock::now() - runStart).count();
-  const LogRow& final = history.back();
+  if (outcome->stopped) {
+    endProgress();
+    std::fprintf(stderr, "interrupted at step %" PRId64 "; resume with --resume %s\n",
+                 outcome->lastStep, savePath.c_str());
+    return 130;
+  }
+  const TrainLogRow& final = trainer->history().back();
   std::printf("trained steps %" PRId64 "..%" PRId64 " in %s (%s tok/s): final loss %.4f%s\n",
-              startStep + 1, steps, formatDuration(elapsed).c_str(),
-              formatRate(static_cast<double>((steps - startStep) * B * T) / elapsed).c_str(),
+              outcome->firstStep, steps, formatDuration(outcome->seconds).c_str(),
+              formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T) /
+                         outcome->seconds).c_str(),
               final.loss,
               std::isnan(final.evalLoss) ? "" : (", eval loss " + csvNumber(final.evalLoss)).c_str());
   std::printf("checkpoint: %s\n", savePath.c_str());
-  if (log) std::printf("log: %s\n", logPath.c_str());
+  if (!options.logPath.empty()) std::printf("log: %s\n", options.logPath.c_str());
   if (args.has("--plot")) std::printf("plot: %s\n", args.get("--plot").c_str());
   return 0;
 }

@@ -78,6 +78,12 @@ class Artifact {
  public:
   Artifact() = default;
 
+  // An Artifact sharing |borrowed| (adds a reference), e.g. tfc_context_artifact's.
+  static Artifact share(tfc_loaded_artifact_t* borrowed) {
+    if (borrowed) tfc_artifact_retain(borrowed);
+    return Artifact(borrowed);
+  }
+
   static StatusOr<Artifact> open(const std::string& path,
                                  const tfc_artifact_options_t* options = nullptr) {
     tfc_loaded_artifact_t* raw = nullptr;
@@ -123,6 +129,12 @@ class Artifact {
 class Params {
  public:
   Params() = default;
+
+  // A Params sharing |borrowed| (adds a reference), e.g. tfc_context_params's.
+  static Params share(tfc_params_t* borrowed) {
+    if (borrowed) tfc_params_retain(borrowed);
+    return Params(borrowed);
+  }
 
   static StatusOr<Params> create(const Artifact& artifact,
                                  const tfc_params_options_t* options = nullptr) {
@@ -185,38 +197,14 @@ class Context {
                                    outputs.data(), outputs.size()));
   }
 
-  // Calls |entry|, allocating its outputs.
+  // Calls |entry|, allocating its outputs (inputs in the entry's order). For repeated
+  // calls bind the entry once instead (tfc::BoundEntry, bound_entry.hpp).
   StatusOr<std::vector<HostTensor>> call(const std::string& entry,
-                                         const std::vector<TensorView>& inputs) {
-    int32_t index = -1;
-    Status status(tfc_artifact_find_entry(artifactHandle(), entry.c_str(), &index));
-    if (!status.ok()) return status;
-    const tfc_entry_t& desc = *tfc_artifact_entry(artifactHandle(), index);
-    std::vector<HostTensor> outputs;
-    std::vector<tfc_tensor_ref_t> inputRefs, outputRefs;
-    for (const TensorView& view : inputs) inputRefs.push_back(tensorRef(view));
-    outputs.reserve(static_cast<size_t>(desc.num_outputs));
-    for (int32_t i = 0; i < desc.num_outputs; ++i) {
-      auto tensor = HostTensor::allocate(static_cast<tfc_dtype_t>(desc.outputs[i].dtype),
-                                         shapeOf(desc.outputs[i]));
-      if (!tensor.ok()) return std::move(tensor).takeStatus();
-      outputs.push_back(std::move(tensor).value());
-    }
-    // Shapes point into |outputs|' own vectors, which stay put from here on.
-    for (HostTensor& tensor : outputs) {
-      tfc_tensor_ref_t ref{};
-      ref.dtype = tensor.dtype();
-      ref.rank = static_cast<int32_t>(tensor.rank());
-      ref.shape = tensor.shape().data();
-      ref.data = tensor.mutableData();
-      ref.byte_size = tensor.byteSize();
-      outputRefs.push_back(ref);
-    }
-    status = Status(tfc_context_call_index(get(), index, inputRefs.data(), inputRefs.size(),
-                                           outputRefs.data(), outputRefs.size()));
-    if (!status.ok()) return status;
-    return outputs;
-  }
+                                         const std::vector<TensorView>& inputs);
+
+  // The artifact this context runs and the params it reads.
+  Artifact artifact() const { return Artifact::share(tfc_context_artifact(get())); }
+  Params params() const { return Params::share(tfc_context_params(get())); }
 
   Status resetState() { return Status(tfc_context_reset_state(get())); }
   StatusOr<tfc_tensor_ref_t> state(int32_t index) const {
@@ -235,7 +223,6 @@ class Context {
 
  private:
   explicit Context(tfc_context_t* adopted) : handle_(adopted) {}
-  tfc_loaded_artifact_t* artifactHandle() const { return tfc_context_artifact(get()); }
   internal::Handle<tfc_context_t, tfc_context_retain, tfc_context_release> handle_;
 };
 

@@ -1,4 +1,4 @@
-#include "data_loader.hpp"
+#include "tfc/runtime/token_data.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/tensor.hpp"
 
-namespace tfc::run {
+namespace tfc {
 namespace {
 
 bool endsWith(const std::string& text, const std::string& suffix) {
@@ -216,4 +216,4 @@ void BatchSampler::next(int32_t* x, int32_t* y) {
   ++drawn_;
 }
 
-}  // namespace tfc::run
+}  // namespace tfc

@@ -1,7 +1,9 @@
-// Token data for `tfc-run train`: flat token files (nanoGPT / llm.c .bin, .npy) and a
-// seeded, resumable batch sampler that draws batches as nanoGPT's get_batch() does.
-#ifndef TFC_TOOLS_TFC_RUN_DATA_LOADER_HPP_
-#define TFC_TOOLS_TFC_RUN_DATA_LOADER_HPP_
+// Token data for training (tfc::Trainer, `tfc-run train`): flat token files (nanoGPT /
+// llm.c .bin, .npy) and a seeded, resumable batch sampler that draws batches as nanoGPT's
+// get_batch() does. The llm.c header constants below are the ones any writer of such files
+// (`tfc-run tokenize`) uses.
+#ifndef TFC_RUNTIME_TOKEN_DATA_HPP_
+#define TFC_RUNTIME_TOKEN_DATA_HPP_
 
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +13,7 @@
 
 #include "tfc/runtime/status.hpp"
 
-namespace tfc::run {
+namespace tfc {
 
 // The element type of a headerless token file.
 enum class TokenFileDtype { kUint16, kUint32 };
@@ -119,6 +121,6 @@ class BatchSampler {
   uint64_t drawn_ = 0;
 };
 
-}  // namespace tfc::run
+}  // namespace tfc
 
-#endif  // TFC_TOOLS_TFC_RUN_DATA_LOADER_HPP_
+#endif  // TFC_RUNTIME_TOKEN_DATA_HPP_

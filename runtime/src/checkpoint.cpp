@@ -1,0 +1,121 @@
+#include "tfc/runtime/checkpoint.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "tfc/runtime/safetensors.hpp"
+
+namespace tfc {
+namespace {
+
+std::string describe(tfc_dtype_t dtype, const std::vector<int64_t>& shape) {
+  return std::string(tfc_dtype_name(dtype)) + " " + formatShape(shape);
+}
+
+}  // namespace
+
+Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
+                      const Context& context, std::map<std::string, std::string> metadata) {
+  std::vector<NamedTensorView> tensors;
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    auto ref = params.tensor(i);
+    if (!ref.ok()) return std::move(ref).takeStatus();
+    tensors.push_back({artifact.param(i).name, tensorView(*ref)});
+  }
+  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+    auto ref = context.state(i);
+    if (!ref.ok()) return std::move(ref).takeStatus();
+    tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, tensorView(*ref)});
+  }
+  metadata["format"] = kCheckpointFormat;
+  metadata["module_hash"] = std::string(artifact.moduleHash());
+  metadata["model_metadata"] = std::string(artifact.metadataJson());
+  return writeSafetensors(path, tensors, metadata);
+}
+
+Status checkCheckpointModel(const std::string& path, const std::map<std::string, std::string>& metadata,
+                      const Artifact& artifact, const char* hint) {
+  auto hash = metadata.find("module_hash");
+  std::string ours(artifact.moduleHash());
+  if (hash != metadata.end() && hash->second == ours) return Status();
+  return Status::error(TFC_FAILED_PRECONDITION,
+                       "%s: this checkpoint was written for another model (module hash "
+                       "%.16s..., this model %s is %.16s...); %s",
+                       path.c_str(), hash == metadata.end() ? "(none)" : hash->second.c_str(),
+                       std::string(artifact.path()).c_str(), ours.c_str(), hint);
+}
+
+StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& path,
+                                                            const Artifact& artifact,
+                                                            Params& params, Context& context) {
+  auto file = SafetensorsFile::open(path);
+  if (!file.ok()) return std::move(file).takeStatus();
+  const auto& metadata = file->metadata();
+  auto format = metadata.find("format");
+  if (format == metadata.end() || format->second != kCheckpointFormat) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: not a tfc-run training checkpoint (its __metadata__ has no "
+                         "format \"%s\"); to start training from plain weights give "
+                         "--weights instead of --resume",
+                         path.c_str(), kCheckpointFormat);
+  }
+  Status sameModel = checkCheckpointModel(path, metadata, artifact,
+                                    "resume with the model that wrote it, or start from its "
+                                    "weights with --weights");
+  if (!sameModel.ok()) return sameModel;
+
+  // Check everything before changing anything.
+  std::vector<const SafetensorsTensorInfo*> paramInfos, stateInfos;
+  std::set<std::string> expected;
+  std::vector<std::string> problems;
+  auto check = [&](const std::string& name, const tfc_tensor_desc_t& desc)
+      -> const SafetensorsTensorInfo* {
+    expected.insert(name);
+    const SafetensorsTensorInfo* info = file->find(name);
+    auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
+    std::vector<int64_t> shape = shapeOf(desc);
+    if (info == nullptr) {
+      problems.push_back("'" + name + "' is missing");
+    } else if (info->dtype != dtype || info->shape != shape) {
+      problems.push_back("'" + name + "' is " + describe(info->dtype, info->shape) +
+                         ", the model has " + describe(dtype, shape));
+      info = nullptr;
+    }
+    return info;
+  };
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    paramInfos.push_back(check(artifact.param(i).name, artifact.param(i)));
+  }
+  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+    stateInfos.push_back(check(std::string(kStatePrefix) + artifact.state(i).name,
+                               artifact.state(i)));
+  }
+  for (const SafetensorsTensorInfo& info : file->tensors()) {
+    if (!expected.count(info.name)) problems.push_back("unexpected tensor '" + info.name + "'");
+  }
+  if (!problems.empty()) {
+    std::string text;
+    for (size_t i = 0; i < problems.size() && i < 8; ++i) text += (i ? "; " : "") + problems[i];
+    if (problems.size() > 8) text += "; and " + std::to_string(problems.size() - 8) + " more";
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: does not fit this model: %s", path.c_str(),
+                         text.c_str());
+  }
+
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    auto ref = params.tensor(i);
+    if (!ref.ok()) return std::move(ref).takeStatus();
+    std::memcpy(ref->data, paramInfos[static_cast<size_t>(i)]->data, ref->byte_size);
+    Status status = params.markSet(i);
+    if (!status.ok()) return status;
+  }
+  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+    auto ref = context.state(i);
+    if (!ref.ok()) return std::move(ref).takeStatus();
+    std::memcpy(ref->data, stateInfos[static_cast<size_t>(i)]->data, ref->byte_size);
+  }
+  return metadata;
+}
+
+}  // namespace tfc

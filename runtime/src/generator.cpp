@@ -1,0 +1,253 @@
+#include "tfc/runtime/generator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "tfc/runtime/metadata.hpp"
+
+namespace tfc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double perSecond(int64_t count, double ms) {
+  return ms > 0 ? 1000.0 * static_cast<double>(count) / ms : 0.0;
+}
+
+}  // namespace
+
+const char* stopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kMaxNewTokens: return "reached the maximum of new tokens";
+    case StopReason::kContextLimit: return "reached the context limit";
+    case StopReason::kEndOfText: return "end of text";
+    case StopReason::kStopToken: return "a stop token";
+    case StopReason::kCallback: return "stopped by the caller";
+  }
+  return "?";
+}
+
+double GenerationStats::prefillTokensPerSecond() const { return perSecond(promptTokens, prefillMs); }
+double GenerationStats::decodeTokensPerSecond() const { return perSecond(decodeCalls, decodeMs); }
+
+StatusOr<Generator> Generator::create(const Context& context) {
+  Artifact artifact = context.artifact();
+  Generator generator;
+  generator.context_ = context;
+  TFC_ASSIGN_OR_RETURN(generator.prefill_,
+                       BoundEntry::create(artifact, "prefill",
+                                          {{"tokens", TFC_DTYPE_I32, 2},
+                                           {"pos", TFC_DTYPE_I32, 0},
+                                           {"n", TFC_DTYPE_I32, 0}},
+                                          {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
+  TFC_ASSIGN_OR_RETURN(generator.decode_,
+                       BoundEntry::create(artifact, "decode",
+                                          {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}},
+                                          {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
+  TFC_ASSIGN_OR_RETURN(generator.sample_,
+                       BoundEntry::create(artifact, "sample",
+                                          {{"logits", TFC_DTYPE_F32, 2},
+                                           {"temperature", TFC_DTYPE_F32, 0},
+                                           {"top_k", TFC_DTYPE_I32, 0},
+                                           {"top_p", TFC_DTYPE_F32, 0},
+                                           {"seed", TFC_DTYPE_I64, 0}},
+                                          {{"ids", TFC_DTYPE_I32, 1}}, "generate"));
+  const BoundEntry& prefill = generator.prefill_;
+  const BoundEntry& decode = generator.decode_;
+  const BoundEntry& sample = generator.sample_;
+  // The generation batch and the chunk come from prefill's tokens [B, P].
+  const std::vector<int64_t>& tokens = generator.prefill_.input("tokens").shape();
+  const int64_t batch = tokens[0];
+  const int64_t vocab = prefill.output("logits").shape()[1];
+  if (prefill.output("logits").shape()[0] != batch ||
+      generator.decode_.input("token").shape() != std::vector<int64_t>{batch, 1} ||
+      decode.output("logits").shape() != std::vector<int64_t>{batch, vocab} ||
+      generator.sample_.input("logits").shape() != std::vector<int64_t>{batch, vocab} ||
+      sample.output("ids").shape() != std::vector<int64_t>{batch}) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "the entries disagree on the batch or the vocabulary: %s, %s, %s",
+                         prefill.signature().c_str(), decode.signature().c_str(),
+                         sample.signature().c_str());
+  }
+  std::string metadata(artifact.metadataJson());
+  std::optional<int64_t> nCtx = metadataInt(metadata, "n_ctx");
+  if (!nCtx) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "the model's metadata does not give its context length (n_ctx); it "
+                         "was not traced by tfc-trace? (metadata: '%s')",
+                         metadata.c_str());
+  }
+  generator.batch_ = batch;
+  generator.chunk_ = tokens[1];
+  generator.vocab_ = vocab;
+  generator.nCtx_ = *nCtx;
+  generator.modelName_ = metadataValue(metadata, "model").value_or("model");
+  return generator;
+}
+
+Status Generator::check(const std::vector<int32_t>& prompt) const {
+  if (prompt.empty()) return Status::error(TFC_INVALID_ARGUMENT, "the prompt is empty");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab_) {
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "prompt token %d (at position %zu) is out of range: the model's "
+                           "vocabulary has %lld tokens (ids 0..%lld)",
+                           prompt[i], i, static_cast<long long>(vocab_),
+                           static_cast<long long>(vocab_ - 1));
+    }
+  }
+  if (static_cast<int64_t>(prompt.size()) > nCtx_) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "the prompt has %zu tokens, more than the model's context of %lld "
+                         "(n_ctx)",
+                         prompt.size(), static_cast<long long>(nCtx_));
+  }
+  return Status();
+}
+
+Status Generator::prefillPrompt(const std::vector<int32_t>& prompt, GenerationStats* stats) {
+  const int64_t promptLen = static_cast<int64_t>(prompt.size());
+  if (chunk_ <= nCtx_) {
+    int32_t* tokens = prefill_.input("tokens").mutableDataAs<int32_t>();
+    for (int64_t begin = 0; begin < promptLen; begin += chunk_) {
+      int64_t at = std::min(begin, nCtx_ - chunk_);
+      int64_t n = std::min(chunk_, promptLen - at);
+      for (int64_t b = 0; b < batch_; ++b) {
+        for (int64_t j = 0; j < chunk_; ++j) tokens[b * chunk_ + j] = j < n ? prompt[at + j] : 0;
+      }
+      *prefill_.input("pos").mutableDataAs<int32_t>() = static_cast<int32_t>(at);
+      *prefill_.input("n").mutableDataAs<int32_t>() = static_cast<int32_t>(n);
+      Status status = prefill_.call(context_);
+      if (!status.ok()) {
+        return Status::error(status.code(), "prefill at position %lld: %s",
+                             static_cast<long long>(at), status.message());
+      }
+      ++stats->prefillCalls;
+    }
+    return Status();
+  }
+  int32_t* token = decode_.input("token").mutableDataAs<int32_t>();
+  for (int64_t i = 0; i < promptLen; ++i) {
+    for (int64_t b = 0; b < batch_; ++b) token[b] = prompt[i];
+    *decode_.input("pos").mutableDataAs<int32_t>() = static_cast<int32_t>(i);
+    Status status = decode_.call(context_);
+    if (!status.ok()) {
+      return Status::error(status.code(), "decode of prompt token %lld: %s",
+                           static_cast<long long>(i), status.message());
+    }
+  }
+  return Status();
+}
+
+StatusOr<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt,
+                                              const GenerationOptions& options,
+                                              const TokenCallback& onToken) {
+  TFC_RETURN_IF_ERROR(check(prompt));
+  if (options.maxNewTokens < 1) {
+    return Status::error(TFC_INVALID_ARGUMENT, "the maximum of new tokens is %lld; give at least 1",
+                         static_cast<long long>(options.maxNewTokens));
+  }
+  const SamplingOptions& sampling = options.sampling;
+  if (!(sampling.temperature >= 0) || sampling.topK < 0 || !(sampling.topP > 0) ||
+      sampling.topP > 1) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "sampling settings out of range: temperature %g (>= 0), top-k %d "
+                         "(>= 0), top-p %g (in (0, 1])",
+                         sampling.temperature, sampling.topK, sampling.topP);
+  }
+  std::optional<int32_t> eos;
+  if (tokenizer_ && options.stopAtEndOfText) eos = tokenizer_->eosId();
+
+  GenerationStats stats;
+  stats.promptTokens = static_cast<int64_t>(prompt.size());
+  const Clock::time_point start = Clock::now();
+  TFC_RETURN_IF_ERROR(prefillPrompt(prompt, &stats));
+  stats.prefillMs = millisSince(start);
+  const float* logits = chunk_ <= nCtx_ ? prefill_.output("logits").dataAs<float>()
+                                        : decode_.output("logits").dataAs<float>();
+
+  *sample_.input("temperature").mutableDataAs<float>() = static_cast<float>(sampling.temperature);
+  *sample_.input("top_k").mutableDataAs<int32_t>() = sampling.topK;
+  *sample_.input("top_p").mutableDataAs<float>() = static_cast<float>(sampling.topP);
+  int64_t* seed = sample_.input("seed").mutableDataAs<int64_t>();
+  float* sampleLogits = sample_.input("logits").mutableDataAs<float>();
+  const size_t logitsBytes = sample_.input("logits").byteSize();
+  const int32_t* sampled = sample_.output("ids").dataAs<int32_t>();
+  int32_t* decodeToken = decode_.input("token").mutableDataAs<int32_t>();
+  int32_t* decodePos = decode_.input("pos").mutableDataAs<int32_t>();
+
+  // Every row of the batch gets row 0's token, so the rows stay identical.
+  stats.stopReason = StopReason::kMaxNewTokens;
+  for (int64_t step = 0;; ++step) {
+    Clock::time_point t0 = Clock::now();
+    std::memcpy(sampleLogits, logits, logitsBytes);
+    *seed = sampling.seed + step;
+    Status status = sample_.call(context_);
+    if (!status.ok()) {
+      return Status::error(status.code(), "sample at step %lld: %s", static_cast<long long>(step),
+                           status.message());
+    }
+    stats.sampleMs += millisSince(t0);
+    ++stats.sampleCalls;
+    const int32_t id = sampled[0];
+    if (id < 0 || id >= vocab_) {
+      return Status::error(TFC_INTERNAL, "sample returned token %d, outside the vocabulary", id);
+    }
+    ++stats.generatedTokens;
+    stats.lastToken = id;
+    std::string bytes;
+    if (tokenizer_ && !(eos && id == *eos) && id < tokenizer_->vocabSize()) {
+      auto decoded = tokenizer_->decode(&id, 1);
+      if (decoded.ok()) bytes = std::move(decoded).value();
+    }
+    if (onToken && !onToken(id, bytes)) {
+      stats.stopReason = StopReason::kCallback;
+      break;
+    }
+    if (eos && id == *eos) {
+      stats.stopReason = StopReason::kEndOfText;
+      break;
+    }
+    if (std::find(options.stopTokens.begin(), options.stopTokens.end(), id) !=
+        options.stopTokens.end()) {
+      stats.stopReason = StopReason::kStopToken;
+      break;
+    }
+    if (step + 1 >= options.maxNewTokens) break;
+    const int64_t pos = stats.promptTokens + step;  // where the new token goes in the cache
+    if (pos >= nCtx_) {
+      stats.stopReason = StopReason::kContextLimit;
+      break;
+    }
+    t0 = Clock::now();
+    for (int64_t b = 0; b < batch_; ++b) decodeToken[b] = id;
+    *decodePos = static_cast<int32_t>(pos);
+    status = decode_.call(context_);
+    if (!status.ok()) {
+      return Status::error(status.code(), "decode at position %lld: %s",
+                           static_cast<long long>(pos), status.message());
+    }
+    stats.decodeMs += millisSince(t0);
+    ++stats.decodeCalls;
+    logits = decode_.output("logits").dataAs<float>();
+  }
+  stats.totalMs = millisSince(start);
+  return stats;
+}
+
+StatusOr<GenerationStats> Generator::generateText(std::string_view prompt,
+                                                  const GenerationOptions& options,
+                                                  const TokenCallback& onToken) {
+  if (!tokenizer_) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "a text prompt needs a tokenizer (Generator::setTokenizer)");
+  }
+  return generate(tokenizer_->encode(prompt), options, onToken);
+}
+
+}  // namespace tfc

@@ -1,0 +1,372 @@
+#include "tfc/runtime/trainer.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "tfc/runtime/checkpoint.hpp"
+#include "tfc/runtime/metadata.hpp"
+
+namespace tfc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kCsvHeader = "step,loss,lr,grad_norm,tokens_per_s,eval_loss\n";
+// The evaluation sampler's seed, derived from the run's: the same batches each time.
+constexpr uint64_t kEvalSeedMix = 0x5EEDE7A1ull;
+
+std::string csvNumber(double value) {
+  if (std::isnan(value)) return "";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.7g", value);
+  return buffer;
+}
+
+std::string csvRow(const TrainLogRow& row) {
+  return std::to_string(row.step) + "," + csvNumber(row.loss) + "," + csvNumber(row.lr) + "," +
+         csvNumber(row.gradNorm) + "," + csvNumber(row.tokensPerSecond) + "," +
+         csvNumber(row.evalLoss) + "\n";
+}
+
+// "nan", "inf", "-inf" or the value, for messages.
+std::string numberText(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", value);
+  return buffer;
+}
+
+// Rows of an existing log up to |lastStep| (for a resumed run's log).
+std::vector<TrainLogRow> readLog(const std::string& path, int64_t lastStep) {
+  std::vector<TrainLogRow> rows;
+  // Only a regular file holds earlier rows: a device such as /dev/full or /dev/zero reads
+  // as an endless line of NUL bytes.
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return rows;
+  std::ifstream file(path);
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    std::vector<std::string> fields;
+    std::stringstream stream(line);
+    std::string field;
+    while (std::getline(stream, field, ',')) fields.push_back(field);
+    while (fields.size() < 6) fields.push_back("");
+    auto number = [](const std::string& text) { return text.empty() ? NAN : std::atof(text.c_str()); };
+    TrainLogRow row{std::atoll(fields[0].c_str()), number(fields[1]), number(fields[2]),
+                    number(fields[3]), number(fields[4]), number(fields[5])};
+    if (row.step <= lastStep) rows.push_back(row);
+  }
+  return rows;
+}
+
+// The name of the first f32 parameter or state tensor holding a NaN or an infinity, or "".
+std::string firstNonFinite(const Artifact& artifact, const Params& params, const Context& context) {
+  auto finite = [](const tfc_tensor_ref_t& ref) {
+    if (ref.dtype != TFC_DTYPE_F32) return true;
+    const float* values = static_cast<const float*>(ref.data);
+    for (size_t i = 0; i < ref.byte_size / sizeof(float); ++i) {
+      if (!std::isfinite(values[i])) return false;
+    }
+    return true;
+  };
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    auto ref = params.tensor(i);
+    if (ref.ok() && !finite(*ref)) return artifact.param(i).name;
+  }
+  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+    auto ref = context.state(i);
+    if (ref.ok() && !finite(*ref)) return std::string(kStatePrefix) + artifact.state(i).name;
+  }
+  return "";
+}
+
+StatusOr<std::unique_ptr<TokenData>> openTokens(const std::string& path, TokenFileDtype dtype,
+                                                int64_t seq, int64_t vocab) {
+  TFC_ASSIGN_OR_RETURN(TokenData data, TokenData::open(path, dtype));
+  TFC_RETURN_IF_ERROR(data.checkLength(seq));
+  if (vocab > 0) TFC_RETURN_IF_ERROR(data.checkVocab(vocab));
+  return std::make_unique<TokenData>(std::move(data));
+}
+
+std::string lastGoodCheckpoint(const std::string& last) {
+  return last.empty() ? std::string("No checkpoint was written in this run.")
+                      : "The last good checkpoint " + last + " is kept.";
+}
+
+}  // namespace
+
+StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& options) {
+  Trainer trainer;
+  trainer.options_ = options;
+  trainer.context_ = context;
+  trainer.params_ = context.params();
+  trainer.artifact_ = context.artifact();
+  trainer.seed_ = options.seed;
+  const Artifact& artifact = trainer.artifact_;
+  const std::string path(artifact.path());
+  if (options.steps < 1) {
+    return Status::error(TFC_INVALID_ARGUMENT, "the step to reach is %lld; give at least 1",
+                         static_cast<long long>(options.steps));
+  }
+  TFC_ASSIGN_OR_RETURN(TrainStep step, TrainStep::create(artifact));
+  trainer.trainStep_ = std::make_unique<TrainStep>(std::move(step));
+  TrainStep& trainStep = *trainer.trainStep_;
+  if (trainStep.numDataInputs() != 2 || std::string(trainStep.dataDesc(0).name) != "tokens" ||
+      std::string(trainStep.dataDesc(1).name) != "targets" ||
+      trainStep.dataDesc(0).dtype != TFC_ABI_I32 || trainStep.dataDesc(1).dtype != TFC_ABI_I32 ||
+      trainStep.dataDesc(0).rank != 2 ||
+      shapeOf(trainStep.dataDesc(0)) != shapeOf(trainStep.dataDesc(1))) {
+    std::string names;
+    for (const std::string& name : trainStep.dataInputNames()) names += (names.empty() ? "" : ", ") + name;
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "%s: the trainer reads a token stream for decoder-only models, whose "
+                         "train_step takes tokens and targets (I32 [B, T]); this one takes %s",
+                         path.c_str(), names.c_str());
+  }
+  trainer.batch_ = trainStep.dataDesc(0).shape[0];
+  trainer.seq_ = trainStep.dataDesc(0).shape[1];
+  const int64_t vocab = modelVocabSize(artifact);
+  TFC_ASSIGN_OR_RETURN(trainer.data_,
+                       openTokens(options.dataPath, options.dataDtype, trainer.seq_, vocab));
+  if (!options.evalDataPath.empty()) {
+    TFC_ASSIGN_OR_RETURN(trainer.evalData_, openTokens(options.evalDataPath, options.dataDtype,
+                                                       trainer.seq_, vocab));
+    TFC_ASSIGN_OR_RETURN(LossEntry loss, LossEntry::create(artifact, trainStep));
+    trainer.lossEntry_ = std::make_unique<LossEntry>(std::move(loss));
+  }
+  trainer.sampler_ = std::make_unique<BatchSampler>(trainer.data_.get(), trainer.batch_,
+                                                    trainer.seq_, trainer.seed_);
+  return trainer;
+}
+
+StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& path) {
+  TFC_ASSIGN_OR_RETURN(auto metadata, loadCheckpoint(path, artifact_, params_, context_));
+  auto field = [&](const char* key) -> std::string {
+    auto it = metadata.find(key);
+    return it == metadata.end() ? "" : it->second;
+  };
+  auto parse = [](const std::string& text, uint64_t* out) {
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+    char* end = nullptr;
+    errno = 0;
+    *out = std::strtoull(text.c_str(), &end, 10);
+    return errno == 0 && *end == '\0';
+  };
+  uint64_t step = 0, rngState = 0, drawn = 0;
+  if (!parse(field("step"), &step) || step > static_cast<uint64_t>(INT64_MAX) ||
+      !parse(field("sampler.rng_state"), &rngState) || !parse(field("sampler.batches"), &drawn)) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: the checkpoint's metadata lacks a valid step or sampler position "
+                         "(step, sampler.rng_state, sampler.batches)",
+                         path.c_str());
+  }
+  if (field("batch") != std::to_string(batch_) || field("seq") != std::to_string(seq_)) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: written with batch %s and seq %s; this model trains with %lld and "
+                         "%lld",
+                         path.c_str(), field("batch").c_str(), field("seq").c_str(),
+                         static_cast<long long>(batch_), static_cast<long long>(seq_));
+  }
+  // Batches and dropout masks follow the checkpoint's seed, so a resumed run draws what the
+  // uninterrupted one would have.
+  uint64_t savedSeed = 0;
+  if (parse(field("sampler.seed"), &savedSeed)) seed_ = savedSeed;
+  for (int32_t i = 0; i < artifact_.stateCount(); ++i) {
+    const tfc_tensor_desc_t& desc = artifact_.state(i);
+    if (std::string(desc.name) == "train.step" && desc.dtype == TFC_ABI_I64 && desc.rank == 0) {
+      TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context_.state(i));
+      int64_t counter = 0;
+      std::memcpy(&counter, ref.data, sizeof(counter));
+      if (counter != static_cast<int64_t>(step)) {
+        return Status::error(TFC_INVALID_ARGUMENT,
+                             "%s: its metadata says step %llu but its state.train.step is %lld",
+                             path.c_str(), static_cast<unsigned long long>(step),
+                             static_cast<long long>(counter));
+      }
+    }
+  }
+  sampler_->restore(rngState, drawn);
+  step_ = static_cast<int64_t>(step);
+  lastCheckpoint_ = path;
+  resumed_ = true;
+  return metadata;
+}
+
+std::map<std::string, std::string> Trainer::checkpointMetadata() const {
+  const HyperParams& h = options_.hyper;
+  char hyper[512];
+  std::snprintf(hyper, sizeof(hyper),
+                "{\"lr\": %g, \"min_lr\": %g, \"warmup\": %g, \"schedule\": \"%s\", "
+                "\"weight_decay\": %g, \"grad_clip\": %g, \"beta1\": %g, \"beta2\": %g, "
+                "\"eps\": %g, \"momentum\": %g}",
+                h.lr, h.minLr, h.warmup, scheduleName(h.schedule), h.weightDecay, h.gradClip,
+                h.beta1, h.beta2, h.eps, h.momentum);
+  return {
+      {"step", std::to_string(step_)},
+      {"sampler.rng_state", std::to_string(sampler_->rngState())},
+      {"sampler.batches", std::to_string(sampler_->batchesDrawn())},
+      {"sampler.seed", std::to_string(seed_)},
+      {"data", data_->path()},
+      {"batch", std::to_string(batch_)},
+      {"seq", std::to_string(seq_)},
+      {"optimizer", trainStep_->optimizerName()},
+      {"total_steps", std::to_string(options_.totalSteps ? options_.totalSteps : options_.steps)},
+      {"hyperparameters", hyper},
+  };
+}
+
+Status Trainer::save() {
+  if (options_.savePath.empty()) {
+    return Status::error(TFC_FAILED_PRECONDITION, "no checkpoint path to save to (savePath)");
+  }
+  // A step can return a finite loss and still leave infinities behind (the update runs after
+  // the loss): never write those over a good checkpoint.
+  std::string broken = firstNonFinite(artifact_, params_, context_);
+  if (!broken.empty()) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "step %lld: '%s' holds a nan or an infinity after the update; stopping "
+                         "without saving. %s Try a lower --lr, a --warmup, or --grad-clip.",
+                         static_cast<long long>(step_), broken.c_str(),
+                         lastGoodCheckpoint(lastCheckpoint_).c_str());
+  }
+  Status saved = saveCheckpoint(options_.savePath, artifact_, params_, context_,
+                                checkpointMetadata());
+  if (!saved.ok()) {
+    return Status::error(saved.code(), "could not save the checkpoint at step %lld: %s%s",
+                         static_cast<long long>(step_), saved.message(),
+                         lastCheckpoint_.empty()
+                             ? ""
+                             : ("; the previous checkpoint " + lastCheckpoint_ + " is unchanged")
+                                   .c_str());
+  }
+  lastCheckpoint_ = options_.savePath;
+  return Status();
+}
+
+Status Trainer::openLog() {
+  if (options_.logPath.empty() || log_) return Status();
+  if (resumed_) history_ = readLog(options_.logPath, step_);
+  TFC_ASSIGN_OR_RETURN(TextOutputFile file, TextOutputFile::open(options_.logPath,
+                                                                 options_.logLabel));
+  log_.emplace(std::move(file));
+  std::string text = kCsvHeader;
+  for (const TrainLogRow& row : history_) text += csvRow(row);
+  return log_->write(text);
+}
+
+StatusOr<double> Trainer::evaluate() {
+  BatchSampler sampler(evalData_.get(), batch_, seq_, seed_ ^ kEvalSeedMix);
+  double sum = 0;
+  for (int64_t i = 0; i < options_.evalBatches; ++i) {
+    sampler.next(lossEntry_->dataInput(0).mutableDataAs<int32_t>(),
+                 lossEntry_->dataInput(1).mutableDataAs<int32_t>());
+    TFC_ASSIGN_OR_RETURN(float loss, lossEntry_->eval(context_));
+    sum += loss;
+  }
+  return sum / static_cast<double>(options_.evalBatches);
+}
+
+StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
+  TrainOutcome outcome;
+  outcome.firstStep = step_ + 1;
+  outcome.lastStep = step_;
+  if (step_ >= options_.steps) return outcome;
+  HyperParams hyper = options_.hyper;
+  hyper.totalSteps = static_cast<double>(options_.totalSteps ? options_.totalSteps : options_.steps);
+  trainStep_->setHyperParams(hyper);
+  TFC_RETURN_IF_ERROR(openLog());
+  auto report = [&](const TrainProgress& progress) {
+    return onProgress ? onProgress(progress) : Status();
+  };
+
+  const int64_t first = step_ + 1, last = options_.steps;
+  const double tokensPerStep = static_cast<double>(batch_ * seq_);
+  const Clock::time_point runStart = Clock::now();
+  double smoothedRate = 0;
+  for (int64_t step = first; step <= last; ++step) {
+    const Clock::time_point stepStart = Clock::now();
+    sampler_->next(trainStep_->dataInput(0).mutableDataAs<int32_t>(),
+                   trainStep_->dataInput(1).mutableDataAs<int32_t>());
+    if (trainStep_->hasDropout()) trainStep_->setDropoutSeed(dropoutSeedForStep(seed_, step));
+    auto result = trainStep_->step(context_);
+    if (!result.ok()) {
+      return Status::error(result.status().code(), "step %lld: %s", static_cast<long long>(step),
+                           result.status().message());
+    }
+    step_ = step;
+    outcome.lastStep = step;
+    double seconds = std::chrono::duration<double>(Clock::now() - stepStart).count();
+    double rate = tokensPerStep / std::max(seconds, 1e-9);
+    smoothedRate = step == first ? rate : 0.9 * smoothedRate + 0.1 * rate;
+    TrainProgress progress;
+    progress.row = {step, result->loss, result->lr, result->gradNorm, rate, NAN};
+    bool bad = !std::isfinite(result->loss) ||
+               (trainStep_->hasGradNorm() && !std::isfinite(result->gradNorm));
+    if (!bad && lossEntry_ && (step % options_.evalEvery == 0 || step == last)) {
+      auto evalLoss = evaluate();
+      if (!evalLoss.ok()) {
+        return Status::error(evalLoss.status().code(), "evaluating at step %lld: %s",
+                             static_cast<long long>(step), evalLoss.status().message());
+      }
+      progress.row.evalLoss = *evalLoss;
+    }
+    history_.push_back(progress.row);
+    if (log_) {
+      Status written = log_->write(csvRow(progress.row));
+      if (!written.ok()) {
+        return Status::error(written.code(), "%s; stopping at step %lld%s", written.message(),
+                             static_cast<long long>(step),
+                             lastCheckpoint_.empty()
+                                 ? ""
+                                 : (" (the last checkpoint " + lastCheckpoint_ + " is kept)").c_str());
+      }
+    }
+    progress.lastStep = last;
+    progress.smoothedTokensPerSecond = smoothedRate;
+    progress.elapsedSeconds = std::chrono::duration<double>(Clock::now() - runStart).count();
+    progress.etaSeconds = progress.elapsedSeconds / static_cast<double>(step - first + 1) *
+                          static_cast<double>(last - step);
+    progress.stopping = stopRequested_->load();
+    progress.diverged = bad;
+    TFC_RETURN_IF_ERROR(report(progress));
+    if (bad) {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "step %lld: the loss is %s (grad norm %s); stopping without saving. "
+                           "%s Try a lower --lr, a --warmup, or --grad-clip.",
+                           static_cast<long long>(step), numberText(result->loss).c_str(),
+                           numberText(result->gradNorm).c_str(),
+                           lastGoodCheckpoint(lastCheckpoint_).c_str());
+    }
+    const bool stopping = stopRequested_->load();
+    progress.stopping = stopping;
+    if (!options_.savePath.empty() &&
+        (step == last || (options_.saveEvery > 0 && step % options_.saveEvery == 0) || stopping)) {
+      TFC_RETURN_IF_ERROR(save());
+      progress.event = TrainProgress::Event::kSaved;
+      TFC_RETURN_IF_ERROR(report(progress));
+    }
+    if (stopping && step != last) {
+      outcome.stopped = true;
+      break;
+    }
+  }
+  if (log_) {
+    TFC_RETURN_IF_ERROR(log_->close());
+    log_.reset();
+  }
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - runStart).count();
+  return outcome;
+}
+
+}  // namespace tfc
