@@ -251,3 +251,131 @@ StatusOr<GenerationStats> Generator::generateText(std::string_view prompt,
 }
 
 }  // namespace tfc
+
+// ------------------------------------------------------------------------------ C API
+
+struct tfc_generator_s {
+  tfc::Generator generator;
+};
+
+namespace {
+
+tfc::GenerationOptions fromC(const tfc_generate_options_t& c) {
+  tfc::GenerationOptions options;
+  options.maxNewTokens = c.max_new_tokens;
+  options.sampling.temperature = c.temperature;
+  options.sampling.topK = c.top_k;
+  options.sampling.topP = c.top_p;
+  options.sampling.seed = c.seed;
+  if (c.stop_tokens != nullptr) {
+    options.stopTokens.assign(c.stop_tokens, c.stop_tokens + c.num_stop_tokens);
+  }
+  options.stopAtEndOfText = c.stop_at_end_of_text;
+  return options;
+}
+
+void toC(const tfc::GenerationStats& stats, tfc_generate_stats_t* out) {
+  out->prompt_tokens = stats.promptTokens;
+  out->generated_tokens = stats.generatedTokens;
+  out->prefill_calls = stats.prefillCalls;
+  out->decode_calls = stats.decodeCalls;
+  out->sample_calls = stats.sampleCalls;
+  out->prefill_ms = stats.prefillMs;
+  out->decode_ms = stats.decodeMs;
+  out->sample_ms = stats.sampleMs;
+  out->total_ms = stats.totalMs;
+  out->prefill_tokens_per_second = stats.prefillTokensPerSecond();
+  out->decode_tokens_per_second = stats.decodeTokensPerSecond();
+  out->stop_reason = static_cast<tfc_stop_reason_t>(stats.stopReason);
+  out->last_token = stats.lastToken;
+}
+
+tfc_status_t generateC(tfc_generator_t* generator, const std::vector<int32_t>* ids,
+                       const char* text, size_t length, const tfc_generate_options_t* options,
+                       tfc_token_callback_t callback, void* user_data,
+                       tfc_generate_stats_t* out_stats) {
+  if (generator == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT, "tfc_generator_generate: generator is NULL")
+        .release();
+  }
+  tfc_generate_options_t defaults;
+  tfc_generate_options_initialize(&defaults);
+  tfc::GenerationOptions settings = fromC(options ? *options : defaults);
+  tfc::TokenCallback onToken;
+  if (callback != nullptr) {
+    onToken = [&](int32_t id, std::string_view bytes) {
+      return callback(user_data, id, bytes.empty() ? nullptr : bytes.data(), bytes.size());
+    };
+  }
+  auto stats = ids ? generator->generator.generate(*ids, settings, onToken)
+                   : generator->generator.generateText(std::string_view(text, length), settings,
+                                                       onToken);
+  if (!stats.ok()) return std::move(stats).takeStatus().release();
+  if (out_stats != nullptr) toC(*stats, out_stats);
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+void tfc_generator_options_initialize(tfc_generator_options_t* out_options) {
+  out_options->tokenizer = nullptr;
+}
+
+void tfc_generate_options_initialize(tfc_generate_options_t* out_options) {
+  tfc::GenerationOptions defaults;
+  out_options->max_new_tokens = defaults.maxNewTokens;
+  out_options->temperature = static_cast<float>(defaults.sampling.temperature);
+  out_options->top_k = defaults.sampling.topK;
+  out_options->top_p = static_cast<float>(defaults.sampling.topP);
+  out_options->seed = defaults.sampling.seed;
+  out_options->stop_tokens = nullptr;
+  out_options->num_stop_tokens = 0;
+  out_options->stop_at_end_of_text = defaults.stopAtEndOfText;
+}
+
+tfc_status_t tfc_generator_create(tfc_context_t* context, const tfc_generator_options_t* options,
+                                  tfc_generator_t** out_generator) {
+  if (context == nullptr || out_generator == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT,
+                              "tfc_generator_create: context and out_generator must not be NULL")
+        .release();
+  }
+  tfc_context_retain(context);
+  auto generator = tfc::Generator::create(tfc::Context::adopt(context));
+  if (!generator.ok()) return std::move(generator).takeStatus().release();
+  if (options != nullptr && options->tokenizer != nullptr) {
+    auto tokenizer = tfc::Tokenizer::load(options->tokenizer);
+    if (!tokenizer.ok()) return std::move(tokenizer).takeStatus().release();
+    generator->setTokenizer(std::move(tokenizer).value());
+  }
+  *out_generator = new tfc_generator_s{std::move(generator).value()};
+  return nullptr;
+}
+
+void tfc_generator_destroy(tfc_generator_t* generator) { delete generator; }
+
+int64_t tfc_generator_batch(const tfc_generator_t* g) { return g->generator.batch(); }
+int64_t tfc_generator_prefill_chunk(const tfc_generator_t* g) { return g->generator.prefillChunk(); }
+int64_t tfc_generator_vocab_size(const tfc_generator_t* g) { return g->generator.vocabSize(); }
+int64_t tfc_generator_context_length(const tfc_generator_t* g) { return g->generator.contextLength(); }
+
+tfc_status_t tfc_generator_generate(tfc_generator_t* generator, const int32_t* prompt,
+                                    size_t prompt_length, const tfc_generate_options_t* options,
+                                    tfc_token_callback_t callback, void* user_data,
+                                    tfc_generate_stats_t* out_stats) {
+  std::vector<int32_t> ids;
+  if (prompt != nullptr) ids.assign(prompt, prompt + prompt_length);
+  return generateC(generator, &ids, nullptr, 0, options, callback, user_data, out_stats);
+}
+
+tfc_status_t tfc_generator_generate_text(tfc_generator_t* generator, const char* text,
+                                         size_t length, const tfc_generate_options_t* options,
+                                         tfc_token_callback_t callback, void* user_data,
+                                         tfc_generate_stats_t* out_stats) {
+  return generateC(generator, nullptr, text ? text : "", text ? length : 0, options, callback,
+                   user_data, out_stats);
+}
+
+}  // extern "C"

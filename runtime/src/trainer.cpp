@@ -361,6 +361,7 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
       break;
     }
   }
+  stopRequested_->store(false);  // the request is answered; a later run() starts afresh
   if (log_) {
     TFC_RETURN_IF_ERROR(log_->close());
     log_.reset();
@@ -370,3 +371,121 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
 }
 
 }  // namespace tfc
+
+// ------------------------------------------------------------------------------ C API
+
+struct tfc_trainer_s {
+  tfc::Trainer trainer;
+};
+
+extern "C" {
+
+void tfc_trainer_options_initialize(tfc_trainer_options_t* out) {
+  tfc::TrainerOptions defaults;
+  const tfc::HyperParams& h = defaults.hyper;
+  *out = tfc_trainer_options_t{};
+  out->data_dtype = TFC_TOKEN_FILE_UINT16;
+  out->eval_every = defaults.evalEvery;
+  out->eval_batches = defaults.evalBatches;
+  out->seed = defaults.seed;
+  out->hyper = {h.lr,         h.minLr,    h.warmup, h.schedule, h.weightDecay,
+                h.gradClip,   h.beta1,    h.beta2,  h.eps,      h.momentum};
+}
+
+tfc_status_t tfc_trainer_create(tfc_context_t* context, const tfc_trainer_options_t* options,
+                                tfc_trainer_t** out_trainer) {
+  if (context == nullptr || options == nullptr || out_trainer == nullptr ||
+      options->data_path == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT,
+                              "tfc_trainer_create: context, options (with data_path) and "
+                              "out_trainer must not be NULL")
+        .release();
+  }
+  auto text = [](const char* value) { return value ? std::string(value) : std::string(); };
+  tfc::TrainerOptions o;
+  o.dataPath = options->data_path;
+  o.dataDtype = options->data_dtype == TFC_TOKEN_FILE_UINT32 ? tfc::TokenFileDtype::kUint32
+                                                             : tfc::TokenFileDtype::kUint16;
+  o.evalDataPath = text(options->eval_data_path);
+  o.evalEvery = options->eval_every;
+  o.evalBatches = options->eval_batches;
+  o.steps = options->steps;
+  o.totalSteps = options->total_steps;
+  o.seed = options->seed;
+  const tfc_hyper_params_t& h = options->hyper;
+  o.hyper.lr = h.lr;
+  o.hyper.minLr = h.min_lr;
+  o.hyper.warmup = h.warmup;
+  o.hyper.schedule = h.schedule;
+  o.hyper.weightDecay = h.weight_decay;
+  o.hyper.gradClip = h.grad_clip;
+  o.hyper.beta1 = h.beta1;
+  o.hyper.beta2 = h.beta2;
+  o.hyper.eps = h.eps;
+  o.hyper.momentum = h.momentum;
+  o.savePath = text(options->save_path);
+  o.saveEvery = options->save_every;
+  o.logPath = text(options->log_path);
+  tfc_context_retain(context);
+  auto trainer = tfc::Trainer::create(tfc::Context::adopt(context), o);
+  if (!trainer.ok()) return std::move(trainer).takeStatus().release();
+  *out_trainer = new tfc_trainer_s{std::move(trainer).value()};
+  return nullptr;
+}
+
+void tfc_trainer_destroy(tfc_trainer_t* trainer) { delete trainer; }
+
+tfc_status_t tfc_trainer_resume(tfc_trainer_t* trainer, const char* checkpoint_path) {
+  if (trainer == nullptr || checkpoint_path == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT,
+                              "tfc_trainer_resume: trainer and checkpoint_path must not be NULL")
+        .release();
+  }
+  auto metadata = trainer->trainer.resume(checkpoint_path);
+  return metadata.ok() ? nullptr : std::move(metadata).takeStatus().release();
+}
+
+int64_t tfc_trainer_step(const tfc_trainer_t* trainer) { return trainer->trainer.step(); }
+
+tfc_status_t tfc_trainer_run(tfc_trainer_t* trainer, tfc_train_progress_callback_t callback,
+                             void* user_data, bool* out_stopped) {
+  if (trainer == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT, "tfc_trainer_run: trainer is NULL").release();
+  }
+  tfc::TrainProgressCallback onProgress;
+  if (callback != nullptr) {
+    onProgress = [&](const tfc::TrainProgress& p) {
+      tfc_train_progress_t c{};
+      c.event = p.event == tfc::TrainProgress::Event::kSaved ? TFC_TRAIN_SAVED : TFC_TRAIN_STEP;
+      c.step = p.row.step;
+      c.last_step = p.lastStep;
+      c.loss = p.row.loss;
+      c.lr = p.row.lr;
+      c.grad_norm = p.row.gradNorm;
+      c.tokens_per_second = p.row.tokensPerSecond;
+      c.smoothed_tokens_per_second = p.smoothedTokensPerSecond;
+      c.eval_loss = p.row.evalLoss;
+      c.elapsed_seconds = p.elapsedSeconds;
+      c.eta_seconds = p.etaSeconds;
+      c.stopping = p.stopping;
+      c.diverged = p.diverged;
+      if (!callback(user_data, &c)) trainer->trainer.requestStop();
+      return tfc::Status();
+    };
+  }
+  auto outcome = trainer->trainer.run(onProgress);
+  if (!outcome.ok()) return std::move(outcome).takeStatus().release();
+  if (out_stopped != nullptr) *out_stopped = outcome->stopped;
+  return nullptr;
+}
+
+void tfc_trainer_request_stop(tfc_trainer_t* trainer) { trainer->trainer.requestStop(); }
+
+tfc_status_t tfc_trainer_save(tfc_trainer_t* trainer) {
+  if (trainer == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT, "tfc_trainer_save: trainer is NULL").release();
+  }
+  return trainer->trainer.save().release();
+}
+
+}  // extern "C"

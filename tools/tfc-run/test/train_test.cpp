@@ -1,6 +1,6 @@
 // Tests of `tfc-run train` (and the argument checks of `seed-experiment`) on a fake
-// training artifact (test/fake_train_artifact.c: a bigram model with train_step), so that
-// they run without the compiler: argument, data and checkpoint errors, resume
+// training artifact (runtime/test/fake_artifacts/fake_train_artifact.c: a bigram model with
+// train_step), so that they run without the compiler: argument, data and checkpoint errors, resume
 // bit-identity, NaN stop, failed saves, the CSV log and the PNG plot.
 #include <gtest/gtest.h>
 #include <dirent.h>
@@ -31,8 +31,8 @@ namespace {
 
 using namespace tfc_run_test;
 
-const std::string kTrainModel = std::string(TFC_RUN_TEST_ARTIFACT_DIR) + "/fake_train.so";
-const std::string kOtherModel = std::string(TFC_RUN_TEST_ARTIFACT_DIR) + "/fake_train_other.so";
+const std::string kTrainModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_train.so";
+const std::string kOtherModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_train_other.so";
 const std::string kPlainModel = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_model.so";
 
 class TrainTest : public ScratchDirTest {

@@ -262,6 +262,172 @@ tfc_status_t tfc_context_call_index(tfc_context_t* context, int32_t entry_index,
                                     const tfc_tensor_ref_t* inputs, size_t num_inputs,
                                     const tfc_tensor_ref_t* outputs, size_t num_outputs);
 
+/*===----------------------------------------------------------------------===
+ * Generation: prefill, sample, decode (tfc::Generator, generator.hpp)
+ *===----------------------------------------------------------------------===*/
+
+/* Generates tokens with a decoder-only model's prefill, decode and sample entries: the
+ * prompt in chunks through prefill, then step i samples with seed + i and decodes the token
+ * at the next position, until a stop condition. Each generate call starts at position 0.
+ * Used by one thread at a time (it uses its context); it keeps the context alive. */
+typedef struct tfc_generator_s tfc_generator_t;
+
+typedef struct tfc_generator_options_t {
+  /* A tokenizer: "bytes" or a GPT-2 BPE folder (vocab.json, merges.txt); NULL (default) for
+   * none. With one, text prompts are accepted, tokens come with their bytes and generation
+   * stops at its end-of-text token. */
+  const char* tokenizer;
+} tfc_generator_options_t;
+
+void tfc_generator_options_initialize(tfc_generator_options_t* out_options);
+
+typedef struct tfc_generate_options_t {
+  int64_t max_new_tokens; /* >= 1; default 16 */
+  float temperature;      /* 0 (default): greedy; > 0: sample from softmax(logits / T) */
+  int32_t top_k;          /* 0 (default): no top-k filter */
+  float top_p;            /* 1 (default): no top-p filter; in (0, 1] */
+  int64_t seed;           /* step i samples with seed + i; default 0 */
+  /* Generation also stops after any of these ids (default none). */
+  const int32_t* stop_tokens;
+  size_t num_stop_tokens;
+  bool stop_at_end_of_text; /* at the tokenizer's end-of-text token; default true */
+} tfc_generate_options_t;
+
+void tfc_generate_options_initialize(tfc_generate_options_t* out_options);
+
+typedef enum tfc_stop_reason_e {
+  TFC_STOP_MAX_NEW_TOKENS = 0,
+  TFC_STOP_CONTEXT_LIMIT = 1, /* the next token would not fit the model's n_ctx */
+  TFC_STOP_END_OF_TEXT = 2,
+  TFC_STOP_STOP_TOKEN = 3,
+  TFC_STOP_CALLBACK = 4, /* the token callback returned false */
+} tfc_stop_reason_t;
+
+typedef struct tfc_generate_stats_t {
+  int64_t prompt_tokens;
+  int64_t generated_tokens; /* the token that stopped generation included */
+  int64_t prefill_calls, decode_calls, sample_calls;
+  double prefill_ms, decode_ms, sample_ms, total_ms; /* wall clock */
+  double prefill_tokens_per_second, decode_tokens_per_second;
+  tfc_stop_reason_t stop_reason;
+  int32_t last_token;
+} tfc_generate_stats_t;
+
+/* Called with each generated token and, with a tokenizer, its bytes (NULL and 0 otherwise,
+ * and for the end-of-text token); valid during the call only. Return false to stop. */
+typedef bool (*tfc_token_callback_t)(void* user_data, int32_t token, const char* bytes,
+                                     size_t num_bytes);
+
+/* Binds |context|'s prefill, decode and sample entries (their signatures are checked) and
+ * reads n_ctx from the model's metadata. */
+tfc_status_t tfc_generator_create(tfc_context_t* context, const tfc_generator_options_t* options,
+                                  tfc_generator_t** out_generator);
+void tfc_generator_destroy(tfc_generator_t* generator); /* NULL is accepted */
+
+/* The model's generation batch (rows all run the same prompt; row 0 is reported), prefill
+ * chunk, vocabulary size and context length (n_ctx). */
+int64_t tfc_generator_batch(const tfc_generator_t* generator);
+int64_t tfc_generator_prefill_chunk(const tfc_generator_t* generator);
+int64_t tfc_generator_vocab_size(const tfc_generator_t* generator);
+int64_t tfc_generator_context_length(const tfc_generator_t* generator);
+
+/* Generates a continuation of the |prompt_length| ids at |prompt|, calling |callback| (may
+ * be NULL) with each token; |options| NULL means the defaults; |out_stats| may be NULL. */
+tfc_status_t tfc_generator_generate(tfc_generator_t* generator, const int32_t* prompt,
+                                    size_t prompt_length, const tfc_generate_options_t* options,
+                                    tfc_token_callback_t callback, void* user_data,
+                                    tfc_generate_stats_t* out_stats);
+/* The same with a text prompt of |length| bytes, encoded by the generator's tokenizer
+ * (FAILED_PRECONDITION without one). */
+tfc_status_t tfc_generator_generate_text(tfc_generator_t* generator, const char* text,
+                                         size_t length, const tfc_generate_options_t* options,
+                                         tfc_token_callback_t callback, void* user_data,
+                                         tfc_generate_stats_t* out_stats);
+
+/*===----------------------------------------------------------------------===
+ * Training: batches, schedule, evaluation, checkpoints (tfc::Trainer, trainer.hpp)
+ *===----------------------------------------------------------------------===*/
+
+/* Trains a decoder-only model compiled with an optimizer on a flat token file (nanoGPT-style
+ * seeded batches, the compiled train_step), with evaluation on held-out tokens, atomic
+ * checkpoints that resume bit-identically, and a CSV log. Used by one thread at a time,
+ * except tfc_trainer_request_stop; it keeps its context alive. */
+typedef struct tfc_trainer_s tfc_trainer_t;
+
+/* The run-time hyper-parameters of train_step (the schedule's length comes from the
+ * options' total_steps). */
+typedef struct tfc_hyper_params_t {
+  double lr;            /* peak learning rate; default 3e-4 */
+  double min_lr;        /* at the end of the decay; default 0 */
+  double warmup;        /* linear warm-up steps; default 0 */
+  int32_t schedule;     /* 0 constant (default), 1 warm-up + linear decay, 2 + cosine */
+  double weight_decay;  /* default 0.1 */
+  double grad_clip;     /* global norm; <= 0 off; default 1 */
+  double beta1, beta2, eps; /* AdamW: defaults 0.9, 0.95, 1e-8 */
+  double momentum;          /* SGD: default 0.9 */
+} tfc_hyper_params_t;
+
+typedef enum tfc_token_file_dtype_e {
+  TFC_TOKEN_FILE_UINT16 = 0,
+  TFC_TOKEN_FILE_UINT32 = 1,
+} tfc_token_file_dtype_t;
+
+typedef struct tfc_trainer_options_t {
+  const char* data_path;            /* .bin (headerless or llm.c) or 1-D .npy; required */
+  tfc_token_file_dtype_t data_dtype; /* of headerless .bin files; default uint16 */
+  const char* eval_data_path;       /* held-out tokens; NULL (default): no evaluation */
+  int64_t eval_every;               /* default 100 */
+  int64_t eval_batches;             /* default 20 */
+  int64_t steps;                    /* the step to reach; required */
+  int64_t total_steps;              /* the schedule's length; 0 (default): steps */
+  uint64_t seed;                    /* the batch sampler's; default 1337 */
+  tfc_hyper_params_t hyper;
+  const char* save_path;            /* the checkpoint; NULL (default): never saves */
+  int64_t save_every;               /* also save every K steps; 0 (default): at the end */
+  const char* log_path;             /* CSV log; NULL (default): none */
+} tfc_trainer_options_t;
+
+void tfc_trainer_options_initialize(tfc_trainer_options_t* out_options);
+
+typedef enum tfc_train_event_e {
+  TFC_TRAIN_STEP = 0,  /* a step (and its evaluation) is done; a save may follow */
+  TFC_TRAIN_SAVED = 1, /* a checkpoint of this step was written */
+} tfc_train_event_t;
+
+typedef struct tfc_train_progress_t {
+  tfc_train_event_t event;
+  int64_t step, last_step;
+  double loss, lr, grad_norm; /* lr, grad_norm NaN when train_step does not output them */
+  double tokens_per_second, smoothed_tokens_per_second;
+  double eval_loss; /* NaN when not evaluated at this step */
+  double elapsed_seconds, eta_seconds;
+  bool stopping; /* a stop was requested: this is the last step */
+  bool diverged; /* a NaN or infinite loss: the run fails after this call */
+} tfc_train_progress_t;
+
+/* Return false to stop after this step (saving it, as tfc_trainer_request_stop). */
+typedef bool (*tfc_train_progress_callback_t)(void* user_data,
+                                             const tfc_train_progress_t* progress);
+
+/* Binds |context|'s train_step (and loss entry with eval data) and opens and checks the data.
+ * Set the parameters (init, weights) before running, or resume. */
+tfc_status_t tfc_trainer_create(tfc_context_t* context, const tfc_trainer_options_t* options,
+                                tfc_trainer_t** out_trainer);
+void tfc_trainer_destroy(tfc_trainer_t* trainer); /* NULL is accepted */
+/* Loads a checkpoint of this model: parameters, state, step, sampler position and seed. */
+tfc_status_t tfc_trainer_resume(tfc_trainer_t* trainer, const char* checkpoint_path);
+/* The step of the parameters: 0, the resumed checkpoint's, or the last one trained. */
+int64_t tfc_trainer_step(const tfc_trainer_t* trainer);
+/* Trains up to the options' steps; |callback| may be NULL. |out_stopped| (may be NULL) says
+ * whether a stop request ended the run early. */
+tfc_status_t tfc_trainer_run(tfc_trainer_t* trainer, tfc_train_progress_callback_t callback,
+                             void* user_data, bool* out_stopped);
+/* Asks a running tfc_trainer_run to save and return after the current step.
+ * Async-signal-safe. */
+void tfc_trainer_request_stop(tfc_trainer_t* trainer);
+/* Writes a checkpoint of the current step to the options' save_path. */
+tfc_status_t tfc_trainer_save(tfc_trainer_t* trainer);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

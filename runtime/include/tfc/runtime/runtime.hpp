@@ -179,6 +179,9 @@ class Context {
  public:
   Context() = default;
 
+  // A Context owning the reference |adopted| (for wrapping a handle of the C API).
+  static Context adopt(tfc_context_t* adopted) { return Context(adopted); }
+
   static StatusOr<Context> create(const Artifact& artifact, const Params& params,
                                   const tfc_context_options_t* options = nullptr) {
     tfc_context_t* raw = nullptr;

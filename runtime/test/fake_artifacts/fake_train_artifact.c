@@ -1,5 +1,5 @@
 /* A hand-written stand-in for a model compiled with `tfc --optimizer=adamw`, so that
- * `tfc-run train` can be tested without the compiler: a bigram language model
+ * `tfc-run train`, tfc::Trainer and tfc::Generator can be tested without the compiler: a bigram language model
  * (logits[b,t,:] = wte[tokens[b,t], :] + bias) with the entries and state that
  * tfc-train-step builds.
  *
@@ -18,6 +18,11 @@
  *             context fails as the position embedding's lookup ("embedding: id out of
  *             range"), and prefill's n is clamped to [1, P] after an int32 n - 1, so that
  *             tfc-run's own checks of these inputs can be tested.
+ *             sample(logits f32[2,16], temperature f32[], top_k i32[], top_p f32[],
+ *                    seed i64[]) -> ids i32[2]
+ *             temperature 0: the argmax of each row; else the argmax of logits / T plus a
+ *             noise that is a function of (seed, row, id) only (top-k, top-p ignored), so
+ *             that the seed a caller passes shows in the ids.
  * Built twice: plain (fake_train.so) and with FAKE_OTHER_HASH (fake_train_other.so, the
  * same tensors under another module hash).
  */
@@ -78,6 +83,13 @@ static const tfc_tensor_desc_t kPrefillIn[] = {{"tokens", TFC_ABI_I32, 2, kShape
 static const tfc_tensor_desc_t kDecodeIn[] = {{"token", TFC_ABI_I32, 2, kShapeB1, "", 0, 0},
                                               {"pos", TFC_ABI_I32, 0, NULL, "", 0, 0}};
 static const tfc_tensor_desc_t kLastLogits[] = {{"logits", TFC_ABI_F32, 2, kShapeBV, "", 0, 0}};
+static const int64_t kShapeB[] = {B};
+static const tfc_tensor_desc_t kSampleIn[] = {{"logits", TFC_ABI_F32, 2, kShapeBV, "", 0, 0},
+                                              {"temperature", TFC_ABI_F32, 0, NULL, "", 0, 0},
+                                              {"top_k", TFC_ABI_I32, 0, NULL, "", 0, 0},
+                                              {"top_p", TFC_ABI_F32, 0, NULL, "", 0, 0},
+                                              {"seed", TFC_ABI_I64, 0, NULL, "", 0, 0}};
+static const tfc_tensor_desc_t kSampleOut[] = {{"ids", TFC_ABI_I32, 1, kShapeB, "", 0, 0}};
 
 static int checkTokens(const tfc_host_api_t* host, const int32_t* tokens) {
   for (int i = 0; i < B * T; ++i) {
@@ -237,12 +249,42 @@ static int32_t decode(const tfc_host_api_t* host, void* const* params, void* con
                     (float*)outputs[0]);
 }
 
+/* SplitMix64's finalizer: a noise in [0, 1) from (seed, row, id). */
+static double noise(uint64_t seed, int row, int id) {
+  uint64_t z = seed * 0x9E3779B97F4A7C15ull + (uint64_t)(row * V + id + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+static int32_t sample(const tfc_host_api_t* host, void* const* params, void* const* state,
+                      void* const* inputs, void* const* outputs, void* arena) {
+  (void)host, (void)params, (void)state, (void)arena;
+  const float* logits = (const float*)inputs[0];
+  float temperature = *(const float*)inputs[1];
+  uint64_t seed = (uint64_t)*(const int64_t*)inputs[4];
+  int32_t* ids = (int32_t*)outputs[0];
+  for (int b = 0; b < B; ++b) {
+    int best = 0;
+    double bestScore = -INFINITY;
+    for (int v = 0; v < V; ++v) {
+      double score = temperature > 0.0f
+                         ? logits[b * V + v] / temperature - log(-log(noise(seed, b, v) + 1e-12))
+                         : logits[b * V + v];
+      if (score > bestScore) bestScore = score, best = v;
+    }
+    ids[b] = best;
+  }
+  return 0;
+}
+
 static const tfc_entry_t kEntries[] = {
     {"forward", 1, 1, kForwardIn, kForwardOut, 0, 1, forward},
     {"loss", 2, 1, kLossIn, kLossOut, 0, 1, loss},
     {"train_step", 12, 3, kTrainIn, kTrainOut, sizeof(float) * B * T * V, 1, trainStep},
     {"prefill", 3, 1, kPrefillIn, kLastLogits, 0, 1, prefill},
     {"decode", 2, 1, kDecodeIn, kLastLogits, 0, 1, decode},
+    {"sample", 5, 1, kSampleIn, kSampleOut, 0, 1, sample},
 };
 
 static const tfc_artifact_t kArtifact = {
