@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,41 @@ TEST_F(GenerateTest, BadTokenizerFolder) {
   EXPECT_TRUE(contains(result.err, "tfc-run: error: --tokenizer ")) << result.err;
   EXPECT_TRUE(contains(result.err, "vocab.json")) << result.err;
   EXPECT_EQ(result.out, "");
+}
+
+// The fake bigram training model has prefill, decode and sample (vocabulary 16, n_ctx 8):
+// text through the byte tokenizer, and stop token ids.
+TEST_F(GenerateTest, ByteTokenizerAndStopTokens) {
+  const std::string model = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_train.so";
+  ASSERT_EQ(run({model, "init", "-o", file("w.safetensors")}).code, 0);
+  const std::vector<std::string> base = {model, "generate", "--weights", file("w.safetensors"),
+                                         "--max-new-tokens", "4", "--quiet"};
+  SplitResult ids = run(with(base, {"--prompt-tokens", "5"}));
+  ASSERT_EQ(ids.code, 0) << ids.err;
+  std::vector<int> tokens;
+  for (std::istringstream line(ids.out); line;) {
+    int id = -1;
+    if (line >> id) tokens.push_back(id);
+  }
+  ASSERT_EQ(tokens.size(), 4u) << ids.out;
+
+  // "\x05" is byte token 5: the same ids, each streamed as its byte before the ids line.
+  SplitResult text = run(with(base, {"--prompt", "\x05", "--tokenizer", "bytes"}));
+  ASSERT_EQ(text.code, 0) << text.err;
+  std::string bytes;
+  for (int id : tokens) bytes += static_cast<char>(id);
+  EXPECT_EQ(text.out, bytes + "\n" + ids.out);
+
+  SplitResult stopped = run(with(base, {"--prompt-tokens", "5", "--stop-token",
+                                        std::to_string(tokens[1]), "--stop-token", "15"}));
+  ASSERT_EQ(stopped.code, 0) << stopped.err;
+  size_t expected = 1;  // up to and with the first stop token
+  while (tokens[expected - 1] != tokens[1] && tokens[expected - 1] != 15) ++expected;
+  std::string prefix;
+  for (size_t i = 0; i < expected; ++i) prefix += (i ? " " : "") + std::to_string(tokens[i]);
+  EXPECT_EQ(stopped.out, prefix + "\n");
+  expectError(with(base, {"--prompt-tokens", "5", "--stop-token", "x"}), 2,
+              "--stop-token 'x' is not a token id");
 }
 
 TEST_F(GenerateTest, ModelsThatCannotGenerate) {
