@@ -24,17 +24,10 @@ constexpr const char* kCsvHeader = "step,loss,lr,grad_norm,tokens_per_s,eval_los
 // The evaluation sampler's seed, derived from the run's: the same batches each time.
 constexpr uint64_t kEvalSeedMix = 0x5EEDE7A1ull;
 
-std::string csvNumber(double value) {
-  if (std::isnan(value)) return "";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.7g", value);
-  return buffer;
-}
-
 std::string csvRow(const TrainLogRow& row) {
-  return std::to_string(row.step) + "," + csvNumber(row.loss) + "," + csvNumber(row.lr) + "," +
-         csvNumber(row.gradNorm) + "," + csvNumber(row.tokensPerSecond) + "," +
-         csvNumber(row.evalLoss) + "\n";
+  return std::to_string(row.step) + "," + formatLogNumber(row.loss) + "," +
+         formatLogNumber(row.lr) + "," + formatLogNumber(row.gradNorm) + "," +
+         formatLogNumber(row.tokensPerSecond) + "," + formatLogNumber(row.evalLoss) + "\n";
 }
 
 // "nan", "inf", "-inf" or the value, for messages.
@@ -105,6 +98,13 @@ std::string lastGoodCheckpoint(const std::string& last) {
 }
 
 }  // namespace
+
+std::string formatLogNumber(double value) {
+  if (std::isnan(value)) return "";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.7g", value);
+  return buffer;
+}
 
 StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& options) {
   Trainer trainer;

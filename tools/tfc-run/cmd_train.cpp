@@ -20,13 +20,6 @@ namespace {
 volatile sig_atomic_t gInterrupted = 0;
 void onSignal(int) { gInterrupted = 1; }
 
-std::string csvNumber(double value) {
-  if (std::isnan(value)) return "";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.7g", value);
-  return buffer;
-}
-
 Status writePlot(const std::string& path, const std::vector<TrainLogRow>& rows) {
   PlotSeries raw{{}, {}, {170, 200, 235}, 1, false};
   PlotSeries smooth{{}, {}, {20, 80, 200}, 2, false};
@@ -273,7 +266,7 @@ int runTrain(const Invocation& invocation) {
                   formatRate(progress.smoothedTokensPerSecond).c_str(),
                   formatDuration(progress.etaSeconds).c_str());
     std::string text = line;
-    if (!std::isnan(row.evalLoss)) text += "  eval loss " + csvNumber(row.evalLoss);
+    if (!std::isnan(row.evalLoss)) text += "  eval loss " + formatLogNumber(row.evalLoss);
     if (tty) {
       std::fprintf(stderr, "\r\033[K%s", text.c_str());
       progressOpen = true;
@@ -315,7 +308,7 @@ int runTrain(const Invocation& invocation) {
               formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T) /
                          outcome->seconds).c_str(),
               final.loss,
-              std::isnan(final.evalLoss) ? "" : (", eval loss " + csvNumber(final.evalLoss)).c_str());
+              std::isnan(final.evalLoss) ? "" : (", eval loss " + formatLogNumber(final.evalLoss)).c_str());
   std::printf("checkpoint: %s\n", savePath.c_str());
   if (!options.logPath.empty()) std::printf("log: %s\n", options.logPath.c_str());
   if (args.has("--plot")) std::printf("plot: %s\n", args.get("--plot").c_str());

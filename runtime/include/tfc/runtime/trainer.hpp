@@ -67,6 +67,9 @@ struct TrainLogRow {
   double loss, lr, gradNorm, tokensPerSecond, evalLoss;  // evalLoss NaN when not evaluated
 };
 
+// A number as the log writes it: "%.7g", or "" for NaN (not evaluated, not output).
+std::string formatLogNumber(double value);
+
 // What the progress callback is told.
 struct TrainProgress {
   enum class Event {
