@@ -62,7 +62,16 @@ bool parsePositive(const Command* command, const Args& args, const char* name, i
   return true;
 }
 
-int runTrain(const Invocation& invocation) {
+// What the command line asks for: the trainer's options and what is the tool's own.
+struct TrainSettings {
+  TrainerOptions trainer;
+  int64_t batch = 0, seq = 0;  // --batch, --seq: 0 when not given
+  int64_t threads = 0;
+  uint64_t initSeed = 0;
+};
+
+// Parses and checks everything that needs no model; returns 0 or the usage error's code.
+int parseTrainArgs(const Invocation& invocation, TrainSettings* settings) {
   const Command* command = invocation.command;
   const Args& args = invocation.args;
   if (!args.positional.empty()) {
@@ -133,15 +142,37 @@ int runTrain(const Invocation& invocation) {
     return fail("--save " + savePath + ": the folder " + parentDirectory(savePath) +
                 " does not exist");
   }
+  TrainerOptions& options = settings->trainer;
+  options.dataPath = args.get("--data");
+  options.dataDtype = dataDtype;
+  options.evalDataPath = args.get("--eval-data");
+  options.evalEvery = evalEvery;
+  options.evalBatches = evalBatches;
+  options.steps = steps;
+  options.totalSteps = totalSteps;
+  options.seed = seed;
+  options.hyper = hyper;
+  options.savePath = savePath;
+  options.saveEvery = saveEvery;
+  options.logPath = args.get("--log");
+  options.logLabel = "--log";
+  settings->batch = batch;
+  settings->seq = seq;
+  settings->threads = threads;
+  settings->initSeed = initSeed;
+  return 0;
+}
 
-  // The model and its training entry: checked here first, to say which options to change.
-  auto artifact = Artifact::open(invocation.model);
-  if (!artifact.ok()) return fail(artifact.status());
-  int64_t B = 0, T = 0;
+// Checks the model's train_step against the command line before anything is loaded, to say
+// which options to change (or how to recompile); returns 0 or the failure's exit code.
+int checkTrainStep(const Invocation& invocation, const Artifact& artifact,
+                   const TrainSettings& settings) {
+  const Args& args = invocation.args;
+  const int64_t batch = settings.batch, seq = settings.seq;
   {
-    auto trainStep = TrainStep::create(*artifact);
+    auto trainStep = TrainStep::create(artifact);
     if (!trainStep.ok()) return fail(trainStep.status());
-    Status status = checkOptimizerOptions(*trainStep, args, std::string(artifact->path()));
+    Status status = checkOptimizerOptions(*trainStep, args, std::string(artifact.path()));
     if (!status.ok()) return fail(status);
     const std::string inputNames = join(trainStep->dataInputNames());
     if (trainStep->numDataInputs() != 2 || inputNames != "tokens, targets" ||
@@ -156,10 +187,9 @@ int runTrain(const Invocation& invocation) {
                   "train_step takes tokens and targets (I32 [B, T]); this one takes " +
                   inputNames + hint);
     }
-    B = trainStep->dataDesc(0).shape[0];
-    T = trainStep->dataDesc(0).shape[1];
+    const int64_t B = trainStep->dataDesc(0).shape[0], T = trainStep->dataDesc(0).shape[1];
     if ((batch != 0 && batch != B) || (seq != 0 && seq != T)) {
-      std::string name = modelName(*artifact);
+      std::string name = modelName(artifact);
       if (name.empty()) name = "gpt2";
       return fail(invocation.model + " was compiled for --batch " + std::to_string(B) +
                   " --seq " + std::to_string(T) + " (train_step takes tokens I32 [" +
@@ -172,29 +202,83 @@ int runTrain(const Invocation& invocation) {
                   " -o model.so");
     }
   }
+  return 0;
+}
+
+// The progress lines on stderr: one per step, or one rewritten line on a terminal.
+class ProgressPrinter {
+ public:
+  ProgressPrinter(const Trainer& trainer, const std::string& plotPath)
+      : trainer_(trainer), plotPath_(plotPath), tty_(::isatty(STDERR_FILENO) == 1) {}
+
+  // Ends a rewritten line, so that what follows starts on its own.
+  void end() {
+    if (open_) std::fputc('\n', stderr);
+    open_ = false;
+  }
+
+  // The trainer's progress callback; an error (writing the plot) stops the run.
+  Status report(const TrainProgress& progress) {
+    const TrainLogRow& row = progress.row;
+    const int64_t steps = progress.lastStep;
+    if (progress.event == TrainProgress::Event::kSaved) {
+      if (!plotPath_.empty()) {
+        Status plotted = writePlot(plotPath_, trainer_.history());
+        if (!plotted.ok()) return plotted;
+      }
+      if (!tty_ || row.step == steps || progress.stopping) {
+        end();
+        std::fprintf(stderr, "saved %s at step %" PRId64 "\n",
+                     trainer_.options().savePath.c_str(), row.step);
+      }
+      return Status();
+    }
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "step %" PRId64 "/%" PRId64 "  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s  "
+                  "ETA %s",
+                  row.step, steps, row.loss, row.lr, row.gradNorm,
+                  formatRate(progress.smoothedTokensPerSecond).c_str(),
+                  formatDuration(progress.etaSeconds).c_str());
+    std::string text = line;
+    if (!std::isnan(row.evalLoss)) text += "  eval loss " + formatLogNumber(row.evalLoss);
+    if (tty_) {
+      std::fprintf(stderr, "\r\033[K%s", text.c_str());
+      open_ = true;
+      if (!std::isnan(row.evalLoss)) end();
+    } else {
+      std::fprintf(stderr, "%s\n", text.c_str());
+    }
+    if (progress.diverged && !plotPath_.empty()) (void)writePlot(plotPath_, trainer_.history());
+    return Status();
+  }
+
+ private:
+  const Trainer& trainer_;
+  std::string plotPath_;
+  bool tty_;
+  bool open_ = false;  // a \r line is on screen
+};
+
+int runTrain(const Invocation& invocation) {
+  const Args& args = invocation.args;
+  TrainSettings settings;
+  if (int code = parseTrainArgs(invocation, &settings)) return code;
+  const TrainerOptions& options = settings.trainer;
+  const int64_t steps = options.steps;
+  const std::string& savePath = options.savePath;
+  auto artifact = Artifact::open(invocation.model);
+  if (!artifact.ok()) return fail(artifact.status());
+  if (int code = checkTrainStep(invocation, *artifact, settings)) return code;
 
   // Parameters, context, data and the trainer.
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
   tfc_context_options_t contextOptions;
   tfc_context_options_initialize(&contextOptions);
-  contextOptions.num_threads = static_cast<int32_t>(threads);
+  contextOptions.num_threads = static_cast<int32_t>(settings.threads);
   auto context = Context::create(*artifact, *params, &contextOptions);
   if (!context.ok()) return fail(context.status());
-  TrainerOptions options;
-  options.dataPath = args.get("--data");
-  options.dataDtype = dataDtype;
-  options.evalDataPath = args.get("--eval-data");
-  options.evalEvery = evalEvery;
-  options.evalBatches = evalBatches;
-  options.steps = steps;
-  options.totalSteps = totalSteps;
-  options.seed = seed;
-  options.hyper = hyper;
-  options.savePath = savePath;
-  options.saveEvery = saveEvery;
-  options.logPath = args.get("--log");
-  options.logLabel = "--log";
   auto trainer = Trainer::create(*context, options);
   if (!trainer.ok()) return fail(trainer.status());
   if (args.has("--resume")) {
@@ -203,16 +287,16 @@ int runTrain(const Invocation& invocation) {
     if (!metadata.ok()) return fail(metadata.status());
     auto savedSeed = metadata->find("sampler.seed");
     std::string saved = savedSeed == metadata->end() ? "" : savedSeed->second;
-    if (args.has("--seed") && saved != std::to_string(seed)) {
+    if (args.has("--seed") && saved != std::to_string(options.seed)) {
       std::fprintf(stderr, "tfc-run: warning: --seed %" PRIu64 " differs from the checkpoint's "
                            "sampler seed %s; the sampler continues from the checkpoint\n",
-                   seed, saved.c_str());
+                   options.seed, saved.c_str());
     }
     std::fprintf(stderr, "resuming from %s at step %" PRId64 "\n", resumePath.c_str(),
                  trainer->step());
   } else {
     Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
-                                          : params->init(initSeed);
+                                          : params->init(settings.initSeed);
     if (!status.ok()) return fail(status);
   }
   if (trainer->step() >= steps) {
@@ -222,6 +306,8 @@ int runTrain(const Invocation& invocation) {
     return 0;
   }
 
+  const int64_t B = trainer->batch(), T = trainer->seq();
+  const HyperParams& hyper = options.hyper;
   uint64_t paramCount = 0;
   for (int32_t i = 0; i < artifact->paramCount(); ++i) {
     uint64_t count = 1;
@@ -239,46 +325,11 @@ int runTrain(const Invocation& invocation) {
                scheduleName(hyper.schedule), hyper.warmup, hyper.minLr, hyper.weightDecay,
                hyper.gradClip);
 
-  const bool tty = ::isatty(STDERR_FILENO) == 1;
-  bool progressOpen = false;  // a \r line is on screen
-  auto endProgress = [&] {
-    if (progressOpen) std::fputc('\n', stderr);
-    progressOpen = false;
-  };
-  auto onProgress = [&](const TrainProgress& progress) -> Status {
-    const TrainLogRow& row = progress.row;
-    if (progress.event == TrainProgress::Event::kSaved) {
-      if (args.has("--plot")) {
-        Status plotted = writePlot(args.get("--plot"), trainer->history());
-        if (!plotted.ok()) return plotted;
-      }
-      if (!tty || row.step == steps || progress.stopping) {
-        endProgress();
-        std::fprintf(stderr, "saved %s at step %" PRId64 "\n", savePath.c_str(), row.step);
-      }
-      return Status();
-    }
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "step %" PRId64 "/%" PRId64 "  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s  "
-                  "ETA %s",
-                  row.step, steps, row.loss, row.lr, row.gradNorm,
-                  formatRate(progress.smoothedTokensPerSecond).c_str(),
-                  formatDuration(progress.etaSeconds).c_str());
-    std::string text = line;
-    if (!std::isnan(row.evalLoss)) text += "  eval loss " + formatLogNumber(row.evalLoss);
-    if (tty) {
-      std::fprintf(stderr, "\r\033[K%s", text.c_str());
-      progressOpen = true;
-      if (!std::isnan(row.evalLoss)) endProgress();
-    } else {
-      std::fprintf(stderr, "%s\n", text.c_str());
-    }
-    if (progress.diverged && args.has("--plot")) {
-      (void)writePlot(args.get("--plot"), trainer->history());
-    }
+  ProgressPrinter printer(*trainer, args.get("--plot"));
+  auto onProgress = [&](const TrainProgress& progress) {
+    Status status = printer.report(progress);
     if (gInterrupted) trainer->requestStop();
-    return Status();
+    return status;
   };
 
   struct sigaction action {};
@@ -293,11 +344,11 @@ int runTrain(const Invocation& invocation) {
   sigaction(SIGINT, &oldInt, nullptr);
   sigaction(SIGTERM, &oldTerm, nullptr);
   if (!outcome.ok()) {
-    endProgress();
+    printer.end();
     return fail(outcome.status());
   }
   if (outcome->stopped) {
-    endProgress();
+    printer.end();
     std::fprintf(stderr, "interrupted at step %" PRId64 "; resume with --resume %s\n",
                  outcome->lastStep, savePath.c_str());
     return 130;
