@@ -516,6 +516,16 @@ int32_t Gpt2Tokenizer::vocabSize() const { return static_cast<int32_t>(impl_->to
 
 std::optional<int32_t> Gpt2Tokenizer::eosId() const { return impl_->eos; }
 
+std::optional<size_t> Gpt2Tokenizer::firstInvalidUtf8(std::string_view bytes) {
+  for (size_t pos = 0; pos < bytes.size();) {
+    uint32_t cp = 0;
+    size_t length = decodeUtf8(bytes, pos, &cp);
+    if (length == 0) return pos;
+    pos += length;
+  }
+  return std::nullopt;
+}
+
 std::string Gpt2Tokenizer::replaceInvalidUtf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

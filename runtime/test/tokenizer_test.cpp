@@ -382,6 +382,36 @@ TEST(Gpt2Tokenizer, ReplaceInvalidUtf8LikePython) {
   EXPECT_EQ(replace("\xC0\xAF"), r + r);
 }
 
+// The offset is where replaceInvalidUtf8 puts its first U+FFFD.
+TEST(Gpt2Tokenizer, FirstInvalidUtf8) {
+  auto first = [](const std::string& s) { return Gpt2Tokenizer::firstInvalidUtf8(s); };
+  EXPECT_EQ(first(""), std::nullopt);
+  EXPECT_EQ(first("abc \xC3\xA9 \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF"), std::nullopt);
+  EXPECT_EQ(first("a\xFF" "b"), 1u);
+  EXPECT_EQ(first("ab\xE2\x82"), 2u);                  // truncated at the end
+  EXPECT_EQ(first("\xC3\xA9\xE2\x82" "A"), 2u);         // truncated before ASCII
+  EXPECT_EQ(first("\xC3\xA9\xF0\x80\x80"), 2u);        // overlong
+  EXPECT_EQ(first("\xC0\xAF"), 0u);                    // overlong '/'
+  EXPECT_EQ(first("x\xED\xA0\x80"), 1u);               // surrogate
+  EXPECT_EQ(first("xy\xF4\x90\x80\x80"), 2u);          // above U+10FFFF
+  EXPECT_EQ(first("\x80"), 0u);                         // a lone continuation byte
+  Random random;
+  SCOPED_TRACE(random.trace());
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(16, '\0');
+    random.fill(bytes.data(), bytes.size());
+    std::optional<size_t> offset = first(bytes);
+    std::string replaced = Gpt2Tokenizer::replaceInvalidUtf8(bytes);
+    if (!offset) {
+      ASSERT_EQ(replaced, bytes);
+    } else {
+      ASSERT_EQ(replaced.substr(0, *offset), bytes.substr(0, *offset));
+      ASSERT_EQ(replaced.substr(*offset, 3), "\xEF\xBF\xBD") << hexOf(bytes);
+      ASSERT_EQ(first(bytes.substr(0, *offset)), std::nullopt);
+    }
+  }
+}
+
 TEST(Gpt2Tokenizer, LongWordIsFast) {
   SmallTokenizer small;
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());

@@ -112,6 +112,10 @@ class Gpt2Tokenizer final : public Tokenizer {
   // bytes.decode("utf-8", errors="replace") does (one U+FFFD per maximal subpart), i.e.
   // Hugging Face's decode() is replaceInvalidUtf8(decode(ids)).
   static std::string replaceInvalidUtf8(std::string_view bytes);
+  // The byte offset of the first ill-formed UTF-8 sequence in |bytes| (the first byte that
+  // replaceInvalidUtf8 would replace), or nullopt when |bytes| is well-formed UTF-8. For
+  // callers that refuse such text instead of encoding its bytes one by one (tokenize).
+  static std::optional<size_t> firstInvalidUtf8(std::string_view bytes);
 
  private:
   struct Impl;
