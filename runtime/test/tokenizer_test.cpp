@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -435,6 +436,64 @@ TEST(ByteTokenizer, EveryByteRoundTrips) {
   std::vector<int32_t> bad = {65, 256};
   EXPECT_TRUE(isError(tokenizer.decode(bad).status(), TFC_INVALID_ARGUMENT, "256",
                       "position 1"));
+}
+
+// Encoding at nextSplit's offsets gives the ids of the whole: texts of the fixture's
+// cases (many scripts, spaces, punctuation, invalid UTF-8, "<|endoftext|>") joined by
+// separators that put spaces and newlines in every context, under the fixture's tokenizer
+// and one whose merges join runs of white space (which a split inside a run of white space,
+// "a\n|\nb", would change: the pattern makes "\n", "\n" of the whole but "\n\n" at the
+// end of a piece).
+void checkNextSplit(const Gpt2Tokenizer& tokenizer, const Fixture& fixture, Random& random) {
+  const char* separators[] = {" ", "  ", "\n", " \n", "\n\n", "x y", "a 1", ". ,", "'s 's",
+                              "<|endoftext|> <|endoftext|>", "\t \t", "\xFF \xFF", "\xC2\xA0 x"};
+  std::uniform_int_distribution<size_t> pick(0, 1000000);
+  for (int round = 0; round < 200; ++round) {
+    std::string text;
+    for (int k = 0; k < 8; ++k) {
+      text += fixture.cases[pick(random.engine) % fixture.cases.size()].text;
+      text += separators[pick(random.engine) % std::size(separators)];
+    }
+    std::vector<int32_t> pieces;
+    size_t splits = 0;
+    for (size_t at = 0; at < text.size();) {
+      size_t next = tokenizer.nextSplit(text, at + 1 + pick(random.engine) % 16);
+      ASSERT_GT(next, at);
+      ASSERT_LE(next, text.size());
+      std::vector<int32_t> ids = tokenizer.encode(std::string_view(text).substr(at, next - at));
+      pieces.insert(pieces.end(), ids.begin(), ids.end());
+      splits += next < text.size();
+      at = next;
+    }
+    ASSERT_EQ(pieces, tokenizer.encode(text)) << "hex " << hexOf(text) << ", " << splits << " splits";
+  }
+}
+
+TEST(Gpt2Tokenizer, NextSplitChangesNoId) {
+  Fixture fixture = parseFixture(fixturePath());
+  TempDir dir;
+  StatusOr<Gpt2Tokenizer> tokenizer = loadFixtureTokenizer(dir, fixture);
+  ASSERT_OK(tokenizer);
+  Random random;
+  SCOPED_TRACE(random.trace());
+  checkNextSplit(*tokenizer, fixture, random);
+  // Stand-ins: "\xC4\xA0" is ' ', "\xC4\x8A" '\n', "\xC4\x89" '\t'.
+  const std::string space = "\xC4\xA0", newline = "\xC4\x8A", tab = "\xC4\x89";
+  TempDir whiteDir;
+  writeTokenizerFiles(whiteDir.path(),
+                      byteVocab({space + space, newline + newline, space + newline,
+                                 newline + space, tab + space, space + tab, "<|endoftext|>"}),
+                      {{space, space}, {newline, newline}, {space, newline}, {newline, space},
+                       {tab, space}, {space, tab}});
+  StatusOr<Gpt2Tokenizer> white = Gpt2Tokenizer::load(whiteDir.path());
+  ASSERT_OK(white);
+  checkNextSplit(*white, fixture, random);
+  EXPECT_EQ(tokenizer->nextSplit("ab cd", 0), 2u);
+  EXPECT_EQ(tokenizer->nextSplit("ab cd", 3), 5u);
+  EXPECT_EQ(tokenizer->nextSplit("a  b\nc \xC3\xA9", 0), 9u);  // no space between printables
+  ByteTokenizer bytes;
+  EXPECT_EQ(bytes.nextSplit("abc", 1), 1u);
+  EXPECT_EQ(bytes.nextSplit("abc", 7), 3u);
 }
 
 TEST(Tokenizer, LoadBySpec) {

@@ -72,20 +72,6 @@ Status readInput(const std::string& path, std::string* out) {
   return Status();
 }
 
-bool isPrintableAscii(char c) { return c > ' ' && c < 0x7F; }
-
-// The first offset p >= |from| at which |text| can be cut without changing its tokens: a
-// space between two printable ASCII characters ("a b"), or the end. GPT-2's pre-tokenizer
-// ends a piece at the character before such a space and starts one at the space (" b"),
-// whatever comes before or after, and "<|endoftext|>" holds no space; the byte tokenizer
-// can be cut anywhere.
-size_t nextCut(std::string_view text, size_t from) {
-  for (size_t p = std::max<size_t>(from, 1); p + 1 < text.size(); ++p) {
-    if (text[p] == ' ' && isPrintableAscii(text[p - 1]) && isPrintableAscii(text[p + 1])) return p;
-  }
-  return text.size();
-}
-
 // 1-based line of byte |offset| in |text|.
 size_t lineOf(std::string_view text, size_t offset) {
   return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
@@ -237,7 +223,7 @@ int runTokenize(const Invocation& invocation) {
     if (eos && buffer.count() > 0) buffer.append({*eos});
     std::string_view view(text);
     for (size_t at = 0; at < view.size();) {
-      size_t cut = nextCut(view, at + kPieceBytes);
+      size_t cut = tok.nextSplit(view, at + kPieceBytes);
       buffer.append(tok.encode(view.substr(at, cut - at)));
       at = cut;
       if (at < view.size() && secondsSince(lastReport) >= kProgressSeconds) {
