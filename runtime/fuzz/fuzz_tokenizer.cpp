@@ -56,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (pieces != tokenizer->encode(text)) std::abort();
     std::optional<size_t> bad = tfc::Gpt2Tokenizer::firstInvalidUtf8(text);
     std::string replaced = tfc::Gpt2Tokenizer::replaceInvalidUtf8(text);
-    if (bad ? replaced.compare(*bad, 3, "\xEF\xBF\xBD") != 0 || replaced.compare(0, *bad, text, 0, *bad) != 0
+    if (bad ? replaced.compare(*bad, 3, "\xEF\xBF\xBD") != 0 ||
+                  replaced.compare(0, *bad, text, 0, *bad) != 0
             : replaced != text) {
       std::abort();
     }

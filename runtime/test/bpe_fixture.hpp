@@ -109,8 +109,8 @@ inline std::string jsonString(const std::string& text) {
 
 // Writes vocab.json and merges.txt (with a "#version" line) into |dir|.
 inline void writeTokenizerFiles(const std::string& dir,
-                         const std::vector<std::pair<std::string, int32_t>>& vocab,
-                         const std::vector<std::pair<std::string, std::string>>& merges) {
+                                const std::vector<std::pair<std::string, int32_t>>& vocab,
+                                const std::vector<std::pair<std::string, std::string>>& merges) {
   std::string json = "{";
   for (size_t i = 0; i < vocab.size(); ++i) {
     json += (i ? ",\n  " : "\n  ") + jsonString(vocab[i].first) + ": " +

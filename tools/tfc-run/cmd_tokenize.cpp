@@ -9,9 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cinttypes>
-#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -62,7 +61,9 @@ Status readInput(const std::string& path, std::string* out) {
   std::vector<char> buffer(kPieceBytes);
   size_t got = 0;
   errno = 0;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) out->append(buffer.data(), got);
+  while ((got = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
+    out->append(buffer.data(), got);
+  }
   int error = std::ferror(file) ? errno : 0;
   if (!isStdin) std::fclose(file);
   if (error != 0) {
@@ -159,7 +160,9 @@ struct Options {
 
 // Checks the arguments; a usage message, or "" when they are fine.
 std::string parseOptions(const Args& args, Options* options) {
-  if (args.positional.empty()) return "missing IN.txt (text files to tokenize, - for standard input)";
+  if (args.positional.empty()) {
+    return "missing IN.txt (text files to tokenize, - for standard input)";
+  }
   if (std::count(args.positional.begin(), args.positional.end(), "-") > 1) {
     return "standard input (-) can be given once";
   }
@@ -170,8 +173,8 @@ std::string parseOptions(const Args& args, Options* options) {
   std::string fraction = args.get("--val-fraction", "0");
   if (!parseDouble(fraction, &options->valFraction) || options->valFraction < 0 ||
       options->valFraction >= 1) {
-    return "--val-fraction '" + fraction + "' is not a number in [0, 1) (0.1 holds out the "
-           "last 10% of the tokens)";
+    return "--val-fraction '" + fraction +
+           "' is not a number in [0, 1) (0.1 holds out the last 10% of the tokens)";
   }
   if (args.has("--val-output") && options->valFraction == 0) {
     return "--val-output needs --val-fraction F > 0";
@@ -181,7 +184,9 @@ std::string parseOptions(const Args& args, Options* options) {
   }
   for (const std::string* path : {&options->output, &options->valOutput}) {
     // train would read such a name as NumPy's format (data_loader.hpp).
-    if (endsWith(*path, ".npy")) return "'" + *path + "': tokenize writes llm.c .bin files, not .npy";
+    if (endsWith(*path, ".npy")) {
+      return "'" + *path + "': tokenize writes llm.c .bin files, not .npy";
+    }
   }
   if (options->valOutput == options->output) {
     return "--val-output is the same file as -o (" + options->output + ")";
@@ -189,12 +194,73 @@ std::string parseOptions(const Args& args, Options* options) {
   return "";
 }
 
+// Reads, checks and encodes |paths| in order into |buffer|, the end-of-text token (if any)
+// between files; adds the bytes read to |*bytes|. Reports progress on big inputs.
+Status encodeInputs(const std::vector<std::string>& paths, const Tokenizer& tokenizer,
+                    TokenBuffer* buffer, uint64_t* bytes) {
+  Clock::time_point start = Clock::now(), lastReport = start;
+  std::optional<int32_t> eos = tokenizer.eosId();
+  std::string text;
+  for (size_t f = 0; f < paths.size(); ++f) {
+    std::string name = paths[f] == "-" ? "standard input" : paths[f];
+    TFC_RETURN_IF_ERROR(readInput(paths[f], &text));
+    if (text.empty()) {
+      return Status::error(TFC_INVALID_ARGUMENT, "%s: empty, nothing to tokenize", name.c_str());
+    }
+    TFC_RETURN_IF_ERROR(checkUtf8(name, text, tokenizer));
+    // Documents are joined by the end-of-text token, as nanoGPT's openwebtext preparation
+    // does, so that the model learns where one ends.
+    if (eos && buffer->count() > 0) buffer->append({*eos});
+    std::string_view view(text);
+    for (size_t at = 0; at < view.size();) {
+      size_t cut = tokenizer.nextSplit(view, at + kPieceBytes);
+      buffer->append(tokenizer.encode(view.substr(at, cut - at)));
+      at = cut;
+      if (at < view.size() && secondsSince(lastReport) >= kProgressSeconds) {
+        lastReport = Clock::now();
+        std::string which = paths.size() > 1 ? " (file " + std::to_string(f + 1) + " of " +
+                                                   std::to_string(paths.size()) + ")"
+                                             : "";
+        std::fprintf(stderr, "tokenize: %s%s: %.0f%% (%s of %s), %zu tokens so far, %.1f MiB/s\n",
+                     name.c_str(), which.c_str(),
+                     100.0 * static_cast<double>(at) / static_cast<double>(view.size()),
+                     formatBytes(at).c_str(), formatBytes(view.size()).c_str(), buffer->count(),
+                     static_cast<double>(*bytes + at) / 1048576.0 / secondsSince(start));
+      }
+    }
+    *bytes += text.size();
+  }
+  return Status();
+}
+
+// Writes the first |trainCount| ids of |buffer| to |output| and the rest, if any, to
+// |valOutput|, saying what was written.
+Status writeOutputs(TokenBuffer& buffer, size_t trainCount, const Options& options) {
+  const size_t total = buffer.count(), width = buffer.width;
+  const char* format = width == 2 ? "llm.c .bin version 1, uint16" : "llm.c .bin version 2, uint32";
+  uint8_t* tokens = buffer.bytes.data() + kLlmcHeaderBytes;
+  // The validation file first: the training file, the one named by -o, then appears only
+  // when both were written.
+  if (trainCount < total) {
+    size_t valCount = total - trainCount;
+    std::vector<uint8_t> val(kLlmcHeaderBytes + valCount * width);
+    std::memcpy(val.data() + kLlmcHeaderBytes, tokens + trainCount * width, valCount * width);
+    TFC_RETURN_IF_ERROR(
+        writeTokenFile(options.valOutput, val.data() + kLlmcHeaderBytes, valCount, width));
+    std::fprintf(stderr, "wrote %s: %zu validation tokens (%s)\n", options.valOutput.c_str(),
+                 valCount, format);
+  }
+  TFC_RETURN_IF_ERROR(writeTokenFile(options.output, tokens, trainCount, width));
+  std::fprintf(stderr, "wrote %s: %zu %stokens (%s)\n", options.output.c_str(), trainCount,
+               trainCount < total ? "training " : "", format);
+  return Status();
+}
+
 int runTokenize(const Invocation& invocation) {
   const Args& args = invocation.args;
   Options options;
   std::string usage = parseOptions(args, &options);
   if (!usage.empty()) return usageError(invocation.command, usage);
-
   auto tokenizer = Tokenizer::load(options.tokenizer);
   if (!tokenizer.ok()) {
     return fail(std::string(tokenizer.status().message()) +
@@ -202,48 +268,20 @@ int runTokenize(const Invocation& invocation) {
                 "see tfc-run tokenize --help)");
   }
   const Tokenizer& tok = **tokenizer;
-  std::optional<int32_t> eos = tok.eosId();
 
-  Clock::time_point start = Clock::now(), lastReport = start;
+  Clock::time_point start = Clock::now();
   TokenBuffer buffer;
   buffer.width = tok.vocabSize() <= 65536 ? 2 : 4;
-  uint64_t totalBytes = 0;
-  std::string text;
-  const size_t files = args.positional.size();
-  for (size_t f = 0; f < files; ++f) {
-    const std::string& path = args.positional[f];
-    std::string name = path == "-" ? "standard input" : path;
-    Status status = readInput(path, &text);
-    if (!status.ok()) return fail(status);
-    if (text.empty()) return fail(name + ": empty, nothing to tokenize");
-    status = checkUtf8(name, text, tok);
-    if (!status.ok()) return fail(status);
-    // Documents are joined by the end-of-text token, as nanoGPT's openwebtext preparation
-    // does, so that the model learns where one ends.
-    if (eos && buffer.count() > 0) buffer.append({*eos});
-    std::string_view view(text);
-    for (size_t at = 0; at < view.size();) {
-      size_t cut = tok.nextSplit(view, at + kPieceBytes);
-      buffer.append(tok.encode(view.substr(at, cut - at)));
-      at = cut;
-      if (at < view.size() && secondsSince(lastReport) >= kProgressSeconds) {
-        lastReport = Clock::now();
-        std::string which = files > 1 ? " (file " + std::to_string(f + 1) + " of " +
-                                            std::to_string(files) + ")" : "";
-        std::fprintf(stderr, "tokenize: %s%s: %.0f%% (%s of %s), %zu tokens so far, %.1f MiB/s\n",
-                     name.c_str(), which.c_str(), 100.0 * static_cast<double>(at) / static_cast<double>(view.size()),
-                     formatBytes(at).c_str(), formatBytes(view.size()).c_str(), buffer.count(),
-                     static_cast<double>(totalBytes + at) / 1048576.0 / secondsSince(start));
-      }
-    }
-    totalBytes += text.size();
-  }
+  uint64_t bytes = 0;
+  Status status = encodeInputs(args.positional, tok, &buffer, &bytes);
+  if (!status.ok()) return fail(status);
   const size_t total = buffer.count();  // > 0: every input is non-empty
 
   // nanoGPT's split: train = data[:int(n * (1 - f))], val = the rest.
   size_t trainCount = total;
   if (options.valFraction > 0) {
-    trainCount = static_cast<size_t>(std::floor(static_cast<double>(total) * (1 - options.valFraction)));
+    trainCount =
+        static_cast<size_t>(std::floor(static_cast<double>(total) * (1 - options.valFraction)));
     if (trainCount == 0 || trainCount == total) {
       char fraction[32];
       std::snprintf(fraction, sizeof(fraction), "%g", options.valFraction);
@@ -252,40 +290,25 @@ int runTokenize(const Invocation& invocation) {
                   " tokens; give more text or another fraction");
     }
   }
-  double elapsed = secondsSince(start);
-  std::fprintf(stderr, "tokenize: %zu file%s, %s, %s tokenizer (vocab %d): %zu tokens, %.3f "
+  const size_t files = args.positional.size();
+  std::fprintf(stderr,
+               "tokenize: %zu file%s, %s, %s tokenizer (vocab %d): %zu tokens, %.3f "
                "tokens/byte, %.2f s\n",
-               files, files == 1 ? "" : "s", formatBytes(totalBytes).c_str(),
+               files, files == 1 ? "" : "s", formatBytes(bytes).c_str(),
                std::string(tok.kind()).c_str(), tok.vocabSize(), total,
-               static_cast<double>(total) / static_cast<double>(totalBytes), elapsed);
-  if (files > 1) {
-    if (eos) {
-      std::fprintf(stderr, "tokenize: files joined by the end-of-text token %d\n", *eos);
-    } else {
-      std::fprintf(stderr, "tokenize: files joined as they are (the %s tokenizer has no "
-                   "end-of-text token)\n", std::string(tok.kind()).c_str());
-    }
+               static_cast<double>(total) / static_cast<double>(bytes), secondsSince(start));
+  if (files > 1 && tok.eosId()) {
+    auto text = tok.decode({*tok.eosId()});
+    std::fprintf(stderr, "tokenize: files joined by the end-of-text token %s (id %d)\n",
+                 text.ok() ? text->c_str() : "", *tok.eosId());
+  } else if (files > 1) {
+    std::fprintf(stderr,
+                 "tokenize: files joined as they are (the %s tokenizer has no "
+                 "end-of-text token)\n",
+                 std::string(tok.kind()).c_str());
   }
-  const char* format = buffer.width == 2 ? "llm.c .bin version 1, uint16" : "llm.c .bin version 2, uint32";
-  uint8_t* tokens = buffer.bytes.data() + kLlmcHeaderBytes;
-  // The validation file first: the training file, the one named by -o, then appears only
-  // when both were written.
-  if (trainCount < total) {
-    size_t valCount = total - trainCount;
-    std::vector<uint8_t> val(kLlmcHeaderBytes + valCount * buffer.width);
-    std::memcpy(val.data() + kLlmcHeaderBytes, tokens + trainCount * buffer.width,
-                valCount * buffer.width);
-    Status status = writeTokenFile(options.valOutput, val.data() + kLlmcHeaderBytes, valCount,
-                                   buffer.width);
-    if (!status.ok()) return fail(status);
-    std::fprintf(stderr, "wrote %s: %zu validation tokens (%s)\n", options.valOutput.c_str(),
-                 valCount, format);
-  }
-  Status status = writeTokenFile(options.output, tokens, trainCount, buffer.width);
-  if (!status.ok()) return fail(status);
-  std::fprintf(stderr, "wrote %s: %zu %stokens (%s)\n", options.output.c_str(), trainCount,
-               trainCount < total ? "training " : "", format);
-  return 0;
+  status = writeOutputs(buffer, trainCount, options);
+  return status.ok() ? 0 : fail(status);
 }
 
 }  // namespace

@@ -90,11 +90,12 @@ TEST_F(TokenizeTest, BytesRoundTripAnyBytes) {
   std::string input = write("in.bin.txt", text);
   Result result = run({"tokenize", "--tokenizer", "bytes", input, "-o", file("out.bin")});
   ASSERT_EQ(result.code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "1 file, 4.88 KiB, bytes tokenizer (vocab 256): 5000 tokens, "
-                                      "1.000 tokens/byte"))
+  EXPECT_TRUE(contains(result.output,
+                       "1 file, 4.88 KiB, bytes tokenizer (vocab 256): 5000 tokens, "
+                       "1.000 tokens/byte"))
       << result.output;
-  EXPECT_TRUE(contains(result.output, "wrote " + file("out.bin") + ": 5000 tokens (llm.c .bin "
-                                      "version 1, uint16)"))
+  EXPECT_TRUE(contains(result.output,
+                       "wrote " + file("out.bin") + ": 5000 tokens (llm.c .bin version 1, uint16)"))
       << result.output;
   TokenFile out = readTokenFile(file("out.bin"));
   EXPECT_EQ(out.version, 1);
@@ -116,16 +117,19 @@ TEST_F(TokenizeTest, ValidationSplitLikeNanoGpt) {
   std::vector<uint32_t> all = bytesAsTokens(text);
   EXPECT_EQ(readTokenFile(file("train.bin")).tokens,
             std::vector<uint32_t>(all.begin(), all.begin() + 900));
-  EXPECT_EQ(readTokenFile(file("val.bin")).tokens, std::vector<uint32_t>(all.begin() + 900, all.end()));
+  EXPECT_EQ(readTokenFile(file("val.bin")).tokens,
+            std::vector<uint32_t>(all.begin() + 900, all.end()));
 
   // The default name without "train" in it, and an explicit one; int(n * (1 - f)) tokens
   // for training.
-  ASSERT_EQ(run({"tokenize", "--tokenizer", "bytes", input, "-o", file("tokens.bin"),
-                 "--val-fraction", "0.25"}).code, 0);
+  result = run({"tokenize", "--tokenizer", "bytes", input, "-o", file("tokens.bin"),
+                "--val-fraction", "0.25"});
+  ASSERT_EQ(result.code, 0) << result.output;
   EXPECT_EQ(readTokenFile(file("tokens.bin")).tokens.size(), 750u);
   EXPECT_EQ(readTokenFile(file("tokens.val.bin")).tokens.size(), 250u);
-  ASSERT_EQ(run({"tokenize", "--tokenizer", "bytes", input, "-o", file("a.bin"),
-                 "--val-fraction", "0.001", "--val-output", file("held.bin")}).code, 0);
+  result = run({"tokenize", "--tokenizer", "bytes", input, "-o", file("a.bin"), "--val-fraction",
+                "0.001", "--val-output", file("held.bin")});
+  ASSERT_EQ(result.code, 0) << result.output;
   EXPECT_EQ(readTokenFile(file("a.bin")).tokens.size(), 999u);
   EXPECT_EQ(readTokenFile(file("held.bin")).tokens.size(), 1u);
 }
@@ -135,11 +139,10 @@ TEST_F(TokenizeTest, FilesAndStandardInputInOrder) {
   Result result = run({"tokenize", "--tokenizer", "bytes", a, "-", b, "-o", file("out.bin")},
                       "printf 'from stdin' |");
   ASSERT_EQ(result.code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "files joined as they are (the bytes tokenizer has no "
-                                      "end-of-text token)"))
+  EXPECT_TRUE(contains(result.output,
+                       "files joined as they are (the bytes tokenizer has no end-of-text token)"))
       << result.output;
-  EXPECT_EQ(readTokenFile(file("out.bin")).tokens,
-            bytesAsTokens("first file\nfrom stdinsecond\n"));
+  EXPECT_EQ(readTokenFile(file("out.bin")).tokens, bytesAsTokens("first file\nfrom stdinsecond\n"));
 }
 
 // Under BPE every file is encoded as the runtime encodes it, and the end-of-text token
@@ -152,11 +155,11 @@ TEST_F(TokenizeTest, Gpt2BpeFixture) {
   ASSERT_TRUE(tokenizer->eosId().has_value());
   std::string small = fixtureText(2000), big = fixtureText(size_t{5} << 20) + "<|endoftext|>end";
   std::string a = write("a.txt", small), b = write("b.txt", big);
-  Result result = run({"tokenize", "--tokenizer", dir, a, b, "-o", file("train.bin"),
-                       "--val-fraction", "0.05"});
+  Result result = run(
+      {"tokenize", "--tokenizer", dir, a, b, "-o", file("train.bin"), "--val-fraction", "0.05"});
   ASSERT_EQ(result.code, 0) << result.output;
-  EXPECT_TRUE(contains(result.output, "files joined by the end-of-text token " +
-                                          std::to_string(*tokenizer->eosId())))
+  EXPECT_TRUE(contains(result.output, "files joined by the end-of-text token <|endoftext|> (id " +
+                                          std::to_string(*tokenizer->eosId()) + ")"))
       << result.output;
   std::vector<uint32_t> expected;
   for (int32_t id : tokenizer->encode(small)) expected.push_back(static_cast<uint32_t>(id));
@@ -176,9 +179,9 @@ TEST_F(TokenizeTest, InvalidUtf8RefusedUnderBpeWithItsOffset) {
   std::string input = write("latin1.txt", "caf\xC3\xA9\nna\xEFve\n");  // 0xEF: Latin-1 'ï'
   Result result = run({"tokenize", "--tokenizer", dir, input, "-o", file("out.bin")});
   EXPECT_EQ(result.code, 1) << result.output;
-  EXPECT_TRUE(contains(result.output, "tfc-run: error: " + input + ": not valid UTF-8 at byte "
-                                      "offset 8 (line 2; bytes ef 76 65 0a): the gpt2-bpe "
-                                      "tokenizer reads UTF-8 text"))
+  EXPECT_TRUE(contains(result.output, "tfc-run: error: " + input +
+                                          ": not valid UTF-8 at byte offset 8 (line 2; bytes "
+                                          "ef 76 65 0a): the gpt2-bpe tokenizer reads UTF-8 text"))
       << result.output;
   EXPECT_FALSE(exists(file("out.bin")));
   // The byte tokenizer takes it.
@@ -188,16 +191,16 @@ TEST_F(TokenizeTest, InvalidUtf8RefusedUnderBpeWithItsOffset) {
 
 TEST_F(TokenizeTest, FileErrorsNameTheFile) {
   std::string input = write("in.txt", "hello");
-  Result result = run({"tokenize", "--tokenizer", "bytes", input, file("missing.txt"), "-o",
-                       file("out.bin")});
+  Result result =
+      run({"tokenize", "--tokenizer", "bytes", input, file("missing.txt"), "-o", file("out.bin")});
   EXPECT_EQ(result.code, 1);
   EXPECT_TRUE(contains(result.output, file("missing.txt") + ": cannot open: No such file"))
       << result.output;
   result = run({"tokenize", "--tokenizer", "bytes", dir_, "-o", file("out.bin")});
   EXPECT_EQ(result.code, 1);
   EXPECT_TRUE(contains(result.output, dir_ + ": cannot read: Is a directory")) << result.output;
-  result = run({"tokenize", "--tokenizer", "bytes", input, write("empty.txt", ""), "-o",
-                file("out.bin")});
+  result = run(
+      {"tokenize", "--tokenizer", "bytes", input, write("empty.txt", ""), "-o", file("out.bin")});
   EXPECT_EQ(result.code, 1);
   EXPECT_TRUE(contains(result.output, file("empty.txt") + ": empty, nothing to tokenize"))
       << result.output;
@@ -245,7 +248,8 @@ TEST_F(TokenizeTest, UsageErrors) {
        "--val-fraction 'ten' is not a number"},
       {{"--tokenizer", "bytes", input, "-o", "x.bin", "--val-output", "v.bin"},
        "--val-output needs --val-fraction F > 0"},
-      {{"--tokenizer", "bytes", input, "-o", "x.npy"}, "'x.npy': tokenize writes llm.c .bin files, not .npy"},
+      {{"--tokenizer", "bytes", input, "-o", "x.npy"},
+       "'x.npy': tokenize writes llm.c .bin files, not .npy"},
       {{"--tokenizer", "bytes", input, "-o", "x.bin", "--val-fraction", "0.1", "--val-output",
         "x.bin"},
        "--val-output is the same file as -o"},
