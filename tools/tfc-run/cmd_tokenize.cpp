@@ -349,7 +349,11 @@ in NumPy: np.fromfile(f, np.uint16, offset=1024) for version 1.
 
 The GPT-2 files: vocab.json and merges.txt from Hugging Face's gpt2 model repository
 (https://huggingface.co/openai-community/gpt2/tree/main), or OpenAI's encoder.json and
-vocab.bpe, the same contents under other names (rename them). See docs/tokenizers.md.
+vocab.bpe, the same contents under other names (rename them). vocab.json maps each token to
+its id (50257 of them), bytes written as GPT-2's printable stand-ins (a space is U+0120:
+"\u0120the" is " the"); merges.txt lists the merges "a b", one a line by priority, after a
+"#version" line. The model's vocab_size must cover the ids (train checks them): 256 for
+bytes, 50257 for GPT-2. See docs/tokenizers.md.
 
 A summary goes to standard error: files, bytes, tokens, tokens per byte, the train and
 validation counts and the time; big inputs also report progress every few seconds.
@@ -361,7 +365,11 @@ examples:
   tfc-run g.so train --init-seed 0 --data data/train.bin --eval-data data/val.bin --steps 2000
 
   # GPT-2's tokenizer, several documents, <|endoftext|> between them:
-  tfc-run tokenize --tokenizer gpt2-tokenizer/ docs/*.txt -o owt_train.bin --val-fraction 0.0005
+  mkdir gpt2-tokenizer && cd gpt2-tokenizer
+  curl -LO https://huggingface.co/openai-community/gpt2/resolve/main/vocab.json
+  curl -LO https://huggingface.co/openai-community/gpt2/resolve/main/merges.txt
+  cd .. && tfc-run tokenize --tokenizer gpt2-tokenizer docs/*.txt -o owt_train.bin \
+      --val-fraction 0.0005
   cat notes.txt | tfc-run tokenize --tokenizer bytes - -o notes.bin
 )",
     false,
