@@ -325,7 +325,8 @@ time; the files are written atomically (complete or not at all).
 
 options:
   --tokenizer SPEC    bytes: one token per byte (ids 0..255, any input), for byte-level
-                      models (vocab_size=256), like nanoGPT's shakespeare_char;
+                      models (vocab_size=256): character-level training like nanoGPT's
+                      shakespeare_char, with byte values as ids;
                       DIR: a GPT-2 BPE tokenizer, a folder with vocab.json and merges.txt.
                       Under it the text must be UTF-8: a file that is not is refused with
                       the byte offset of the first bad sequence.
