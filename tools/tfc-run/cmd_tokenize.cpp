@@ -5,6 +5,7 @@
 // then the ids. It names its own width and length, so train needs no --data-dtype, and
 // llm.c's and nanoGPT-style readers take it as well.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -52,6 +53,10 @@ Status readInput(const std::string& path, std::string* out) {
     int error = errno;
     return Status::error(error == ENOENT ? TFC_NOT_FOUND : TFC_IO_ERROR, "%s: cannot open: %s",
                          path.c_str(), std::strerror(error));
+  }
+  // As tfc does: say why nothing happens rather than wait in silence.
+  if (isStdin && ::isatty(STDIN_FILENO)) {
+    std::fprintf(stderr, "tokenize: reading standard input (end it with Ctrl-D)\n");
   }
   struct stat info;
   if (!isStdin && ::fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode)) {
