@@ -333,7 +333,8 @@ int runSeedExperiment(const Invocation& invocation) {
     status = log->write("epoch,step,train_loss,valid_loss,lr,grad_norm,seconds\n");
     if (!status.ok()) return fail(status);
   }
-  PlotSeries stepLoss{{}, {}, {20, 80, 200}, 1, false}, validLoss{{}, {}, {220, 50, 40}, 2, true};
+  PlotSeries stepLoss{{}, {}, {20, 80, 200}, 1, false, "train loss (each step)"};
+  PlotSeries validLoss{{}, {}, {220, 50, 40}, 2, true, "validation loss (each epoch)"};
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -468,7 +469,9 @@ int runSeedExperiment(const Invocation& invocation) {
   std::printf("wall time: %.2fs (training %.2fs, prediction %.2fs)\n", total, trainTime, predictTime);
 
   if (args.has("--plot")) {
-    status = writePlotPng(args.get("--plot"), {stepLoss, validLoss});
+    status = writePlotPng(args.get("--plot"), {stepLoss, validLoss},
+                          {"seed experiment: " + task + ", seed " + std::to_string(seed), "step",
+                           "loss"});
     if (!status.ok()) return fail(status);
     std::printf("plot: %s\n", args.get("--plot").c_str());
   }
