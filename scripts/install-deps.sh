@@ -7,7 +7,8 @@ set -euo pipefail
 need_apt=()
 pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools libfmt-dev
       libgtest-dev googletest ninja-build ccache cmake g++ python3 python3-pip
-      clang libclang-rt-14-dev)  # clang + compiler-rt: the runtime's libFuzzer targets
+      clang libclang-rt-14-dev  # clang + compiler-rt: the runtime's libFuzzer targets
+      libpng-dev)  # tfc-run's --plot PNG
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$p")
 done

@@ -101,10 +101,11 @@ std::vector<LogRow> readLog(const std::string& path, int64_t lastStep) {
   return rows;
 }
 
-Status writePlot(const std::string& path, const std::vector<LogRow>& rows) {
-  PlotSeries raw{{}, {}, {170, 200, 235}, 1, false};
-  PlotSeries smooth{{}, {}, {20, 80, 200}, 2, false};
-  PlotSeries eval{{}, {}, {220, 50, 40}, 2, true};
+Status writePlot(const std::string& path, const std::vector<LogRow>& rows,
+                 const std::string& title = "training loss") {
+  PlotSeries raw{{}, {}, {170, 200, 235}, 1, false, "raw loss"};
+  PlotSeries smooth{{}, {}, {20, 80, 200}, 2, false, "smoothed loss"};
+  PlotSeries eval{{}, {}, {220, 50, 40}, 2, true, "eval loss"};
   double ema = NAN;
   for (const LogRow& row : rows) {
     raw.x.push_back(static_cast<double>(row.step));
@@ -117,7 +118,7 @@ Status writePlot(const std::string& path, const std::vector<LogRow>& rows) {
       eval.y.push_back(row.evalLoss);
     }
   }
-  return writePlotPng(path, {raw, smooth, eval});
+  return writePlotPng(path, {raw, smooth, eval}, {title, "step", "loss"});
 }
 
 std::string parentDirectory(const std::string& path) {
@@ -351,6 +352,11 @@ int runTrain(const Invocation& invocation) {
   hyper.totalSteps = static_cast<double>(totalSteps ? totalSteps : steps);
   runner->setHyperParams(hyper);
 
+  // The plot's title names the model and the run (the checkpoint it writes).
+  auto fileName = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
+  const std::string plotTitle =
+      "training loss: " + fileName(invocation.model) + " -> " + fileName(savePath);
+
   // The log: a fresh file, or on resume the earlier rows up to the checkpoint's step.
   std::vector<LogRow> history;
   std::optional<TextOutputFile> log;
@@ -437,7 +443,7 @@ int runTrain(const Invocation& invocation) {
     }
     lastCheckpoint = savePath;
     if (args.has("--plot")) {
-      Status plotted = writePlot(args.get("--plot"), history);
+      Status plotted = writePlot(args.get("--plot"), history, plotTitle);
       if (!plotted.ok()) {
         endProgress();
         return fail(plotted);
@@ -521,7 +527,7 @@ int runTrain(const Invocation& invocation) {
     }
     if (bad) {
       endProgress();
-      if (args.has("--plot")) (void)writePlot(args.get("--plot"), history);
+      if (args.has("--plot")) (void)writePlot(args.get("--plot"), history, plotTitle);
       std::string values = "the loss is " + numberText(result.loss) + " (grad norm " +
                            numberText(result.gradNorm) + ")";
       return fail("step " + std::to_string(step) + ": " + values + "; stopping without saving. " +
