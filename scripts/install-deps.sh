@@ -7,7 +7,9 @@ set -euo pipefail
 need_apt=()
 pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools libfmt-dev
       libgtest-dev googletest ninja-build ccache cmake g++ python3 python3-pip
-      clang libclang-rt-14-dev)  # clang + compiler-rt: the runtime's libFuzzer targets
+      clang libclang-rt-14-dev  # clang + compiler-rt: the runtime's libFuzzer targets
+      libpng-dev    # tfc-run's --plot PNG
+      python3-dev)  # Python.h for the bindings (python/)
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$p")
 done
@@ -19,9 +21,10 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # Python for the tests: NumPy (the reference of the end-to-end numerics) and psutil (lit
-# needs it to enforce its per-test time limit, test/lit.cfg.py).
+# needs it to enforce its per-test time limit, test/lit.cfg.py); the Python bindings'
+# build (scikit-build-core, pybind11) and tests (pytest).
 PY=${PYTHON:-python3}
-for mod in numpy psutil; do
+for mod in numpy psutil pytest pybind11 scikit_build_core; do
   if ! "$PY" -c "import $mod" 2>/dev/null; then
     echo "tfc: installing $mod for $PY"
     "$PY" -m pip install -q "$mod" 2>/dev/null || "$PY" -m pip install -q --break-system-packages "$mod"

@@ -10,7 +10,7 @@ bin=${TFC_BUILD_DIR:-build}/bin
 out=${TFC_BUILD_DIR:-build}/quickstart
 mkdir -p "$out"
 set -x
-"$bin/tfc-trace" gpt2 --set batch=1 -o "$out/gpt2.mlir"
+"$bin/tfc-trace" gpt2 -o "$out/gpt2.mlir"
 "$bin/tfc" "$out/gpt2.mlir" -o "$out/gpt2.so" --summary
 "$bin/tfc-run" "$out/gpt2.so" info
 "$bin/tfc-run" "$out/gpt2.so" init --seed 42 -o "$out/gpt2.safetensors"

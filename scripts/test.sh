@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, builds and runs the whole test suite: lit (dialect, passes, tools,
 # frontend, codegen, end-to-end numerics against NumPy references) and the
-# unit tests (runtime, kernels, tfc-run) through ctest, after the runtime's
+# unit tests (runtime, kernels, tfc-run) through ctest, then the Python bindings' pytest
+# tests (python/), after the runtime's
 # unit tests under AddressSanitizer + UndefinedBehaviorSanitizer and its parsers
 # under libFuzzer, and the CPU kernels' unit tests under ASan + UBSan; then the
 # compiler tools built with ASan run the MLIR mutation fuzzer
@@ -64,6 +65,26 @@ echo "== lit =="
 grep -E "Total Discovered Tests|^  (Passed|Failed|Unsupported|Unresolved)" \
   "$build_dir/Testing/Temporary/LastTest.log" || true
 grep -E "tests passed|tests failed" "$log" | tail -n 1
+
+# The Python bindings (python/): built from the runtime's sources into the build folder
+# (incremental, ccache), installed into $PYTHON (PEP 668 allowed: CI's Debian Python has no
+# venv), then pytest against this build's tools.
+echo "== Python bindings (pip install ./python, pytest) =="
+t0=$(date +%s)
+py=${PYTHON:-python3}
+case $build_dir in /*) py_build=$build_dir/python ;; *) py_build=$PWD/$build_dir/python ;; esac
+set +e
+PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore \
+  CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  "$py" -m pip install -q --no-build-isolation -C build-dir="$py_build" ./python &&
+  TFC_BUILD_DIR=$build_dir "$py" -m pytest -q python/tests
+py_rc=$?
+set -e
+echo "tfc: Python bindings took $(( $(date +%s) - t0 )) s"
+if [ "$py_rc" != 0 ]; then
+  echo "tfc: the Python bindings failed to build or their tests failed"
+  rc=1
+fi
 
 # The compiler tools built with AddressSanitizer (only tfc, tfc-opt,
 # tfc-trace; no runtime), then the MLIR mutation fuzzer over them: a memory

@@ -15,14 +15,16 @@ AbiTypes getAbiTypes(llvm::LLVMContext &ctx) {
   t.tensorDesc = llvm::StructType::create(
       ctx, {ptr, i32, i32, ptr, ptr, i32, i32}, "tfc_tensor_desc_t");
   t.entry = llvm::StructType::create(
-      ctx, {ptr, i32, i32, ptr, ptr, i64, i64, ptr}, "tfc_entry_t");
+      ctx, {ptr, i32, i32, ptr, ptr, i64, i64, ptr, ptr}, "tfc_entry_t");
+  t.kernelDesc = llvm::StructType::create(ctx, {ptr, ptr, i64, i64, i64},
+                                          "tfc_kernel_desc_t");
   t.artifact = llvm::StructType::create(
       ctx,
       {i32, i32, i32, i32, ptr, ptr, ptr, ptr, i32, i32, i32, i32, ptr, ptr,
        ptr},
       "tfc_artifact_t");
   t.hostApi =
-      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr}, "tfc_host_api_t");
+      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr, ptr, ptr}, "tfc_host_api_t");
   return t;
 }
 

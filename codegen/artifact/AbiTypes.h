@@ -25,14 +25,17 @@ struct AbiTypes {
   /// tfc_tensor_desc_t {name, dtype, rank, shape, init, flags, reserved}
   llvm::StructType *tensorDesc;
   /// tfc_entry_t {name, num_inputs, num_outputs, inputs, outputs,
-  ///              arena_bytes, num_kernels, call}
+  ///              arena_bytes, num_kernels, call, kernels}
   llvm::StructType *entry;
+  /// tfc_kernel_desc_t {name, ops, flops, bytes_read, bytes_written}
+  llvm::StructType *kernelDesc;
   /// tfc_artifact_t {magic, abi_version, struct_size, reserved, target,
   ///                 compiler_version, module_hash, metadata_json,
   ///                 num_params, num_state, num_entries, reserved2,
   ///                 params, state, entries}
   llvm::StructType *artifact;
-  /// tfc_host_api_t {struct_size, user, parallel_for, report_error}
+  /// tfc_host_api_t {struct_size, user, parallel_for, report_error,
+  ///                 kernel_begin, kernel_end}
   llvm::StructType *hostApi;
 
   /// Field numbers of tfc_host_api_t that compiled code reads.

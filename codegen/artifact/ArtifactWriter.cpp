@@ -10,6 +10,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -95,6 +96,7 @@ llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
       declarations.push_back(&op);
     }
   }
+  SymbolTable symbols(module);
   for (auto func : module.getOps<func::FuncOp>()) {
     auto entryName = func->getAttrOfType<StringAttr>(attr::kEntry);
     if (!entryName)
@@ -142,6 +144,27 @@ llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
                      " has no tfc role (run tfc-lower-to-kernels first)");
       }
     }
+    // The kernel launches, in call order (the cost sits on the kernel).
+    func.walk([&](func::CallOp call) {
+      auto kernel = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!kernel || !kernel->hasAttr(attr::kKernel))
+        return;
+      ArtifactKernel k;
+      k.name = call.getCallee().str();
+      if (auto ops = kernel->getAttrOfType<StringAttr>(attr::kKernelOps))
+        k.ops = ops.str();
+      if (auto cost = kernel->getAttrOfType<DenseI64ArrayAttr>(attr::kKernelCost);
+          cost && cost.size() == 3) {
+        k.flops = cost[0];
+        k.bytesRead = cost[1];
+        k.bytesWritten = cost[2];
+      }
+      entry.kernels.push_back(std::move(k));
+    });
+    if (static_cast<int64_t>(entry.kernels.size()) != entry.numKernels)
+      return error("entry '" + entry.name + "' calls " +
+                   Twine(entry.kernels.size()) + " kernels but its " +
+                   attr::kNumKernels + " says " + Twine(entry.numKernels));
     func.setName(entry.symbol);
     // The roles are in the tables now; LLVM IR has no use for them.
     func.removeArgAttrsAttr();
@@ -154,6 +177,9 @@ llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
   }
   if (info.entries.empty())
     return error("the module has no lowered entry (run tfc-lower-to-kernels)");
+  for (auto func : module.getOps<func::FuncOp>())
+    for (StringRef name : {attr::kKernelCost, attr::kKernelOps})
+      func->removeAttr(name);
   for (Operation *op : declarations)
     op->erase();
   return info;
@@ -174,6 +200,7 @@ public:
     i64 = abi.i64;
     tensorDesc = abi.tensorDesc;
     entryDesc = abi.entry;
+    kernelDesc = abi.kernelDesc;
     artifact = abi.artifact;
     hostApi = abi.hostApi;
   }
@@ -189,7 +216,8 @@ public:
           {str(e.name), b.getInt32(e.inputs.size()),
            b.getInt32(e.outputs.size()), tensorTable(e.inputs, e.name + ".in"),
            tensorTable(e.outputs, e.name + ".out"), b.getInt64(e.arenaBytes),
-           b.getInt64(e.numKernels), *trampoline}));
+           b.getInt64(e.numKernels), *trampoline,
+           kernelTable(e.kernels, e.name + ".kernels")}));
     }
     llvm::Constant *entryTable = global(
         llvm::ConstantArray::get(llvm::ArrayType::get(entryDesc, entries.size()),
@@ -208,7 +236,7 @@ public:
          tensorTable(info.state, "state"), entryTable});
     llvm::Constant *artifactGlobal = global(table, "tfc.artifact");
 
-    // const tfc_artifact_t* tfc_artifact_v1(void)
+    // const tfc_artifact_t* tfc_artifact_v<N>(void)
     auto *getter = llvm::Function::Create(
         llvm::FunctionType::get(ptr, {}, false),
         llvm::GlobalValue::ExternalLinkage, TFC_ARTIFACT_SYMBOL, m);
@@ -255,6 +283,28 @@ private:
     }
     return global(llvm::ConstantArray::get(
                       llvm::ArrayType::get(tensorDesc, descs.size()), descs),
+                  "tfc." + name);
+  }
+
+  llvm::Constant *kernelTable(const std::vector<ArtifactKernel> &kernels,
+                              const std::string &name) {
+    if (kernels.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    // Kernels launched several times share their strings.
+    llvm::StringMap<llvm::Constant *> strings;
+    auto shared = [&](StringRef s) {
+      llvm::Constant *&c = strings[s];
+      if (!c)
+        c = str(s);
+      return c;
+    };
+    std::vector<llvm::Constant *> descs;
+    for (const ArtifactKernel &k : kernels)
+      descs.push_back(llvm::ConstantStruct::get(
+          kernelDesc, {shared(k.name), shared(k.ops), b.getInt64(k.flops),
+                       b.getInt64(k.bytesRead), b.getInt64(k.bytesWritten)}));
+    return global(llvm::ConstantArray::get(
+                      llvm::ArrayType::get(kernelDesc, descs.size()), descs),
                   "tfc." + name);
   }
 
@@ -322,7 +372,7 @@ private:
   llvm::IRBuilder<> b;
   llvm::PointerType *ptr;
   llvm::IntegerType *i32, *i64;
-  llvm::StructType *tensorDesc, *entryDesc, *artifact, *hostApi;
+  llvm::StructType *tensorDesc, *entryDesc, *kernelDesc, *artifact, *hostApi;
 };
 
 void optimize(llvm::Module &m, llvm::TargetMachine &target, int optLevel) {

@@ -51,6 +51,12 @@ struct ArtifactTensor {
   uint32_t flags = 0;
 };
 
+/// One kernel launch of an entry (tfc_kernel_desc_t).
+struct ArtifactKernel {
+  std::string name, ops;
+  int64_t flops = 0, bytesRead = 0, bytesWritten = 0;
+};
+
 /// Where an entry's function argument comes from in a call.
 enum class ArtifactArgKind { Param, State, Input, Output, Arena };
 
@@ -60,6 +66,7 @@ struct ArtifactEntry {
   std::vector<ArtifactTensor> inputs, outputs;
   int64_t arenaBytes = 0, numKernels = 0;
   std::vector<std::pair<ArtifactArgKind, int64_t>> args;
+  std::vector<ArtifactKernel> kernels; // numKernels launches, in call order
 };
 
 /// What the artifact's tables say.

@@ -65,6 +65,7 @@ public:
   void buildCodegenPipeline(OpPassManager &pm,
                             const TargetOptions &) const override {
     pm.addPass(createTfcCpuEmitKernels());
+    pm.addPass(createTfcCpuKernelTimers());
   }
 
   void buildLowerToLLVMPipeline(OpPassManager &pm,

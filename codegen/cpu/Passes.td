@@ -50,6 +50,30 @@ def TfcCpuEmitKernels : Pass<"tfc-cpu-emit-kernels", "mlir::ModuleOp"> {
   ];
 }
 
+def TfcCpuKernelTimers : Pass<"tfc-cpu-kernel-timers", "mlir::ModuleOp"> {
+  let summary = "Brackets every kernel launch of an entry with profiling hooks";
+  let description = [{
+    Part of the CPU target's `codegen` phase, after tfc-cpu-emit-kernels.
+    Every call of a kernel (`{tfc.kernel}`) in a planned entry is preceded
+    by `call @tfc_kernels_kernel_begin(i)` and followed by
+    `call @tfc_kernels_kernel_end(i)`, where `i` counts the entry's kernel
+    launches in order: the index of the launch in the artifact's kernel table
+    (tfc_entry_t.kernels). The kernel library forwards them to the host's
+    `kernel_begin`/`kernel_end` (tfc-run profile), or returns at once when
+    the host has none: about two predictable branches per launch.
+
+    ```mlir
+    %c3 = arith.constant 3 : i32
+    call @tfc_kernels_kernel_begin(%c3) : (i32) -> ()
+    call @k3_add(%a, %b, %c) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+    call @tfc_kernels_kernel_end(%c3) : (i32) -> ()
+    ```
+
+    An entry that already has the hooks is left as it is.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
+}
+
 def TfcPolynomialMath : Pass<"tfc-polynomial-math", "mlir::ModuleOp"> {
   let summary = "Replaces tanh and erf by polynomial approximations in arith";
   let description = [{

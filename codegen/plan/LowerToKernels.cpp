@@ -214,6 +214,22 @@ Value EntryLowering::resultBuffer(Value result) {
   return newBuffer(bufferType(result.getType()));
 }
 
+/// The graph ops a kernel computes, for profiles: "softmax", or for a fused
+/// group its kind and body ops in order ("fused.linear: linear, add, gelu").
+static std::string describeOps(Operation *op) {
+  std::string text = op->getName().stripDialect().str();
+  auto fused = llvm::dyn_cast<FusedOp>(op);
+  if (!fused)
+    return text;
+  text += "." + fused.getKind().str() + ":";
+  llvm::StringRef separator = " ";
+  for (Operation &inner : fused.getBody().front().without_terminator()) {
+    text += separator.str() + inner.getName().stripDialect().str();
+    separator = ", ";
+  }
+  return text;
+}
+
 func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
                                               TypeRange operandTypes,
                                               TypeRange resultTypes,
@@ -249,6 +265,13 @@ func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
       loc, name, builder.getFunctionType(argTypes, {}));
   kernel.setPrivate();
   kernel->setAttr(attr::kKernel, builder.getUnitAttr());
+  // What one launch costs and computes, for the artifact's kernel table. A
+  // shared kernel has one cost: its key fixes the op, attributes and shapes.
+  OpCost cost = estimateCost(op);
+  kernel->setAttr(attr::kKernelCost,
+                  builder.getDenseI64ArrayAttr(
+                      {cost.flops, cost.bytesRead, cost.bytesWritten}));
+  kernel->setAttr(attr::kKernelOps, builder.getStringAttr(describeOps(op)));
   Block *body = kernel.addEntryBlock();
   builder.setInsertionPointToStart(body);
   // The op on tensors: each operand read from its buffer, each result

@@ -63,6 +63,12 @@ constexpr llvm::StringLiteral kBytesRead = "tfc.bytes_read";
 constexpr llvm::StringLiteral kBytesWritten = "tfc.bytes_written";
 constexpr llvm::StringLiteral kComputeBoundBytes = "tfc.compute_bound_bytes";
 constexpr llvm::StringLiteral kCostByKernel = "tfc.cost_by_kernel";
+/// On a kernel function: one launch's cost by the cost model, as
+/// array<i64: flops, bytes_read, bytes_written>, and the graph ops it
+/// computes ("fused.linear: linear, add, gelu"), for the artifact's per-kernel
+/// table (profiles).
+constexpr llvm::StringLiteral kKernelCost = "tfc.kernel_cost";
+constexpr llvm::StringLiteral kKernelOps = "tfc.kernel_ops";
 
 } // namespace tfc::attr
 

@@ -37,6 +37,7 @@ struct Arena {
   std::deque<std::string> strings;
   std::deque<std::vector<int64_t>> shapes;
   std::deque<std::vector<tfc_tensor_desc_t>> descs;
+  std::deque<std::vector<tfc_kernel_desc_t>> kernels;
   std::vector<tfc_entry_t> entries;
 };
 
@@ -125,6 +126,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     entry.outputs = fuzzDescs(in, arena, &entry.num_outputs);
     entry.arena_bytes = in.ConsumeIntegral<uint64_t>();
     entry.call = in.ConsumeIntegralInRange<int>(0, 7) ? dummyEntry : nullptr;
+    // The optional kernel table: absent, or launches whose count may disagree with it
+    // only upward of the validator's limit (a table is as long as num_kernels says).
+    if (in.ConsumeBool()) {
+      static const char* const kKernels[] = {"k0_add", "fused.linear: linear, gelu", ""};
+      std::vector<tfc_kernel_desc_t>& kernels = arena.kernels.emplace_back();
+      kernels.resize(in.ConsumeIntegralInRange<size_t>(0, 3));
+      for (tfc_kernel_desc_t& k : kernels) {
+        k.name = fuzzString(in, arena, kKernels, 3);
+        k.ops = fuzzString(in, arena, kKernels, 3);
+        k.flops = in.ConsumeIntegral<uint64_t>();
+      }
+      entry.kernels = kernels.empty() ? nullptr : kernels.data();
+      entry.num_kernels = in.ConsumeIntegralInRange<int>(0, 15) == 0 ? (uint64_t(1) << 40)
+                                                                      : kernels.size();
+    }
     arena.entries.push_back(entry);
   }
   table.num_entries = entries;

@@ -219,6 +219,22 @@ Status checkTable(const std::string& path, const tfc_artifact_t& table) {
         checkDescList(path, "input", entry.inputs, entry.num_inputs, false, owner));
     TFC_RETURN_IF_ERROR(
         checkDescList(path, "output", entry.outputs, entry.num_outputs, false, owner));
+    // The kernel table is optional (profiles only); when present, every launch is named.
+    if (entry.kernels != nullptr) {
+      constexpr uint64_t kMaxKernels = uint64_t(1) << 24;
+      if (entry.num_kernels > kMaxKernels) {
+        return Status::error(TFC_DATA_LOSS,
+                             "%s: corrupt artifact: %sclaims %llu kernel launches", path.c_str(),
+                             owner.c_str(), static_cast<unsigned long long>(entry.num_kernels));
+      }
+      for (uint64_t k = 0; k < entry.num_kernels; ++k) {
+        if (entry.kernels[k].name == nullptr || entry.kernels[k].ops == nullptr) {
+          return Status::error(TFC_DATA_LOSS,
+                               "%s: corrupt artifact: %skernel launch #%llu has no name",
+                               path.c_str(), owner.c_str(), static_cast<unsigned long long>(k));
+        }
+      }
+    }
   }
   return Status();
 }

@@ -33,6 +33,23 @@ void hostReportError(void* user, const char* message) {
   context->error = message != nullptr ? message : "(null message)";
 }
 
+void hostKernelBegin(void* user, int32_t) {
+  auto* context = static_cast<tfc_context_t*>(user);
+  context->profile.launchStart = std::chrono::steady_clock::now();
+}
+
+void hostKernelEnd(void* user, int32_t kernel) {
+  auto* context = static_cast<tfc_context_t*>(user);
+  auto end = std::chrono::steady_clock::now();
+  tfc_context_s::Profile& profile = context->profile;
+  if (profile.entry < 0) return;
+  std::vector<double>& seconds = profile.kernelSeconds[static_cast<size_t>(profile.entry)];
+  // An index past the table (an artifact without one) is not timed.
+  if (kernel < 0 || static_cast<size_t>(kernel) >= seconds.size()) return;
+  seconds[static_cast<size_t>(kernel)] +=
+      std::chrono::duration<double>(end - profile.launchStart).count();
+}
+
 Status resetState(tfc_context_t* context) {
   std::vector<tfc::internal::InitSpec> specs;
   TFC_RETURN_IF_ERROR(tfc::internal::initSpecsFor(context->artifact, true, &specs));
@@ -160,9 +177,12 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
     context->hasError = false;
     context->error.clear();
   }
+  context->profile.entry = index;
   int32_t result = entry.call(&context->host, context->paramPointers.data(),
                               context->statePointers.data(), context->inputPointers.data(),
                               context->outputPointers.data(), arena.data);
+  context->profile.entry = -1;
+  if (context->profile.enabled) ++context->profile.calls[static_cast<size_t>(index)];
   std::lock_guard<std::mutex> lock(context->errorMutex);
   if (context->hasError) {
     return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
@@ -266,6 +286,58 @@ tfc_params_t* tfc_context_params(const tfc_context_t* context) { return context-
 
 int32_t tfc_context_num_threads(const tfc_context_t* context) {
   return context->pool ? context->pool->numThreads() : 1;
+}
+
+tfc_status_t tfc_context_set_profiling(tfc_context_t* context, bool enabled) {
+  if (context == nullptr) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_set_profiling: null context");
+  }
+  tfc_context_s::Profile& profile = context->profile;
+  profile.enabled = enabled;
+  profile.kernelSeconds.clear();
+  profile.calls.clear();
+  if (enabled) {
+    const tfc_artifact_t& table = *context->artifact->table;
+    for (int32_t i = 0; i < table.num_entries; ++i) {
+      const tfc_entry_t& entry = table.entries[i];
+      profile.kernelSeconds.emplace_back(entry.kernels ? entry.num_kernels : 0, 0.0);
+    }
+    profile.calls.assign(static_cast<size_t>(table.num_entries), 0);
+  }
+  context->host.kernel_begin = enabled ? hostKernelBegin : nullptr;
+  context->host.kernel_end = enabled ? hostKernelEnd : nullptr;
+  return nullptr;
+}
+
+tfc_status_t tfc_context_kernel_times(const tfc_context_t* context, int32_t entry_index,
+                                      double* out_seconds, size_t count,
+                                      uint64_t* out_calls) {
+  if (context == nullptr || (out_seconds == nullptr && count > 0)) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_kernel_times: null argument");
+  }
+  const tfc_context_s::Profile& profile = context->profile;
+  if (!profile.enabled) {
+    return tfc_status_make(TFC_FAILED_PRECONDITION,
+                           "tfc_context_kernel_times: profiling is off (call "
+                           "tfc_context_set_profiling first)");
+  }
+  const tfc_artifact_t& table = *context->artifact->table;
+  if (entry_index < 0 || entry_index >= table.num_entries) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT,
+                           "tfc_context_kernel_times: entry index %d is outside [0, %d)",
+                           entry_index, table.num_entries);
+  }
+  const std::vector<double>& seconds = profile.kernelSeconds[static_cast<size_t>(entry_index)];
+  if (count < seconds.size()) {
+    return tfc_status_make(TFC_INVALID_ARGUMENT,
+                           "tfc_context_kernel_times: entry '%s' has %zu kernel launches, "
+                           "room was given for %zu",
+                           table.entries[entry_index].name, seconds.size(), count);
+  }
+  std::copy(seconds.begin(), seconds.end(), out_seconds);
+  std::fill(out_seconds + seconds.size(), out_seconds + count, 0.0);
+  if (out_calls != nullptr) *out_calls = profile.calls[static_cast<size_t>(entry_index)];
+  return nullptr;
 }
 
 uint64_t tfc_context_arena_bytes_allocated(const tfc_context_t* context) {

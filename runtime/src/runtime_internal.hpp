@@ -4,6 +4,7 @@
 #define TFC_RUNTIME_SRC_RUNTIME_INTERNAL_HPP_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -53,7 +54,7 @@ std::string closestName(std::string_view name, const std::vector<std::string_vie
 Status parseInits(const std::string& path, const char* what, const tfc_tensor_desc_t* descs,
                   int32_t count, std::vector<InitSpec>* out);
 
-// Validates the table an artifact's tfc_artifact_v1() returned, as tfc_artifact_open does
+// Validates the table an artifact's tfc_artifact_v<N>() returned, as tfc_artifact_open does
 // after dlopen: null, magic, ABI version, struct size, every tensor description and entry,
 // and the init specs into |paramInits| and |stateInits| unless they are null. Errors name
 // |path|. Separate from the loading so that it can be tested and fuzzed (runtime/fuzz).
@@ -101,6 +102,15 @@ struct tfc_context_s {
   std::string error;
   bool hasError = false;
   std::vector<void*> paramPointers, statePointers, inputPointers, outputPointers;
+  // Per-kernel timing (tfc_context_set_profiling): while enabled, host.kernel_begin/end
+  // add each launch's time of the running entry to kernelSeconds[entry][launch].
+  struct Profile {
+    bool enabled = false;
+    int32_t entry = -1;  // the entry being called
+    std::chrono::steady_clock::time_point launchStart;
+    std::vector<std::vector<double>> kernelSeconds;  // per entry, per launch
+    std::vector<uint64_t> calls;                     // per entry
+  } profile;
   ~tfc_context_s();
 };
 

@@ -516,6 +516,29 @@ int32_t Gpt2Tokenizer::vocabSize() const { return static_cast<int32_t>(impl_->to
 
 std::optional<int32_t> Gpt2Tokenizer::eosId() const { return impl_->eos; }
 
+// GPT-2's pattern ends a piece at the character before such a space whatever follows it
+// (letters, digits and other symbols stop at a space; contractions have fixed length) and
+// starts one at the space (" ?\p{L}+", " ?\p{N}+" or " ?[^\s\p{L}\p{N}]+", as the next
+// character is none of \s) whatever precedes it, so the pieces on either side are those
+// of the whole text. "<|endoftext|>" holds no space, so it is never cut either.
+size_t Gpt2Tokenizer::nextSplit(std::string_view text, size_t from) const {
+  auto printable = [](char c) { return c > ' ' && c < 0x7F; };
+  for (size_t p = std::max<size_t>(from, 1); p + 1 < text.size(); ++p) {
+    if (text[p] == ' ' && printable(text[p - 1]) && printable(text[p + 1])) return p;
+  }
+  return text.size();
+}
+
+std::optional<size_t> Gpt2Tokenizer::firstInvalidUtf8(std::string_view bytes) {
+  for (size_t pos = 0; pos < bytes.size();) {
+    uint32_t cp = 0;
+    size_t length = decodeUtf8(bytes, pos, &cp);
+    if (length == 0) return pos;
+    pos += length;
+  }
+  return std::nullopt;
+}
+
 std::string Gpt2Tokenizer::replaceInvalidUtf8(std::string_view bytes) {
   std::string out;
   out.reserve(bytes.size());

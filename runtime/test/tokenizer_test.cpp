@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bpe_fixture.hpp"
 #include "test_util.hpp"
 
 namespace tfc {
@@ -24,6 +26,7 @@ using ::tfc::testing::isError;
 using ::tfc::testing::Random;
 using ::tfc::testing::TempDir;
 using ::tfc::testing::writeBytes;
+using namespace ::tfc::testing::bpe;
 
 // The test's source folder: given by the build (__FILE__ is relative when the compiler is
 // called with relative paths, e.g. through ccache's base_dir, and then depends on the
@@ -58,22 +61,6 @@ const char* gpt2Dir() {
   return dir != nullptr && *dir != '\0' ? dir : nullptr;
 }
 
-std::string fromHex(const std::string& hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  }
-  return out;
-}
-
-std::vector<int32_t> parseIds(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::istringstream in(text);
-  int32_t id;
-  while (in >> id) ids.push_back(id);
-  return ids;
-}
-
 std::string hexOf(const std::string& bytes) {
   static const char* digits = "0123456789abcdef";
   std::string out;
@@ -82,90 +69,6 @@ std::string hexOf(const std::string& bytes) {
     out += digits[c & 15];
   }
   return out;
-}
-
-struct Case {
-  std::string text;
-  std::vector<int32_t> ids;
-};
-
-struct DecodeCase {
-  std::vector<int32_t> ids;
-  std::string text;  // Hugging Face's decode(): invalid UTF-8 replaced
-};
-
-struct Fixture {
-  std::vector<std::pair<std::string, int32_t>> vocab;
-  std::vector<std::pair<std::string, std::string>> merges;
-  std::vector<Case> cases;
-  std::vector<Case> gpt2Cases;
-  std::vector<DecodeCase> decodes;
-  std::vector<DecodeCase> gpt2Decodes;
-};
-
-Fixture parseFixture(const std::string& path) {
-  Fixture fixture;
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> fields;
-    std::istringstream split(line);
-    std::string field;
-    while (std::getline(split, field, '\t')) fields.push_back(field);
-    while (fields.size() < 3) fields.emplace_back();
-    const std::string& kind = fields[0];
-    if (kind == "vocab") {
-      fixture.vocab.emplace_back(fromHex(fields[1]), std::stoi(fields[2]));
-    } else if (kind == "merge") {
-      fixture.merges.emplace_back(fromHex(fields[1]), fromHex(fields[2]));
-    } else if (kind == "case") {
-      fixture.cases.push_back({fromHex(fields[1]), parseIds(fields[2])});
-    } else if (kind == "gpt2case") {
-      fixture.gpt2Cases.push_back({fromHex(fields[1]), parseIds(fields[2])});
-    } else if (kind == "decode") {
-      fixture.decodes.push_back({parseIds(fields[1]), fromHex(fields[2])});
-    } else if (kind == "gpt2decode") {
-      fixture.gpt2Decodes.push_back({parseIds(fields[1]), fromHex(fields[2])});
-    } else {
-      ADD_FAILURE() << path << ": unknown line " << line;
-    }
-  }
-  return fixture;
-}
-
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-// Writes vocab.json and merges.txt (with a "#version" line) into |dir|.
-void writeTokenizerFiles(const std::string& dir,
-                         const std::vector<std::pair<std::string, int32_t>>& vocab,
-                         const std::vector<std::pair<std::string, std::string>>& merges) {
-  std::string json = "{";
-  for (size_t i = 0; i < vocab.size(); ++i) {
-    json += (i ? ",\n  " : "\n  ") + jsonString(vocab[i].first) + ": " +
-            std::to_string(vocab[i].second);
-  }
-  json += "\n}\n";
-  writeBytes(dir + "/vocab.json", json);
-  std::string text = "#version: 0.2\n";
-  for (const auto& merge : merges) text += merge.first + " " + merge.second + "\n";
-  writeBytes(dir + "/merges.txt", text);
 }
 
 // GPT-2's printable stand-in for |byte| (bytes_to_unicode), as UTF-8.
@@ -382,6 +285,36 @@ TEST(Gpt2Tokenizer, ReplaceInvalidUtf8LikePython) {
   EXPECT_EQ(replace("\xC0\xAF"), r + r);
 }
 
+// The offset is where replaceInvalidUtf8 puts its first U+FFFD.
+TEST(Gpt2Tokenizer, FirstInvalidUtf8) {
+  auto first = [](const std::string& s) { return Gpt2Tokenizer::firstInvalidUtf8(s); };
+  EXPECT_EQ(first(""), std::nullopt);
+  EXPECT_EQ(first("abc \xC3\xA9 \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF"), std::nullopt);
+  EXPECT_EQ(first("a\xFF" "b"), 1u);
+  EXPECT_EQ(first("ab\xE2\x82"), 2u);                  // truncated at the end
+  EXPECT_EQ(first("\xC3\xA9\xE2\x82" "A"), 2u);         // truncated before ASCII
+  EXPECT_EQ(first("\xC3\xA9\xF0\x80\x80"), 2u);        // overlong
+  EXPECT_EQ(first("\xC0\xAF"), 0u);                    // overlong '/'
+  EXPECT_EQ(first("x\xED\xA0\x80"), 1u);               // surrogate
+  EXPECT_EQ(first("xy\xF4\x90\x80\x80"), 2u);          // above U+10FFFF
+  EXPECT_EQ(first("\x80"), 0u);                         // a lone continuation byte
+  Random random;
+  SCOPED_TRACE(random.trace());
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(16, '\0');
+    random.fill(bytes.data(), bytes.size());
+    std::optional<size_t> offset = first(bytes);
+    std::string replaced = Gpt2Tokenizer::replaceInvalidUtf8(bytes);
+    if (!offset) {
+      ASSERT_EQ(replaced, bytes);
+    } else {
+      ASSERT_EQ(replaced.substr(0, *offset), bytes.substr(0, *offset));
+      ASSERT_EQ(replaced.substr(*offset, 3), "\xEF\xBF\xBD") << hexOf(bytes);
+      ASSERT_EQ(first(bytes.substr(0, *offset)), std::nullopt);
+    }
+  }
+}
+
 TEST(Gpt2Tokenizer, LongWordIsFast) {
   SmallTokenizer small;
   StatusOr<Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::load(small.dir.path());
@@ -503,6 +436,64 @@ TEST(ByteTokenizer, EveryByteRoundTrips) {
   std::vector<int32_t> bad = {65, 256};
   EXPECT_TRUE(isError(tokenizer.decode(bad).status(), TFC_INVALID_ARGUMENT, "256",
                       "position 1"));
+}
+
+// Encoding at nextSplit's offsets gives the ids of the whole: texts of the fixture's
+// cases (many scripts, spaces, punctuation, invalid UTF-8, "<|endoftext|>") joined by
+// separators that put spaces and newlines in every context, under the fixture's tokenizer
+// and one whose merges join runs of white space (which a split inside a run of white space,
+// "a\n|\nb", would change: the pattern makes "\n", "\n" of the whole but "\n\n" at the
+// end of a piece).
+void checkNextSplit(const Gpt2Tokenizer& tokenizer, const Fixture& fixture, Random& random) {
+  const char* separators[] = {" ", "  ", "\n", " \n", "\n\n", "x y", "a 1", ". ,", "'s 's",
+                              "<|endoftext|> <|endoftext|>", "\t \t", "\xFF \xFF", "\xC2\xA0 x"};
+  std::uniform_int_distribution<size_t> pick(0, 1000000);
+  for (int round = 0; round < 200; ++round) {
+    std::string text;
+    for (int k = 0; k < 8; ++k) {
+      text += fixture.cases[pick(random.engine) % fixture.cases.size()].text;
+      text += separators[pick(random.engine) % std::size(separators)];
+    }
+    std::vector<int32_t> pieces;
+    size_t splits = 0;
+    for (size_t at = 0; at < text.size();) {
+      size_t next = tokenizer.nextSplit(text, at + 1 + pick(random.engine) % 16);
+      ASSERT_GT(next, at);
+      ASSERT_LE(next, text.size());
+      std::vector<int32_t> ids = tokenizer.encode(std::string_view(text).substr(at, next - at));
+      pieces.insert(pieces.end(), ids.begin(), ids.end());
+      splits += next < text.size();
+      at = next;
+    }
+    ASSERT_EQ(pieces, tokenizer.encode(text)) << "hex " << hexOf(text) << ", " << splits << " splits";
+  }
+}
+
+TEST(Gpt2Tokenizer, NextSplitChangesNoId) {
+  Fixture fixture = parseFixture(fixturePath());
+  TempDir dir;
+  StatusOr<Gpt2Tokenizer> tokenizer = loadFixtureTokenizer(dir, fixture);
+  ASSERT_OK(tokenizer);
+  Random random;
+  SCOPED_TRACE(random.trace());
+  checkNextSplit(*tokenizer, fixture, random);
+  // Stand-ins: "\xC4\xA0" is ' ', "\xC4\x8A" '\n', "\xC4\x89" '\t'.
+  const std::string space = "\xC4\xA0", newline = "\xC4\x8A", tab = "\xC4\x89";
+  TempDir whiteDir;
+  writeTokenizerFiles(whiteDir.path(),
+                      byteVocab({space + space, newline + newline, space + newline,
+                                 newline + space, tab + space, space + tab, "<|endoftext|>"}),
+                      {{space, space}, {newline, newline}, {space, newline}, {newline, space},
+                       {tab, space}, {space, tab}});
+  StatusOr<Gpt2Tokenizer> white = Gpt2Tokenizer::load(whiteDir.path());
+  ASSERT_OK(white);
+  checkNextSplit(*white, fixture, random);
+  EXPECT_EQ(tokenizer->nextSplit("ab cd", 0), 2u);
+  EXPECT_EQ(tokenizer->nextSplit("ab cd", 3), 5u);
+  EXPECT_EQ(tokenizer->nextSplit("a  b\nc \xC3\xA9", 0), 9u);  // no space between printables
+  ByteTokenizer bytes;
+  EXPECT_EQ(bytes.nextSplit("abc", 1), 1u);
+  EXPECT_EQ(bytes.nextSplit("abc", 7), 3u);
 }
 
 TEST(Tokenizer, LoadBySpec) {

@@ -27,7 +27,7 @@ const std::vector<const Command*>& commands() {
                                                         &kCallCommand, &kGenerateCommand,
                                                         &kTrainCommand, &kExportCommand,
                                                         &kSeedExperimentCommand,
-                                                        &kInspectCommand};
+                                                        &kInspectCommand, &kTokenizeCommand};
   return kCommands;
 }
 

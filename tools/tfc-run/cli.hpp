@@ -69,6 +69,7 @@ extern const Command kTrainCommand;
 extern const Command kExportCommand;
 extern const Command kSeedExperimentCommand;
 extern const Command kInspectCommand;
+extern const Command kTokenizeCommand;
 const std::vector<const Command*>& commands();
 
 // Parses |argv| for |command|. On a usage error prints it and returns false.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <optional>
+#include <random>
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
@@ -24,69 +25,63 @@ namespace {
 constexpr int32_t kStart = 10;
 constexpr int32_t kFinish = 11;
 
-// MT19937, as in CPython's _randommodule.c and NumPy's legacy RandomState.
-class Mt19937 {
+// CPython's random.seed(int) seeds MT19937 with init_by_array (mt19937ar.c, as copied into
+// CPython's _randommodule.c), which std::seed_seq is not. This seed sequence writes
+// init_by_array's state, and std::mt19937 (MT19937's own twist and tempering) draws from
+// it: the standard fixes that seed(q) takes generate()'s 624 words as the state and twists
+// before the first draw ([rand.eng.mers]), which is where init_by_array leaves
+// genrand_int32. Checked against Python's random by test/e2e/seed-experiment.test.
+class InitByArray {
  public:
-  void initGenrand(uint32_t seed) {
-    mt_[0] = seed;
-    for (int i = 1; i < 624; ++i) {
-      mt_[i] = 1812433253u * (mt_[i - 1] ^ (mt_[i - 1] >> 30)) + static_cast<uint32_t>(i);
+  using result_type = uint32_t;
+  explicit InitByArray(std::vector<uint32_t> key) : key_(std::move(key)) {}
+  size_t size() const { return key_.size(); }
+  template <class OutputIt>
+  void param(OutputIt out) const { std::copy(key_.begin(), key_.end(), out); }
+  // init_by_array for a state of end - begin words (624 for std::mt19937).
+  template <class RandomIt>
+  void generate(RandomIt begin, RandomIt end) const {
+    const int n = static_cast<int>(end - begin);
+    const int keySize = static_cast<int>(key_.size());
+    std::vector<uint32_t> mt(static_cast<size_t>(n));
+    mt[0] = 19650218u;  // init_genrand(19650218)
+    for (int i = 1; i < n; ++i) {
+      mt[i] = 1812433253u * (mt[i - 1] ^ (mt[i - 1] >> 30)) + static_cast<uint32_t>(i);
     }
-    index_ = 624;
-  }
-  void initByArray(const std::vector<uint32_t>& key) {
-    initGenrand(19650218u);
     int i = 1, j = 0;
-    int k = 624 > static_cast<int>(key.size()) ? 624 : static_cast<int>(key.size());
-    for (; k; --k) {
-      mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1664525u)) + key[j] +
-               static_cast<uint32_t>(j);
+    for (int k = std::max(n, keySize); k; --k) {
+      mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key_[j] +
+              static_cast<uint32_t>(j);
       ++i, ++j;
-      if (i >= 624) { mt_[0] = mt_[623]; i = 1; }
-      if (j >= static_cast<int>(key.size())) j = 0;
+      if (i >= n) { mt[0] = mt[n - 1]; i = 1; }
+      if (j >= keySize) j = 0;
     }
-    for (k = 623; k; --k) {
-      mt_[i] = (mt_[i] ^ ((mt_[i - 1] ^ (mt_[i - 1] >> 30)) * 1566083941u)) -
-               static_cast<uint32_t>(i);
+    for (int k = n - 1; k; --k) {
+      mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - static_cast<uint32_t>(i);
       ++i;
-      if (i >= 624) { mt_[0] = mt_[623]; i = 1; }
+      if (i >= n) { mt[0] = mt[n - 1]; i = 1; }
     }
-    mt_[0] = 0x80000000u;
-    index_ = 624;
-  }
-  uint32_t next() {
-    if (index_ >= 624) {
-      for (int k = 0; k < 624; ++k) {
-        uint32_t y = (mt_[k] & 0x80000000u) | (mt_[(k + 1) % 624] & 0x7fffffffu);
-        mt_[k] = mt_[(k + 397) % 624] ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
-      }
-      index_ = 0;
-    }
-    uint32_t y = mt_[index_++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
+    mt[0] = 0x80000000u;  // the most significant bit is 1: a non-zero initial state
+    std::copy(mt.begin(), mt.end(), begin);
   }
 
  private:
-  uint32_t mt_[624] = {};
-  int index_ = 625;
+  std::vector<uint32_t> key_;  // at least one word
 };
 
 // Python's random.Random(seed) for integer seeds: randint as CPython computes it.
 class PythonRandom {
  public:
   explicit PythonRandom(uint64_t seed) {
-    std::vector<uint32_t> key;
+    std::vector<uint32_t> key;  // the seed's 32-bit words, low first; [0] for 0
     do {
       key.push_back(static_cast<uint32_t>(seed));
       seed >>= 32;
     } while (seed);
-    mt_.initByArray(key);
+    InitByArray sequence(std::move(key));
+    mt_.seed(sequence);
   }
-  uint64_t getrandbits(int k) { return mt_.next() >> (32 - k); }  // 1 <= k <= 32
+  uint64_t getrandbits(int k) { return mt_() >> (32 - k); }  // 1 <= k <= 32
   int64_t randint(int64_t a, int64_t b) {
     uint64_t n = static_cast<uint64_t>(b - a + 1);
     int k = 64 - __builtin_clzll(n);
@@ -96,20 +91,21 @@ class PythonRandom {
   }
 
  private:
-  Mt19937 mt_;
+  std::mt19937 mt_;
 };
 
 // NumPy's legacy np.random.RandomState(seed): permutation and randint(0, n).
 class NumpyRandomState {
  public:
-  explicit NumpyRandomState(uint32_t seed) { mt_.initGenrand(seed); }
+  // An integer seed is init_genrand(seed) (NumPy's mt19937_seed), std::mt19937's own seeding.
+  explicit NumpyRandomState(uint32_t seed) : mt_(seed) {}
   // random_interval: a uniform integer in [0, max] by masked rejection.
   uint32_t interval(uint32_t max) {
     if (max == 0) return 0;
     uint32_t mask = max;
     mask |= mask >> 1; mask |= mask >> 2; mask |= mask >> 4; mask |= mask >> 8; mask |= mask >> 16;
     uint32_t value;
-    while ((value = (mt_.next() & mask)) > max) {}
+    while ((value = static_cast<uint32_t>(mt_()) & mask) > max) {}
     return value;
   }
   std::vector<int> permutation(int n) {
@@ -122,7 +118,7 @@ class NumpyRandomState {
   int32_t randint(int32_t high) { return static_cast<int32_t>(interval(static_cast<uint32_t>(high - 1))); }
 
  private:
-  Mt19937 mt_;
+  std::mt19937 mt_;
 };
 
 // One batch of the article's data: src (B, S) and tgt (B, S).
@@ -342,7 +338,8 @@ int runSeedExperiment(const Invocation& invocation) {
     status = log->write("epoch,step,train_loss,valid_loss,lr,grad_norm,seconds\n");
     if (!status.ok()) return fail(status);
   }
-  PlotSeries stepLoss{{}, {}, {20, 80, 200}, 1, false}, validLoss{{}, {}, {220, 50, 40}, 2, true};
+  PlotSeries stepLoss{{}, {}, {20, 80, 200}, 1, false, "train loss (each step)"};
+  PlotSeries validLoss{{}, {}, {220, 50, 40}, 2, true, "validation loss (each epoch)"};
 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -476,7 +473,9 @@ int runSeedExperiment(const Invocation& invocation) {
   std::printf("wall time: %.2fs (training %.2fs, prediction %.2fs)\n", total, trainTime, predictTime);
 
   if (args.has("--plot")) {
-    status = writePlotPng(args.get("--plot"), {stepLoss, validLoss});
+    status = writePlotPng(args.get("--plot"), {stepLoss, validLoss},
+                          {"seed experiment: " + task + ", seed " + std::to_string(seed), "step",
+                           "loss"});
     if (!status.ok()) return fail(status);
     std::printf("plot: %s\n", args.get("--plot").c_str());
   }

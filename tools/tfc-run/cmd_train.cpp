@@ -20,10 +20,11 @@ namespace {
 volatile sig_atomic_t gInterrupted = 0;
 void onSignal(int) { gInterrupted = 1; }
 
-Status writePlot(const std::string& path, const std::vector<TrainLogRow>& rows) {
-  PlotSeries raw{{}, {}, {170, 200, 235}, 1, false};
-  PlotSeries smooth{{}, {}, {20, 80, 200}, 2, false};
-  PlotSeries eval{{}, {}, {220, 50, 40}, 2, true};
+Status writePlot(const std::string& path, const std::vector<TrainLogRow>& rows,
+                 const std::string& title) {
+  PlotSeries raw{{}, {}, {170, 200, 235}, 1, false, "raw loss"};
+  PlotSeries smooth{{}, {}, {20, 80, 200}, 2, false, "smoothed loss"};
+  PlotSeries eval{{}, {}, {220, 50, 40}, 2, true, "eval loss"};
   double ema = NAN;
   for (const TrainLogRow& row : rows) {
     raw.x.push_back(static_cast<double>(row.step));
@@ -36,7 +37,7 @@ Status writePlot(const std::string& path, const std::vector<TrainLogRow>& rows) 
       eval.y.push_back(row.evalLoss);
     }
   }
-  return writePlotPng(path, {raw, smooth, eval});
+  return writePlotPng(path, {raw, smooth, eval}, {title, "step", "loss"});
 }
 
 std::string parentDirectory(const std::string& path) {
@@ -208,8 +209,10 @@ int checkTrainStep(const Invocation& invocation, const Artifact& artifact,
 // The progress lines on stderr: one per step, or one rewritten line on a terminal.
 class ProgressPrinter {
  public:
-  ProgressPrinter(const Trainer& trainer, const std::string& plotPath)
-      : trainer_(trainer), plotPath_(plotPath), tty_(::isatty(STDERR_FILENO) == 1) {}
+  // |plotPath| ("" for none) is rewritten with |plotTitle| at each save.
+  ProgressPrinter(const Trainer& trainer, const std::string& plotPath, const std::string& plotTitle)
+      : trainer_(trainer), plotPath_(plotPath), plotTitle_(plotTitle),
+        tty_(::isatty(STDERR_FILENO) == 1) {}
 
   // Ends a rewritten line, so that what follows starts on its own.
   void end() {
@@ -223,7 +226,7 @@ class ProgressPrinter {
     const int64_t steps = progress.lastStep;
     if (progress.event == TrainProgress::Event::kSaved) {
       if (!plotPath_.empty()) {
-        Status plotted = writePlot(plotPath_, trainer_.history());
+        Status plotted = writePlot(plotPath_, trainer_.history(), plotTitle_);
         if (!plotted.ok()) return plotted;
       }
       if (!tty_ || row.step == steps || progress.stopping) {
@@ -249,13 +252,15 @@ class ProgressPrinter {
     } else {
       std::fprintf(stderr, "%s\n", text.c_str());
     }
-    if (progress.diverged && !plotPath_.empty()) (void)writePlot(plotPath_, trainer_.history());
+    if (progress.diverged && !plotPath_.empty()) {
+      (void)writePlot(plotPath_, trainer_.history(), plotTitle_);
+    }
     return Status();
   }
 
  private:
   const Trainer& trainer_;
-  std::string plotPath_;
+  std::string plotPath_, plotTitle_;
   bool tty_;
   bool open_ = false;  // a \r line is on screen
 };
@@ -325,7 +330,11 @@ int runTrain(const Invocation& invocation) {
                scheduleName(hyper.schedule), hyper.warmup, hyper.minLr, hyper.weightDecay,
                hyper.gradClip);
 
-  ProgressPrinter printer(*trainer, args.get("--plot"));
+  // The plot's title names the model and the run (the checkpoint it writes).
+  auto fileName = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
+  ProgressPrinter printer(*trainer, args.get("--plot"),
+                          "training loss: " + fileName(invocation.model) + " -> " +
+                              fileName(savePath));
   auto onProgress = [&](const TrainProgress& progress) {
     Status status = printer.report(progress);
     if (gInterrupted) trainer->requestStop();

@@ -2,7 +2,7 @@
 // runtime (runtime/include/tfc/runtime/runtime.hpp); each subcommand lives in cmd_*.cpp.
 //
 //   tfc-run MODEL.so info | init | call | generate ...   commands on a model
-//   tfc-run inspect FILE...                     commands without a model
+//   tfc-run inspect FILE... | tokenize ...      commands without a model
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +19,7 @@ void printOverview(FILE* out) {
   std::fprintf(out,
                "usage: tfc-run MODEL.so COMMAND [options]\n"
                "       tfc-run inspect FILE...\n"
+               "       tfc-run tokenize --tokenizer DIR|bytes IN.txt... -o train.bin\n"
                "       tfc-run COMMAND --help\n"
                "\n"
                "Runs models compiled by tfc (tfc model.mlir -o model.so) on this machine.\n"
@@ -38,6 +39,7 @@ void printOverview(FILE* out) {
                "  tfc-run gpt2.so train --init-seed 0 --data train.bin --steps 1000 "
                "--save ckpt.safetensors\n"
                "  tfc-run inspect gpt2.safetensors\n"
+               "  tfc-run tokenize --tokenizer bytes input.txt -o train.bin --val-fraction 0.1\n"
                "\n"
                "Errors print 'tfc-run: error: ...' and exit with 1 (2 for usage errors).\n"
                "tfc-run reads artifacts of ABI version %u.\n",

@@ -1,43 +1,72 @@
 #include "png_plot.hpp"
 
+#include <png.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csetjmp>
 #include <cstdio>
-#include <cstring>
+#include <new>
 
+#include "plot_font.hpp"
 #include "tfc/runtime/file.hpp"
 
 namespace tfc::run {
 namespace {
 
-void put32(std::vector<uint8_t>* out, uint32_t value) {
-  out->push_back(static_cast<uint8_t>(value >> 24));
-  out->push_back(static_cast<uint8_t>(value >> 16));
-  out->push_back(static_cast<uint8_t>(value >> 8));
-  out->push_back(static_cast<uint8_t>(value));
+// ---- libpng ---------------------------------------------------------------------------
+
+struct PngOutput {
+  std::vector<uint8_t>* bytes;
+  char error[256];
+};
+
+void onPngWrite(png_structp png, png_bytep data, png_size_t size) {
+  auto* output = static_cast<PngOutput*>(png_get_io_ptr(png));
+  try {
+    output->bytes->insert(output->bytes->end(), data, data + size);
+  } catch (const std::bad_alloc&) {  // no C++ exception may cross libpng's C frames
+    png_error(png, "out of memory");
+  }
 }
 
-void chunk(std::vector<uint8_t>* out, const char type[4], const std::vector<uint8_t>& data) {
-  put32(out, static_cast<uint32_t>(data.size()));
-  size_t start = out->size();
-  out->insert(out->end(), type, type + 4);
-  out->insert(out->end(), data.begin(), data.end());
-  put32(out, crc32(out->data() + start, out->size() - start));
+void onPngFlush(png_structp) {}
+
+void onPngError(png_structp png, png_const_charp message) {
+  auto* output = static_cast<PngOutput*>(png_get_error_ptr(png));
+  std::snprintf(output->error, sizeof(output->error), "%s", message);
+  longjmp(png_jmpbuf(png), 1);
 }
 
-// Glyphs of the 3x5 font: five rows of three bits, most significant bit on the left.
-struct Glyph {
-  char c;
-  uint8_t rows[5];
-};
-constexpr Glyph kFont[] = {
-    {'0', {7, 5, 5, 5, 7}}, {'1', {2, 6, 2, 2, 7}}, {'2', {7, 1, 7, 4, 7}},
-    {'3', {7, 1, 7, 1, 7}}, {'4', {5, 5, 7, 1, 1}}, {'5', {7, 4, 7, 1, 7}},
-    {'6', {7, 4, 7, 5, 7}}, {'7', {7, 1, 1, 1, 1}}, {'8', {7, 5, 7, 5, 7}},
-    {'9', {7, 5, 7, 1, 7}}, {'.', {0, 0, 0, 0, 2}}, {'-', {0, 0, 7, 0, 0}},
-    {'+', {0, 2, 7, 2, 0}}, {'e', {0, 7, 7, 4, 7}}, {'k', {4, 5, 6, 5, 5}},
-    {'M', {5, 7, 7, 5, 5}}, {' ', {0, 0, 0, 0, 0}},
-};
+void onPngWarning(png_structp, png_const_charp) {}
+
+// The libpng calls, under its setjmp: libpng reports errors by longjmp back here, so this
+// frame holds no C++ object whose destructor a jump could skip.
+bool writePngRows(png_structp png, png_infop info, int width, int height, png_bytepp rows,
+                  const char* title) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8,
+               PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  // No row filters, so that the few-line zlib decoders of train_test.cpp and
+  // test/e2e/train/check_train.py read the file. Adaptive filters would halve it (an
+  // 800x500 plot: 13 KB unfiltered, 7 KB filtered); both are small for a plot.
+  png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_NONE);
+  png_text text[2] = {};
+  text[0].compression = PNG_TEXT_COMPRESSION_NONE;
+  text[0].key = const_cast<char*>("Software");
+  text[0].text = const_cast<char*>("tfc-run");
+  text[1].compression = PNG_TEXT_COMPRESSION_NONE;
+  text[1].key = const_cast<char*>("Title");
+  text[1].text = const_cast<char*>(title);
+  png_set_text(png, info, text, title[0] != '\0' ? 2 : 1);
+  png_write_info(png, info);
+  png_write_image(png, rows);
+  png_write_end(png, info);
+  return true;
+}
+
+// ---- Axes -----------------------------------------------------------------------------
 
 // A tick step of 1, 2 or 5 times a power of ten giving about |target| ticks over |span|.
 double niceStep(double span, int target) {
@@ -60,72 +89,37 @@ std::string tickLabel(double value, double step) {
   return buffer;
 }
 
+struct Tick {
+  double value;
+  std::string label;
+};
+
+// Ticks at multiples of a nice step in [lo, hi], about |target| of them.
+std::vector<Tick> ticks(double lo, double hi, int target) {
+  double step = niceStep(hi - lo, target);
+  std::vector<Tick> result;
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) {
+    result.push_back({v, tickLabel(v, step)});
+  }
+  return result;
+}
+
+int widest(const std::vector<Tick>& ticks, int scale) {
+  int width = 0;
+  for (const Tick& tick : ticks) width = std::max(width, Canvas::textWidth(tick.label, scale));
+  return width;
+}
+
+// |text| shortened in the middle ("abc...xyz") to at most |maxWidth| pixels.
+std::string fitText(const std::string& text, int maxWidth, int scale) {
+  if (Canvas::textWidth(text, scale) <= maxWidth) return text;
+  size_t keep = static_cast<size_t>(std::max(0, maxWidth / (kGlyphAdvance * scale) - 3));
+  return text.substr(0, keep - keep / 2) + "..." + text.substr(text.size() - keep / 2);
+}
+
 }  // namespace
 
-uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc) {
-  static uint32_t table[256];
-  static bool ready = [] {
-    for (uint32_t n = 0; n < 256; ++n) {
-      uint32_t c = n;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      table[n] = c;
-    }
-    return true;
-  }();
-  (void)ready;
-  crc = ~crc;
-  for (size_t i = 0; i < size; ++i) crc = table[(crc ^ data[i]) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-}
-
-uint32_t adler32(const uint8_t* data, size_t size, uint32_t adler) {
-  uint32_t a = adler & 0xFFFF, b = adler >> 16;
-  for (size_t i = 0; i < size; ++i) {
-    a = (a + data[i]) % 65521u;
-    b = (b + a) % 65521u;
-  }
-  return (b << 16) | a;
-}
-
-std::vector<uint8_t> encodePng(int width, int height, const std::vector<uint8_t>& rgb) {
-  // Raw scanlines: filter type 0 (None) then the row's bytes.
-  size_t rowBytes = static_cast<size_t>(width) * 3;
-  std::vector<uint8_t> raw;
-  raw.reserve((rowBytes + 1) * static_cast<size_t>(height));
-  for (int y = 0; y < height; ++y) {
-    raw.push_back(0);
-    const uint8_t* row = rgb.data() + static_cast<size_t>(y) * rowBytes;
-    raw.insert(raw.end(), row, row + rowBytes);
-  }
-  // zlib stream: CMF/FLG (deflate, 32K window, no dictionary, check bits), stored blocks of
-  // at most 65535 bytes (BFINAL on the last), then the Adler-32 of the raw data.
-  std::vector<uint8_t> zlib = {0x78, 0x01};
-  size_t offset = 0;
-  do {
-    size_t length = std::min<size_t>(65535, raw.size() - offset);
-    bool last = offset + length == raw.size();
-    zlib.push_back(last ? 1 : 0);  // BFINAL, BTYPE = 00 (stored)
-    zlib.push_back(static_cast<uint8_t>(length));
-    zlib.push_back(static_cast<uint8_t>(length >> 8));
-    zlib.push_back(static_cast<uint8_t>(~length));
-    zlib.push_back(static_cast<uint8_t>(~length >> 8));
-    zlib.insert(zlib.end(), raw.begin() + static_cast<std::ptrdiff_t>(offset),
-                raw.begin() + static_cast<std::ptrdiff_t>(offset + length));
-    offset += length;
-  } while (offset < raw.size());
-  put32(&zlib, adler32(raw.data(), raw.size()));
-
-  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  std::vector<uint8_t> header;
-  put32(&header, static_cast<uint32_t>(width));
-  put32(&header, static_cast<uint32_t>(height));
-  header.insert(header.end(), {8, 2, 0, 0, 0});  // 8-bit, truecolor, deflate, adaptive, no interlace
-  chunk(&png, "IHDR", header);
-  chunk(&png, "IDAT", zlib);
-  chunk(&png, "IEND", {});
-  return png;
-}
-
+// ---- Canvas ---------------------------------------------------------------------------
 
 Canvas::Canvas(int width, int height, RGB background)
     : width_(width), height_(height), pixels_(static_cast<size_t>(width) * height * 3) {
@@ -173,97 +167,237 @@ void Canvas::line(double fx0, double fy0, double fx1, double fy1, RGB color, int
 }
 
 int Canvas::textWidth(const std::string& text, int scale) {
-  return text.empty() ? 0 : static_cast<int>(text.size()) * 4 * scale - scale;
+  return text.empty() ? 0 : (static_cast<int>(text.size()) * kGlyphAdvance - 1) * scale;
 }
+
+int Canvas::textHeight(int scale) { return kGlyphHeight * scale; }
 
 int Canvas::text(int x, int y, const std::string& text, RGB color, int scale) {
-  int cursor = x;
-  for (char c : text) {
-    for (const Glyph& glyph : kFont) {
-      if (glyph.c != c) continue;
-      for (int row = 0; row < 5; ++row) {
-        for (int col = 0; col < 3; ++col) {
-          if (glyph.rows[row] & (4 >> col)) {
-            fillRect(cursor + col * scale, y + row * scale, cursor + col * scale + scale - 1,
-                     y + row * scale + scale - 1, color);
-          }
-        }
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char* const* rows = glyphRows(text[i]);
+    int left = x + static_cast<int>(i) * kGlyphAdvance * scale;
+    for (int r = 0; r < kGlyphHeight; ++r) {
+      for (int c = 0; c < kGlyphWidth; ++c) {
+        if (rows[r][c] != '#') continue;
+        fillRect(left + c * scale, y + r * scale, left + (c + 1) * scale - 1,
+                 y + (r + 1) * scale - 1, color);
       }
     }
-    cursor += 4 * scale;
   }
-  return cursor - x;
+  return textWidth(text, scale);
 }
 
-Status writePlotPng(const std::string& path, const std::vector<PlotSeries>& series, int width,
-                    int height) {
-  const RGB kWhite{255, 255, 255}, kBlack{0, 0, 0}, kGrid{225, 225, 225};
-  Canvas canvas(width, height, kWhite);
-  double xMin = INFINITY, xMax = -INFINITY, yMin = INFINITY, yMax = -INFINITY;
-  for (const PlotSeries& s : series) {
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
-      xMin = std::min(xMin, s.x[i]);
-      xMax = std::max(xMax, s.x[i]);
-      yMin = std::min(yMin, s.y[i]);
-      yMax = std::max(yMax, s.y[i]);
+int Canvas::textUp(int x, int y, const std::string& text, RGB color, int scale) {
+  // Glyph column c runs upwards from the baseline corner, glyph row r to the right.
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char* const* rows = glyphRows(text[i]);
+    int bottom = y - static_cast<int>(i) * kGlyphAdvance * scale;
+    for (int r = 0; r < kGlyphHeight; ++r) {
+      for (int c = 0; c < kGlyphWidth; ++c) {
+        if (rows[r][c] != '#') continue;
+        fillRect(x + r * scale, bottom - (c + 1) * scale + 1, x + (r + 1) * scale - 1,
+                 bottom - c * scale, color);
+      }
     }
   }
-  if (!std::isfinite(xMin)) {  // nothing to draw: empty axes
-    xMin = 0, xMax = 1, yMin = 0, yMax = 1;
-  }
-  if (xMax <= xMin) xMax = xMin + 1;
-  if (yMax <= yMin) {
-    yMax += 0.5;
-    yMin -= 0.5;
-  }
-  double pad = (yMax - yMin) * 0.05;
-  yMin -= pad;
-  yMax += pad;
+  return textWidth(text, scale);
+}
 
-  const int left = 70, right = 20, top = 20, bottom = 40;
-  int plotW = width - left - right, plotH = height - top - bottom;
-  auto px = [&](double x) { return left + (x - xMin) / (xMax - xMin) * plotW; };
-  auto py = [&](double y) { return top + (yMax - y) / (yMax - yMin) * plotH; };
+// ---- PNG ------------------------------------------------------------------------------
 
-  // Grid and tick labels.
-  double yStep = niceStep(yMax - yMin, 6);
-  for (double y = std::ceil(yMin / yStep) * yStep; y <= yMax + yStep * 1e-9; y += yStep) {
-    int row = static_cast<int>(std::lround(py(y)));
-    canvas.line(left, row, left + plotW, row, kGrid);
-    std::string label = tickLabel(y, yStep);
-    canvas.text(left - 8 - Canvas::textWidth(label), row - 5, label, kBlack);
+StatusOr<std::vector<uint8_t>> encodePng(const Canvas& canvas, const std::string& title) {
+  std::vector<uint8_t> bytes;
+  PngOutput output{&bytes, "libpng failed"};
+  std::vector<png_bytep> rows(static_cast<size_t>(canvas.height()));
+  auto* pixels = const_cast<uint8_t*>(canvas.pixels().data());  // libpng only reads them
+  for (size_t y = 0; y < rows.size(); ++y) rows[y] = pixels + y * canvas.width() * 3;
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &output, onPngError,
+                                            onPngWarning);
+  png_infop info = png != nullptr ? png_create_info_struct(png) : nullptr;
+  if (info == nullptr) {
+    png_destroy_write_struct(&png, nullptr);
+    return Status(TFC_OUT_OF_MEMORY, "cannot encode the PNG: libpng is out of memory");
   }
-  double xStep = niceStep(xMax - xMin, 8);
-  for (double x = std::ceil(xMin / xStep) * xStep; x <= xMax + xStep * 1e-9; x += xStep) {
-    int col = static_cast<int>(std::lround(px(x)));
-    canvas.line(col, top, col, top + plotH, kGrid);
-    std::string label = tickLabel(x, xStep);
-    canvas.text(col - Canvas::textWidth(label) / 2, top + plotH + 10, label, kBlack);
-  }
-  // Axes.
-  canvas.line(left, top, left, top + plotH, kBlack, 2);
-  canvas.line(left, top + plotH, left + plotW, top + plotH, kBlack, 2);
+  png_set_write_fn(png, &output, onPngWrite, onPngFlush);
+  bool written = writePngRows(png, info, canvas.width(), canvas.height(), rows.data(),
+                              title.c_str());
+  png_destroy_write_struct(&png, &info);
+  if (!written) return Status(TFC_INTERNAL, std::string("cannot encode the PNG: ") + output.error);
+  return bytes;
+}
 
-  for (const PlotSeries& s : series) {
+// ---- The plot -------------------------------------------------------------------------
+
+namespace {
+
+const RGB kPaper{255, 255, 255}, kInk{0, 0, 0}, kGrid{225, 225, 225};
+
+// The plot's data box: x over the finite points' range, y over theirs padded by 5%.
+struct Box {
+  double xMin, xMax, yMin, yMax;
+};
+
+Box dataBox(const std::vector<PlotSeries>& series) {
+  Box box{INFINITY, -INFINITY, INFINITY, -INFINITY};
+  for (const PlotSeries& one : series) {
+    for (size_t i = 0; i < one.x.size() && i < one.y.size(); ++i) {
+      if (!std::isfinite(one.x[i]) || !std::isfinite(one.y[i])) continue;
+      box.xMin = std::min(box.xMin, one.x[i]);
+      box.xMax = std::max(box.xMax, one.x[i]);
+      box.yMin = std::min(box.yMin, one.y[i]);
+      box.yMax = std::max(box.yMax, one.y[i]);
+    }
+  }
+  if (!std::isfinite(box.xMin)) box = {0, 1, 0, 1};  // nothing to draw: empty axes
+  if (box.xMax <= box.xMin) box.xMax = box.xMin + 1;
+  if (box.yMax <= box.yMin) box.yMax += 0.5, box.yMin -= 0.5;
+  double margin = (box.yMax - box.yMin) * 0.05;
+  box.yMin -= margin;
+  box.yMax += margin;
+  return box;
+}
+
+// The legend: the named series' entries (swatch, name) in rows as wide as the image allows,
+// each row centred.
+struct LegendEntry {
+  const PlotSeries* series;
+  int x, y;
+};
+
+std::vector<LegendEntry> layOutLegend(const std::vector<PlotSeries>& series, int top, int width,
+                                      int s, int* height) {
+  const int rowH = Canvas::textHeight(s) + s, maxW = width - 8 * s;
+  std::vector<LegendEntry> entries;
+  std::vector<int> rowWidths;
+  for (const PlotSeries& one : series) {
+    if (one.name.empty()) continue;
+    int w = 14 * s + Canvas::textWidth(one.name, s);  // swatch, gap, name
+    if (rowWidths.empty() || rowWidths.back() + 12 * s + w > maxW) {
+      rowWidths.push_back(w);
+      entries.push_back({&one, 0, top + static_cast<int>(rowWidths.size() - 1) * rowH});
+    } else {
+      entries.push_back({&one, rowWidths.back() + 12 * s, entries.back().y});
+      rowWidths.back() += 12 * s + w;
+    }
+  }
+  for (LegendEntry& entry : entries) {
+    entry.x += (width - rowWidths[static_cast<size_t>((entry.y - top) / rowH)]) / 2;
+  }
+  *height = static_cast<int>(rowWidths.size()) * rowH;
+  return entries;
+}
+
+void drawLegend(Canvas* canvas, const std::vector<LegendEntry>& entries, int s) {
+  for (const LegendEntry& entry : entries) {
+    const PlotSeries& one = *entry.series;
+    int mid = entry.y + kGlyphAscent * s / 2, swatchEnd = entry.x + 10 * s - 1;
+    canvas->line(entry.x, mid, swatchEnd, mid, one.color, std::max(one.thickness, s));
+    if (one.markers) {
+      int cx = entry.x + 5 * s;
+      canvas->fillRect(cx - s, mid - s, cx + s, mid + s, one.color);
+    }
+    canvas->text(swatchEnd + 1 + 4 * s, entry.y, one.name, kInk, s);
+  }
+}
+
+// The axes' place on the canvas: data (x, y) to pixels.
+struct Axes {
+  Box box;
+  int left, top, width, height;
+  double px(double x) const { return left + (x - box.xMin) / (box.xMax - box.xMin) * width; }
+  double py(double y) const { return top + (box.yMax - y) / (box.yMax - box.yMin) * height; }
+  int bottom() const { return top + height; }
+};
+
+void drawCurves(Canvas* canvas, const std::vector<PlotSeries>& series, const Axes& axes, int s) {
+  for (const PlotSeries& one : series) {
     bool havePrevious = false;
     double lastX = 0, lastY = 0;
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) {
+    for (size_t i = 0; i < one.x.size() && i < one.y.size(); ++i) {
+      if (!std::isfinite(one.x[i]) || !std::isfinite(one.y[i])) {
         havePrevious = false;
         continue;
       }
-      double x = px(s.x[i]), y = py(s.y[i]);
-      if (havePrevious) canvas.line(lastX, lastY, x, y, s.color, s.thickness);
-      if (s.markers) {
+      double x = axes.px(one.x[i]), y = axes.py(one.y[i]);
+      if (havePrevious) canvas->line(lastX, lastY, x, y, one.color, one.thickness);
+      if (one.markers) {
         int cx = static_cast<int>(std::lround(x)), cy = static_cast<int>(std::lround(y));
-        canvas.fillRect(cx - 2, cy - 2, cx + 2, cy + 2, s.color);
+        canvas->fillRect(cx - s, cy - s, cx + s, cy + s, one.color);
       }
       lastX = x, lastY = y, havePrevious = true;
     }
   }
-  std::vector<uint8_t> png = encodePng(width, height, canvas.pixels());
-  return writeFileAtomically(path, png.data(), png.size());
+}
+
+}  // namespace
+
+Status writePlotPng(const std::string& path, const std::vector<PlotSeries>& series,
+                    const PlotText& words, int width, int height) {
+  Canvas canvas(width, height, kPaper);
+  // Text and strokes scale with the image: 2 for the default 800x500.
+  const int s = std::clamp(std::min(width / 400, height / 250), 1, 4);
+  const int pad = 4 * s, lineH = Canvas::textHeight(s), tickLen = 2 * s;
+
+  // Bands from the top: the title (one size up where it fits), the legend, the axes.
+  int top = pad;
+  const int titleScale = Canvas::textWidth(words.title, s + 1) <= width - 2 * pad ? s + 1 : s;
+  const std::string title = fitText(words.title, width - 2 * pad, titleScale);
+  const int titleY = top;
+  if (!title.empty()) top += Canvas::textHeight(titleScale) + pad;
+  int legendH = 0;
+  std::vector<LegendEntry> legend = layOutLegend(series, top, width, s, &legendH);
+  if (legendH > 0) top += legendH + pad;
+
+  // The y ticks fix the left margin, the plot's width the x ticks.
+  Axes axes{dataBox(series), 0, top + lineH / 2, 1, 1};  // room for the top tick's label
+  const int bottomBand = tickLen + s + lineH + (words.xLabel.empty() ? 0 : lineH) + pad;
+  axes.height = std::max(1, height - axes.top - bottomBand);
+  std::vector<Tick> yTicks =
+      ticks(axes.box.yMin, axes.box.yMax, std::clamp(axes.height / (3 * lineH), 2, 6));
+  axes.left = pad + (words.yLabel.empty() ? 0 : lineH + pad) + widest(yTicks, s) + s + tickLen;
+  std::vector<Tick> xTicks;
+  for (int target = 8; target >= 2; --target) {
+    xTicks = ticks(axes.box.xMin, axes.box.xMax, target);
+    int labelW = widest(xTicks, s);
+    axes.width = std::max(1, width - axes.left - labelW / 2 - pad);
+    if (static_cast<int>(xTicks.size()) * (labelW + 4 * kGlyphAdvance * s) <= axes.width) break;
+  }
+
+  // Grid, then the curves over it, then the axes and the words.
+  for (const Tick& tick : yTicks) {
+    int row = static_cast<int>(std::lround(axes.py(tick.value)));
+    canvas.line(axes.left, row, axes.left + axes.width, row, kGrid);
+  }
+  for (const Tick& tick : xTicks) {
+    int col = static_cast<int>(std::lround(axes.px(tick.value)));
+    canvas.line(col, axes.top, col, axes.bottom(), kGrid);
+  }
+  drawCurves(&canvas, series, axes, s);
+  const int left = axes.left, bottom = axes.bottom();
+  canvas.fillRect(left - s + 1, axes.top, left, bottom, kInk);
+  canvas.fillRect(left - s + 1, bottom, left + axes.width, bottom + s - 1, kInk);
+  for (const Tick& tick : yTicks) {
+    int row = static_cast<int>(std::lround(axes.py(tick.value)));
+    canvas.fillRect(left - s - tickLen + 1, row, left - s, row + s - 1, kInk);
+    canvas.text(left - 2 * s - tickLen - Canvas::textWidth(tick.label, s),
+                row - kGlyphAscent * s / 2, tick.label, kInk, s);
+  }
+  const int labelsY = bottom + 2 * s + tickLen;  // the x tick values' line
+  for (const Tick& tick : xTicks) {
+    int col = static_cast<int>(std::lround(axes.px(tick.value)));
+    canvas.fillRect(col, bottom + s, col + s - 1, bottom + s + tickLen - 1, kInk);
+    canvas.text(col - Canvas::textWidth(tick.label, s) / 2, labelsY, tick.label, kInk, s);
+  }
+  canvas.text(left + (axes.width - Canvas::textWidth(words.xLabel, s)) / 2, labelsY + lineH,
+              words.xLabel, kInk, s);
+  canvas.textUp(pad, axes.top + (axes.height + Canvas::textWidth(words.yLabel, s)) / 2,
+                words.yLabel, kInk, s);
+  canvas.text((width - Canvas::textWidth(title, titleScale)) / 2, titleY, title, kInk, titleScale);
+  drawLegend(&canvas, legend, s);
+
+  auto png = encodePng(canvas, words.title);
+  if (!png.ok()) return std::move(png).takeStatus();
+  return writeFileAtomically(path, png->data(), png->size());
 }
 
 }  // namespace tfc::run

@@ -1,10 +1,9 @@
-// A tiny PNG writer (RGB, 8 bits per channel, zlib with stored deflate blocks, CRC-32 and
-// Adler-32 computed here) and a loss-curve plot drawn on it, for `tfc-run train --plot`.
-// No dependencies: the image is an RGB canvas with lines and a 3x5 digit font.
+// The loss plot of `tfc-run train --plot` and `seed-experiment --plot`: curves, a title,
+// labelled axes with tick values and a legend, drawn on an RGB canvas with a built-in
+// bitmap font (plot_font.hpp) and encoded by libpng.
 #ifndef TFC_TOOLS_TFC_RUN_PNG_PLOT_HPP_
 #define TFC_TOOLS_TFC_RUN_PNG_PLOT_HPP_
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,20 +12,11 @@
 
 namespace tfc::run {
 
-uint32_t crc32(const uint8_t* data, size_t size, uint32_t crc = 0);
-uint32_t adler32(const uint8_t* data, size_t size, uint32_t adler = 1);
-
-// Encodes |rgb| (width * height * 3 bytes, rows top to bottom) as a PNG file's bytes.
-std::vector<uint8_t> encodePng(int width, int height, const std::vector<uint8_t>& rgb);
-
-// Writes |bytes| to |path| atomically (a temporary file in the same folder, fsync, rename).
-Status writeFileAtomic(const std::string& path, const std::vector<uint8_t>& bytes);
-
 struct RGB {
   uint8_t r, g, b;
 };
 
-// An RGB canvas with clipped drawing primitives.
+// An RGB canvas (rows top to bottom) with clipped drawing primitives.
 class Canvas {
  public:
   Canvas(int width, int height, RGB background);
@@ -38,29 +28,47 @@ class Canvas {
   void fillRect(int x0, int y0, int x1, int y1, RGB color);  // inclusive corners
   // A line from (x0, y0) to (x1, y1) (Bresenham), |thickness| pixels wide.
   void line(double x0, double y0, double x1, double y1, RGB color, int thickness = 1);
-  // Text in the built-in 3x5 font (digits, '.', '-', '+', 'e', 'k', 'M'), scaled by |scale|,
-  // with its top-left corner at (x, y). Returns the width drawn.
-  int text(int x, int y, const std::string& text, RGB color, int scale = 2);
-  static int textWidth(const std::string& text, int scale = 2);
+  // Text in the plot font, each font pixel a |scale| x |scale| square, with the top-left
+  // corner of its first glyph cell at (x, y). Returns the width drawn.
+  int text(int x, int y, const std::string& text, RGB color, int scale = 1);
+  // The same turned a quarter left (read bottom to top): the text starts at the bottom-left
+  // (x, y) corner of its run and grows upwards. Returns the height drawn.
+  int textUp(int x, int y, const std::string& text, RGB color, int scale = 1);
+  static int textWidth(const std::string& text, int scale = 1);
+  static int textHeight(int scale = 1);  // a line's cell, descenders included
 
  private:
   int width_, height_;
   std::vector<uint8_t> pixels_;
 };
 
+// Encodes |canvas| as PNG bytes (8-bit RGB) with libpng; |title|, when not empty, goes into
+// a tEXt "Title" chunk. Errors are libpng's message.
+StatusOr<std::vector<uint8_t>> encodePng(const Canvas& canvas, const std::string& title = "");
+
 // One curve of a plot: points (x, y) drawn as a polyline.
 struct PlotSeries {
   std::vector<double> x, y;
   RGB color;
   int thickness = 1;
-  bool markers = false;  // draw a small square at every point
+  bool markers = false;  // draw a small square at every point (5 pixels wide at 800x500)
+  std::string name;      // its legend entry; unnamed series stay out of the legend
+};
+
+// The words around the curves; an empty string leaves its part out (and its space).
+struct PlotText {
+  std::string title = "training loss";
+  std::string xLabel = "step";
+  std::string yLabel = "loss";
 };
 
 // Plots |series| on shared axes (x from the data's range, y from the finite values' range
-// padded by 5%), with tick labels, into a width x height RGB image, and writes it to |path|
-// as a PNG. Non-finite points are skipped.
+// padded by 5%) into a width x height image: the title above, the legend (each named
+// series' colour and name) under it and outside the axes so it never hides a curve, tick
+// values and axis labels. Writes it to |path| as a PNG, atomically (writeFileAtomically).
+// Non-finite points are skipped.
 Status writePlotPng(const std::string& path, const std::vector<PlotSeries>& series,
-                    int width = 800, int height = 500);
+                    const PlotText& text = {}, int width = 800, int height = 500);
 
 }  // namespace tfc::run
 

@@ -65,7 +65,14 @@ TEST_F(AbiLayoutTest, Entry) {
   expectLayout(types.entry, sizeof(T),
                {OFF(T, name), OFF(T, num_inputs), OFF(T, num_outputs),
                 OFF(T, inputs), OFF(T, outputs), OFF(T, arena_bytes),
-                OFF(T, num_kernels), OFF(T, call)});
+                OFF(T, num_kernels), OFF(T, call), OFF(T, kernels)});
+}
+
+TEST_F(AbiLayoutTest, KernelDesc) {
+  using T = tfc_kernel_desc_t;
+  expectLayout(types.kernelDesc, sizeof(T),
+               {OFF(T, name), OFF(T, ops), OFF(T, flops), OFF(T, bytes_read),
+                OFF(T, bytes_written)});
 }
 
 TEST_F(AbiLayoutTest, Artifact) {
@@ -82,7 +89,7 @@ TEST_F(AbiLayoutTest, HostApi) {
   using T = tfc_host_api_t;
   expectLayout(types.hostApi, sizeof(T),
                {OFF(T, struct_size), OFF(T, user), OFF(T, parallel_for),
-                OFF(T, report_error)});
+                OFF(T, report_error), OFF(T, kernel_begin), OFF(T, kernel_end)});
   EXPECT_EQ(layout->getStructLayout(types.hostApi)
                 ->getElementOffset(tfc::AbiTypes::kHostUser),
             OFF(T, user));

@@ -35,6 +35,11 @@ void tfc_kernels_error(const char* message);
  * stays valid until the next call of tfc_kernels_set_host on this thread. */
 const char* tfc_kernels_take_error(void);
 
+/* Called by generated entry code around launch |kernel| (tfc-cpu-kernel-timers): forwards
+ * to the host's kernel_begin / kernel_end when it has both, else returns at once. */
+void tfc_kernels_kernel_begin(int32_t kernel);
+void tfc_kernels_kernel_end(int32_t kernel);
+
 /* ---- Matrix products ---- */
 
 /* C[b] = op(A[b]) @ op(B[b]) (+ C[b] when accumulate != 0) for b in [0, batch), where

@@ -84,6 +84,9 @@ void addTrainingLoss(Graph &g, DropoutSites *dropout,
 void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
   const int64_t B = s.batch, T = s.seq, P = s.prefillLen, C = s.width,
                 V = s.vocab;
+  // Generation has a batch of its own (default 1): one artifact trains at
+  // batch B and serves single prompts without decoding B copies of each.
+  const int64_t G = s.genBatch;
   using Outputs = std::vector<EntryOutput>;
 
   g.entry("forward", {{"tokens", {B, T}, DType::I32}},
@@ -110,37 +113,37 @@ void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
   // cache slots it writes past n are overwritten by the next step before
   // any query can see them).
   g.entry("prefill",
-          {{"tokens", {B, P}, DType::I32},
+          {{"tokens", {G, P}, DType::I32},
            {"pos", {}, DType::I32},
            {"n", {}, DType::I32}},
           [&](llvm::ArrayRef<Tensor> in) {
             KVCacheStep cache{in[1], s.nCtx};
-            Tensor h = model.hidden(in[0], &cache); // (B, P, C)
+            Tensor h = model.hidden(in[0], &cache); // (G, P, C)
             Tensor last;
             {
               auto scope = g.scope("last_token");
-              last = dynamicSlice(h, in[2] - 1, /*dim=*/1, 1); // (B, 1, C)
-              last = reshape(last, {B, C});                    // (B, C)
+              last = dynamicSlice(h, in[2] - 1, /*dim=*/1, 1); // (G, 1, C)
+              last = reshape(last, {G, C});                    // (G, C)
             }
-            return Outputs{{"logits", model.logits(last)}}; // (B, V)
+            return Outputs{{"logits", model.logits(last)}}; // (G, V)
           });
 
-  g.entry("decode", {{"token", {B, 1}, DType::I32}, {"pos", {}, DType::I32}},
+  g.entry("decode", {{"token", {G, 1}, DType::I32}, {"pos", {}, DType::I32}},
           [&](llvm::ArrayRef<Tensor> in) {
             KVCacheStep cache{in[1], s.nCtx};
-            Tensor h = model.hidden(in[0], &cache); // (B, 1, C)
-            h = reshape(h, {B, C});                 // (B, C)
-            return Outputs{{"logits", model.logits(h)}}; // (B, V)
+            Tensor h = model.hidden(in[0], &cache); // (G, 1, C)
+            h = reshape(h, {G, C});                 // (G, C)
+            return Outputs{{"logits", model.logits(h)}}; // (G, V)
           });
 
   g.entry("sample",
-          {{"logits", {B, V}, DType::F32},
+          {{"logits", {G, V}, DType::F32},
            {"temperature", {}, DType::F32},
            {"top_k", {}, DType::I32},
            {"top_p", {}, DType::F32},
            {"seed", {}, DType::I64}},
           [&](llvm::ArrayRef<Tensor> in) {
-            Tensor ids = sample(in[0], in[1], in[2], in[3], in[4]); // (B) i32
+            Tensor ids = sample(in[0], in[1], in[2], in[3], in[4]); // (G) i32
             return Outputs{{"ids", ids}};
           });
 }

@@ -81,7 +81,8 @@ public:
 
 /// Sizes of the entry points of a decoder-only LM.
 struct CausalLMSizes {
-  int64_t batch;      ///< B of every entry
+  int64_t batch;      ///< B of forward and loss (the training batch)
+  int64_t genBatch;   ///< B of prefill, decode and sample (and the KV cache)
   int64_t seq;        ///< T of forward and loss
   int64_t prefillLen; ///< P of prefill
   int64_t nCtx;       ///< KV cache length

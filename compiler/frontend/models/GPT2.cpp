@@ -148,7 +148,7 @@ void build(Graph &g, const ModelConfig &cfg) {
   DropoutSites dropout(cfg.number("dropout"));
   model.dropout = &dropout;
   addCausalLMEntries(g, model,
-                     {cfg.size("batch"), cfg.size("seq"),
+                     {cfg.size("batch"), cfg.size("gen_batch"), cfg.size("seq"),
                       cfg.size("prefill_len"), config.nCtx, config.nEmbd,
                       config.vocab});
 }
@@ -168,7 +168,9 @@ ModelInfo gpt2Model() {
       {"vocab_size", K::Size, "256", "vocabulary size V"},
       {"n_ctx", K::Size, "64",
        "maximum context: rows of wpe and length of the KV cache"},
-      {"batch", K::Size, "2", "batch size B of every entry"},
+      {"batch", K::Size, "2", "batch size B of forward, loss and training"},
+      {"gen_batch", K::Size, "1",
+       "batch size of prefill, decode and sample (generation; the KV cache)"},
       {"seq", K::Size, "16", "tokens per row T of forward and loss"},
       {"prefill_len", K::Size, "16", "tokens per prefill chunk P"},
       {"dropout", K::Number, "0",

@@ -158,7 +158,7 @@ void build(Graph &g, const ModelConfig &cfg) {
                      cfg.flag("tie_embeddings")};
   Llama model(g, config);
   addCausalLMEntries(g, model,
-                     {cfg.size("batch"), cfg.size("seq"),
+                     {cfg.size("batch"), cfg.size("gen_batch"), cfg.size("seq"),
                       cfg.size("prefill_len"), config.nCtx, config.dim,
                       config.vocab});
 }
@@ -184,7 +184,9 @@ ModelInfo llamaModel() {
       {"rope_theta", K::Number, "10000", "rotary base theta"},
       {"tie_embeddings", K::Flag, "0",
        "1: the LM head reuses model.embed_tokens.weight (no lm_head.weight)"},
-      {"batch", K::Size, "2", "batch size B of every entry"},
+      {"batch", K::Size, "2", "batch size B of forward, loss and training"},
+      {"gen_batch", K::Size, "1",
+       "batch size of prefill, decode and sample (generation; the KV cache)"},
       {"seq", K::Size, "16", "tokens per row T of forward and loss"},
       {"prefill_len", K::Size, "16", "tokens per prefill chunk P"},
   };

@@ -2,7 +2,7 @@
  * runtime. Plain C, no includes beyond <stdint.h>, shared verbatim by both sides.
  *
  * A compiled model is a shared object that exports exactly one symbol,
- * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v1"): a function taking no arguments and returning a
+ * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v2"): a function taking no arguments and returning a
  * pointer to a constant tfc_artifact_t that lives as long as the object is loaded. The
  * runtime dlopen()s the file, looks the symbol up, and refuses the file unless `magic` is
  * TFC_ARTIFACT_MAGIC, `abi_version` equals the runtime's TFC_ARTIFACT_ABI_VERSION and
@@ -32,8 +32,8 @@ extern "C" {
 #endif
 
 #define TFC_ARTIFACT_MAGIC 0x31434654u /* "TFC1" read as a little-endian uint32 */
-#define TFC_ARTIFACT_ABI_VERSION 1u
-#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v1"
+#define TFC_ARTIFACT_ABI_VERSION 2u
+#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v2"
 #define TFC_ARENA_ALIGNMENT 64u
 
 /* Element types; the values equal tfc_dtype_t in tfc/runtime/dtype.h. */
@@ -62,6 +62,11 @@ typedef struct tfc_host_api_t {
   /* Reports a run-time error (an out-of-range token id or position). Compiled code calls
    * it, then the entry point returns non-zero. The message is copied. */
   void (*report_error)(void* user, const char* message);
+  /* Per-kernel timing (tfc-run profile); either may be NULL, and compiled code then skips
+   * both. Called on the entry's thread right before and right after launch `kernel` of
+   * the running entry (an index into its tfc_entry_t.kernels). */
+  void (*kernel_begin)(void* user, int32_t kernel);
+  void (*kernel_end)(void* user, int32_t kernel);
 } tfc_host_api_t;
 
 /* A parameter, a state tensor, or an entry point's input or output. */
@@ -74,6 +79,16 @@ typedef struct tfc_tensor_desc_t {
   uint32_t flags;       /* TFC_TENSOR_* */
   uint32_t reserved;
 } tfc_tensor_desc_t;
+
+/* One kernel launch of an entry, for profiles: what it is and what it costs by the
+ * compiler's cost model. */
+typedef struct tfc_kernel_desc_t {
+  const char* name;       /* the kernel ("k12_fused"); one kernel may be launched often */
+  const char* ops;        /* the graph ops it computes ("fused.linear: linear, add, gelu") */
+  uint64_t flops;         /* floating-point operations of one launch */
+  uint64_t bytes_read;    /* bytes one launch reads from memory at least once */
+  uint64_t bytes_written; /* bytes one launch writes */
+} tfc_kernel_desc_t;
 
 /* Returns 0 on success, non-zero after host->report_error(). */
 typedef int32_t (*tfc_entry_fn_t)(const tfc_host_api_t* host, void* const* params,
@@ -89,6 +104,7 @@ typedef struct tfc_entry_t {
   uint64_t arena_bytes;       /* scratch the caller provides */
   uint64_t num_kernels;       /* kernel launches per call, for reports */
   tfc_entry_fn_t call;
+  const tfc_kernel_desc_t* kernels; /* num_kernels launches, in the order of a call */
 } tfc_entry_t;
 
 typedef struct tfc_artifact_t {

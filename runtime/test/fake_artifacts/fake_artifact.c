@@ -1,7 +1,7 @@
 /* A hand-written stand-in for a compiled model: fills a tfc_artifact_t by hand with
  * trivial entry points, so that the runtime can be tested without the compiler.
  * Built several times (see runtime/CMakeLists.txt): plain as fake_model, and with
- * FAKE_BREAK=<n> or FAKE_SYMBOL_V2 as deliberately broken artifacts.
+ * FAKE_BREAK=<n> or FAKE_SYMBOL_V1 as deliberately broken artifacts.
  *
  * Parameters: scale f32[4] = ones, bias f32[4] = zeros, proj.weight f32[4,4] =
  *             orthogonal(1.0), embed f32[8,4] = normal(0.0, 0.02)
@@ -263,10 +263,13 @@ static const tfc_artifact_t kArtifact = {
     kEntries,
 };
 
-#if defined(FAKE_SYMBOL_V2)
-EXPORT const tfc_artifact_t* tfc_artifact_v2(void) { return &kArtifact; }
+/* The exported name carries the ABI version (artifact_abi.h). */
+_Static_assert(TFC_ARTIFACT_ABI_VERSION == 2, "rename tfc_artifact_v2 below to the new version");
+#if defined(FAKE_SYMBOL_V1)
+/* An artifact of the previous ABI. */
+EXPORT const tfc_artifact_t* tfc_artifact_v1(void) { return &kArtifact; }
 #else
-EXPORT const tfc_artifact_t* tfc_artifact_v1(void) {
+EXPORT const tfc_artifact_t* tfc_artifact_v2(void) {
 #if FAKE_BREAK == 12
   return NULL;
 #else

@@ -310,4 +310,5 @@ static const tfc_artifact_t kArtifact = {
     kEntries,
 };
 
-EXPORT const tfc_artifact_t* tfc_artifact_v1(void) { return &kArtifact; }
+_Static_assert(TFC_ARTIFACT_ABI_VERSION == 2, "rename tfc_artifact_v2 below to the new version");
+EXPORT const tfc_artifact_t* tfc_artifact_v2(void) { return &kArtifact; }

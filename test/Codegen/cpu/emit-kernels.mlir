@@ -12,7 +12,7 @@
 // `inner` (here 5) and subtracts the line's max before exp.
 
 // CHECK-LABEL: func.func private @k0_softmax(
-// CHECK-SAME:      %[[X:.*]]: memref<2x3x5xf32>, %[[Y:.*]]: memref<2x3x5xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, tfc.kernel}
+// CHECK-SAME:      %[[X:.*]]: memref<2x3x5xf32>, %[[Y:.*]]: memref<2x3x5xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, tfc.kernel, tfc.kernel_cost = array<i64: 360, 120, 120>, tfc.kernel_ops = "softmax"}
 // CHECK-DAG:     %[[XF:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1, 2]] : memref<2x3x5xf32> into memref<30xf32>
 // CHECK-DAG:     %[[YF:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1, 2]] : memref<2x3x5xf32> into memref<30xf32>
 // CHECK:         scf.for

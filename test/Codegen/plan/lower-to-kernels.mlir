@@ -11,7 +11,7 @@
 
 // CHECK-LABEL: module attributes {tfc.target = "cpu"}
 // CHECK-LABEL: func.func private @k0_exp(
-// CHECK-SAME:      %[[A:.*]]: memref<2x6xf32>, %[[B:.*]]: memref<2x6xf32>) attributes {tfc.kernel}
+// CHECK-SAME:      %[[A:.*]]: memref<2x6xf32>, %[[B:.*]]: memref<2x6xf32>) attributes {tfc.kernel, tfc.kernel_cost = array<i64: 96, 48, 48>, tfc.kernel_ops = "exp"}
 // CHECK-NEXT:    %[[T:.*]] = bufferization.to_tensor %[[A]] restrict : memref<2x6xf32>
 // CHECK-NEXT:    %[[E:.*]] = tfc.exp %[[T]] : tensor<2x6xf32>
 // CHECK-NEXT:    bufferization.materialize_in_destination %[[E]] in restrict writable %[[B]]

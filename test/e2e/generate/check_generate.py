@@ -57,20 +57,21 @@ NEW_TOKENS = 32
 # reference. `prompt` is the prompt length of the main checks.
 CONFIGS = {
     "gpt2": dict(
-        model="gpt2", label="gpt2 (B=1)", prompt=13, tokenizer=True,
+        # a training batch of 4 and generation at its own batch 1 (the default)
+        model="gpt2", label="gpt2 (B=4, generation B=1)", prompt=13, tokenizer=True,
         sets=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_ctx=64,
-                  batch=1, seq=16, prefill_len=16)),
+                  batch=4, gen_batch=1, seq=16, prefill_len=16)),
     "llama": dict(
         model="llama", label="llama (B=1, GQA 4/2)", prompt=21,
         sets=dict(n_layer=2, n_head=4, n_kv_head=2, dim=64, hidden_dim=176,
                   vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
-                  tie_embeddings=0, batch=1, seq=16, prefill_len=16)),
-    # batch > 1 (rows replicated, row 0 reported) and a chunk length that does not divide
-    # n_ctx (the last chunk of a long prompt starts earlier to fit the cache)
+                  tie_embeddings=0, batch=1, gen_batch=1, seq=16, prefill_len=16)),
+    # a generation batch > 1 (rows replicated, row 0 reported) and a chunk length that does
+    # not divide n_ctx (the last chunk of a long prompt starts earlier to fit the cache)
     "gpt2-b2": dict(
-        model="gpt2", label="gpt2 (B=2, P=12)", prompt=29, context=True,
+        model="gpt2", label="gpt2 (generation B=2, P=12)", prompt=29, context=True,
         sets=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_ctx=64,
-                  batch=2, seq=16, prefill_len=12)),
+                  batch=2, gen_batch=2, seq=16, prefill_len=12)),
     "encdec": dict(
         model="encdec", label="encdec (article sizes)",
         sets=dict(batch=64, d_model=32, n_head=4, ff_mult=4, vocab_size=12,

@@ -52,16 +52,17 @@ SMALL = {
     "gpt2": [dict(
         label="gpt2",
         sets=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_ctx=64,
-                  batch=2, seq=16, prefill_len=16))],
+                  batch=2, gen_batch=2, seq=16, prefill_len=16))],
     "llama": [
         dict(label="llama (GQA 4/2, untied)",
              sets=dict(n_layer=2, n_head=4, n_kv_head=2, dim=64, hidden_dim=176,
                        vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
-                       tie_embeddings=0, batch=2, seq=16, prefill_len=16)),
+                       tie_embeddings=0, batch=2, gen_batch=2, seq=16, prefill_len=16)),
+        # generation at its own batch (2), below the training batch (3)
         dict(label="llama (MQA 4/1, tied, theta 5e5)",
              sets=dict(n_layer=1, n_head=4, n_kv_head=1, dim=32, hidden_dim=96,
                        vocab_size=128, n_ctx=32, rms_eps=1e-6, rope_theta=500000,
-                       tie_embeddings=1, batch=3, seq=12, prefill_len=12)),
+                       tie_embeddings=1, batch=3, gen_batch=2, seq=12, prefill_len=12)),
     ],
     "encdec": [dict(
         label="encdec (article sizes)",
@@ -74,7 +75,7 @@ BIG = {
         preset="gpt2-124m",
         light=True,  # no perturbed-weights copy (500 MB), sampling: greedy only
         sets=dict(n_layer=12, n_head=12, n_embd=768, vocab_size=50257, n_ctx=1024,
-                  batch=1, seq=8, prefill_len=8))],
+                  batch=1, gen_batch=1, seq=8, prefill_len=8))],
 }
 
 
@@ -488,13 +489,14 @@ class ModelCheck:
             n, name = P, "prefill n=P"
         else:
             n, name = int(self.rng.integers(1, P)), "prefill n<P"
-        if self.forward_logits is not None and self.forward_logits.shape[1] >= P:
-            tokens = self.forward_inputs["tokens"][:, :P]
-            fwd = self.forward_logits[:, n - 1]
-            refl = self.ref_forward[:, n - 1]
+        G = self.sets["gen_batch"]  # rows of prefill; forward has `batch` >= G of them
+        if self.forward_logits is not None and self.forward_logits.shape[1] >= P \
+                and self.forward_logits.shape[0] >= G:
+            tokens = self.forward_inputs["tokens"][:G, :P]
+            fwd = self.forward_logits[:G, n - 1]
+            refl = self.ref_forward[:G, n - 1]
         else:  # forward failed or is shorter: the reference alone
-            tokens = self.rng.integers(0, self.sets["vocab_size"],
-                                       (self.sets["batch"], P))
+            tokens = self.rng.integers(0, self.sets["vocab_size"], (G, P))
             fwd = None
             refl = self.ref_logits(w, tokens)[:, n - 1]
         got = self.call("prefill", {"tokens": tokens, "pos": 0, "n": n}, wpath)["logits"]
@@ -517,7 +519,7 @@ class ModelCheck:
         argmax. Every call's logits are compared with the reference forward over the
         whole sequence so far (so a near-tie flipping an argmax cannot desync them)."""
         P = dict((n, s) for n, s, _ in self.entries["prefill"][0])["tokens"][1]
-        B, V, n_ctx = self.sets["batch"], self.sets["vocab_size"], self.sets["n_ctx"]
+        B, V, n_ctx = self.sets["gen_batch"], self.sets["vocab_size"], self.sets["n_ctx"]
         m = int(self.rng.integers(1, P)) if P > 1 else 1
         if 2 * P + steps > n_ctx:
             self.check("prefill chunks + decode", False,

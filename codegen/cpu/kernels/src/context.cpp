@@ -84,11 +84,21 @@ extern "C" {
 
 void tfc_kernels_set_host(const tfc_host_api_t* host) {
   tfc_kern::Ctx& c = tfc_kern::tls_own;
-  // A host whose struct predates parallel_for is treated as absent.
+  // A host whose struct predates the kernel timers is treated as absent.
   if (host && host->struct_size < sizeof(tfc_host_api_t)) host = nullptr;
   c.host = host;
   c.in_parallel = false;
   c.error_state.store(0, std::memory_order_relaxed);
+}
+
+void tfc_kernels_kernel_begin(int32_t kernel) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (h && h->kernel_begin && h->kernel_end) h->kernel_begin(h->user, kernel);
+}
+
+void tfc_kernels_kernel_end(int32_t kernel) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (h && h->kernel_begin && h->kernel_end) h->kernel_end(h->user, kernel);
 }
 
 void tfc_kernels_error(const char* message) {

@@ -238,6 +238,21 @@ int32_t tfc_context_num_threads(const tfc_context_t* context);
 /* Bytes of arena memory allocated so far (entry points called at least once). */
 uint64_t tfc_context_arena_bytes_allocated(const tfc_context_t* context);
 
+/* Per-kernel timing, as `tfc-run MODEL.so profile` shows it. While enabled, every call of
+ * an entry adds the wall-clock time of each of its kernel launches to the context's totals
+ * (two clock reads per launch; the launches are the entry's tfc_entry_t.kernels, in call
+ * order). Enabling or disabling clears the totals. */
+tfc_status_t tfc_context_set_profiling(tfc_context_t* context, bool enabled);
+
+/* The totals of entry |entry_index| since profiling was enabled: out_seconds[i] (|count|
+ * slots, at least the entry's num_kernels; the rest are zeroed) is launch i's time summed
+ * over the calls, *out_calls (may be NULL) the number of successful calls. An artifact
+ * without a kernel table (kernels NULL) has no launches to report. FAILED_PRECONDITION
+ * while profiling is off. */
+tfc_status_t tfc_context_kernel_times(const tfc_context_t* context, int32_t entry_index,
+                                      double* out_seconds, size_t count,
+                                      uint64_t* out_calls);
+
 /* Re-initializes every state tensor from its init spec (a new generation starts with an
  * empty KV cache). */
 tfc_status_t tfc_context_reset_state(tfc_context_t* context);

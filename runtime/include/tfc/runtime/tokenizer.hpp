@@ -58,6 +58,11 @@ class Tokenizer {
   virtual int32_t vocabSize() const = 0;
   // The end-of-text token that stops generation, if the tokenizer has one.
   virtual std::optional<int32_t> eosId() const = 0;
+  // The first offset p in [from, text.size()] at which |text| can be split without changing
+  // its ids: encode(text[0, p)) followed by encode(text[p, end)) is encode(text).
+  // text.size() when no such offset follows |from|. Lets a caller encode a long text in
+  // pieces (to report progress and bound the encoder's working memory).
+  virtual size_t nextSplit(std::string_view text, size_t from) const = 0;
 };
 
 // The byte-level tokenizer of byte-level models: token i is byte i (vocabSize() 256), any
@@ -70,6 +75,10 @@ class ByteTokenizer final : public Tokenizer {
   StatusOr<std::string> decode(const int32_t* ids, size_t count) const override;
   int32_t vocabSize() const override { return 256; }
   std::optional<int32_t> eosId() const override { return std::nullopt; }
+  // Any offset: every byte is its own token.
+  size_t nextSplit(std::string_view text, size_t from) const override {
+    return from < text.size() ? from : text.size();
+  }
 };
 
 class Gpt2Tokenizer final : public Tokenizer {
@@ -107,11 +116,17 @@ class Gpt2Tokenizer final : public Tokenizer {
   int32_t vocabSize() const override;
   // The id of "<|endoftext|>", if the vocabulary has it.
   std::optional<int32_t> eosId() const override;
+  // A space between two printable ASCII characters ("a b", split before the space).
+  size_t nextSplit(std::string_view text, size_t from) const override;
 
   // |bytes| with every ill-formed UTF-8 subsequence replaced by U+FFFD, exactly as Python's
   // bytes.decode("utf-8", errors="replace") does (one U+FFFD per maximal subpart), i.e.
   // Hugging Face's decode() is replaceInvalidUtf8(decode(ids)).
   static std::string replaceInvalidUtf8(std::string_view bytes);
+  // The byte offset of the first ill-formed UTF-8 sequence in |bytes| (the first byte that
+  // replaceInvalidUtf8 would replace), or nullopt when |bytes| is well-formed UTF-8. For
+  // callers that refuse such text instead of encoding its bytes one by one (tokenize).
+  static std::optional<size_t> firstInvalidUtf8(std::string_view bytes);
 
  private:
   struct Impl;
