@@ -54,9 +54,9 @@ StatusOr<std::vector<HostTensor>> allocateZeroed(const tfc_tensor_desc_t* descs,
   std::vector<HostTensor> tensors;
   tensors.reserve(static_cast<size_t>(count));
   for (int32_t i = 0; i < count; ++i) {
-    TFC_ASSIGN_OR_RETURN(HostTensor tensor,
-                         HostTensor::allocate(static_cast<tfc_dtype_t>(descs[i].dtype),
-                                              shapeOf(descs[i])));
+    TFC_ASSIGN_OR_RETURN(
+        HostTensor tensor,
+        HostTensor::allocate(static_cast<tfc_dtype_t>(descs[i].dtype), shapeOf(descs[i])));
     if (tensor.byteSize() > 0) std::memset(tensor.mutableData(), 0, tensor.byteSize());
     tensors.push_back(std::move(tensor));
   }
@@ -84,8 +84,8 @@ std::optional<size_t> findByName(const tfc_tensor_desc_t* descs, int32_t count,
 }  // namespace
 
 std::string entrySignature(const tfc_entry_t& entry) {
-  return std::string(entry.name) + "(" + describeList(entry.inputs, entry.num_inputs) +
-         ") -> (" + describeList(entry.outputs, entry.num_outputs) + ")";
+  return std::string(entry.name) + "(" + describeList(entry.inputs, entry.num_inputs) + ") -> (" +
+         describeList(entry.outputs, entry.num_outputs) + ")";
 }
 
 StatusOr<BoundEntry> BoundEntry::create(const Artifact& artifact, const std::string& name,
@@ -140,8 +140,9 @@ Status BoundEntry::setInput(size_t i, HostTensor tensor) {
   auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
   std::vector<int64_t> shape = shapeOf(desc);
   if (tensor.dtype() != dtype || tensor.shape() != shape) {
-    return Status::error(TFC_INVALID_ARGUMENT, "entry '%s' input '%s' is %s%s; the value given is %s%s",
-                         name_.c_str(), desc.name, tfc_dtype_name(dtype), formatShape(shape).c_str(),
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "entry '%s' input '%s' is %s%s; the value given is %s%s", name_.c_str(),
+                         desc.name, tfc_dtype_name(dtype), formatShape(shape).c_str(),
                          tfc_dtype_name(tensor.dtype()), formatShape(tensor.shape()).c_str());
   }
   inputs_[i] = std::move(tensor);
@@ -155,9 +156,8 @@ void BoundEntry::useInputs(const std::vector<TensorView>& views) {
 }
 
 Status BoundEntry::call(Context& context) {
-  return Status(tfc_context_call_index(context.get(), index_, inputRefs_.data(),
-                                       inputRefs_.size(), outputRefs_.data(),
-                                       outputRefs_.size()));
+  return Status(tfc_context_call_index(context.get(), index_, inputRefs_.data(), inputRefs_.size(),
+                                       outputRefs_.data(), outputRefs_.size()));
 }
 
 StatusOr<std::vector<HostTensor>> Context::call(const std::string& entry,

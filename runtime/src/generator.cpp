@@ -23,28 +23,35 @@ double perSecond(int64_t count, double ms) {
 
 const char* stopReasonName(StopReason reason) {
   switch (reason) {
-    case StopReason::kMaxNewTokens: return "reached the maximum of new tokens";
-    case StopReason::kContextLimit: return "reached the context limit";
-    case StopReason::kEndOfText: return "end of text";
-    case StopReason::kStopToken: return "a stop token";
-    case StopReason::kCallback: return "stopped by the caller";
+    case StopReason::kMaxNewTokens:
+      return "reached the maximum of new tokens";
+    case StopReason::kContextLimit:
+      return "reached the context limit";
+    case StopReason::kEndOfText:
+      return "end of text";
+    case StopReason::kStopToken:
+      return "a stop token";
+    case StopReason::kCallback:
+      return "stopped by the caller";
   }
   return "?";
 }
 
-double GenerationStats::prefillTokensPerSecond() const { return perSecond(promptTokens, prefillMs); }
+double GenerationStats::prefillTokensPerSecond() const {
+  return perSecond(promptTokens, prefillMs);
+}
 double GenerationStats::decodeTokensPerSecond() const { return perSecond(decodeCalls, decodeMs); }
 
 StatusOr<Generator> Generator::create(const Context& context) {
   Artifact artifact = context.artifact();
   Generator generator;
   generator.context_ = context;
-  TFC_ASSIGN_OR_RETURN(generator.prefill_,
-                       BoundEntry::create(artifact, "prefill",
-                                          {{"tokens", TFC_DTYPE_I32, 2},
-                                           {"pos", TFC_DTYPE_I32, 0},
-                                           {"n", TFC_DTYPE_I32, 0}},
-                                          {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
+  TFC_ASSIGN_OR_RETURN(
+      generator.prefill_,
+      BoundEntry::create(
+          artifact, "prefill",
+          {{"tokens", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}, {"n", TFC_DTYPE_I32, 0}},
+          {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
   TFC_ASSIGN_OR_RETURN(generator.decode_,
                        BoundEntry::create(artifact, "decode",
                                           {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}},
@@ -69,10 +76,9 @@ StatusOr<Generator> Generator::create(const Context& context) {
       decode.output("logits").shape() != std::vector<int64_t>{batch, vocab} ||
       generator.sample_.input("logits").shape() != std::vector<int64_t>{batch, vocab} ||
       sample.output("ids").shape() != std::vector<int64_t>{batch}) {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "the entries disagree on the batch or the vocabulary: %s, %s, %s",
-                         prefill.signature().c_str(), decode.signature().c_str(),
-                         sample.signature().c_str());
+    return Status::error(
+        TFC_INVALID_ARGUMENT, "the entries disagree on the batch or the vocabulary: %s, %s, %s",
+        prefill.signature().c_str(), decode.signature().c_str(), sample.signature().c_str());
   }
   std::string metadata(artifact.metadataJson());
   std::optional<int64_t> nCtx = metadataInt(metadata, "n_ctx");
@@ -307,9 +313,9 @@ tfc_status_t generateC(tfc_generator_t* generator, const std::vector<int32_t>* i
       return callback(user_data, id, bytes.empty() ? nullptr : bytes.data(), bytes.size());
     };
   }
-  auto stats = ids ? generator->generator.generate(*ids, settings, onToken)
-                   : generator->generator.generateText(std::string_view(text, length), settings,
-                                                       onToken);
+  auto stats =
+      ids ? generator->generator.generate(*ids, settings, onToken)
+          : generator->generator.generateText(std::string_view(text, length), settings, onToken);
   if (!stats.ok()) return std::move(stats).takeStatus().release();
   if (out_stats != nullptr) toC(*stats, out_stats);
   return nullptr;
@@ -357,9 +363,13 @@ tfc_status_t tfc_generator_create(tfc_context_t* context, const tfc_generator_op
 void tfc_generator_destroy(tfc_generator_t* generator) { delete generator; }
 
 int64_t tfc_generator_batch(const tfc_generator_t* g) { return g->generator.batch(); }
-int64_t tfc_generator_prefill_chunk(const tfc_generator_t* g) { return g->generator.prefillChunk(); }
+int64_t tfc_generator_prefill_chunk(const tfc_generator_t* g) {
+  return g->generator.prefillChunk();
+}
 int64_t tfc_generator_vocab_size(const tfc_generator_t* g) { return g->generator.vocabSize(); }
-int64_t tfc_generator_context_length(const tfc_generator_t* g) { return g->generator.contextLength(); }
+int64_t tfc_generator_context_length(const tfc_generator_t* g) {
+  return g->generator.contextLength();
+}
 
 tfc_status_t tfc_generator_generate(tfc_generator_t* generator, const int32_t* prompt,
                                     size_t prompt_length, const tfc_generate_options_t* options,

@@ -39,10 +39,9 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
                          "that `tfc --optimizer=adamw|sgd` builds",
                          path.c_str());
   }
-  static const std::set<std::string> kKnown = {"lr",          "min_lr",   "warmup",
-                                               "total_steps", "schedule", "weight_decay",
-                                               "grad_clip",   "beta1",    "beta2",
-                                               "eps",         "momentum"};
+  static const std::set<std::string> kKnown = {
+      "lr",        "min_lr", "warmup", "total_steps", "schedule", "weight_decay",
+      "grad_clip", "beta1",  "beta2",  "eps",         "momentum"};
   bool hasBeta = false, hasMomentum = false;
   for (size_t i = 0; i < static_cast<size_t>(entry.num_inputs); ++i) {
     const tfc_tensor_desc_t& desc = entry.inputs[i];

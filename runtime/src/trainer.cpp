@@ -55,9 +55,15 @@ std::vector<TrainLogRow> readLog(const std::string& path, int64_t lastStep) {
     std::string field;
     while (std::getline(stream, field, ',')) fields.push_back(field);
     while (fields.size() < 6) fields.push_back("");
-    auto number = [](const std::string& text) { return text.empty() ? NAN : std::atof(text.c_str()); };
-    TrainLogRow row{std::atoll(fields[0].c_str()), number(fields[1]), number(fields[2]),
-                    number(fields[3]), number(fields[4]), number(fields[5])};
+    auto number = [](const std::string& text) {
+      return text.empty() ? NAN : std::atof(text.c_str());
+    };
+    TrainLogRow row{std::atoll(fields[0].c_str()),
+                    number(fields[1]),
+                    number(fields[2]),
+                    number(fields[3]),
+                    number(fields[4]),
+                    number(fields[5])};
     if (row.step <= lastStep) rows.push_back(row);
   }
   return rows;
@@ -128,7 +134,8 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
       trainStep.dataDesc(0).rank != 2 ||
       shapeOf(trainStep.dataDesc(0)) != shapeOf(trainStep.dataDesc(1))) {
     std::string names;
-    for (const std::string& name : trainStep.dataInputNames()) names += (names.empty() ? "" : ", ") + name;
+    for (const std::string& name : trainStep.dataInputNames())
+      names += (names.empty() ? "" : ", ") + name;
     return Status::error(TFC_FAILED_PRECONDITION,
                          "%s: the trainer reads a token stream for decoder-only models, whose "
                          "train_step takes tokens and targets (I32 [B, T]); this one takes %s",
@@ -140,8 +147,8 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
   TFC_ASSIGN_OR_RETURN(trainer.data_,
                        openTokens(options.dataPath, options.dataDtype, trainer.seq_, vocab));
   if (!options.evalDataPath.empty()) {
-    TFC_ASSIGN_OR_RETURN(trainer.evalData_, openTokens(options.evalDataPath, options.dataDtype,
-                                                       trainer.seq_, vocab));
+    TFC_ASSIGN_OR_RETURN(trainer.evalData_,
+                         openTokens(options.evalDataPath, options.dataDtype, trainer.seq_, vocab));
     TFC_ASSIGN_OR_RETURN(LossEntry loss, LossEntry::create(artifact, trainStep));
     trainer.lossEntry_ = std::make_unique<LossEntry>(std::move(loss));
   }
@@ -240,15 +247,15 @@ Status Trainer::save() {
                          static_cast<long long>(step_), broken.c_str(),
                          lastGoodCheckpoint(lastCheckpoint_).c_str());
   }
-  Status saved = saveCheckpoint(options_.savePath, artifact_, params_, context_,
-                                checkpointMetadata());
+  Status saved =
+      saveCheckpoint(options_.savePath, artifact_, params_, context_, checkpointMetadata());
   if (!saved.ok()) {
-    return Status::error(saved.code(), "could not save the checkpoint at step %lld: %s%s",
-                         static_cast<long long>(step_), saved.message(),
-                         lastCheckpoint_.empty()
-                             ? ""
-                             : ("; the previous checkpoint " + lastCheckpoint_ + " is unchanged")
-                                   .c_str());
+    return Status::error(
+        saved.code(), "could not save the checkpoint at step %lld: %s%s",
+        static_cast<long long>(step_), saved.message(),
+        lastCheckpoint_.empty()
+            ? ""
+            : ("; the previous checkpoint " + lastCheckpoint_ + " is unchanged").c_str());
   }
   lastCheckpoint_ = options_.savePath;
   return Status();
@@ -257,8 +264,8 @@ Status Trainer::save() {
 Status Trainer::openLog() {
   if (options_.logPath.empty() || log_) return Status();
   if (resumed_) history_ = readLog(options_.logPath, step_);
-  TFC_ASSIGN_OR_RETURN(TextOutputFile file, TextOutputFile::open(options_.logPath,
-                                                                 options_.logLabel));
+  TFC_ASSIGN_OR_RETURN(TextOutputFile file,
+                       TextOutputFile::open(options_.logPath, options_.logLabel));
   log_.emplace(std::move(file));
   std::string text = kCsvHeader;
   for (const TrainLogRow& row : history_) text += csvRow(row);
@@ -283,7 +290,8 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
   outcome.lastStep = step_;
   if (step_ >= options_.steps) return outcome;
   HyperParams hyper = options_.hyper;
-  hyper.totalSteps = static_cast<double>(options_.totalSteps ? options_.totalSteps : options_.steps);
+  hyper.totalSteps =
+      static_cast<double>(options_.totalSteps ? options_.totalSteps : options_.steps);
   trainStep_->setHyperParams(hyper);
   TFC_RETURN_IF_ERROR(openLog());
   auto report = [&](const TrainProgress& progress) {
@@ -325,11 +333,12 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
     if (log_) {
       Status written = log_->write(csvRow(progress.row));
       if (!written.ok()) {
-        return Status::error(written.code(), "%s; stopping at step %lld%s", written.message(),
-                             static_cast<long long>(step),
-                             lastCheckpoint_.empty()
-                                 ? ""
-                                 : (" (the last checkpoint " + lastCheckpoint_ + " is kept)").c_str());
+        return Status::error(
+            written.code(), "%s; stopping at step %lld%s", written.message(),
+            static_cast<long long>(step),
+            lastCheckpoint_.empty()
+                ? ""
+                : (" (the last checkpoint " + lastCheckpoint_ + " is kept)").c_str());
       }
     }
     progress.lastStep = last;
@@ -388,8 +397,8 @@ void tfc_trainer_options_initialize(tfc_trainer_options_t* out) {
   out->eval_every = defaults.evalEvery;
   out->eval_batches = defaults.evalBatches;
   out->seed = defaults.seed;
-  out->hyper = {h.lr,         h.minLr,    h.warmup, h.schedule, h.weightDecay,
-                h.gradClip,   h.beta1,    h.beta2,  h.eps,      h.momentum};
+  out->hyper = {h.lr,       h.minLr, h.warmup, h.schedule, h.weightDecay,
+                h.gradClip, h.beta1, h.beta2,  h.eps,      h.momentum};
 }
 
 tfc_status_t tfc_trainer_create(tfc_context_t* context, const tfc_trainer_options_t* options,

@@ -1,5 +1,7 @@
 // tfc::BoundEntry on the fake bigram model (fake_train_artifact.c): buffers bound once,
 // lookup by name, the signature check and its message, inputs replaced or borrowed.
+#include "tfc/runtime/bound_entry.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "fake_artifacts.hpp"
-#include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/runtime.hpp"
 
 namespace tfc {
@@ -87,7 +88,8 @@ TEST_F(BoundEntryTest, ReplacesAndBorrowsInputs) {
   auto wrong = HostTensor::allocate(TFC_DTYPE_I32, {1, 1});
   Status status = bound->setInput(0, std::move(wrong).value());
   ASSERT_FALSE(status.ok());
-  EXPECT_TRUE(contains(status, "entry 'decode' input 'token' is I32[2, 1]; the value given is I32[1, 1]"))
+  EXPECT_TRUE(
+      contains(status, "entry 'decode' input 'token' is I32[2, 1]; the value given is I32[1, 1]"))
       << status.message();
   EXPECT_FALSE(bound->setInput(7, HostTensor()).ok());
   auto token = HostTensor::allocate(TFC_DTYPE_I32, {2, 1});

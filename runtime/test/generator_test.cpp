@@ -1,6 +1,8 @@
 // tfc::Generator and its C API on the fake bigram model (fake_train_artifact.c: n_ctx 8,
 // prefill chunk 4, batch 2, vocabulary 16), checked against values computed apart from the
 // generator: the bigram's argmax chain from the parameters, and the entries called by hand.
+#include "tfc/runtime/generator.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "fake_artifacts.hpp"
-#include "tfc/runtime/generator.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/tokenizer.hpp"
 
@@ -124,7 +125,8 @@ TEST_F(GeneratorTest, SampledTokensEqualTheEntriesCalledByHand) {
   for (int32_t at : {0, 4}) {
     int32_t n = std::min<int32_t>(4, static_cast<int32_t>(prompt.size()) - at);
     for (int b = 0; b < 2; ++b) {
-      for (int j = 0; j < 4; ++j) tokens->mutableDataAs<int32_t>()[b * 4 + j] = j < n ? prompt[at + j] : 0;
+      for (int j = 0; j < 4; ++j)
+        tokens->mutableDataAs<int32_t>()[b * 4 + j] = j < n ? prompt[at + j] : 0;
     }
     HostTensor pos = scalar(TFC_DTYPE_I32, &at), count = scalar(TFC_DTYPE_I32, &n);
     auto out = context_.call("prefill", {tokens->view(), pos.view(), count.view()});
@@ -155,8 +157,10 @@ TEST_F(GeneratorTest, SampledTokensEqualTheEntriesCalledByHand) {
   EXPECT_EQ(collect(generator, prompt, options), expected);
   options.sampling.seed = seed + 100;
   std::vector<std::vector<int32_t>> others;
-  for (int i = 0; i < 4; ++i, ++options.sampling.seed) others.push_back(collect(generator, prompt, options));
-  EXPECT_TRUE(std::any_of(others.begin(), others.end(), [&](const auto& o) { return o != expected; }));
+  for (int i = 0; i < 4; ++i, ++options.sampling.seed)
+    others.push_back(collect(generator, prompt, options));
+  EXPECT_TRUE(
+      std::any_of(others.begin(), others.end(), [&](const auto& o) { return o != expected; }));
 }
 
 TEST_F(GeneratorTest, StopsAtTheContextLimitAStopTokenAndTheCallback) {
@@ -175,9 +179,8 @@ TEST_F(GeneratorTest, StopsAtTheContextLimitAStopTokenAndTheCallback) {
 
   options.stopTokens.clear();
   int calls = 0;
-  auto result = generator.generate({6}, options, [&](int32_t, std::string_view) {
-    return ++calls < 2;
-  });
+  auto result =
+      generator.generate({6}, options, [&](int32_t, std::string_view) { return ++calls < 2; });
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(result->generatedTokens, 2);
@@ -275,8 +278,8 @@ TEST_F(GeneratorTest, CApiGeneratesWhatTheCppApiDoes) {
   c.seed = 3;
   Collected collected;
   tfc_generate_stats_t stats{};
-  status = Status(tfc_generator_generate(raw, prompt.data(), prompt.size(), &c, onToken,
-                                         &collected, &stats));
+  status = Status(
+      tfc_generator_generate(raw, prompt.data(), prompt.size(), &c, onToken, &collected, &stats));
   ASSERT_TRUE(status.ok()) << status.message();
   EXPECT_EQ(collected.ids, expected);
   EXPECT_EQ(collected.bytes.size(), expected.size());  // the byte tokenizer: one byte each

@@ -2,6 +2,8 @@
 // batch 2, seq 8, vocabulary 16, AdamW), checked against values computed apart from the
 // trainer: the loss entry on the sampler's batch drawn by hand, and an uninterrupted run
 // against a stopped and resumed one (bit-identical parameters, state and losses).
+#include "tfc/runtime/trainer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,7 +19,6 @@
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/safetensors.hpp"
 #include "tfc/runtime/token_data.hpp"
-#include "tfc/runtime/trainer.hpp"
 
 namespace tfc {
 namespace {

@@ -104,7 +104,9 @@ class Generator {
   static StatusOr<Generator> create(const Context& context);
 
   // Texts are encoded with, and tokens decoded by, |tokenizer| (may be null: ids only).
-  void setTokenizer(std::shared_ptr<const Tokenizer> tokenizer) { tokenizer_ = std::move(tokenizer); }
+  void setTokenizer(std::shared_ptr<const Tokenizer> tokenizer) {
+    tokenizer_ = std::move(tokenizer);
+  }
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
   int64_t batch() const { return batch_; }

@@ -24,7 +24,7 @@ struct HyperParams {
   double totalSteps = 0.0;  // the step at which the schedule ends
   int schedule = 0;         // 0 constant, 1 warm-up + linear decay, 2 warm-up + cosine
   double weightDecay = 0.1;
-  double gradClip = 1.0;  // <= 0: off
+  double gradClip = 1.0;                         // <= 0: off
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;  // AdamW
   double momentum = 0.9;                         // SGD
 };

@@ -48,16 +48,16 @@ namespace tfc {
 struct TrainerOptions {
   std::string dataPath;  // training tokens (.bin, llm.c .bin or 1-D .npy)
   TokenFileDtype dataDtype = TokenFileDtype::kUint16;  // of headerless .bin files
-  std::string evalDataPath;  // held-out tokens; "" for no evaluation
+  std::string evalDataPath;                            // held-out tokens; "" for no evaluation
   int64_t evalEvery = 100;
   int64_t evalBatches = 20;
-  int64_t steps = 0;       // the step to reach (not a count)
-  int64_t totalSteps = 0;  // the schedule's length; 0: steps
-  uint64_t seed = 1337;    // the batch sampler's (a resumed run keeps its checkpoint's)
-  HyperParams hyper;       // hyper.totalSteps is set from totalSteps / steps
-  std::string savePath;    // the checkpoint; "" never saves
-  int64_t saveEvery = 0;   // also save every K steps; 0: only at the end and on a stop
-  std::string logPath;     // CSV: step,loss,lr,grad_norm,tokens_per_s,eval_loss; "" for none
+  int64_t steps = 0;             // the step to reach (not a count)
+  int64_t totalSteps = 0;        // the schedule's length; 0: steps
+  uint64_t seed = 1337;          // the batch sampler's (a resumed run keeps its checkpoint's)
+  HyperParams hyper;             // hyper.totalSteps is set from totalSteps / steps
+  std::string savePath;          // the checkpoint; "" never saves
+  int64_t saveEvery = 0;         // also save every K steps; 0: only at the end and on a stop
+  std::string logPath;           // CSV: step,loss,lr,grad_norm,tokens_per_s,eval_loss; "" for none
   std::string logLabel = "log";  // starts the log's error messages (a tool's "--log")
 };
 
