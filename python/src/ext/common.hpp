@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/status.hpp"
@@ -69,6 +70,14 @@ py::array aliasingArray(const tfc_tensor_ref_t& ref, py::handle owner);
 //   - the shape must equal |desc|'s (ValueError otherwise; no broadcasting).
 py::array inputArray(py::handle value, const tfc_tensor_desc_t& desc,
                      const std::string& subject);
+
+// The bytes of |text|: a str as UTF-8, bytes-like objects as they are; ValueError, starting
+// with |subject|, for anything else.
+std::string textBytes(py::handle text, const std::string& subject);
+
+// |ids| (a sequence or 1-D array of integers) as int32 token ids; ValueError, starting with
+// |subject|, for other shapes, non-integers and values outside int32.
+std::vector<int32_t> tokenIds(py::handle ids, const std::string& subject);
 
 // A fresh NumPy array (owning its memory, uninitialized) of |desc|'s dtype and shape.
 py::array newArray(const tfc_tensor_desc_t& desc);

@@ -1,20 +1,12 @@
 // Artifact (a compiled model and its description), Params (its weights) and Context (calls
-// of its entry points with NumPy arrays).
-//
-// Locking: the runtime wants a context used by one thread at a time and parameters written
-// only while nothing else uses them (runtime.h). Python threads can break both once a call
-// releases the GIL, so each Context and each Params carries a mutex: a call holds both
-// (calls of contexts sharing parameters run one after another, since train_step writes
-// them), init/load/set/save hold the parameters'. Mutexes are taken after the GIL is
-// released, never the other way round, so a waiting thread cannot block the interpreter.
+// of its entry points with NumPy arrays). Locking: model.hpp.
 #include <pybind11/stl.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "common.hpp"
+#include "model.hpp"
 
 namespace tfc::python {
 
@@ -103,37 +95,10 @@ std::string artifactRepr(const Artifact& artifact) {
   return text;
 }
 
-struct PyParams {
-  Artifact artifact;
-  Params params;
-  std::mutex mutex;
-
-  int32_t index(const std::string& name) const {
-    auto found = artifact.findParam(name);
-    if (!found.ok()) throw py::key_error(found.status().message());
-    return *found;
-  }
-};
-
-struct PyContext {
-  Artifact artifact;
-  std::shared_ptr<PyParams> params;
-  Context context;
-  std::mutex mutex;
-};
-
 bool overlaps(const py::array& a, const py::array& b) {
   auto begin = [](const py::array& x) { return reinterpret_cast<uintptr_t>(x.data()); };
   return a.nbytes() > 0 && b.nbytes() > 0 && begin(a) < begin(b) + b.nbytes() &&
          begin(b) < begin(a) + a.nbytes();
-}
-
-// Runs |fn| with the GIL released and the given mutexes held.
-template <typename Fn, typename... Mutexes>
-auto withoutGil(Fn&& fn, Mutexes&... mutexes) {
-  py::gil_scoped_release release;
-  std::scoped_lock lock(mutexes...);
-  return fn();
 }
 
 py::dict call(py::object selfObject, const std::string& entryName, py::args args,
@@ -378,10 +343,11 @@ void bindModel(py::module_& m) {
                " set>";
       });
 
-  py::class_<PyContext, std::shared_ptr<PyContext>>(
+  ContextClass context(
       m, "Context",
       "A session with a model: its state (KV cache, optimizer moments), scratch memory and "
-      "threads. Calls release the GIL; one call at a time per context (other threads wait).")
+      "threads. Calls release the GIL; one call at a time per context (other threads wait).");
+  context
       .def(py::init([](std::shared_ptr<PyParams> params, int32_t numThreads,
                        uint64_t stateSeed) {
              tfc_context_options_t options;
@@ -433,6 +399,7 @@ void bindModel(py::module_& m) {
         return "<tfc.Context of " + quote(std::string(c.artifact.path())) + ", " +
                std::to_string(c.context.numThreads()) + " threads>";
       });
+  bindLoops(context);
 }
 
 }  // namespace tfc::python

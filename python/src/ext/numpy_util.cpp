@@ -139,6 +139,40 @@ py::array newArray(const tfc_tensor_desc_t& desc) {
   return py::array(numpyDtype(static_cast<tfc_dtype_t>(desc.dtype)), shape);
 }
 
+std::string textBytes(py::handle text, const std::string& subject) {
+  if (py::isinstance<py::str>(text)) return text.cast<std::string>();
+  if (py::isinstance<py::bytes>(text) || py::isinstance<py::bytearray>(text) ||
+      py::isinstance<py::memoryview>(text)) {
+    return py::bytes(py::reinterpret_borrow<py::object>(text)).cast<std::string>();
+  }
+  throw py::value_error(subject + " must be str or bytes, got " +
+                        str(py::type::handle_of(text).attr("__name__")));
+}
+
+std::vector<int32_t> tokenIds(py::handle ids, const std::string& subject) {
+  py::array array = numpy().attr("asarray")(ids);
+  if (array.ndim() != 1 && !(array.ndim() == 0 && array.size() == 0)) {
+    throw py::value_error(subject + " must be one-dimensional, got shape " +
+                          str(array.attr("shape")));
+  }
+  char kind = array.dtype().kind();
+  if (array.size() > 0 && kind != 'i' && kind != 'u') {
+    throw py::value_error(subject + " must be integers, got dtype " + str(array.dtype()));
+  }
+  py::array_t<int64_t, py::array::c_style | py::array::forcecast> wide(array);
+  std::vector<int32_t> result;
+  result.reserve(static_cast<size_t>(wide.size()));
+  for (py::ssize_t i = 0; i < wide.size(); ++i) {
+    int64_t id = wide.data()[i];
+    if (id < INT32_MIN || id > INT32_MAX) {
+      throw py::value_error(subject + ": id " + std::to_string(id) + " at position " +
+                            std::to_string(i) + " is out of range");
+    }
+    result.push_back(static_cast<int32_t>(id));
+  }
+  return result;
+}
+
 tfc_tensor_ref_t tensorRefOf(const py::array& array, tfc_dtype_t dtype,
                              std::vector<int64_t>& shape) {
   shape.assign(array.shape(), array.shape() + array.ndim());

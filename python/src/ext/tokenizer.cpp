@@ -9,48 +9,6 @@
 
 namespace tfc::python {
 
-namespace {
-
-// The bytes of |text|: a str as UTF-8, or bytes-like as they are.
-std::string textBytes(py::handle text) {
-  if (py::isinstance<py::str>(text)) return text.cast<std::string>();
-  if (py::isinstance<py::bytes>(text) || py::isinstance<py::bytearray>(text) ||
-      py::isinstance<py::memoryview>(text)) {
-    return py::bytes(py::reinterpret_borrow<py::object>(text)).cast<std::string>();
-  }
-  throw py::value_error("tokenizer: text must be str or bytes, got " +
-                        py::str(py::type::handle_of(text).attr("__name__")).cast<std::string>());
-}
-
-// |ids| (any sequence or array of integers) as int32 values, checked.
-std::vector<int32_t> idList(py::handle ids) {
-  py::module_ numpy = py::module_::import("numpy");
-  py::array array = numpy.attr("asarray")(ids);
-  if (array.ndim() != 1 && !(array.ndim() == 0 && array.size() == 0)) {
-    throw py::value_error("tokenizer: ids must be one-dimensional, got shape " +
-                          py::str(array.attr("shape")).cast<std::string>());
-  }
-  char kind = array.dtype().kind();
-  if (array.size() > 0 && kind != 'i' && kind != 'u') {
-    throw py::value_error("tokenizer: ids must be integers, got dtype " +
-                          py::str(array.dtype()).cast<std::string>());
-  }
-  py::array_t<int64_t, py::array::c_style | py::array::forcecast> wide(array);
-  std::vector<int32_t> result;
-  result.reserve(static_cast<size_t>(wide.size()));
-  for (py::ssize_t i = 0; i < wide.size(); ++i) {
-    int64_t id = wide.data()[i];
-    if (id < INT32_MIN || id > INT32_MAX) {
-      throw py::value_error("tokenizer: id " + std::to_string(id) + " at position " +
-                            std::to_string(i) + " is out of range");
-    }
-    result.push_back(static_cast<int32_t>(id));
-  }
-  return result;
-}
-
-}  // namespace
-
 void bindTokenizer(py::module_& m) {
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(
       m, "Tokenizer", "Text to token ids and back. Safe to use from several threads.")
@@ -71,7 +29,7 @@ void bindTokenizer(py::module_& m) {
         return eos ? py::object(py::int_(*eos)) : py::object(py::none());
       }, "The end-of-text id that stops generation, or None.")
       .def("encode", [](const Tokenizer& t, py::handle text) {
-        std::string bytes = textBytes(text);
+        std::string bytes = textBytes(text, "tokenizer: text");
         std::vector<int32_t> ids;
         {
           py::gil_scoped_release release;
@@ -83,11 +41,11 @@ void bindTokenizer(py::module_& m) {
       }, py::arg("text"), "The ids of `text` (str as UTF-8, or bytes) as an int32 array; "
                           "no BOS/EOS added.")
       .def("decode_bytes", [](const Tokenizer& t, py::handle ids) {
-        std::vector<int32_t> list = idList(ids);
+        std::vector<int32_t> list = tokenIds(ids, "tokenizer: ids");
         return py::bytes(valueOrThrow(t.decode(list)));
       }, py::arg("ids"), "The raw bytes of `ids` (may end inside a UTF-8 sequence).")
       .def("decode", [](const Tokenizer& t, py::handle ids) {
-        std::string bytes = valueOrThrow(t.decode(idList(ids)));
+        std::string bytes = valueOrThrow(t.decode(tokenIds(ids, "tokenizer: ids")));
         return py::bytes(bytes).attr("decode")("utf-8", "replace");
       }, py::arg("ids"), "The text of `ids`; invalid UTF-8 becomes U+FFFD.")
       .def("__repr__", [](const Tokenizer& t) {
