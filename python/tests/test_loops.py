@@ -172,3 +172,21 @@ def test_train_errors(ctx, data, tmp_path):
         ctx.train(str(data), steps=3, on_progress=boom)
     with pytest.raises(FileNotFoundError):
         ctx.train(str(data), steps=3, resume=str(tmp_path / "missing.safetensors"))
+
+
+def test_train_releases_the_gil(ctx, data):
+    # While one long call trains in a thread, this thread keeps running Python code. With
+    # the GIL held through the call, this loop would stall for the call's whole duration.
+    import threading
+    import time
+    thread = threading.Thread(target=ctx.train, args=(str(data),), kwargs=dict(steps=100))
+    start = last = time.perf_counter()
+    thread.start()
+    longest_stall = 0.0
+    while thread.is_alive():
+        now = time.perf_counter()
+        longest_stall = max(longest_stall, now - last)
+        last = now
+    thread.join()
+    duration = time.perf_counter() - start
+    assert longest_stall < duration / 2, (longest_stall, duration)
