@@ -215,7 +215,8 @@ Value EntryLowering::resultBuffer(Value result) {
 }
 
 /// The graph ops a kernel computes, for profiles: "softmax", or for a fused
-/// group its kind and body ops in order ("fused.linear: linear, add, gelu").
+/// group its kind and body ops in order ("fused.linear: linear, add, gelu"),
+/// leaving out the constants they read.
 static std::string describeOps(Operation *op) {
   std::string text = op->getName().stripDialect().str();
   auto fused = llvm::dyn_cast<FusedOp>(op);
@@ -224,6 +225,8 @@ static std::string describeOps(Operation *op) {
   text += "." + fused.getKind().str() + ":";
   llvm::StringRef separator = " ";
   for (Operation &inner : fused.getBody().front().without_terminator()) {
+    if (llvm::isa<ConstantOp>(inner))
+      continue;
     text += separator.str() + inner.getName().stripDialect().str();
     separator = ", ";
   }

@@ -202,6 +202,47 @@ TEST_F(ContextTest, ParallelForRunsThroughTheHostApi) {
   for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(floats((*y)[0])[i], 2.0f * values[i]);
 }
 
+TEST_F(ContextTest, ProfilingTimesEachKernelLaunch) {
+  int32_t forward = *artifact_.findEntry("forward");
+  double seconds[3] = {-1, -1, -1};
+  uint64_t calls = 99;
+  // Off: no totals to read.
+  EXPECT_TRUE(isError(Status(tfc_context_kernel_times(context_.get(), forward, seconds, 3,
+                                                       &calls)),
+                      TFC_FAILED_PRECONDITION, "profiling is off", "tfc_context_set_profiling"));
+  ASSERT_OK(Status(tfc_context_set_profiling(context_.get(), true)));
+  HostTensor x = f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  for (int i = 0; i < 3; ++i) ASSERT_OK(context_.call("forward", {x.view()}));
+  ASSERT_OK(Status(tfc_context_kernel_times(context_.get(), forward, seconds, 3, &calls)));
+  EXPECT_EQ(calls, 3u);
+  // The fake's second launch spins for 1 ms per call; the first only fills 256 bytes.
+  EXPECT_GE(seconds[1], 3 * 1e-3);
+  EXPECT_LT(seconds[1], 3.0);
+  EXPECT_GE(seconds[0], 0.0);
+  EXPECT_LT(seconds[0], seconds[1]);
+  EXPECT_EQ(seconds[2], 0.0);  // past the entry's launches: zeroed
+  // Too little room, an index outside the table, an entry without a kernel table.
+  EXPECT_TRUE(isError(Status(tfc_context_kernel_times(context_.get(), forward, seconds, 1,
+                                                       nullptr)),
+                      TFC_INVALID_ARGUMENT, "2 kernel launches", "room was given for 1"));
+  EXPECT_TRUE(isError(Status(tfc_context_kernel_times(context_.get(), 1000, seconds, 3,
+                                                       nullptr)),
+                      TFC_INVALID_ARGUMENT, "entry index 1000", "outside"));
+  int32_t decode = *artifact_.findEntry("decode");
+  ASSERT_OK(Status(tfc_context_kernel_times(context_.get(), decode, seconds, 3, &calls)));
+  EXPECT_EQ(calls, 0u);
+  // Enabling again clears the totals; disabling stops the timers.
+  ASSERT_OK(Status(tfc_context_set_profiling(context_.get(), true)));
+  ASSERT_OK(Status(tfc_context_kernel_times(context_.get(), forward, seconds, 3, &calls)));
+  EXPECT_EQ(calls, 0u);
+  EXPECT_EQ(seconds[1], 0.0);
+  ASSERT_OK(Status(tfc_context_set_profiling(context_.get(), false)));
+  ASSERT_OK(context_.call("forward", {x.view()}));
+  EXPECT_TRUE(isError(Status(tfc_context_kernel_times(context_.get(), forward, seconds, 3,
+                                                       nullptr)),
+                      TFC_FAILED_PRECONDITION, "profiling is off", "first"));
+}
+
 TEST(ContextParamsTest, UnsetParametersAreRefusedAtCallTime) {
   auto artifact = Artifact::open(fakeArtifact("fake_model"));
   ASSERT_OK(artifact);

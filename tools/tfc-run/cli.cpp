@@ -24,7 +24,8 @@ const std::vector<std::string>& Args::all(const std::string& name) const {
 
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> kCommands = {&kInfoCommand, &kInitCommand,
-                                                        &kCallCommand, &kGenerateCommand,
+                                                        &kCallCommand, &kProfileCommand,
+                                                        &kGenerateCommand,
                                                         &kTrainCommand, &kExportCommand,
                                                         &kSeedExperimentCommand,
                                                         &kInspectCommand, &kTokenizeCommand};

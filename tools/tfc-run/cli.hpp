@@ -70,6 +70,7 @@ extern const Command kExportCommand;
 extern const Command kSeedExperimentCommand;
 extern const Command kInspectCommand;
 extern const Command kTokenizeCommand;
+extern const Command kProfileCommand;
 const std::vector<const Command*>& commands();
 
 // Parses |argv| for |command|. On a usage error prints it and returns false.

@@ -291,7 +291,7 @@ void drawLegend(Canvas* canvas, const std::vector<LegendEntry>& entries, int s) 
   for (const LegendEntry& entry : entries) {
     const PlotSeries& one = *entry.series;
     int mid = entry.y + kGlyphAscent * s / 2, swatchEnd = entry.x + 10 * s - 1;
-    canvas->line(entry.x, mid, swatchEnd, mid, one.color, std::max(one.thickness, s));
+    if (one.lines) canvas->line(entry.x, mid, swatchEnd, mid, one.color, std::max(one.thickness, s));
     if (one.markers) {
       int cx = entry.x + 5 * s;
       canvas->fillRect(cx - s, mid - s, cx + s, mid + s, one.color);
@@ -319,7 +319,7 @@ void drawCurves(Canvas* canvas, const std::vector<PlotSeries>& series, const Axe
         continue;
       }
       double x = axes.px(one.x[i]), y = axes.py(one.y[i]);
-      if (havePrevious) canvas->line(lastX, lastY, x, y, one.color, one.thickness);
+      if (havePrevious && one.lines) canvas->line(lastX, lastY, x, y, one.color, one.thickness);
       if (one.markers) {
         int cx = static_cast<int>(std::lround(x)), cy = static_cast<int>(std::lround(y));
         canvas->fillRect(cx - s, cy - s, cx + s, cy + s, one.color);

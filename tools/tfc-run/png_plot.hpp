@@ -46,13 +46,14 @@ class Canvas {
 // a tEXt "Title" chunk. Errors are libpng's message.
 StatusOr<std::vector<uint8_t>> encodePng(const Canvas& canvas, const std::string& title = "");
 
-// One curve of a plot: points (x, y) drawn as a polyline.
+// One curve of a plot: points (x, y) drawn as a polyline (or as points alone).
 struct PlotSeries {
   std::vector<double> x, y;
   RGB color;
   int thickness = 1;
   bool markers = false;  // draw a small square at every point (5 pixels wide at 800x500)
   std::string name;      // its legend entry; unnamed series stay out of the legend
+  bool lines = true;     // join the points; false with markers is a scatter plot
 };
 
 // The words around the curves; an empty string leaves its part out (and its space).

@@ -97,7 +97,7 @@ TEST_F(TfcRunTest, InfoDescribesTheModel) {
   EXPECT_TRUE(contains(info.output, "compiler:  tfc 0.1.0 (fake artifact)"));
   EXPECT_TRUE(contains(info.output, "hash:      0123456789abcdef"));
   EXPECT_TRUE(contains(info.output, "entries (7):"));
-  EXPECT_TRUE(contains(info.output, "forward  (arena 256 B, 1 kernel launch)"));
+  EXPECT_TRUE(contains(info.output, "forward  (arena 256 B, 2 kernel launches)"));
   EXPECT_TRUE(contains(info.output, "in   pos  I32  []")) << info.output;
   EXPECT_TRUE(contains(info.output, "big_arena  (arena 64.00 MiB"));
   EXPECT_TRUE(contains(info.output, "parameters: 4 tensors, 56 elements, 224 B (1 frozen)"));
