@@ -2,11 +2,13 @@
 //
 // tanh and erf as polynomial approximations in arith (MLIR's, from Eigen),
 // so that the loops around them vectorize instead of calling libm per
-// element. Other math ops already lower to LLVM intrinsics.
+// element; their fused multiply-adds as LLVM's fma intrinsic. Other math ops
+// already lower to LLVM intrinsics.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -29,6 +31,17 @@ struct PolynomialMathPass
     if (failed(applyPatternsAndFoldGreedily(getOperation(),
                                             std::move(patterns))))
       return signalPassFailure();
+    // The approximations are built of math.fma, which convert-math-to-libm
+    // (next in the pipeline) would turn into calls of libm's scalar fmaf:
+    // through the PLT, once per element, and the loop no longer vectorizes.
+    // LLVM's fma intrinsic is one vfmadd, scalar or vector.
+    getOperation().walk([](math::FmaOp fma) {
+      OpBuilder builder(fma);
+      auto intrinsic = builder.create<LLVM::FMAOp>(
+          fma.getLoc(), fma.getA(), fma.getB(), fma.getC());
+      fma.replaceAllUsesWith(intrinsic.getResult());
+      fma.erase();
+    });
   }
 };
 

@@ -1,11 +1,15 @@
 // RUN: tfc-opt %s --tfc-polynomial-math | FileCheck %s
 
-// Tests that tanh and erf become arith (no libm call left for the loop
-// vectorizer to stop at), scalars and vectors alike, and that other math ops
+// Tests that tanh and erf become arith and LLVM's fma intrinsic (no math.fma
+// for the pipeline's convert-math-to-libm to make a call of fmaf; see
+// gelu-vectorizes.mlir), scalars and vectors alike, and that other math ops
 // stay for their LLVM intrinsics.
 // CHECK-LABEL: func.func @approximated
 // CHECK-NOT: math.tanh
 // CHECK-NOT: math.erf
+// CHECK-NOT: math.fma
+// CHECK: llvm.intr.fma({{.*}}) : (f32, f32, f32) -> f32
+// CHECK: llvm.intr.fma({{.*}}) : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
 // CHECK: arith.divf
 // CHECK: math.exp
 // CHECK: return
