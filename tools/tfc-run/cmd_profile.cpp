@@ -160,7 +160,7 @@ std::string rowText(const std::string& label, const Totals& t, double total,
 
 Status writeJson(const std::string& path, const std::string& model, const std::string& entry,
                  int64_t calls, int threads, const MachinePeak& peak, bool measured,
-                 double callSeconds, const std::vector<KernelRow>& rows) {
+                 double medianCall, double meanCall, const std::vector<KernelRow>& rows) {
   std::string out = "{\n";
   out += fmt::format("  \"model\": {},\n  \"entry\": {},\n  \"calls\": {},\n  \"threads\": {},\n",
                      jsonString(model), jsonString(entry), calls, threads);
@@ -168,7 +168,9 @@ Status writeJson(const std::string& path, const std::string& model, const std::s
       "  \"machine\": {{\"flops_per_second\": {:.6g}, \"bytes_per_second\": {:.6g}, "
       "\"isa\": {}, \"measured\": {}}},\n",
       peak.flopsPerSecond, peak.bytesPerSecond, jsonString(peak.isa), measured ? "true" : "false");
-  out += fmt::format("  \"call_seconds\": {:.9g},\n  \"kernels\": [\n", callSeconds);
+  out += fmt::format("  \"call_seconds_median\": {:.9g},\n  \"call_seconds_mean\": {:.9g},\n",
+                     medianCall, meanCall);
+  out += "  \"kernels\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const KernelRow& r = rows[i];
     out += fmt::format(
@@ -400,7 +402,7 @@ int runProfile(const Invocation& invocation) {
   if (args.has("--json")) {
     status = writeJson(args.get("--json"), invocation.model, entryName,
                        static_cast<int64_t>(calls), context->numThreads(), peak, measured,
-                       medianCall, rows);
+                       medianCall, meanCall, rows);
     if (!status.ok()) return fail(status);
     fmt::print(stderr, "tfc-run: wrote {}\n", args.get("--json"));
   }

@@ -34,9 +34,12 @@ check(profile["calls"] >= 1, "no timed call")
 seconds = [k["seconds"] for k in kernels]
 check(all(s >= 0 and math.isfinite(s) for s in seconds), "a kernel time is negative or not finite")
 check(sum(seconds) > 0, "no kernel took any time")
-# Kernel times are a part of the call's time (the timers sit inside the call).
-check(sum(seconds) <= profile["call_seconds"] * 1.5,
-      f"kernels {sum(seconds):.6f} s exceed the call's {profile['call_seconds']:.6f} s")
+# Kernel times are a part of the calls' time (the timers sit inside the calls), on average
+# over the same calls; a little slack for the clocks' granularity.
+mean_call = profile["call_seconds_mean"]
+check(sum(seconds) <= mean_call * 1.01 + 1e-5,
+      f"kernels {sum(seconds):.6f} s exceed the mean call's {mean_call:.6f} s")
+check(profile["call_seconds_median"] > 0, "no call time")
 names = [k["name"] for k in kernels]
 check(len(set(names)) == len(names), "a kernel is listed twice")
 for k in kernels:
