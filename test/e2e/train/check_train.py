@@ -5,7 +5,7 @@ Traces gpt2 with a small config, compiles it with --optimizer=adamw, writes a sy
 corpus (a repeating pattern with noise, uint16 like nanoGPT's train.bin) and checks:
   1. 300 steps: the loss falls (mean of the last 50 steps < 0.7 x mean of the first 50),
      the CSV log has every step, the eval loss falls, and the --plot PNG decodes with
-     Python's zlib/struct (CRCs, size, curve colours);
+     tfc-run's independent decoder (tools/tfc-run/test/decode_png.py: CRCs, filters, size, curve colours);
   2. resume: 20 steps straight vs 10 + --resume 10 give byte-identical parameters and
      optimizer state;
   3. NaN: --lr 1e30 stops with a message naming the step, exit 1, and the last good
@@ -24,7 +24,11 @@ import struct
 import subprocess
 import sys
 import time
-import zlib
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                "tools", "tfc-run", "test"))
+from decode_png import decode as decode_png_file  # noqa: E402
 
 VOCAB, BATCH, SEQ = 64, 4, 32
 GPT2 = ["n_layer=2", "n_head=2", "n_embd=32", f"vocab_size={VOCAB}", "n_ctx=64",
@@ -69,31 +73,9 @@ def read_safetensors(path):
 
 
 def decode_png(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    assert blob[:8] == b"\x89PNG\r\n\x1a\n", "bad signature"
-    i, idat, dims = 8, b"", None
-    while i < len(blob):
-        (n,) = struct.unpack(">I", blob[i:i + 4])
-        kind, body = blob[i + 4:i + 8], blob[i + 8:i + 8 + n]
-        (crc,) = struct.unpack(">I", blob[i + 8 + n:i + 12 + n])
-        assert crc == zlib.crc32(kind + body), f"bad CRC in {kind}"
-        if kind == b"IHDR":
-            dims = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat += body
-        i += 12 + n
-    width, height, depth, color = dims[:4]
-    assert (depth, color) == (8, 2), "not 8-bit RGB"
-    raw = zlib.decompress(idat)  # checks the Adler-32 too
-    stride = 1 + 3 * width
-    assert len(raw) == height * stride, "wrong data size"
-    pixels = set()
-    for r in range(height):
-        assert raw[r * stride] == 0, "unexpected filter"
-        row = raw[r * stride + 1:(r + 1) * stride]
-        pixels.update(row[3 * c:3 * c + 3] for c in range(width))
-    return width, height, pixels
+    """The plot through tfc-run's independent PNG decoder: size and the set of colours."""
+    width, height, rgb, _ = decode_png_file(path)
+    return width, height, {rgb[i:i + 3] for i in range(0, len(rgb), 3)}
 
 
 def corpus(count, seed):
@@ -168,7 +150,7 @@ def main():
     check(len(evals) >= 2 and evals[-1][1] < evals[0][1], "the eval loss falls")
     width, height, pixels = decode_png(p("loss.png"))
     check((width, height) == (800, 500) and bytes([20, 80, 200]) in pixels,
-          f"loss.png decodes with zlib/struct ({width}x{height}, the curve drawn)")
+          f"loss.png decodes ({width}x{height}, the curve drawn)")
     tensors, meta, _ = read_safetensors(p("run.safetensors"))
     check(meta.get("step") == str(args.steps) and "state.train.step" in tensors and
           any(k.startswith("state.opt.m.") for k in tensors) and "wte.weight" in tensors,

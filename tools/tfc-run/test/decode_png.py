@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Decodes an 8-bit RGB PNG with Python's zlib alone, as a reader independent of libpng.
 
-Usage: decode_png.py IN.png OUT.ppm
+Usage: decode_png.py IN.png OUT.ppm   (or import it: decode(path))
 
 Checks the signature, every chunk's CRC and the zlib stream (with its Adler-32), undoes the
 five row filters of the PNG specification, writes the pixels as a binary PPM (P6) and prints
@@ -18,8 +18,9 @@ def paeth(a, b, c):
     return a if pa <= pb and pa <= pc else b if pb <= pc else c
 
 
-def main():
-    blob = open(sys.argv[1], "rb").read()
+def decode(path):
+    """(width, height, RGB bytes row by row, [(key, value) of each tEXt chunk])."""
+    blob = open(path, "rb").read()
     assert blob[:8] == b"\x89PNG\r\n\x1a\n", "bad signature"
     i, idat, header, texts, ended = 8, b"", None, [], False
     while i < len(blob):
@@ -62,8 +63,13 @@ def main():
                 row[x] = (row[x] + paeth(left, up, corner)) & 0xFF
         out += row
         previous = row
+    return width, height, bytes(out), texts
+
+
+def main():
+    width, height, out, texts = decode(sys.argv[1])
     with open(sys.argv[2], "wb") as f:
-        f.write(b"P6\n%d %d\n255\n" % (width, height) + bytes(out))
+        f.write(b"P6\n%d %d\n255\n" % (width, height) + out)
     print("size", width, height)
     for key, value in texts:
         print(f"text {key}={value}")
