@@ -14,6 +14,7 @@
 #include "compiler/IRDumper.h"
 #include "compiler/ParseGuard.h"
 #include "compiler/Pipeline.h"
+#include "support/OutputFile.h"
 #include "compiler/Registration.h"
 #include "compiler/Report.h"
 #include "dialects/tfc/AttrNames.h"
@@ -228,7 +229,7 @@ std::string hexDigest(llvm::StringRef text) {
 
 llvm::Error writeText(const std::string &path,
                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+  return writeOutput(path, [&](llvm::raw_ostream &os) {
     write(os);
     return llvm::Error::success();
   });
@@ -514,7 +515,7 @@ int compilerMain(int argc, char **argv) {
   case Emit::Asm:
   case Emit::Obj: {
     ObjectKind kind = *emit == Emit::Asm ? ObjectKind::Assembly : ObjectKind::Object;
-    if (llvm::Error err = llvm::writeToOutput(out, [&](llvm::raw_ostream &os) -> llvm::Error {
+    if (llvm::Error err = writeOutput(out, [&](llvm::raw_ostream &os) -> llvm::Error {
           llvm::SmallVector<char, 0> buffer;
           llvm::raw_svector_ostream bufferStream(buffer);
           if (llvm::Error e = emitCode(**llvmModule, *target, kind, bufferStream))

@@ -1,5 +1,6 @@
 //===- IRDumper.cpp - one numbered file per pass --------------------------===//
 #include "compiler/IRDumper.h"
+#include "support/OutputFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -12,7 +13,7 @@
 namespace tfc {
 
 static llvm::Error writeModule(const std::string &path, mlir::Operation *op) {
-  return llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+  return writeOutput(path, [&](llvm::raw_ostream &os) {
     op->print(os);
     os << "\n";
     return llvm::Error::success();

@@ -2,6 +2,7 @@
 #include "codegen/artifact/ArtifactWriter.h"
 
 #include "codegen/artifact/AbiTypes.h"
+#include "support/OutputFile.h"
 #include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 #include "tfc/artifact_abi.h"
@@ -527,10 +528,11 @@ llvm::Error linkSharedObject(const std::string &objectPath,
     os << "{ global: " << TFC_ARTIFACT_SYMBOL << "; local: *; };\n";
   }
   llvm::FileRemover removeScript(script);
-  llvm::SmallString<256> model(outputPath);
-  if (auto ec = llvm::sys::fs::createUniqueFile(model + ".tmp-%%%%%%", temp))
-    return error("cannot create '" + model + ".tmp-*': " + ec.message());
-  llvm::FileRemover removeTemp(temp);
+  // The linker writes a temporary; commit() puts it in place (OutputFile.h).
+  auto output = OutputFile::create(outputPath);
+  if (!output)
+    return output.takeError();
+  temp = output->tempPath();
   std::string versionScript = "-Wl,--version-script=" + script.str().str();
   llvm::SmallVector<llvm::StringRef> argv = {
       linker,          "-shared",      "-o",           temp.str(),
@@ -552,10 +554,7 @@ llvm::Error linkSharedObject(const std::string &objectPath,
                  (errorMessage.empty() ? "" : ": " + errorMessage) + "\n" +
                  log);
   }
-  if (auto ec = llvm::sys::fs::rename(temp, outputPath))
-    return error("cannot write '" + outputPath + "': " + ec.message());
-  removeTemp.releaseFile();
-  return llvm::Error::success();
+  return output->commit();
 }
 
 } // namespace tfc

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/frontend/models/Model.h"
+#include "support/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -103,32 +104,15 @@ static std::string helpText() {
   return text;
 }
 
-/// Writes `text` to `path` through a temporary file in the same directory and
-/// a rename, so that a failure never leaves a half-written output.
+/// Writes `text` to `path` by tfc's output rule (support/OutputFile.h): never
+/// half-written, never a device replaced by a file.
 static bool writeAtomically(llvm::StringRef path, llvm::StringRef text,
                             std::string &message) {
-  llvm::SmallString<256> tmpPath;
-  int fd;
-  llvm::SmallString<256> model(path);
-  model += ".tmp-%%%%%%%%";
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tmpPath)) {
-    message = "cannot write '" + path.str() + "': " + ec.message();
-    return false;
-  }
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << text;
-    os.close();
-    if (os.has_error()) {
-      message = "cannot write '" + path.str() + "': " + os.error().message();
-      os.clear_error();
-      llvm::sys::fs::remove(tmpPath);
-      return false;
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmpPath, path)) {
-    message = "cannot write '" + path.str() + "': " + ec.message();
-    llvm::sys::fs::remove(tmpPath);
+  if (llvm::Error err = tfc::writeOutput(path, [&](llvm::raw_ostream &os) {
+        os << text;
+        return llvm::Error::success();
+      })) {
+    message = "cannot write '" + path.str() + "': " + llvm::toString(std::move(err));
     return false;
   }
   return true;
