@@ -18,6 +18,16 @@ endfunction()
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --component tfc_runtime --prefix ${WORK_DIR}/prefix)
+# fmt is private and header-only inside the runtime: the installed package must not ask an
+# embedder for it (nor any public header include it).
+file(GLOB_RECURSE installed_files ${WORK_DIR}/prefix/*.cmake ${WORK_DIR}/prefix/*.h
+     ${WORK_DIR}/prefix/*.hpp)
+foreach(file ${installed_files})
+  file(STRINGS ${file} fmt_lines REGEX "fmt::|fmt/")
+  if(fmt_lines)
+    message(FATAL_ERROR "the installed runtime refers to fmt in ${file}:\n${fmt_lines}")
+  endif()
+endforeach()
 set(compiler_args)
 if(CXX_COMPILER)
   list(APPEND compiler_args -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
