@@ -19,11 +19,15 @@ file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --component tfc_runtime --prefix ${WORK_DIR}/prefix)
 # fmt is private and header-only inside the runtime: the installed package must not ask an
-# embedder for it (nor any public header include it).
-file(GLOB_RECURSE installed_files ${WORK_DIR}/prefix/*.cmake ${WORK_DIR}/prefix/*.h
-     ${WORK_DIR}/prefix/*.hpp)
-foreach(file ${installed_files})
-  file(STRINGS ${file} fmt_lines REGEX "fmt::|fmt/")
+# embedder for it, nor any public header include it.
+file(GLOB_RECURSE installed_cmake ${WORK_DIR}/prefix/*.cmake)
+file(GLOB_RECURSE installed_headers ${WORK_DIR}/prefix/*.h ${WORK_DIR}/prefix/*.hpp)
+foreach(file ${installed_cmake} ${installed_headers})
+  if(file MATCHES "\\.cmake$")
+    file(STRINGS ${file} fmt_lines REGEX "fmt")
+  else()
+    file(STRINGS ${file} fmt_lines REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]fmt/")
+  endif()
   if(fmt_lines)
     message(FATAL_ERROR "the installed runtime refers to fmt in ${file}:\n${fmt_lines}")
   endif()

@@ -27,13 +27,13 @@ inline void vprint(std::FILE* file, fmt::string_view format, fmt::format_args ar
 // Formats to |file| (stdout or stderr), as fmt::print(file, format, args...) does.
 template <typename... T>
 void print(std::FILE* file, fmt::format_string<T...> format, T&&... args) {
-  vprint(file, format, fmt::make_format_args(args...));
+  run::vprint(file, format, fmt::make_format_args(args...));  // qualified: not fmt::vprint by ADL
 }
 
 // Formats to standard output.
 template <typename... T>
 void print(fmt::format_string<T...> format, T&&... args) {
-  vprint(stdout, format, fmt::make_format_args(args...));
+  run::vprint(stdout, format, fmt::make_format_args(args...));
 }
 
 }  // namespace tfc::run
