@@ -14,7 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "tfc/runtime/file.hpp"
 
@@ -111,9 +114,7 @@ std::string randomSuffix() {
   }();
   uint64_t value = processSeed + 0x9E3779B97F4A7C15ull * (counter.fetch_add(1) + 1);
   value ^= value >> 31;
-  char buffer[17];
-  std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(value));
-  return std::string(buffer, 8);
+  return fmt::format(FMT_STRING("{:016x}"), value).substr(0, 8);
 }
 
 // "a character device", "a directory", ... for messages about a file that is not regular.
@@ -349,9 +350,7 @@ std::string quoteForMessage(std::string_view text, size_t maxLength) {
       out += '\\';
       out += static_cast<char>(c);
     } else if (c < 0x20 || c == 0x7f) {
-      char buffer[5];
-      std::snprintf(buffer, sizeof(buffer), "\\x%02x", c);
-      out += buffer;
+      fmt::format_to(std::back_inserter(out), FMT_STRING("\\x{:02x}"), c);
     } else {
       out += static_cast<char>(c);  // UTF-8 passes through; invalid bytes are harmless here
     }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+
+#include <fmt/format.h>
 
 #include "file_util.hpp"
 #include "json_reader.hpp"
@@ -222,9 +225,7 @@ void appendJsonString(std::string_view text, std::string* out) {
       *out += '\\';
       *out += ch;
     } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof(buffer), "\\u%04x", c);
-      *out += buffer;
+      fmt::format_to(std::back_inserter(*out), FMT_STRING("\\u{:04x}"), c);
     } else {
       *out += ch;
     }

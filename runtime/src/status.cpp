@@ -60,6 +60,7 @@ const char* tfc_status_code_string(tfc_status_code_t code) {
   return "UNKNOWN";
 }
 
+// printf-style (see Status::error in status.hpp for why), so vsnprintf formats the message.
 tfc_status_t tfc_status_make_v(tfc_status_code_t code, const char* format, va_list args) {
   if (code == TFC_OK) return nullptr;
   // Format once into a stack buffer; only long messages need a second pass.
@@ -116,6 +117,8 @@ std::string Status::toString() const {
 
 namespace internal {
 void abortWithStatus(const char* what, const Status& status) {
+  // fprintf, not fmt::print: this must reach abort() whatever happens, and fmt::print throws
+  // when stderr cannot be written.
   std::fprintf(stderr, "tfc: %s: %s\n", what, status.toString().c_str());
   std::abort();
 }

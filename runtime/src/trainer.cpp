@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "tfc/runtime/checkpoint.hpp"
 #include "tfc/runtime/metadata.hpp"
@@ -34,9 +34,7 @@ std::string csvRow(const TrainLogRow& row) {
 std::string numberText(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", value);
-  return buffer;
+  return fmt::format(FMT_STRING("{:g}"), value);
 }
 
 // Rows of an existing log up to |lastStep| (for a resumed run's log).
@@ -107,9 +105,7 @@ std::string lastGoodCheckpoint(const std::string& last) {
 
 std::string formatLogNumber(double value) {
   if (std::isnan(value)) return "";
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.7g", value);
-  return buffer;
+  return fmt::format(FMT_STRING("{:.7g}"), value);
 }
 
 StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& options) {
@@ -212,13 +208,12 @@ StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& 
 
 std::map<std::string, std::string> Trainer::checkpointMetadata() const {
   const HyperParams& h = options_.hyper;
-  char hyper[512];
-  std::snprintf(hyper, sizeof(hyper),
-                "{\"lr\": %g, \"min_lr\": %g, \"warmup\": %g, \"schedule\": \"%s\", "
-                "\"weight_decay\": %g, \"grad_clip\": %g, \"beta1\": %g, \"beta2\": %g, "
-                "\"eps\": %g, \"momentum\": %g}",
-                h.lr, h.minLr, h.warmup, scheduleName(h.schedule), h.weightDecay, h.gradClip,
-                h.beta1, h.beta2, h.eps, h.momentum);
+  std::string hyper = fmt::format(
+      FMT_STRING("{{\"lr\": {:g}, \"min_lr\": {:g}, \"warmup\": {:g}, \"schedule\": \"{}\", "
+                 "\"weight_decay\": {:g}, \"grad_clip\": {:g}, \"beta1\": {:g}, "
+                 "\"beta2\": {:g}, \"eps\": {:g}, \"momentum\": {:g}}}"),
+      h.lr, h.minLr, h.warmup, scheduleName(h.schedule), h.weightDecay, h.gradClip, h.beta1,
+      h.beta2, h.eps, h.momentum);
   return {
       {"step", std::to_string(step_)},
       {"sampler.rng_state", std::to_string(sampler_->rngState())},

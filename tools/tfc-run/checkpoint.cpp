@@ -1,8 +1,9 @@
 #include "checkpoint.hpp"
 
-#include <cstdio>
 #include <set>
 #include <vector>
+
+#include "print.hpp"
 
 #include "tfc/runtime/safetensors.hpp"
 
@@ -56,14 +57,14 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
     return status;
   }
   if (stateTensors > 0) {
-    std::fprintf(stderr,
-                 "tfc-run: %s is a training checkpoint: taking its %d parameters, ignoring "
-                 "its %zu state tensors (optimizer moments, step)\n",
-                 path.c_str(), artifact.paramCount(), stateTensors);
+    print(stderr,
+          "tfc-run: {} is a training checkpoint: taking its {} parameters, ignoring its {} state "
+          "tensors (optimizer moments, step)\n",
+          path, artifact.paramCount(), stateTensors);
   }
   if (!unexpected.empty()) {
-    std::fprintf(stderr, "tfc-run: %s: ignoring %zu tensors that are not parameters\n",
-                 path.c_str(), unexpected.size());
+    print(stderr, "tfc-run: {}: ignoring {} tensors that are not parameters\n", path,
+          unexpected.size());
   }
   return Status();
 }

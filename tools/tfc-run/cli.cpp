@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+
+#include "print.hpp"
 
 namespace tfc::run {
 
@@ -33,7 +35,7 @@ const std::vector<const Command*>& commands() {
 }
 
 int fail(const std::string& message, int code) {
-  std::fprintf(stderr, "tfc-run: error: %s\n", message.c_str());
+  print(stderr, "tfc-run: error: {}\n", message);
   return code;
 }
 
@@ -41,7 +43,7 @@ int fail(const Status& status) { return fail(status.message()); }
 
 int usageError(const Command* command, const std::string& message) {
   std::string hint = command ? std::string("tfc-run ") + command->name + " --help" : "tfc-run --help";
-  std::fprintf(stderr, "tfc-run: error: %s\n(see %s)\n", message.c_str(), hint.c_str());
+  print(stderr, "tfc-run: error: {}\n(see {})\n", message, hint);
   return kExitUsage;
 }
 
@@ -129,20 +131,15 @@ bool parseDouble(const std::string& text, double* out) {
 }
 
 std::string formatBytes(uint64_t bytes) {
-  char buffer[64];
-  if (bytes < 1024) {
-    std::snprintf(buffer, sizeof(buffer), "%" PRIu64 " B", bytes);
-  } else {
-    const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes) / 1024.0;
-    int unit = 0;
-    while (value >= 1024.0 && unit < 3) {
-      value /= 1024.0;
-      ++unit;
-    }
-    std::snprintf(buffer, sizeof(buffer), "%.2f %s", value, units[unit]);
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  while (value >= 1024.0 && unit < 3) {
+    value /= 1024.0;
+    ++unit;
   }
-  return buffer;
+  return fmt::format("{:.2f} {}", value, units[unit]);
 }
 
 int writeParameters(const Artifact& artifact, const Params& params, const std::string& path,
@@ -153,8 +150,8 @@ int writeParameters(const Artifact& artifact, const Params& params, const std::s
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     bytes += tfc_tensor_desc_byte_size(&artifact.param(i));
   }
-  std::printf("wrote %s: %d parameters, %s%s\n", path.c_str(), artifact.paramCount(),
-              formatBytes(bytes).c_str(), suffix.c_str());
+  print("wrote {}: {} parameters, {}{}\n", path, artifact.paramCount(), formatBytes(bytes),
+        suffix);
   return 0;
 }
 
@@ -205,7 +202,7 @@ void printTable(const std::vector<std::vector<std::string>>& rows, const std::st
       if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::printf("%s\n", line.c_str());
+    print("{}\n", line);
   }
 }
 
@@ -218,6 +215,14 @@ float halfToFloat(uint16_t bits) {
                                               static_cast<int>(exponent) - 25);
   return (bits & 0x8000u) ? -value : value;
 }
+
+// The |T| at |p|, which need not be aligned.
+template <typename T>
+T load(const uint8_t* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
 }  // namespace
 
 std::string formatValues(const TensorView& tensor, int64_t count) {
@@ -226,32 +231,36 @@ std::string formatValues(const TensorView& tensor, int64_t count) {
   int64_t total = static_cast<int64_t>(tensor.byteSize / size);
   std::string text;
   const auto* bytes = static_cast<const uint8_t*>(tensor.data);
+  auto out = std::back_inserter(text);
   for (int64_t i = 0; i < std::min(count, total); ++i) {
-    char buffer[64];
+    if (i > 0) text += ", ";
     const uint8_t* p = bytes + static_cast<size_t>(i) * size;
+    // Floats as printf's %.Ng of the value widened to double (what these printed before fmt);
+    // 8-bit integers cast to int, which fmt would otherwise print as characters.
     switch (tensor.dtype) {
-      case TFC_DTYPE_F32: { float v; std::memcpy(&v, p, 4); std::snprintf(buffer, sizeof(buffer), "%.7g", v); break; }
-      case TFC_DTYPE_F64: { double v; std::memcpy(&v, p, 8); std::snprintf(buffer, sizeof(buffer), "%.15g", v); break; }
-      case TFC_DTYPE_F16: { uint16_t v; std::memcpy(&v, p, 2); std::snprintf(buffer, sizeof(buffer), "%.5g", halfToFloat(v)); break; }
+      case TFC_DTYPE_F32: fmt::format_to(out, "{:.7g}", double{load<float>(p)}); break;
+      case TFC_DTYPE_F64: fmt::format_to(out, "{:.15g}", load<double>(p)); break;
+      case TFC_DTYPE_F16:
+        fmt::format_to(out, "{:.5g}", double{halfToFloat(load<uint16_t>(p))});
+        break;
       case TFC_DTYPE_BF16: {
-        uint16_t v; std::memcpy(&v, p, 2);
-        uint32_t w = static_cast<uint32_t>(v) << 16; float f; std::memcpy(&f, &w, 4);
-        std::snprintf(buffer, sizeof(buffer), "%.4g", f);
+        uint32_t bits = static_cast<uint32_t>(load<uint16_t>(p)) << 16;
+        float value;
+        std::memcpy(&value, &bits, 4);
+        fmt::format_to(out, "{:.4g}", double{value});
         break;
       }
-      case TFC_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); std::snprintf(buffer, sizeof(buffer), "%d", v); break; }
-      case TFC_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); std::snprintf(buffer, sizeof(buffer), "%" PRId64, v); break; }
-      case TFC_DTYPE_I16: { int16_t v; std::memcpy(&v, p, 2); std::snprintf(buffer, sizeof(buffer), "%d", v); break; }
-      case TFC_DTYPE_I8: std::snprintf(buffer, sizeof(buffer), "%d", static_cast<int8_t>(*p)); break;
-      case TFC_DTYPE_U8: std::snprintf(buffer, sizeof(buffer), "%u", *p); break;
-      case TFC_DTYPE_BOOL: std::snprintf(buffer, sizeof(buffer), "%s", *p ? "true" : "false"); break;
-      case TFC_DTYPE_U16: { uint16_t v; std::memcpy(&v, p, 2); std::snprintf(buffer, sizeof(buffer), "%u", v); break; }
-      case TFC_DTYPE_U32: { uint32_t v; std::memcpy(&v, p, 4); std::snprintf(buffer, sizeof(buffer), "%u", v); break; }
-      case TFC_DTYPE_U64: { uint64_t v; std::memcpy(&v, p, 8); std::snprintf(buffer, sizeof(buffer), "%" PRIu64, v); break; }
-      default: std::snprintf(buffer, sizeof(buffer), "?"); break;
+      case TFC_DTYPE_I32: fmt::format_to(out, "{}", load<int32_t>(p)); break;
+      case TFC_DTYPE_I64: fmt::format_to(out, "{}", load<int64_t>(p)); break;
+      case TFC_DTYPE_I16: fmt::format_to(out, "{}", load<int16_t>(p)); break;
+      case TFC_DTYPE_I8: fmt::format_to(out, "{}", int{load<int8_t>(p)}); break;
+      case TFC_DTYPE_U8: fmt::format_to(out, "{}", unsigned{*p}); break;
+      case TFC_DTYPE_BOOL: text += *p ? "true" : "false"; break;
+      case TFC_DTYPE_U16: fmt::format_to(out, "{}", load<uint16_t>(p)); break;
+      case TFC_DTYPE_U32: fmt::format_to(out, "{}", load<uint32_t>(p)); break;
+      case TFC_DTYPE_U64: fmt::format_to(out, "{}", load<uint64_t>(p)); break;
+      default: text += "?"; break;
     }
-    if (i > 0) text += ", ";
-    text += buffer;
   }
   if (total > count) text += ", ...";
   return text;

@@ -12,6 +12,7 @@
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
+#include "print.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/runtime.hpp"
@@ -308,8 +309,8 @@ int runCall(const Invocation& invocation) {
                        .count());
     }
     std::sort(ms.begin(), ms.end());
-    std::fprintf(stderr, "%s: %lld calls after 1 warm-up: median %.3f ms, min %.3f ms\n",
-                 entryName.c_str(), static_cast<long long>(repeat), ms[ms.size() / 2], ms[0]);
+    print(stderr, "{}: {} calls after 1 warm-up: median {:.3f} ms, min {:.3f} ms\n", entryName,
+          repeat, ms[ms.size() / 2], ms[0]);
   }
 
   for (int32_t i = 0; i < entry.num_outputs; ++i) {
@@ -317,20 +318,19 @@ int runCall(const Invocation& invocation) {
     std::string path = outDir + "/" + outputFileName(entry.outputs[i].name);
     status = writeNpy(path, output.view());
     if (!status.ok()) return fail(status);
-    std::printf("wrote %s (%s %s)", path.c_str(), tfc_dtype_name(output.dtype()),
-                formatShape(output.shape()).c_str());
-    if (output.rank() == 0) std::printf(" = %s", formatValues(output.view(), 1).c_str());
-    std::printf("\n");
+    print("wrote {} ({} {})", path, tfc_dtype_name(output.dtype()), formatShape(output.shape()));
+    if (output.rank() == 0) print(" = {}", formatValues(output.view(), 1));
+    print("\n");
   }
   if (args.has("--state-out")) {
     status = context->saveStateSafetensors(args.get("--state-out"));
     if (!status.ok()) return fail(status);
-    std::printf("wrote %s (state)\n", args.get("--state-out").c_str());
+    print("wrote {} (state)\n", args.get("--state-out"));
   }
   if (args.has("--weights-out")) {
     status = params->saveSafetensors(args.get("--weights-out"));
     if (!status.ok()) return fail(status);
-    std::printf("wrote %s (parameters)\n", args.get("--weights-out").c_str());
+    print("wrote {} (parameters)\n", args.get("--weights-out"));
   }
   return 0;
 }

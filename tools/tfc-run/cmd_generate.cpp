@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -18,6 +17,7 @@
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
+#include "print.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/generator.hpp"
 #include "tfc/runtime/runtime.hpp"
@@ -202,7 +202,7 @@ class Printer {
       if (i > 0) line += ' ';
       line += std::to_string(ids_[i]);
     }
-    std::printf("%s\n", line.c_str());
+    print("{}\n", line);
     std::fflush(stdout);
   }
 
@@ -215,22 +215,21 @@ class Printer {
 
 void printRate(const char* what, int64_t tokens, double ms, const char* unit) {
   if (tokens <= 0) {
-    std::fprintf(stderr, "tfc-run: %-8s %6" PRId64 " %s\n", what, tokens, unit);
+    print(stderr, "tfc-run: {:<8} {:>6} {}\n", what, tokens, unit);
     return;
   }
-  std::fprintf(stderr,
-               "tfc-run: %-8s %6" PRId64 " %s in %10.2f ms (%8.3f ms per token, %9.2f tokens/s)\n",
-               what, tokens, unit, ms, ms / static_cast<double>(tokens),
-               ms > 0 ? 1000.0 * static_cast<double>(tokens) / ms : 0.0);
+  // Widths with an explicit '>': fmt 9 would left-align nan and inf, printf right-aligns them.
+  print(stderr,
+        "tfc-run: {:<8} {:>6} {} in {:>10.2f} ms ({:>8.3f} ms per token, {:>9.2f} tokens/s)\n",
+        what, tokens, unit, ms, ms / static_cast<double>(tokens),
+        ms > 0 ? 1000.0 * static_cast<double>(tokens) / ms : 0.0);
 }
 
 // ------------------------------------------------------------------------------ decoder-only
 std::string samplingText(const Options& options) {
   if (options.temperature <= 0) return "greedy";
-  char buffer[160];
-  std::snprintf(buffer, sizeof(buffer), "temperature %g, top-k %" PRId64 ", top-p %g, seed %" PRId64
-                " (+ step)", options.temperature, options.topK, options.topP, options.seed);
-  return buffer;
+  return fmt::format("temperature {:g}, top-k {}, top-p {:g}, seed {} (+ step)",
+                     options.temperature, options.topK, options.topP, options.seed);
 }
 
 int generateDecoderOnly(const Options& options, const Context& context,
@@ -248,16 +247,16 @@ int generateDecoderOnly(const Options& options, const Context& context,
   const int64_t chunk = generator->prefillChunk(), batch = generator->batch();
   const int64_t promptLen = static_cast<int64_t>(prompt.size());
   if (tokenizer != nullptr && tokenizer->vocabSize() != vocab && !options.quiet) {
-    std::fprintf(stderr, "tfc-run: note: the tokenizer has %d tokens, the model %" PRId64 "\n",
-                 tokenizer->vocabSize(), vocab);
+    print(stderr, "tfc-run: note: the tokenizer has {} tokens, the model {}\n",
+          tokenizer->vocabSize(), vocab);
   }
   if (!options.quiet) {
-    std::fprintf(stderr,
-                 "tfc-run: %s: prompt %" PRId64 " tokens, n_ctx %" PRId64 ", prefill chunk %"
-                 PRId64 ", batch %" PRId64 "%s, %d threads, %s\n",
-                 generator->modelName().c_str(), promptLen, nCtx, chunk, batch,
-                 batch > 1 ? " (every row the same prompt; row 0 reported)" : "",
-                 context.numThreads(), samplingText(options).c_str());
+    print(stderr,
+          "tfc-run: {}: prompt {} tokens, n_ctx {}, prefill chunk {}, batch {}{}, {} threads, "
+          "{}\n",
+          generator->modelName(), promptLen, nCtx, chunk, batch,
+          batch > 1 ? " (every row the same prompt; row 0 reported)" : "", context.numThreads(),
+          samplingText(options));
   }
   GenerationOptions settings;
   settings.maxNewTokens = *options.maxNewTokens;
@@ -284,29 +283,27 @@ int generateDecoderOnly(const Options& options, const Context& context,
       stopReason = "reached the context limit (n_ctx " + std::to_string(nCtx) + ") after " +
                    std::to_string(stats->generatedTokens) + " of " +
                    std::to_string(settings.maxNewTokens) + " new tokens";
-      std::fprintf(stderr, "\ntfc-run: stopped: %s\n", stopReason.c_str());
+      print(stderr, "\ntfc-run: stopped: {}\n", stopReason);
       break;
     default:
       stopReason = "reached --max-new-tokens " + std::to_string(settings.maxNewTokens);
   }
   printer.finish();
   if (!options.quiet) {
-    std::fprintf(stderr, "\ntfc-run: generated %zu tokens (%s)\n", printer.count(),
-                 stopReason.c_str());
-    std::fprintf(stderr, "tfc-run: load     %10.2f ms (open, weights, context)\n", loadMs);
+    print(stderr, "\ntfc-run: generated {} tokens ({})\n", printer.count(), stopReason);
+    print(stderr, "tfc-run: load     {:>10.2f} ms (open, weights, context)\n", loadMs);
     printRate("prefill", promptLen, stats->prefillMs, "tokens");
     if (chunk <= nCtx) {
-      std::fprintf(stderr, "tfc-run:          (%" PRId64 " prefill call%s of %" PRId64
-                           " tokens)\n", stats->prefillCalls, stats->prefillCalls == 1 ? "" : "s",
-                   chunk);
+      print(stderr, "tfc-run:          ({} prefill call{} of {} tokens)\n", stats->prefillCalls,
+            stats->prefillCalls == 1 ? "" : "s", chunk);
     }
     printRate("decode", stats->decodeCalls, stats->decodeMs, "tokens");
-    std::fprintf(stderr, "tfc-run: sample   %6zu calls  in %10.2f ms\n", printer.count(),
-                 stats->sampleMs);
-    std::fprintf(stderr, "tfc-run: total    %10.2f ms (%.2f new tokens/s end to end)\n",
-                 stats->totalMs, stats->totalMs > 0
-                                     ? 1000.0 * static_cast<double>(printer.count()) / stats->totalMs
-                                     : 0.0);
+    print(stderr, "tfc-run: sample   {:>6} calls  in {:>10.2f} ms\n", printer.count(),
+          stats->sampleMs);
+    print(stderr, "tfc-run: total    {:>10.2f} ms ({:.2f} new tokens/s end to end)\n",
+          stats->totalMs,
+          stats->totalMs > 0 ? 1000.0 * static_cast<double>(printer.count()) / stats->totalMs
+                             : 0.0);
   }
   return 0;
 }
@@ -350,12 +347,11 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
   }
   const int32_t startToken = static_cast<int32_t>(vocab - 2);
   if (!options.quiet) {
-    std::fprintf(stderr,
-                 "tfc-run: encdec: %" PRId64 " source tokens, %" PRId64 " target tokens from "
-                 "Start = %d, batch %" PRId64 "%s, %d threads, greedy\n",
-                 srcLen, steps, startToken, batch,
-                 batch > 1 ? " (every row the same source; row 0 reported)" : "",
-                 context.numThreads());
+    print(stderr,
+          "tfc-run: encdec: {} source tokens, {} target tokens from Start = {}, batch {}{}, {} "
+          "threads, greedy\n",
+          srcLen, steps, startToken, batch,
+          batch > 1 ? " (every row the same source; row 0 reported)" : "", context.numThreads());
   }
   int32_t* src = forward->input("src").mutableDataAs<int32_t>();
   int32_t* tgt = forward->input("tgt_in").mutableDataAs<int32_t>();
@@ -380,7 +376,7 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
   const double ms = millisSince(start);
   printer.finish();
   if (!options.quiet) {
-    std::fprintf(stderr, "tfc-run: load     %10.2f ms (open, weights, context)\n", loadMs);
+    print(stderr, "tfc-run: load     {:>10.2f} ms (open, weights, context)\n", loadMs);
     printRate("forward", steps, ms, "tokens");
   }
   return 0;

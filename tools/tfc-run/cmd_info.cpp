@@ -1,7 +1,6 @@
 // tfc-run MODEL.so info: what a compiled model contains.
-#include <cstdio>
-
 #include "cli.hpp"
+#include "print.hpp"
 #include "tfc/runtime/runtime.hpp"
 
 namespace tfc::run {
@@ -27,20 +26,18 @@ int runInfo(const Invocation& invocation) {
   auto artifact = Artifact::open(invocation.model);
   if (!artifact.ok()) return fail(artifact.status());
 
-  std::printf("model:     %s\n", invocation.model.c_str());
-  std::printf("target:    %s\n", std::string(artifact->target()).c_str());
-  std::printf("compiler:  %s\n", std::string(artifact->compilerVersion()).c_str());
-  std::printf("hash:      %s\n", std::string(artifact->moduleHash()).c_str());
+  print("model:     {}\n", invocation.model);
+  print("target:    {}\n", artifact->target());
+  print("compiler:  {}\n", artifact->compilerVersion());
+  print("hash:      {}\n", artifact->moduleHash());
   std::string metadata(artifact->metadataJson());
-  if (!metadata.empty()) std::printf("metadata:  %s\n", metadata.c_str());
+  if (!metadata.empty()) print("metadata:  {}\n", metadata);
 
-  std::printf("\nentries (%d):\n", artifact->entryCount());
+  print("\nentries ({}):\n", artifact->entryCount());
   for (int32_t e = 0; e < artifact->entryCount(); ++e) {
     const tfc_entry_t& entry = artifact->entry(e);
-    std::printf("  %s  (arena %s, %llu kernel launch%s)\n", entry.name,
-                formatBytes(entry.arena_bytes).c_str(),
-                static_cast<unsigned long long>(entry.num_kernels),
-                entry.num_kernels == 1 ? "" : "es");
+    print("  {}  (arena {}, {} kernel launch{})\n", entry.name, formatBytes(entry.arena_bytes),
+          entry.num_kernels, entry.num_kernels == 1 ? "" : "es");
     std::vector<std::vector<std::string>> rows;
     for (int32_t i = 0; i < entry.num_inputs; ++i) {
       rows.push_back({"in", entry.inputs[i].name, dtypeText(entry.inputs[i]),
@@ -61,9 +58,8 @@ int runInfo(const Invocation& invocation) {
     paramElements += elementCount(artifact->param(i));
     if (artifact->param(i).flags & TFC_TENSOR_FROZEN) ++frozen;
   }
-  std::printf("\nparameters: %d tensors, %llu elements, %s%s\n", artifact->paramCount(),
-              static_cast<unsigned long long>(paramElements), formatBytes(paramBytes).c_str(),
-              frozen > 0 ? (" (" + std::to_string(frozen) + " frozen)").c_str() : "");
+  print("\nparameters: {} tensors, {} elements, {}{}\n", artifact->paramCount(), paramElements,
+        formatBytes(paramBytes), frozen > 0 ? fmt::format(" ({} frozen)", frozen) : "");
   if (verbose) {
     std::vector<std::vector<std::string>> rows;
     for (int32_t i = 0; i < artifact->paramCount(); ++i) {
@@ -74,14 +70,14 @@ int runInfo(const Invocation& invocation) {
     }
     printTable(rows, "  ");
   } else if (artifact->paramCount() > 0) {
-    std::printf("  (list them with --verbose)\n");
+    print("  (list them with --verbose)\n");
   }
 
   uint64_t stateBytes = 0;
   for (int32_t i = 0; i < artifact->stateCount(); ++i) {
     stateBytes += tfc_tensor_desc_byte_size(&artifact->state(i));
   }
-  std::printf("\nstate: %d tensors, %s\n", artifact->stateCount(), formatBytes(stateBytes).c_str());
+  print("\nstate: {} tensors, {}\n", artifact->stateCount(), formatBytes(stateBytes));
   std::vector<std::vector<std::string>> rows;
   for (int32_t i = 0; i < artifact->stateCount(); ++i) {
     const tfc_tensor_desc_t& desc = artifact->state(i);

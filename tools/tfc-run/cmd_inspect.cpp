@@ -1,9 +1,9 @@
 // tfc-run inspect FILE: list the tensors of a .safetensors or .npy file.
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "cli.hpp"
+#include "print.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
@@ -30,16 +30,16 @@ int runInspect(const Invocation& invocation) {
   int result = 0;
   for (size_t f = 0; f < args.positional.size(); ++f) {
     const std::string& path = args.positional[f];
-    if (f > 0) std::printf("\n");
+    if (f > 0) print("\n");
     if (looksLikeNpy(path) || (path.size() > 4 && path.compare(path.size() - 4, 4, ".npy") == 0)) {
       auto tensor = readNpy(path);
       if (!tensor.ok()) {
         result = fail(tensor.status());
         continue;
       }
-      std::printf("%s: npy, %s %s, %s\n", path.c_str(), tfc_dtype_name(tensor->dtype()),
-                  formatShape(tensor->shape()).c_str(), formatBytes(tensor->byteSize()).c_str());
-      if (values > 0) std::printf("  values: %s\n", formatValues(tensor->view(), values).c_str());
+      print("{}: npy, {} {}, {}\n", path, tfc_dtype_name(tensor->dtype()),
+            formatShape(tensor->shape()), formatBytes(tensor->byteSize()));
+      if (values > 0) print("  values: {}\n", formatValues(tensor->view(), values));
       continue;
     }
     auto file = SafetensorsFile::open(path);
@@ -49,8 +49,7 @@ int runInspect(const Invocation& invocation) {
     }
     uint64_t total = 0;
     for (const auto& tensor : file->tensors()) total += tensor.byteSize;
-    std::printf("%s: safetensors, %zu tensors, %s\n", path.c_str(), file->tensors().size(),
-                formatBytes(total).c_str());
+    print("{}: safetensors, {} tensors, {}\n", path, file->tensors().size(), formatBytes(total));
     std::vector<std::vector<std::string>> rows = {{"name", "dtype", "shape", "bytes"}};
     if (values > 0) rows[0].push_back("values");
     for (const auto& tensor : file->tensors()) {
@@ -60,9 +59,9 @@ int runInspect(const Invocation& invocation) {
     }
     printTable(rows, "  ");
     if (!file->metadata().empty()) {
-      std::printf("metadata:\n");
+      print("metadata:\n");
       for (const auto& [key, value] : file->metadata()) {
-        std::printf("  %s: %s\n", key.c_str(), value.c_str());
+        print("  {}: {}\n", key, value);
       }
     }
   }

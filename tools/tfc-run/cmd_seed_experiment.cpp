@@ -4,10 +4,10 @@
 // greedy prediction of its 9 examples.
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -15,6 +15,7 @@
 #include "checkpoint.hpp"
 #include "cli.hpp"
 #include "png_plot.hpp"
+#include "print.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "train_common.hpp"
@@ -136,7 +137,9 @@ const int32_t kExamples[9][16] = {
 
 std::string tokensText(const int32_t* tokens, int64_t count) {
   std::string text;
-  for (int64_t i = 0; i < count; ++i) text += (i ? " " : "") + std::to_string(tokens[i]);
+  for (int64_t i = 0; i < count; ++i) {
+    fmt::format_to(std::back_inserter(text), "{}{}", i ? " " : "", tokens[i]);
+  }
   return text;
 }
 
@@ -265,9 +268,8 @@ int runSeedExperiment(const Invocation& invocation) {
     Status status = writeData(prefix + "train.npy", train, B, S);
     if (status.ok()) status = writeData(prefix + "valid.npy", valid, B, S);
     if (!status.ok()) return fail(status);
-    std::printf("wrote %strain.npy (%zu batches) and %svalid.npy (%zu batches), int32 [n, 2, %" PRId64
-                ", %" PRId64 "]\n",
-                prefix.c_str(), train.size(), prefix.c_str(), valid.size(), B, S);
+    print("wrote {}train.npy ({} batches) and {}valid.npy ({} batches), int32 [n, 2, {}, {}]\n",
+          prefix, train.size(), prefix, valid.size(), B, S);
     return 0;
   }
   if (stepsPerEpoch > static_cast<int64_t>(train.size())) {
@@ -302,14 +304,14 @@ int runSeedExperiment(const Invocation& invocation) {
   hyper.totalSteps = static_cast<double>(epochs * stepsPerEpoch);
   runner->setHyperParams(hyper);
 
-  std::printf("seed experiment: task %s, %zu train / %zu validation batches of %" PRId64
-              " (src %" PRId64 ", tgt %" PRId64 "), seed %" PRIu64 "\n",
-              task.c_str(), train.size(), valid.size(), B, S, T, seed);
-  std::printf("  %" PRId64 " epochs x %" PRId64 " steps, %s lr %g -> %g (%s, warm-up %g, total %g), "
-              "betas %g/%g, eps %g, weight decay %g, grad clip %g, %d threads\n",
-              epochs, stepsPerEpoch, runner->optimizerName(), hyper.lr, hyper.minLr,
-              scheduleName(hyper.schedule), hyper.warmup, hyper.totalSteps, hyper.beta1,
-              hyper.beta2, hyper.eps, hyper.weightDecay, hyper.gradClip, context->numThreads());
+  print("seed experiment: task {}, {} train / {} validation batches of {} (src {}, tgt {}), "
+        "seed {}\n",
+        task, train.size(), valid.size(), B, S, T, seed);
+  print("  {} epochs x {} steps, {} lr {:g} -> {:g} ({}, warm-up {:g}, total {:g}), betas "
+        "{:g}/{:g}, eps {:g}, weight decay {:g}, grad clip {:g}, {} threads\n",
+        epochs, stepsPerEpoch, runner->optimizerName(), hyper.lr, hyper.minLr,
+        scheduleName(hyper.schedule), hyper.warmup, hyper.totalSteps, hyper.beta1, hyper.beta2,
+        hyper.eps, hyper.weightDecay, hyper.gradClip, context->numThreads());
   std::fflush(stdout);
 
   // Teacher forcing into an entry's data buffers (src, tgt_in, targets): tgt_in = [Start,
@@ -372,10 +374,11 @@ int runSeedExperiment(const Invocation& invocation) {
       stepLoss.x.push_back(static_cast<double>(globalStep));
       stepLoss.y.push_back(result.loss);
       if (log) {
-        char line[160];
-        std::snprintf(line, sizeof(line), "%" PRId64 ",%" PRId64 ",%.7g,,%.7g,%.7g,\n", epoch,
-                      globalStep, result.loss, result.lr, result.gradNorm);
-        status = log->write(line);
+        // The step's floats widened to double, as printf's %.7g printed them.
+        status = log->write(fmt::format("{},{},{:.7g},,{:.7g},{:.7g},\n", epoch, globalStep,
+                                        static_cast<double>(result.loss),
+                                        static_cast<double>(result.lr),
+                                        static_cast<double>(result.gradNorm)));
         if (!status.ok()) return fail(status);
       }
     }
@@ -392,16 +395,14 @@ int runSeedExperiment(const Invocation& invocation) {
     double epochTime = std::chrono::duration<double>(Clock::now() - epochStart).count();
     validLoss.x.push_back(static_cast<double>(globalStep));
     validLoss.y.push_back(lastValid);
-    std::printf("epoch %2" PRId64 "/%" PRId64 "  train loss %.4f  valid loss %.4f  lr %.2e  time %.2fs\n",
-                epoch, epochs, lossSum / static_cast<double>(stepsPerEpoch), lastValid, result.lr,
-                epochTime);
+    print("epoch {:2}/{}  train loss {:.4f}  valid loss {:.4f}  lr {:.2e}  time {:.2f}s\n", epoch,
+          epochs, lossSum / static_cast<double>(stepsPerEpoch), lastValid,
+          static_cast<double>(result.lr), epochTime);
     std::fflush(stdout);
     if (log) {
-      char line[160];
-      std::snprintf(line, sizeof(line), "%" PRId64 ",%" PRId64 ",%.7g,%.7g,,,%.3f\n", epoch,
-                    globalStep, lossSum / static_cast<double>(stepsPerEpoch), lastValid,
-                    epochTime);
-      status = log->write(line);
+      status = log->write(fmt::format("{},{},{:.7g},{:.7g},,,{:.3f}\n", epoch, globalStep,
+                                      lossSum / static_cast<double>(stepsPerEpoch), lastValid,
+                                      epochTime));
       if (!status.ok()) return fail(status);
     }
   }
@@ -455,36 +456,35 @@ int runSeedExperiment(const Invocation& invocation) {
   }
   double predictTime = std::chrono::duration<double>(Clock::now() - predictStart).count();
   int exact = 0;
-  std::printf("\ngreedy predictions (%s):\n", task == "palindrome" && S == 16
-                                                  ? "the article's 9 examples"
-                                                  : "9 validation samples");
+  print("\ngreedy predictions ({}):\n",
+        task == "palindrome" && S == 16 ? "the article's 9 examples" : "9 validation samples");
   for (int64_t b = 0; b < rows; ++b) {
     const auto& want = expected[static_cast<size_t>(b)];
     bool ok = std::equal(want.begin(), want.end(), seq + b * T);
     exact += ok;
-    std::printf("  %" PRId64 ". input     %s\n     predicted %s\n     expected  %s  %s\n", b + 1,
-                tokensText(examples[static_cast<size_t>(b)].data(), S).c_str(),
-                tokensText(seq + b * T, T).c_str(), tokensText(want.data(), T).c_str(),
-                ok ? "exact" : "WRONG");
+    print("  {}. input     {}\n     predicted {}\n     expected  {}  {}\n", b + 1,
+          tokensText(examples[static_cast<size_t>(b)].data(), S), tokensText(seq + b * T, T),
+          tokensText(want.data(), T), ok ? "exact" : "WRONG");
   }
   double total = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("\nexact: %d/%" PRId64 "\n", exact, rows);
-  std::printf("final validation loss: %.4f\n", lastValid);
-  std::printf("wall time: %.2fs (training %.2fs, prediction %.2fs)\n", total, trainTime, predictTime);
+  print("\nexact: {}/{}\n", exact, rows);
+  print("final validation loss: {:.4f}\n", lastValid);
+  print("wall time: {:.2f}s (training {:.2f}s, prediction {:.2f}s)\n", total, trainTime,
+        predictTime);
 
   if (args.has("--plot")) {
     status = writePlotPng(args.get("--plot"), {stepLoss, validLoss},
                           {"seed experiment: " + task + ", seed " + std::to_string(seed), "step",
                            "loss"});
     if (!status.ok()) return fail(status);
-    std::printf("plot: %s\n", args.get("--plot").c_str());
+    print("plot: {}\n", args.get("--plot"));
   }
   if (args.has("--save")) {
     status = saveCheckpoint(args.get("--save"), *artifact, *params, *context,
                             {{"step", std::to_string(globalStep)}, {"experiment", "seed-" + task},
                              {"seed", std::to_string(seed)}});
     if (!status.ok()) return fail(status);
-    std::printf("checkpoint: %s\n", args.get("--save").c_str());
+    print("checkpoint: {}\n", args.get("--save"));
   }
   return 0;
 }

@@ -14,11 +14,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli.hpp"
+#include "print.hpp"
 #include "tfc/runtime/file.hpp"
 #include "tfc/runtime/token_data.hpp"
 #include "tfc/runtime/tokenizer.hpp"
@@ -56,7 +58,7 @@ Status readInput(const std::string& path, std::string* out) {
   }
   // As tfc does: say why nothing happens rather than wait in silence.
   if (isStdin && ::isatty(STDIN_FILENO)) {
-    std::fprintf(stderr, "tokenize: reading standard input (end it with Ctrl-D)\n");
+    print(stderr, "tokenize: reading standard input (end it with Ctrl-D)\n");
   }
   struct stat info;
   if (!isStdin && ::fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode)) {
@@ -94,10 +96,8 @@ Status checkUtf8(const std::string& name, std::string_view text, const Tokenizer
   if (!bad) return Status();
   std::string bytes;
   for (size_t i = *bad; i < text.size() && i < *bad + 4; ++i) {
-    char hex[4];
-    std::snprintf(hex, sizeof(hex), "%s%02x", i == *bad ? "" : " ",
-                  static_cast<unsigned char>(text[i]));
-    bytes += hex;
+    fmt::format_to(std::back_inserter(bytes), "{}{:02x}", i == *bad ? "" : " ",
+                   static_cast<unsigned char>(text[i]));
   }
   return Status::error(TFC_INVALID_ARGUMENT,
                        "%s: not valid UTF-8 at byte offset %zu (line %zu; bytes %s): the %s "
@@ -226,11 +226,10 @@ Status encodeInputs(const std::vector<std::string>& paths, const Tokenizer& toke
         std::string which = paths.size() > 1 ? " (file " + std::to_string(f + 1) + " of " +
                                                    std::to_string(paths.size()) + ")"
                                              : "";
-        std::fprintf(stderr, "tokenize: %s%s: %.0f%% (%s of %s), %zu tokens so far, %.1f MiB/s\n",
-                     name.c_str(), which.c_str(),
-                     100.0 * static_cast<double>(at) / static_cast<double>(view.size()),
-                     formatBytes(at).c_str(), formatBytes(view.size()).c_str(), buffer->count(),
-                     static_cast<double>(*bytes + at) / 1048576.0 / secondsSince(start));
+        print(stderr, "tokenize: {}{}: {:.0f}% ({} of {}), {} tokens so far, {:.1f} MiB/s\n", name,
+              which, 100.0 * static_cast<double>(at) / static_cast<double>(view.size()),
+              formatBytes(at), formatBytes(view.size()), buffer->count(),
+              static_cast<double>(*bytes + at) / 1048576.0 / secondsSince(start));
       }
     }
     *bytes += text.size();
@@ -252,12 +251,11 @@ Status writeOutputs(TokenBuffer& buffer, size_t trainCount, const Options& optio
     std::memcpy(val.data() + kLlmcHeaderBytes, tokens + trainCount * width, valCount * width);
     TFC_RETURN_IF_ERROR(
         writeTokenFile(options.valOutput, val.data() + kLlmcHeaderBytes, valCount, width));
-    std::fprintf(stderr, "wrote %s: %zu validation tokens (%s)\n", options.valOutput.c_str(),
-                 valCount, format);
+    print(stderr, "wrote {}: {} validation tokens ({})\n", options.valOutput, valCount, format);
   }
   TFC_RETURN_IF_ERROR(writeTokenFile(options.output, tokens, trainCount, width));
-  std::fprintf(stderr, "wrote %s: %zu %stokens (%s)\n", options.output.c_str(), trainCount,
-               trainCount < total ? "training " : "", format);
+  print(stderr, "wrote {}: {} {}tokens ({})\n", options.output, trainCount,
+        trainCount < total ? "training " : "", format);
   return Status();
 }
 
@@ -288,29 +286,26 @@ int runTokenize(const Invocation& invocation) {
     trainCount =
         static_cast<size_t>(std::floor(static_cast<double>(total) * (1 - options.valFraction)));
     if (trainCount == 0 || trainCount == total) {
-      char fraction[32];
-      std::snprintf(fraction, sizeof(fraction), "%g", options.valFraction);
-      return fail(std::string("--val-fraction ") + fraction + " of " + std::to_string(total) +
-                  " tokens leaves " + (trainCount == 0 ? "no training" : "no validation") +
-                  " tokens; give more text or another fraction");
+      return fail(fmt::format("--val-fraction {:g} of {} tokens leaves {} tokens; give more text "
+                              "or another fraction",
+                              options.valFraction, total,
+                              trainCount == 0 ? "no training" : "no validation"));
     }
   }
   const size_t files = args.positional.size();
-  std::fprintf(stderr,
-               "tokenize: %zu file%s, %s, %s tokenizer (vocab %d): %zu tokens, %.3f "
-               "tokens/byte, %.2f s\n",
-               files, files == 1 ? "" : "s", formatBytes(bytes).c_str(),
-               std::string(tok.kind()).c_str(), tok.vocabSize(), total,
-               static_cast<double>(total) / static_cast<double>(bytes), secondsSince(start));
+  print(stderr,
+        "tokenize: {} file{}, {}, {} tokenizer (vocab {}): {} tokens, {:.3f} tokens/byte, "
+        "{:.2f} s\n",
+        files, files == 1 ? "" : "s", formatBytes(bytes), tok.kind(), tok.vocabSize(), total,
+        static_cast<double>(total) / static_cast<double>(bytes), secondsSince(start));
   if (files > 1 && tok.eosId()) {
     auto text = tok.decode({*tok.eosId()});
-    std::fprintf(stderr, "tokenize: files joined by the end-of-text token %s (id %d)\n",
-                 text.ok() ? text->c_str() : "", *tok.eosId());
+    print(stderr, "tokenize: files joined by the end-of-text token {} (id {})\n",
+          text.ok() ? text->c_str() : "", *tok.eosId());
   } else if (files > 1) {
-    std::fprintf(stderr,
-                 "tokenize: files joined as they are (the %s tokenizer has no "
-                 "end-of-text token)\n",
-                 std::string(tok.kind()).c_str());
+    print(stderr,
+          "tokenize: files joined as they are (the {} tokenizer has no end-of-text token)\n",
+          tok.kind());
   }
   status = writeOutputs(buffer, trainCount, options);
   return status.ok() ? 0 : fail(status);

@@ -4,12 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 
 #include "cli.hpp"
 #include "png_plot.hpp"
+#include "print.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/trainer.hpp"
 #include "train_common.hpp"
@@ -231,26 +231,21 @@ class ProgressPrinter {
       }
       if (!tty_ || row.step == steps || progress.stopping) {
         end();
-        std::fprintf(stderr, "saved %s at step %" PRId64 "\n",
-                     trainer_.options().savePath.c_str(), row.step);
+        print(stderr, "saved {} at step {}\n", trainer_.options().savePath, row.step);
       }
       return Status();
     }
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "step %" PRId64 "/%" PRId64 "  loss %.4f  lr %.2e  grad norm %.3f  %s tok/s  "
-                  "ETA %s",
-                  row.step, steps, row.loss, row.lr, row.gradNorm,
-                  formatRate(progress.smoothedTokensPerSecond).c_str(),
-                  formatDuration(progress.etaSeconds).c_str());
-    std::string text = line;
+    std::string text = fmt::format(
+        "step {}/{}  loss {:.4f}  lr {:.2e}  grad norm {:.3f}  {} tok/s  ETA {}", row.step, steps,
+        row.loss, row.lr, row.gradNorm, formatRate(progress.smoothedTokensPerSecond),
+        formatDuration(progress.etaSeconds));
     if (!std::isnan(row.evalLoss)) text += "  eval loss " + formatLogNumber(row.evalLoss);
     if (tty_) {
-      std::fprintf(stderr, "\r\033[K%s", text.c_str());
+      print(stderr, "\r\033[K{}", text);
       open_ = true;
       if (!std::isnan(row.evalLoss)) end();
     } else {
-      std::fprintf(stderr, "%s\n", text.c_str());
+      print(stderr, "{}\n", text);
     }
     if (progress.diverged && !plotPath_.empty()) {
       (void)writePlot(plotPath_, trainer_.history(), plotTitle_);
@@ -293,21 +288,21 @@ int runTrain(const Invocation& invocation) {
     auto savedSeed = metadata->find("sampler.seed");
     std::string saved = savedSeed == metadata->end() ? "" : savedSeed->second;
     if (args.has("--seed") && saved != std::to_string(options.seed)) {
-      std::fprintf(stderr, "tfc-run: warning: --seed %" PRIu64 " differs from the checkpoint's "
-                           "sampler seed %s; the sampler continues from the checkpoint\n",
-                   options.seed, saved.c_str());
+      print(stderr,
+            "tfc-run: warning: --seed {} differs from the checkpoint's sampler seed {}; the "
+            "sampler continues from the checkpoint\n",
+            options.seed, saved);
     }
-    std::fprintf(stderr, "resuming from %s at step %" PRId64 "\n", resumePath.c_str(),
-                 trainer->step());
+    print(stderr, "resuming from {} at step {}\n", resumePath, trainer->step());
   } else {
     Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
                                           : params->init(settings.initSeed);
     if (!status.ok()) return fail(status);
   }
   if (trainer->step() >= steps) {
-    std::printf("the checkpoint is at step %" PRId64 ", which is not before --steps %" PRId64
-                "; nothing to do (give a larger --steps to train on)\n",
-                trainer->step(), steps);
+    print("the checkpoint is at step {}, which is not before --steps {}; nothing to do (give a "
+          "larger --steps to train on)\n",
+          trainer->step(), steps);
     return 0;
   }
 
@@ -319,16 +314,14 @@ int runTrain(const Invocation& invocation) {
     for (int32_t d = 0; d < artifact->param(i).rank; ++d) count *= artifact->param(i).shape[d];
     paramCount += count;
   }
-  std::fprintf(stderr,
-               "training %s: %s, %" PRIu64 " parameters, batch %" PRId64 " x seq %" PRId64
-               " = %" PRId64 " tokens/step, steps %" PRId64 "..%" PRId64 "\n"
-               "  data %s (%s), sampler seed %" PRIu64 "\n"
-               "  lr %g (%s, warm-up %g, min %g), weight decay %g, grad clip %g\n",
-               invocation.model.c_str(), trainer->trainStep().optimizerName(), paramCount, B, T,
-               B * T, trainer->step() + 1, steps, trainer->data().path().c_str(),
-               trainer->data().describe().c_str(), trainer->seed(), hyper.lr,
-               scheduleName(hyper.schedule), hyper.warmup, hyper.minLr, hyper.weightDecay,
-               hyper.gradClip);
+  print(stderr,
+        "training {}: {}, {} parameters, batch {} x seq {} = {} tokens/step, steps {}..{}\n"
+        "  data {} ({}), sampler seed {}\n"
+        "  lr {:g} ({}, warm-up {:g}, min {:g}), weight decay {:g}, grad clip {:g}\n",
+        invocation.model, trainer->trainStep().optimizerName(), paramCount, B, T, B * T,
+        trainer->step() + 1, steps, trainer->data().path(), trainer->data().describe(),
+        trainer->seed(), hyper.lr, scheduleName(hyper.schedule), hyper.warmup, hyper.minLr,
+        hyper.weightDecay, hyper.gradClip);
 
   // The plot's title names the model and the run (the checkpoint it writes).
   auto fileName = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
@@ -358,20 +351,20 @@ int runTrain(const Invocation& invocation) {
   }
   if (outcome->stopped) {
     printer.end();
-    std::fprintf(stderr, "interrupted at step %" PRId64 "; resume with --resume %s\n",
-                 outcome->lastStep, savePath.c_str());
+    print(stderr, "interrupted at step {}; resume with --resume {}\n", outcome->lastStep,
+          savePath);
     return 130;
   }
   const TrainLogRow& final = trainer->history().back();
-  std::printf("trained steps %" PRId64 "..%" PRId64 " in %s (%s tok/s): final loss %.4f%s\n",
-              outcome->firstStep, steps, formatDuration(outcome->seconds).c_str(),
-              formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T) /
-                         outcome->seconds).c_str(),
-              final.loss,
-              std::isnan(final.evalLoss) ? "" : (", eval loss " + formatLogNumber(final.evalLoss)).c_str());
-  std::printf("checkpoint: %s\n", savePath.c_str());
-  if (!options.logPath.empty()) std::printf("log: %s\n", options.logPath.c_str());
-  if (args.has("--plot")) std::printf("plot: %s\n", args.get("--plot").c_str());
+  print("trained steps {}..{} in {} ({} tok/s): final loss {:.4f}{}\n", outcome->firstStep, steps,
+        formatDuration(outcome->seconds),
+        formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T) /
+                   outcome->seconds),
+        final.loss,
+        std::isnan(final.evalLoss) ? "" : ", eval loss " + formatLogNumber(final.evalLoss));
+  print("checkpoint: {}\n", savePath);
+  if (!options.logPath.empty()) print("log: {}\n", options.logPath);
+  if (args.has("--plot")) print("plot: {}\n", args.get("--plot"));
   return 0;
 }
 

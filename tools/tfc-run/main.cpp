@@ -10,40 +10,41 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "print.hpp"
 #include "tfc/artifact_abi.h"
 
 namespace tfc::run {
 namespace {
 
 void printOverview(FILE* out) {
-  std::fprintf(out,
-               "usage: tfc-run MODEL.so COMMAND [options]\n"
-               "       tfc-run inspect FILE...\n"
-               "       tfc-run tokenize --tokenizer DIR|bytes IN.txt... -o train.bin\n"
-               "       tfc-run COMMAND --help\n"
-               "\n"
-               "Runs models compiled by tfc (tfc model.mlir -o model.so) on this machine.\n"
-               "\n"
-               "commands:\n");
+  print(out,
+        "usage: tfc-run MODEL.so COMMAND [options]\n"
+        "       tfc-run inspect FILE...\n"
+        "       tfc-run tokenize --tokenizer DIR|bytes IN.txt... -o train.bin\n"
+        "       tfc-run COMMAND --help\n"
+        "\n"
+        "Runs models compiled by tfc (tfc model.mlir -o model.so) on this machine.\n"
+        "\n"
+        "commands:\n");
   for (const Command* command : commands()) {
-    std::fprintf(out, "  %-15s %s\n", command->name, command->summary);
+    print(out, "  {:<15} {}\n", command->name, command->summary);
   }
-  std::fprintf(out,
-               "\n"
-               "examples:\n"
-               "  tfc-run gpt2.so info\n"
-               "  tfc-run gpt2.so init --seed 1 -o init.safetensors\n"
-               "  tfc-run gpt2.so call forward --weights gpt2.safetensors --in tokens=t.npy\n"
-               "  tfc-run gpt2.so generate --weights gpt2.safetensors --prompt-tokens \"1 2 3\" "
-               "--max-new-tokens 16\n"
-               "  tfc-run gpt2.so train --init-seed 0 --data train.bin --steps 1000 "
-               "--save ckpt.safetensors\n"
-               "  tfc-run inspect gpt2.safetensors\n"
-               "  tfc-run tokenize --tokenizer bytes input.txt -o train.bin --val-fraction 0.1\n"
-               "\n"
-               "Errors print 'tfc-run: error: ...' and exit with 1 (2 for usage errors).\n"
-               "tfc-run reads artifacts of ABI version %u.\n",
-               TFC_ARTIFACT_ABI_VERSION);
+  print(out,
+        "\n"
+        "examples:\n"
+        "  tfc-run gpt2.so info\n"
+        "  tfc-run gpt2.so init --seed 1 -o init.safetensors\n"
+        "  tfc-run gpt2.so call forward --weights gpt2.safetensors --in tokens=t.npy\n"
+        "  tfc-run gpt2.so generate --weights gpt2.safetensors --prompt-tokens \"1 2 3\" "
+        "--max-new-tokens 16\n"
+        "  tfc-run gpt2.so train --init-seed 0 --data train.bin --steps 1000 "
+        "--save ckpt.safetensors\n"
+        "  tfc-run inspect gpt2.safetensors\n"
+        "  tfc-run tokenize --tokenizer bytes input.txt -o train.bin --val-fraction 0.1\n"
+        "\n"
+        "Errors print 'tfc-run: error: ...' and exit with 1 (2 for usage errors).\n"
+        "tfc-run reads artifacts of ABI version {}.\n",
+        TFC_ARTIFACT_ABI_VERSION);
 }
 
 const Command* findCommand(const std::string& name) {
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (first == "--version") {
-    std::printf("tfc-run 0.1.0 (artifact ABI version %u)\n", TFC_ARTIFACT_ABI_VERSION);
+    print("tfc-run 0.1.0 (artifact ABI version {})\n", TFC_ARTIFACT_ABI_VERSION);
     return 0;
   }
   // `tfc-run COMMAND ...`: commands without a model, or --help of any command.
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
     int error = errno;
-    std::fprintf(stderr, "tfc-run: error: cannot write standard output: %s\n",
-                 error != 0 ? std::strerror(error) : "write error");
+    tfc::run::print(stderr, "tfc-run: error: cannot write standard output: {}\n",
+                    error != 0 ? std::strerror(error) : "write error");
     if (code == 0) code = tfc::run::kExitFailure;
   }
   return code;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <new>
 
+#include <fmt/format.h>
+
 #include "plot_font.hpp"
 #include "tfc/runtime/file.hpp"
 
@@ -34,6 +36,8 @@ void onPngFlush(png_structp) {}
 
 void onPngError(png_structp png, png_const_charp message) {
   auto* output = static_cast<PngOutput*>(png_get_error_ptr(png));
+  // snprintf, not fmt: this runs between libpng's C frames just before a longjmp, where no
+  // C++ exception may be thrown; it is only a bounded copy of libpng's message.
   std::snprintf(output->error, sizeof(output->error), "%s", message);
   longjmp(png_jmpbuf(png), 1);
 }
@@ -78,15 +82,13 @@ double niceStep(double span, int target) {
 }
 
 std::string tickLabel(double value, double step) {
-  char buffer[32];
   if (std::fabs(value) < step * 1e-6) value = 0.0;
   if (value != 0.0 && (std::fabs(value) >= 1e5 || std::fabs(value) < 1e-3)) {
-    std::snprintf(buffer, sizeof(buffer), "%.1e", value);
-  } else {
-    int decimals = step >= 1.0 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
-    std::snprintf(buffer, sizeof(buffer), "%.*f", std::min(decimals, 6), value);
+    return fmt::format("{:.1e}", value);
   }
-  return buffer;
+  int decimals = step >= 1.0 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  // fmt refuses a negative precision (printf took it as 6); no step < 1 gives one.
+  return fmt::format("{:.{}f}", value, std::clamp(decimals, 0, 6));
 }
 
 struct Tick {

@@ -1,8 +1,9 @@
 #include "train_common.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
+
+#include <fmt/format.h>
 
 namespace tfc::run {
 
@@ -15,24 +16,22 @@ std::vector<OptionSpec> hyperParamOptions() {
 }
 
 std::string hyperParamHelp(const HyperParams& d) {
-  char buffer[2048];
-  std::snprintf(buffer, sizeof(buffer),
-                "  --lr X              peak learning rate (default %g)\n"
-                "  --min-lr X          learning rate at the end of the decay (default %g)\n"
-                "  --warmup N          linear warm-up steps (default %g)\n"
-                "  --schedule S        constant | linear (warm-up, then linear decay to\n"
-                "                      --min-lr at the last step) | cosine (warm-up, then\n"
-                "                      cosine decay) (default %s)\n"
-                "  --weight-decay X    decoupled weight decay of matrices (default %g)\n"
-                "  --grad-clip X       clip the global gradient norm to X; <= 0 is off\n"
-                "                      (default %g)\n"
-                "  --beta1 X --beta2 X --eps X\n"
-                "                      AdamW's moments (defaults %g, %g, %g)\n"
-                "  --momentum X        SGD's momentum, for models built with\n"
-                "                      --optimizer=sgd (default %g)\n",
-                d.lr, d.minLr, d.warmup, scheduleName(d.schedule), d.weightDecay, d.gradClip,
-                d.beta1, d.beta2, d.eps, d.momentum);
-  return buffer;
+  return fmt::format(
+      "  --lr X              peak learning rate (default {:g})\n"
+      "  --min-lr X          learning rate at the end of the decay (default {:g})\n"
+      "  --warmup N          linear warm-up steps (default {:g})\n"
+      "  --schedule S        constant | linear (warm-up, then linear decay to\n"
+      "                      --min-lr at the last step) | cosine (warm-up, then\n"
+      "                      cosine decay) (default {})\n"
+      "  --weight-decay X    decoupled weight decay of matrices (default {:g})\n"
+      "  --grad-clip X       clip the global gradient norm to X; <= 0 is off\n"
+      "                      (default {:g})\n"
+      "  --beta1 X --beta2 X --eps X\n"
+      "                      AdamW's moments (defaults {:g}, {:g}, {:g})\n"
+      "  --momentum X        SGD's momentum, for models built with\n"
+      "                      --optimizer=sgd (default {:g})\n",
+      d.lr, d.minLr, d.warmup, scheduleName(d.schedule), d.weightDecay, d.gradClip, d.beta1,
+      d.beta2, d.eps, d.momentum);
 }
 
 bool parseHyperParams(const Command* command, const Args& args, HyperParams* p) {
@@ -106,27 +105,18 @@ std::string modelName(const Artifact& artifact) {
 
 std::string formatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
-  char buffer[32];
   long total = std::lround(seconds);
-  if (total >= 3600) {
-    std::snprintf(buffer, sizeof(buffer), "%ldh%02ldm", total / 3600, (total % 3600) / 60);
-  } else if (total >= 60) {
-    std::snprintf(buffer, sizeof(buffer), "%ldm%02lds", total / 60, total % 60);
-  } else if (seconds >= 10) {
-    std::snprintf(buffer, sizeof(buffer), "%lds", total);
-  } else {
-    std::snprintf(buffer, sizeof(buffer), "%.1fs", seconds);
-  }
-  return buffer;
+  if (total >= 3600) return fmt::format("{}h{:02}m", total / 3600, (total % 3600) / 60);
+  if (total >= 60) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  if (seconds >= 10) return fmt::format("{}s", total);
+  return fmt::format("{:.1f}s", seconds);
 }
 
 std::string formatRate(double perSecond) {
-  char buffer[32];
   if (!std::isfinite(perSecond)) return "?";
-  if (perSecond >= 1e6) std::snprintf(buffer, sizeof(buffer), "%.2fM", perSecond / 1e6);
-  else if (perSecond >= 1e4) std::snprintf(buffer, sizeof(buffer), "%.1fk", perSecond / 1e3);
-  else std::snprintf(buffer, sizeof(buffer), "%.0f", perSecond);
-  return buffer;
+  if (perSecond >= 1e6) return fmt::format("{:.2f}M", perSecond / 1e6);
+  if (perSecond >= 1e4) return fmt::format("{:.1f}k", perSecond / 1e3);
+  return fmt::format("{:.0f}", perSecond);
 }
 
 }  // namespace tfc::run

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "cli_test_util.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/tensor.hpp"
@@ -606,8 +608,8 @@ TEST_F(TrainTest, CheckpointSurvivesSigkillDuringSaves) {
     EXPECT_EQ(temporaries(dir_), std::vector<std::string>{}) << "left after the next save";
   }
   // Informational: how many kills landed inside a save (seed-dependent).
-  std::printf("%d of %d kills left a temporary, each removed by the next save\n",
-              killedWithTemporary, kRounds);
+  fmt::print("{} of {} kills left a temporary, each removed by the next save\n",
+             killedWithTemporary, kRounds);
 }
 
 // A save into a folder the writer may not write to fails, naming the file and the reason,

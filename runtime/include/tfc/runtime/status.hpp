@@ -38,6 +38,13 @@ class [[nodiscard]] Status {
   Status& operator=(const Status&) = delete;
 
   // Makes an error with |code| and a printf-style message.
+  //
+  // printf-style on purpose, and staying so: this is public API (embedders and tfc-run call
+  // it), it mirrors the C API's tfc_status_make, and the compiler checks its arguments
+  // through TFC_PRINTF_FORMAT. fmt is private to the runtime's sources (no public header
+  // includes it), so an fmt-style sibling here would make fmt a dependency of every
+  // embedder. Inside the runtime, where printf's formats do not suffice, build the message
+  // with fmt::format and pass it to Status(code, message).
   static Status error(tfc_status_code_t code, const char* format, ...) TFC_PRINTF_FORMAT(2, 3);
 
   bool ok() const { return status_ == nullptr; }
