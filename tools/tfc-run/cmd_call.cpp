@@ -12,6 +12,7 @@
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
+#include "entry_inputs.hpp"
 #include "print.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/npy.hpp"
@@ -19,50 +20,6 @@
 
 namespace tfc::run {
 namespace {
-
-// An inline 0-d value such as "5" or "0.8", typed by the input's dtype.
-StatusOr<HostTensor> parseInlineScalar(const std::string& text, const tfc_tensor_desc_t& desc,
-                                       const std::string& subject) {
-  auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
-  auto tensor = HostTensor::allocate(dtype, {});
-  if (!tensor.ok()) return tensor;
-  if (dtype == TFC_DTYPE_I32 || dtype == TFC_DTYPE_I64) {
-    int64_t value = 0;
-    if (!parseInt64(text, &value)) {
-      return Status::error(TFC_INVALID_ARGUMENT, "%s is %s; '%s' is not an integer",
-                           subject.c_str(), tfc_dtype_name(dtype), text.c_str());
-    }
-    if (dtype == TFC_DTYPE_I32) {
-      if (value < INT32_MIN || value > INT32_MAX) {
-        return Status::error(TFC_INVALID_ARGUMENT, "%s is I32; %s is out of range",
-                             subject.c_str(), text.c_str());
-      }
-      *tensor->mutableDataAs<int32_t>() = static_cast<int32_t>(value);
-    } else {
-      *tensor->mutableDataAs<int64_t>() = value;
-    }
-    return tensor;
-  }
-  double value = 0;
-  if (!parseDouble(text, &value)) {
-    return Status::error(TFC_INVALID_ARGUMENT, "%s is %s; '%s' is not a finite number",
-                         subject.c_str(), tfc_dtype_name(dtype), text.c_str());
-  }
-  switch (dtype) {
-    case TFC_DTYPE_F32: *tensor->mutableDataAs<float>() = static_cast<float>(value); break;
-    case TFC_DTYPE_F16: *tensor->mutableDataAs<uint16_t>() = tfc_f32_to_f16(static_cast<float>(value)); break;
-    case TFC_DTYPE_BF16: *tensor->mutableDataAs<uint16_t>() = tfc_f32_to_bf16(static_cast<float>(value)); break;
-    default:
-      return Status::error(TFC_INVALID_ARGUMENT, "%s has dtype %s, which cannot be given inline",
-                           subject.c_str(), tfc_dtype_name(dtype));
-  }
-  return tensor;
-}
-
-bool isFile(const std::string& path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
 
 // The file name an output gets: its name, with anything but [A-Za-z0-9._-] replaced.
 std::string outputFileName(const std::string& name) {
@@ -72,69 +29,6 @@ std::string outputFileName(const std::string& name) {
   }
   if (safe.empty() || safe[0] == '.') safe = "_" + safe;
   return safe + ".npy";
-}
-
-// The KV-cache entries of decoder-only models take positions that the compiled code can
-// only check late and obscurely: a position past the cache fails as a row of the position
-// embedding ("embedding: id out of range"), and prefill's n is clamped (after an int32
-// n - 1, so n = -2147483648 acts as the maximum). The model's metadata gives the context
-// length (n_ctx), so the runner checks them here and names what is wrong.
-Status checkCacheInputs(const Artifact& artifact, const tfc_entry_t& entry,
-                        const std::vector<HostTensor>& inputs) {
-  const std::string name = entry.name;
-  if (name != "prefill" && name != "decode") return Status();
-  auto scalar = [&](const char* input) -> std::optional<int64_t> {
-    for (int32_t i = 0; i < entry.num_inputs; ++i) {
-      const HostTensor& tensor = inputs[static_cast<size_t>(i)];
-      if (std::string(entry.inputs[i].name) != input || tensor.rank() != 0) continue;
-      if (tensor.dtype() == TFC_DTYPE_I32) return *tensor.dataAs<int32_t>();
-      if (tensor.dtype() == TFC_DTYPE_I64) return *tensor.dataAs<int64_t>();
-    }
-    return std::nullopt;
-  };
-  // The tokens of one call: prefill's chunk P, decode's 1 (the second dimension of its
-  // tokens input, [B, P] or [B, 1]).
-  int64_t chunk = 1;
-  for (int32_t i = 0; i < entry.num_inputs; ++i) {
-    std::string input = entry.inputs[i].name;
-    if ((input == "tokens" || input == "token") && entry.inputs[i].rank == 2) {
-      chunk = entry.inputs[i].shape[1];
-    }
-  }
-  std::string subject = "entry '" + name + "'";
-  if (std::optional<int64_t> n = scalar("n"); n && name == "prefill") {
-    if (*n < 1 || *n > chunk) {
-      return Status::error(TFC_INVALID_ARGUMENT,
-                           "%s: n = %lld is out of range: it counts the tokens of the chunk in "
-                           "use, 1 to %lld (the chunk's length P)",
-                           subject.c_str(), static_cast<long long>(*n),
-                           static_cast<long long>(chunk));
-    }
-  }
-  std::optional<int64_t> pos = scalar("pos");
-  if (!pos) return Status();
-  std::optional<int64_t> nCtx = metadataInt(std::string(artifact.metadataJson()), "n_ctx");
-  std::string tokens = chunk == 1 ? "its token" : "its " + std::to_string(chunk) + " tokens";
-  if (*pos < 0) {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "%s: pos = %lld is not a position in the KV cache: positions start "
-                         "at 0%s",
-                         subject.c_str(), static_cast<long long>(*pos),
-                         nCtx ? (" and the context length (n_ctx) is " + std::to_string(*nCtx))
-                                    .c_str()
-                              : "");
-  }
-  if (nCtx && *pos + chunk > *nCtx) {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "%s: pos = %lld is past the context: the model's context length "
-                         "(n_ctx) is %lld, so %s at pos must end by position %lld (pos at "
-                         "most %lld)",
-                         subject.c_str(), static_cast<long long>(*pos),
-                         static_cast<long long>(*nCtx), tokens.c_str(),
-                         static_cast<long long>(*nCtx - 1),
-                         static_cast<long long>(*nCtx - chunk));
-  }
-  return Status();
 }
 
 int runCall(const Invocation& invocation) {
@@ -202,69 +96,13 @@ int runCall(const Invocation& invocation) {
                                "model's initializers)");
   }
 
-  // Inputs, by name.
-  std::vector<std::string> inputNames;
-  for (int32_t i = 0; i < entry.num_inputs; ++i) inputNames.push_back(entry.inputs[i].name);
-  std::vector<HostTensor> inputs(static_cast<size_t>(entry.num_inputs));
-  std::vector<bool> given(static_cast<size_t>(entry.num_inputs), false);
-  for (const std::string& spec : args.all("--in")) {
-    size_t equals = spec.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      return usageError(command, "--in '" + spec + "' is not NAME=FILE.npy or NAME=VALUE");
-    }
-    std::string name = spec.substr(0, equals), value = spec.substr(equals + 1);
-    int32_t index = -1;
-    for (int32_t i = 0; i < entry.num_inputs; ++i) {
-      if (name == entry.inputs[i].name) index = i;
-    }
-    if (index < 0) {
-      std::string suggestion = closest(name, inputNames);
-      return fail(entryText + " has no input '" + name + "' (inputs: " +
-                  (inputNames.empty() ? "none" : join(inputNames)) + ")" +
-                  (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
-    }
-    if (given[static_cast<size_t>(index)]) return fail("input '" + name + "' given twice");
-    given[static_cast<size_t>(index)] = true;
-    const tfc_tensor_desc_t& desc = entry.inputs[index];
-    std::string subject = entryText + " input '" + name + "'";
-    std::vector<int64_t> expectedShape = shapeOf(desc);
-    auto expectedDtype = static_cast<tfc_dtype_t>(desc.dtype);
-    if (desc.rank == 0 && !isFile(value)) {
-      auto scalar = parseInlineScalar(value, desc, subject);
-      if (!scalar.ok()) return fail(scalar.status());
-      inputs[static_cast<size_t>(index)] = std::move(scalar).value();
-      continue;
-    }
-    if (!isFile(value) && desc.rank > 0) {
-      double unused = 0;
-      if (parseDouble(value, &unused)) {
-        return fail(subject + " has shape " + formatShape(expectedShape) +
-                    "; give it as a .npy file (inline values are for 0-d inputs only)");
-      }
-    }
-    auto tensor = readNpy(value);
-    if (!tensor.ok()) return fail(tensor.status());
-    if (tensor->dtype() != expectedDtype) {
-      return fail(value + ": " + subject + " has dtype " + tfc_dtype_name(tensor->dtype()) +
-                  ", expected " + tfc_dtype_name(expectedDtype));
-    }
-    if (tensor->shape() != expectedShape) {
-      return fail(value + ": " + subject + " has shape " + formatShape(tensor->shape()) +
-                  ", expected " + formatShape(expectedShape));
-    }
-    inputs[static_cast<size_t>(index)] = std::move(tensor).value();
-  }
-  std::vector<std::string> missing;
-  for (int32_t i = 0; i < entry.num_inputs; ++i) {
-    if (!given[static_cast<size_t>(i)]) {
-      missing.push_back(std::string(entry.inputs[i].name) + " (" +
-                        tfc_dtype_name(static_cast<tfc_dtype_t>(entry.inputs[i].dtype)) + " " +
-                        formatShape(shapeOf(entry.inputs[i])) + ")");
-    }
-  }
-  if (!missing.empty()) {
+  int exitCode = 0;
+  std::optional<EntryInputs> read = readEntryInputs(command, args, entry, &exitCode);
+  if (!read) return exitCode;
+  if (std::vector<std::string> missing = read->missing(entry); !missing.empty()) {
     return usageError(command, entryText + " needs --in for: " + join(missing));
   }
+  std::vector<HostTensor>& inputs = read->tensors;
 
   Status checked = checkCacheInputs(*artifact, entry, inputs);
   if (!checked.ok()) return fail(checked);

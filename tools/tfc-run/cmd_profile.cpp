@@ -26,6 +26,7 @@
 #include "entry_inputs.hpp"
 #include "machine_peak.hpp"
 #include "png_plot.hpp"
+#include "print.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/file.hpp"
 #include "tfc/runtime/metadata.hpp"
@@ -295,7 +296,7 @@ int runProfile(const Invocation& invocation) {
   for (const HostTensor& tensor : inputs->tensors) views.push_back(tensor.view());
   bound->useInputs(views);
 
-  if (!drawn.empty()) fmt::print(stderr, "tfc-run: drawn inputs: {}\n", join(drawn));
+  if (!drawn.empty()) print(stderr, "tfc-run: drawn inputs: {}\n", join(drawn));
   for (int64_t i = 0; i < warmup; ++i) {
     status = bound->call(*context);
     if (!status.ok()) return fail(status);
@@ -355,12 +356,12 @@ int runProfile(const Invocation& invocation) {
   std::sort(rows.begin(), rows.end(),
             [](const KernelRow& a, const KernelRow& b) { return a.seconds > b.seconds; });
 
-  fmt::print("profile of {} in {}: {} calls after {} warm-up, {} threads\n", entryName,
+  print("profile of {} in {}: {} calls after {} warm-up, {} threads\n", entryName,
              invocation.model, calls, warmup, context->numThreads());
-  fmt::print("machine: {:.1f} GFLOP/s f32 peak ({}), {:.1f} GB/s ({})\n",
+  print("machine: {:.1f} GFLOP/s f32 peak ({}), {:.1f} GB/s ({})\n",
              peak.flopsPerSecond / 1e9, measured ? "FMA loop, " + peak.isa : "given",
              peak.bytesPerSecond / 1e9, measured ? "STREAM triad" : "given");
-  fmt::print("call: median {:.3f} ms; kernels {:.3f} ms ({:.1f}% of the mean call), {} "
+  print("call: median {:.3f} ms; kernels {:.3f} ms ({:.1f}% of the mean call), {} "
              "launches of {} kernels; floor {:.3f} ms ({:.1f}% reached)\n\n",
              medianCall * 1e3, all.seconds * 1e3, 100 * all.seconds / meanCall,
              all.launches, rows.size(), all.floorSeconds * 1e3,
@@ -368,7 +369,7 @@ int runProfile(const Invocation& invocation) {
   const std::string header = fmt::format(
       "{:>10} {:>5} {:>8} {:>9} {:>9} {:>7} {:>9} {:>6}  {:<9} {}", "time ms", "%",
       "launches", "GFLOP", "MB", "FLOP/B", "floor ms", "floor%", "regime", "kernel: ops");
-  fmt::print("{}\n", header);
+  print("{}\n", header);
   size_t shown = top == 0 ? rows.size() : std::min(rows.size(), static_cast<size_t>(top));
   Totals rest;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -378,11 +379,11 @@ int runProfile(const Invocation& invocation) {
     }
     Totals one;
     one.add(rows[i]);
-    fmt::print("{}\n", rowText(rows[i].name + ": " + rows[i].ops, one, all.seconds,
+    print("{}\n", rowText(rows[i].name + ": " + rows[i].ops, one, all.seconds,
                                rows[i].regime));
   }
   if (rest.launches > 0) {
-    fmt::print("{}\n", rowText(fmt::format("({} more kernels)", rows.size() - shown), rest,
+    print("{}\n", rowText(fmt::format("({} more kernels)", rows.size() - shown), rest,
                                all.seconds, ""));
   }
   std::map<std::string, Totals> byKind;
@@ -390,13 +391,13 @@ int runProfile(const Invocation& invocation) {
   std::vector<std::pair<std::string, Totals>> kinds(byKind.begin(), byKind.end());
   std::sort(kinds.begin(), kinds.end(),
             [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-  fmt::print("\nby kind of kernel:\n{}\n", header);
+  print("\nby kind of kernel:\n{}\n", header);
   for (const auto& [kind, totals] : kinds) {
-    fmt::print("{}\n", rowText(kind, totals, all.seconds,
+    print("{}\n", rowText(kind, totals, all.seconds,
                                regimeOf(totals.flops, totals.bytes, totals.seconds,
                                         totals.launches, peak)));
   }
-  fmt::print("{}\n", rowText("total", all, all.seconds,
+  print("{}\n", rowText("total", all, all.seconds,
                              regimeOf(all.flops, all.bytes, all.seconds, all.launches, peak)));
 
   if (args.has("--json")) {
@@ -404,14 +405,14 @@ int runProfile(const Invocation& invocation) {
                        static_cast<int64_t>(calls), context->numThreads(), peak, measured,
                        medianCall, meanCall, rows);
     if (!status.ok()) return fail(status);
-    fmt::print(stderr, "tfc-run: wrote {}\n", args.get("--json"));
+    print(stderr, "tfc-run: wrote {}\n", args.get("--json"));
   }
   if (args.has("--plot")) {
     status = writeRoofline(args.get("--plot"),
                            fmt::format("roofline: {} of {}", entryName, invocation.model), rows,
                            peak);
     if (!status.ok()) return fail(status);
-    fmt::print(stderr, "tfc-run: wrote {}\n", args.get("--plot"));
+    print(stderr, "tfc-run: wrote {}\n", args.get("--plot"));
   }
   return 0;
 }
