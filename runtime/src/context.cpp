@@ -182,7 +182,9 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
                               context->statePointers.data(), context->inputPointers.data(),
                               context->outputPointers.data(), arena.data);
   context->profile.entry = -1;
-  if (context->profile.enabled) ++context->profile.calls[static_cast<size_t>(index)];
+  if (context->host.kernel_begin != nullptr) {
+    ++context->profile.calls[static_cast<size_t>(index)];
+  }
   std::lock_guard<std::mutex> lock(context->errorMutex);
   if (context->hasError) {
     return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
@@ -293,7 +295,6 @@ tfc_status_t tfc_context_set_profiling(tfc_context_t* context, bool enabled) {
     return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_set_profiling: null context");
   }
   tfc_context_s::Profile& profile = context->profile;
-  profile.enabled = enabled;
   profile.kernelSeconds.clear();
   profile.calls.clear();
   if (enabled) {
@@ -316,7 +317,7 @@ tfc_status_t tfc_context_kernel_times(const tfc_context_t* context, int32_t entr
     return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_kernel_times: null argument");
   }
   const tfc_context_s::Profile& profile = context->profile;
-  if (!profile.enabled) {
+  if (context->host.kernel_begin == nullptr) {
     return tfc_status_make(TFC_FAILED_PRECONDITION,
                            "tfc_context_kernel_times: profiling is off (call "
                            "tfc_context_set_profiling first)");

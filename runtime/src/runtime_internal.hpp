@@ -102,10 +102,10 @@ struct tfc_context_s {
   std::string error;
   bool hasError = false;
   std::vector<void*> paramPointers, statePointers, inputPointers, outputPointers;
-  // Per-kernel timing (tfc_context_set_profiling): while enabled, host.kernel_begin/end
-  // add each launch's time of the running entry to kernelSeconds[entry][launch].
+  // Per-kernel timing (tfc_context_set_profiling): while host.kernel_begin/end are set
+  // (profiling is on), they add each launch's time of the running entry to
+  // kernelSeconds[entry][launch].
   struct Profile {
-    bool enabled = false;
     int32_t entry = -1;  // the entry being called
     std::chrono::steady_clock::time_point launchStart;
     std::vector<std::vector<double>> kernelSeconds;  // per entry, per launch

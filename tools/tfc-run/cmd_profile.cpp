@@ -39,22 +39,31 @@ namespace {
 constexpr double kOverheadSeconds = 10e-6;
 constexpr double kOverheadFraction = 0.25;
 
-// One kernel (a kernel function, launched once or more per call), its launches summed.
-struct KernelRow {
-  std::string name, ops, kind;
+// Launches, their time and their cost, per call: of one kernel, a kind, or all.
+struct Cost {
   int64_t launches = 0;
-  double seconds = 0;  // per call
-  double flops = 0, bytes = 0;  // per call
-  double floorSeconds = 0;      // per call
+  double seconds = 0, flops = 0, bytes = 0, floorSeconds = 0;
+  void add(const Cost& other) {
+    launches += other.launches;
+    seconds += other.seconds;
+    flops += other.flops;
+    bytes += other.bytes;
+    floorSeconds += other.floorSeconds;
+  }
+};
+
+// One kernel (a kernel function, launched once or more per call), its launches summed.
+struct KernelRow : Cost {
+  std::string name, ops, kind;
   const char* regime = "";
 };
 
-const char* regimeOf(double flops, double bytes, double seconds, int64_t launches,
-                     const MachinePeak& peak) {
-  double computeFloor = flops / peak.flopsPerSecond, memoryFloor = bytes / peak.bytesPerSecond;
+const char* regimeOf(const Cost& c, const MachinePeak& peak) {
+  double computeFloor = c.flops / peak.flopsPerSecond;
+  double memoryFloor = c.bytes / peak.bytesPerSecond;
   double floor = std::max(computeFloor, memoryFloor);
-  if (launches > 0 && seconds / static_cast<double>(launches) < kOverheadSeconds &&
-      floor < kOverheadFraction * seconds) {
+  if (c.launches > 0 && c.seconds / static_cast<double>(c.launches) < kOverheadSeconds &&
+      floor < kOverheadFraction * c.seconds) {
     return "overhead";
   }
   return computeFloor >= memoryFloor ? "compute" : "memory";
@@ -70,12 +79,7 @@ void drawMissingInputs(const Artifact& artifact, const tfc_entry_t& entry, uint6
                        EntryInputs* inputs, std::vector<std::string>* drawn) {
   std::mt19937_64 random(seed);
   const int64_t vocab = std::max<int64_t>(modelVocabSize(artifact), 1);
-  int64_t chunk = 1;
-  for (int32_t i = 0; i < entry.num_inputs; ++i) {
-    if (std::string(entry.inputs[i].name) == "tokens" && entry.inputs[i].rank == 2) {
-      chunk = entry.inputs[i].shape[1];
-    }
-  }
+  const int64_t chunk = tokensPerCall(entry);
   const HyperParams hyper;
   const std::map<std::string, double> scalars = {
       {"lr", hyper.lr},           {"min_lr", hyper.minLr},
@@ -138,19 +142,7 @@ std::string jsonString(const std::string& text) {
   return out + "\"";
 }
 
-struct Totals {
-  int64_t launches = 0;
-  double seconds = 0, flops = 0, bytes = 0, floorSeconds = 0;
-  void add(const KernelRow& row) {
-    launches += row.launches;
-    seconds += row.seconds;
-    flops += row.flops;
-    bytes += row.bytes;
-    floorSeconds += row.floorSeconds;
-  }
-};
-
-std::string rowText(const std::string& label, const Totals& t, double total,
+std::string rowText(const std::string& label, const Cost& t, double total,
                     const char* regime) {
   double intensity = t.bytes > 0 ? t.flops / t.bytes : 0;
   return fmt::format("{:>10.3f} {:>5.1f} {:>8} {:>9.3f} {:>9.2f} {:>7.1f} {:>9.3f} {:>6.1f}  {:<9} {}",
@@ -347,9 +339,9 @@ int runProfile(const Invocation& invocation) {
                                      peak.bytesPerSecond);
   }
   std::vector<KernelRow> rows;
-  Totals all;
+  Cost all;
   for (auto& [name, row] : byName) {
-    row.regime = regimeOf(row.flops, row.bytes, row.seconds, row.launches, peak);
+    row.regime = regimeOf(row, peak);
     all.add(row);
     rows.push_back(row);
   }
@@ -371,34 +363,29 @@ int runProfile(const Invocation& invocation) {
       "launches", "GFLOP", "MB", "FLOP/B", "floor ms", "floor%", "regime", "kernel: ops");
   print("{}\n", header);
   size_t shown = top == 0 ? rows.size() : std::min(rows.size(), static_cast<size_t>(top));
-  Totals rest;
+  Cost rest;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i >= shown) {
       rest.add(rows[i]);
       continue;
     }
-    Totals one;
-    one.add(rows[i]);
-    print("{}\n", rowText(rows[i].name + ": " + rows[i].ops, one, all.seconds,
-                               rows[i].regime));
+    print("{}\n", rowText(rows[i].name + ": " + rows[i].ops, rows[i], all.seconds,
+                          rows[i].regime));
   }
   if (rest.launches > 0) {
     print("{}\n", rowText(fmt::format("({} more kernels)", rows.size() - shown), rest,
-                               all.seconds, ""));
+                          all.seconds, ""));
   }
-  std::map<std::string, Totals> byKind;
+  std::map<std::string, Cost> byKind;
   for (const KernelRow& row : rows) byKind[row.kind].add(row);
-  std::vector<std::pair<std::string, Totals>> kinds(byKind.begin(), byKind.end());
+  std::vector<std::pair<std::string, Cost>> kinds(byKind.begin(), byKind.end());
   std::sort(kinds.begin(), kinds.end(),
             [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   print("\nby kind of kernel:\n{}\n", header);
   for (const auto& [kind, totals] : kinds) {
-    print("{}\n", rowText(kind, totals, all.seconds,
-                               regimeOf(totals.flops, totals.bytes, totals.seconds,
-                                        totals.launches, peak)));
+    print("{}\n", rowText(kind, totals, all.seconds, regimeOf(totals, peak)));
   }
-  print("{}\n", rowText("total", all, all.seconds,
-                             regimeOf(all.flops, all.bytes, all.seconds, all.launches, peak)));
+  print("{}\n", rowText("total", all, all.seconds, regimeOf(all, peak)));
 
   if (args.has("--json")) {
     status = writeJson(args.get("--json"), invocation.model, entryName,

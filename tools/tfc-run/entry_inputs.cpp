@@ -75,15 +75,7 @@ Status checkCacheInputs(const Artifact& artifact, const tfc_entry_t& entry,
     }
     return std::nullopt;
   };
-  // The tokens of one call: prefill's chunk P, decode's 1 (the second dimension of its
-  // tokens input, [B, P] or [B, 1]).
-  int64_t chunk = 1;
-  for (int32_t i = 0; i < entry.num_inputs; ++i) {
-    std::string input = entry.inputs[i].name;
-    if ((input == "tokens" || input == "token") && entry.inputs[i].rank == 2) {
-      chunk = entry.inputs[i].shape[1];
-    }
-  }
+  const int64_t chunk = tokensPerCall(entry);
   std::string subject = "entry '" + name + "'";
   if (std::optional<int64_t> n = scalar("n"); n && name == "prefill") {
     if (*n < 1 || *n > chunk) {
@@ -120,6 +112,16 @@ Status checkCacheInputs(const Artifact& artifact, const tfc_entry_t& entry,
   return Status();
 }
 
+
+int64_t tokensPerCall(const tfc_entry_t& entry) {
+  for (int32_t i = 0; i < entry.num_inputs; ++i) {
+    std::string input = entry.inputs[i].name;
+    if ((input == "tokens" || input == "token") && entry.inputs[i].rank == 2) {
+      return entry.inputs[i].shape[1];
+    }
+  }
+  return 1;
+}
 
 std::vector<std::string> EntryInputs::missing(const tfc_entry_t& entry) const {
   std::vector<std::string> names;

@@ -26,6 +26,10 @@ struct EntryInputs {
 std::optional<EntryInputs> readEntryInputs(const Command* command, const Args& args,
                                            const tfc_entry_t& entry, int* exitCode);
 
+// The tokens of one call of a KV-cache entry: prefill's chunk P, decode's 1 (the second
+// dimension of its tokens input, [B, P] or [B, 1]); 1 for entries without one.
+int64_t tokensPerCall(const tfc_entry_t& entry);
+
 // prefill's `n` and the `pos` of prefill and decode against the chunk and the model's
 // context (n_ctx from the metadata): INVALID_ARGUMENT naming the value and the range.
 Status checkCacheInputs(const Artifact& artifact, const tfc_entry_t& entry,

@@ -106,7 +106,7 @@ static std::string helpText() {
 
 /// Writes `text` to `path` by tfc's output rule (support/OutputFile.h): never
 /// half-written, never a device replaced by a file.
-static bool writeAtomically(llvm::StringRef path, llvm::StringRef text,
+static bool writeTraceOutput(llvm::StringRef path, llvm::StringRef text,
                             std::string &message) {
   if (llvm::Error err = tfc::writeOutput(path, [&](llvm::raw_ostream &os) {
         os << text;
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::string message;
-  if (!writeAtomically(outputFile, text, message))
+  if (!writeTraceOutput(outputFile, text, message))
     return error(message);
   return 0;
 }
