@@ -113,7 +113,6 @@ llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
                    " or " + attr::kNumKernels +
                    " (run tfc-lower-to-kernels and tfc-plan-memory first)");
     entry.arenaBytes = arenaBytes.getInt();
-    entry.numKernels = numKernels.getInt();
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       auto type = llvm::dyn_cast<MemRefType>(func.getArgument(i).getType());
       if (!type)
@@ -162,10 +161,10 @@ llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
       }
       entry.kernels.push_back(std::move(k));
     });
-    if (static_cast<int64_t>(entry.kernels.size()) != entry.numKernels)
+    if (static_cast<int64_t>(entry.kernels.size()) != numKernels.getInt())
       return error("entry '" + entry.name + "' calls " +
                    Twine(entry.kernels.size()) + " kernels but its " +
-                   attr::kNumKernels + " says " + Twine(entry.numKernels));
+                   attr::kNumKernels + " says " + Twine(numKernels.getInt()));
     func.setName(entry.symbol);
     // The roles are in the tables now; LLVM IR has no use for them.
     func.removeArgAttrsAttr();
@@ -217,7 +216,7 @@ public:
           {str(e.name), b.getInt32(e.inputs.size()),
            b.getInt32(e.outputs.size()), tensorTable(e.inputs, e.name + ".in"),
            tensorTable(e.outputs, e.name + ".out"), b.getInt64(e.arenaBytes),
-           b.getInt64(e.numKernels), *trampoline,
+           b.getInt64(e.kernels.size()), *trampoline,
            kernelTable(e.kernels, e.name + ".kernels")}));
     }
     llvm::Constant *entryTable = global(

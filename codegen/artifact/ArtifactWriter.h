@@ -64,9 +64,9 @@ struct ArtifactEntry {
   std::string name;   // "forward"
   std::string symbol; // "tfc_entry_forward": the lowered entry function
   std::vector<ArtifactTensor> inputs, outputs;
-  int64_t arenaBytes = 0, numKernels = 0;
+  int64_t arenaBytes = 0;
   std::vector<std::pair<ArtifactArgKind, int64_t>> args;
-  std::vector<ArtifactKernel> kernels; // numKernels launches, in call order
+  std::vector<ArtifactKernel> kernels; // its kernel launches, in call order
 };
 
 /// What the artifact's tables say.
