@@ -622,14 +622,20 @@ TEST_F(TrainTest, ReadOnlyFolderKeepsThePreviousCheckpoint) {
   const std::string before = readAll(ckpt);
   ASSERT_EQ(::chmod(file("ro").c_str(), 0555), 0);
   std::string wrapper;
+  std::vector<std::string> args = train({"--resume", ckpt, "--steps", "4", "--save", ckpt});
   if (::geteuid() == 0) {
-    // nobody must reach the model, the data and the folder.
+    // nobody must reach the model, the data and the folder. The model is copied next to
+    // them: the build tree may sit below a folder only root can enter (mktemp -d's 0700).
+    const std::string model = file("model.so");
+    std::ofstream(model, std::ios::binary) << readAll(kTrainModel);
+    ASSERT_EQ(::chmod(model.c_str(), 0755), 0);
+    args[0] = model;
     ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
     ASSERT_EQ(::chmod(ckpt.c_str(), 0644), 0);
     ASSERT_EQ(::chmod(data_.c_str(), 0644), 0);
     wrapper = "setpriv --reuid=65534 --regid=65534 --clear-groups";
   }
-  Result result = run(train({"--resume", ckpt, "--steps", "4", "--save", ckpt}), "", wrapper);
+  Result result = run(args, "", wrapper);
   EXPECT_EQ(result.code, 1) << result.output;
   EXPECT_TRUE(contains(result.output, "could not save the checkpoint at step 4")) << result.output;
   EXPECT_TRUE(contains(result.output, "Permission denied")) << result.output;
