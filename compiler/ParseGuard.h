@@ -92,7 +92,10 @@ inline llvm::LogicalResult parseInChildFirst(llvm::StringRef tool,
         llvm::SMLoc());
     mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context, diagnostics);
     mlir::Block block;
-    mlir::ParserConfig config(&context, /*verifyAfterParse=*/false);
+    // Verified too, as the tool's own parse will: some upstream verifiers of
+    // MLIR 19 crash on invalid attributes (linalg.transpose on a permutation
+    // index out of range), inside the same parse call.
+    mlir::ParserConfig config(&context, /*verifyAfterParse=*/true);
     bool ok = mlir::succeeded(mlir::parseSourceFile(sourceMgr, &block, config));
     // _exit: no destructor may run over a heap the parser may have corrupted.
     ::_exit(ok ? 0 : 1);
