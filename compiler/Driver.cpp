@@ -97,6 +97,13 @@ struct Options {
       cl::desc("CPU the kernels are compiled for: native (default), "
                "x86-64-v3, x86-64-v4, or any LLVM CPU name"),
       cl::value_desc("name"), cl::init("native"), cl::cat(category)};
+  cl::opt<int64_t> parallelMinWork{
+      "parallel-min-work",
+      cl::desc("CPU: the least work (loop-body operations over all "
+               "iterations) of a generated loop that runs on the runtime's "
+               "threads (default 65536; 0: every parallel loop, as tests "
+               "do; -1: none)"),
+      cl::value_desc("ops"), cl::init(int64_t{1} << 16), cl::cat(category)};
   cl::opt<std::string> dumpIR{
       "dump-ir",
       cl::desc("Write the IR before the pipeline and after every pass to DIR "
@@ -297,6 +304,7 @@ int compilerMain(int argc, char **argv) {
   pipeline.targetOptions.cpu = options.cpu;
   pipeline.targetOptions.cudaArch = options.cudaArch;
   pipeline.targetOptions.dumpDir = options.dumpIR;
+  pipeline.targetOptions.parallelMinWork = options.parallelMinWork;
   if (std::string bad = pipeline.target->checkOptions(pipeline.targetOptions);
       !bad.empty())
     return fail(bad);

@@ -69,8 +69,8 @@ public:
   }
 
   void buildLowerToLLVMPipeline(OpPassManager &pm,
-                                const TargetOptions &) const override {
-    cpu::buildLowerToLLVMPipeline(pm);
+                                const TargetOptions &options) const override {
+    cpu::buildLowerToLLVMPipeline(pm, options.parallelMinWork);
   }
 };
 

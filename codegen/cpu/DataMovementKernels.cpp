@@ -177,7 +177,7 @@ void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
   Value c = floatConst(b, loc, f64, -2.0 * std::log(theta) / d);
   Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
   Type elem = elementTypeOf(output);
-  forRange(b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
+  parallelRange(b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
     Value tok = b.create<arith::RemUIOp>(loc, r, indexConst(b, loc, t));
     Value pos = b.create<arith::AddIOp>(
         loc, offset, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tok));
@@ -228,7 +228,7 @@ void emitDropout(OpBuilder &b, DropoutOp op, ValueRange operands,
   // rate == 1 keeps nothing (u < 1 always); the infinite scale is never used.
   Value scale = floatConst(b, loc, f32, 1.0 / (1.0 - rate));
   Value zero = floatConst(b, loc, f32, 0.0);
-  forRange(b, loc, numElements(shapeOf(output)),
+  parallelRange(b, loc, numElements(shapeOf(output)),
            [&](OpBuilder &b, Location loc, Value e) {
              Value counter = b.create<arith::IndexCastOp>(loc, i64, e);
              Value u = b.create<func::CallOp>(loc, uniform,
@@ -270,7 +270,7 @@ void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
         of = flatten(b, loc, output);
   Type elem = elementTypeOf(output);
   Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
-  forRange(
+  parallelRange(
       b, loc, numElements(shapeOf(ids)),
       [&](OpBuilder &b, Location loc, Value r) {
         auto [id, valid] = loadId(b, loc, idf, r, vocab);
@@ -312,7 +312,7 @@ void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
         of = flatten(b, loc, output);
   Type elem = elementTypeOf(output);
   Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
-  forRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
+  parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
     b.create<memref::StoreOp>(loc, zero, of, ValueRange{i});
   });
   forRange(b, loc, numElements(shapeOf(ids)),

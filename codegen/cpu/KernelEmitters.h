@@ -175,6 +175,12 @@ using ReductionBody = llvm::function_ref<llvm::SmallVector<mlir::Value>(
 void forRange(mlir::OpBuilder &b, mlir::Location loc, int64_t count,
               LoopBody body);
 
+/// scf.parallel %i = 0 to `count` { body(%i) }: as forRange, for iterations
+/// that are independent (each writes only its own elements), which
+/// tfc-cpu-parallel-loops may split over threads.
+void parallelRange(mlir::OpBuilder &b, mlir::Location loc, int64_t count,
+                   LoopBody body);
+
 /// scf.for %i = `start` to `count` carrying `inits`; returns the final values.
 llvm::SmallVector<mlir::Value> reduceRange(mlir::OpBuilder &b,
                                            mlir::Location loc, int64_t start,
@@ -191,7 +197,8 @@ struct DimSplit {
 DimSplit splitAtDim(llvm::ArrayRef<int64_t> shape, int64_t dim);
 
 /// Calls body(base) for every line along the split dimension, where `base` is
-/// the flat index of the line's first element.
+/// the flat index of the line's first element. Lines are independent
+/// (parallel loops): the body must write only its own line.
 void forEachLine(mlir::OpBuilder &b, mlir::Location loc, const DimSplit &split,
                  LoopBody body);
 

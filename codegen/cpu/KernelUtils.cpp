@@ -114,6 +114,15 @@ void forRange(OpBuilder &b, Location loc, int64_t count, LoopBody body) {
       });
 }
 
+void parallelRange(OpBuilder &b, Location loc, int64_t count, LoopBody body) {
+  b.create<scf::ParallelOp>(
+      loc, ValueRange{indexConst(b, loc, 0)},
+      ValueRange{indexConst(b, loc, count)}, ValueRange{indexConst(b, loc, 1)},
+      [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+        body(nb, nloc, ivs[0]);
+      });
+}
+
 SmallVector<Value> reduceRange(OpBuilder &b, Location loc, int64_t start,
                                int64_t count, ValueRange inits,
                                ReductionBody body) {
@@ -142,16 +151,26 @@ DimSplit splitAtDim(ArrayRef<int64_t> shape, int64_t dim) {
 void forEachLine(OpBuilder &b, Location loc, const DimSplit &split,
                  LoopBody body) {
   int64_t outerStride = split.size * split.inner;
-  forRange(b, loc, split.outer, [&](OpBuilder &b, Location loc, Value o) {
-    Value outerBase = b.create<arith::MulIOp>(
-        loc, o, indexConst(b, loc, outerStride));
-    // The common case (the last dimension) needs no inner loop.
-    if (split.inner == 1)
-      return body(b, loc, outerBase);
-    forRange(b, loc, split.inner, [&](OpBuilder &b, Location loc, Value i) {
-      body(b, loc, b.create<arith::AddIOp>(loc, outerBase, i));
-    });
-  });
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  // One parallel loop over (outer, inner), so that lines along a leading
+  // dimension split over threads too; the common case (the last dimension)
+  // has no inner loop.
+  SmallVector<Value> lbs{zero}, ubs{indexConst(b, loc, split.outer)},
+      steps{one};
+  if (split.inner != 1) {
+    lbs.push_back(zero);
+    ubs.push_back(indexConst(b, loc, split.inner));
+    steps.push_back(one);
+  }
+  b.create<scf::ParallelOp>(
+      loc, lbs, ubs, steps,
+      [&](OpBuilder &b, Location loc, ValueRange ivs) {
+        Value base = b.create<arith::MulIOp>(
+            loc, ivs[0], indexConst(b, loc, outerStride));
+        if (split.inner != 1)
+          base = b.create<arith::AddIOp>(loc, base, ivs[1]);
+        body(b, loc, base);
+      });
 }
 
 Value lineIndex(OpBuilder &b, Location loc, Value base, Value j,

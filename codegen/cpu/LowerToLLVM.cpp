@@ -9,8 +9,14 @@
 
 namespace tfc::cpu {
 
-void buildLowerToLLVMPipeline(mlir::OpPassManager &pm) {
-  pm.addNestedPass<mlir::func::FuncOp>(mlir::createConvertLinalgToLoopsPass());
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
+                              int64_t parallelMinWork) {
+  pm.addPass(createTfcCpuMergeAliasedArgs());
+  // Parallel dimensions become scf.parallel, which tfc-cpu-parallel-loops
+  // splits over the runtime's threads.
+  pm.addNestedPass<mlir::func::FuncOp>(
+      mlir::createConvertLinalgToParallelLoopsPass());
+  pm.addPass(createTfcCpuParallelLoops({parallelMinWork}));
   // Before lower-affine: the offsets of subviews at run-time positions
   // (dynamic_slice, kv_cache_update) expand to affine.apply.
   pm.addPass(mlir::memref::createExpandStridedMetadataPass());
@@ -31,6 +37,7 @@ void buildLowerToLLVMPipeline(mlir::OpPassManager &pm) {
   pm.addPass(mlir::createConvertIndexToLLVMPass());
   pm.addPass(mlir::createConvertControlFlowToLLVMPass());
   pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  pm.addPass(createTfcCpuLaunchParallel());
   pm.addPass(mlir::createCanonicalizerPass());
 }
 

@@ -16,10 +16,16 @@ namespace tfc::cpu {
 #define GEN_PASS_DECL
 #include "codegen/cpu/Passes.h.inc"
 
+/// On a function made by tfc-cpu-parallel-loops, for
+/// tfc-cpu-launch-parallel: array<i64: n, grain>, the part runs over
+/// [0, n) in ranges of at least `grain`.
+constexpr llvm::StringLiteral kParallelAttr = "tfc.parallel";
+
 /// Lowers the output of tfc-lower-to-kernels (linalg, scf, arith, math,
 /// memref, func) to the LLVM dialect, kernels and entries with the
 /// bare-pointer calling convention.
-void buildLowerToLLVMPipeline(mlir::OpPassManager &pm);
+/// `parallelMinWork`: tfc-cpu-parallel-loops' min-work.
+void buildLowerToLLVMPipeline(mlir::OpPassManager &pm, int64_t parallelMinWork);
 
 #define GEN_PASS_REGISTRATION
 #include "codegen/cpu/Passes.h.inc"

@@ -74,6 +74,98 @@ def TfcCpuKernelTimers : Pass<"tfc-cpu-kernel-timers", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect"];
 }
 
+def TfcCpuMergeAliasedArgs : Pass<"tfc-cpu-merge-aliased-args", "mlir::ModuleOp"> {
+  let summary = "Gives a kernel one argument where every call passes one buffer twice";
+  let description = [{
+    Part of the lowering to LLVM, first. A kernel that updates a buffer in
+    place (AdamW's parameter and moments, a residual added into its input)
+    is called with the same buffer as an operand and as a result. As two
+    arguments, LLVM cannot prove them equal: the vectorizer guards the loop
+    with run-time overlap checks, which an in-place call fails, and the call
+    runs the scalar loop. When every call of a kernel passes the same value
+    in two positions, the later argument is replaced by the earlier one and
+    dropped from the kernel and its calls; loads and stores then use one
+    pointer at the same index, which vectorizes without checks.
+
+    ```mlir
+    // before
+    call @k3_adamw(%p, %g, %p) : (memref<768xf32>, memref<768xf32>, memref<768xf32>) -> ()
+    // after
+    call @k3_adamw(%p, %g) : (memref<768xf32>, memref<768xf32>) -> ()
+    ```
+
+    Positions that differ between calls (one call in place, another not)
+    stay separate.
+  }];
+}
+
+def TfcCpuParallelLoops : Pass<"tfc-cpu-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Moves the parallel loops of kernels into parts that run on the runtime's threads";
+  let description = [{
+    Part of the lowering to LLVM, after linalg becomes loops (`scf.parallel`
+    for the parallel dimensions). Every `scf.parallel` at the top of a kernel
+    whose work (loop-body operations over all iterations) is large enough to
+    pay for waking a thread moves into a function of its own, `@kN_partI`,
+    that takes the kernel's arguments, the scalars the loop reads from before
+    it (a loaded position, a count), and `begin`/`end` of the loop's first
+    dimension. Leading dimensions are collapsed into that first one until it
+    has enough rows for the threads; the innermost dimension stays a loop of
+    its own for the vectorizer. Constants and views of the argument buffers
+    are recomputed in the part, so strides stay constant. The kernel calls
+    the part over the whole range; tfc-cpu-launch-parallel makes that call a
+    `parallel_for` of the runtime.
+
+    ```mlir
+    // before
+    func.func private @k3_add(%a: memref<256x512xf32>, %b: memref<256x512xf32>,
+                              %c: memref<256x512xf32>) attributes {tfc.kernel} {
+      scf.parallel (%i, %j) = (%c0, %c0) to (%c256, %c512) step (%c1, %c1) {...}
+    }
+    // after
+    func.func private @k3_add(...) attributes {tfc.kernel} {
+      call @k3_add_part0(%a, %b, %c, %c0, %c256) : (...) -> ()
+    }
+    func.func private @k3_add_part0(%a: ..., %b: ..., %c: ..., %begin: index,
+                                    %end: index)
+        attributes {tfc.parallel = array<i64: 256, 64>} {
+      scf.parallel (%i, %j) = (%begin, %c0) to (%end, %c512) step (%c1, %c1) {...}
+    }
+    ```
+
+    Every iteration runs on one thread in the original order, so results do
+    not depend on the number of threads or the split. A loop that captures a
+    buffer other than an argument or a view of one stays serial.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"65536",
+           "The least work (loop-body operations over all iterations) of a "
+           "loop that runs on several threads; 0: every parallel loop, "
+           "negative: none">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect", "mlir::scf::SCFDialect"];
+}
+
+def TfcCpuLaunchParallel : Pass<"tfc-cpu-launch-parallel", "mlir::ModuleOp"> {
+  let summary = "Turns calls of parallel parts into parallel_for launches";
+  let description = [{
+    The end of the lowering to LLVM, on the LLVM dialect. For every function
+    marked `{tfc.parallel = array<i64: n, grain>}` by tfc-cpu-parallel-loops,
+    a trampoline `@<part>_task(ctx, begin, end)` unpacks the arguments from a
+    struct and calls the part; every call of the part becomes a store of its
+    arguments into a stack slot of that struct and a call
+
+    ```mlir
+    llvm.call @tfc_kernels_parallel_for(%n, %grain, %task, %slot)
+        : (i64, i64, !llvm.ptr, !llvm.ptr) -> ()
+    ```
+
+    which the kernel library forwards to the host's `parallel_for`
+    (tfc_host_api_t), or runs as one range when the host has none.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def TfcPolynomialMath : Pass<"tfc-polynomial-math", "mlir::ModuleOp"> {
   let summary = "Replaces tanh and erf by polynomial approximations in arith";
   let description = [{

@@ -250,8 +250,15 @@ void emitReduceLoops(OpBuilder &b, Location loc, ReduceKind kind,
   auto ones = [&](size_t n) {
     return SmallVector<Value>(n, indexConst(b, loc, 1));
   };
-  scf::buildLoopNest(
-      b, loc, zeros(keptUbs.size()), keptUbs, ones(keptUbs.size()),
+  // Each kept index reduces into its own output element: a parallel loop
+  // over the kept dimensions, the reduction serial inside it (a fixed order).
+  auto forEachKept = [&](auto &&keptBody) {
+    if (keptUbs.empty())
+      return keptBody(b, loc, ValueRange{});
+    b.create<scf::ParallelOp>(loc, zeros(keptUbs.size()), keptUbs,
+                              ones(keptUbs.size()), keptBody);
+  };
+  forEachKept(
       [&](OpBuilder &b, Location loc, ValueRange kept) {
         auto inner = scf::buildLoopNest(
             b, loc, zeros(reducedUbs.size()), reducedUbs,
@@ -322,7 +329,7 @@ bool emitArgmax(OpBuilder &b, ArgmaxOp op, Value input, Value output) {
   Value xf = flatten(b, loc, input), yf = flatten(b, loc, output);
   // The result drops `dim`: line (o, i) is element o * inner + i, i.e. the
   // line's base with the `size` factor removed from the outer part.
-  forRange(b, loc, split.outer, [&](OpBuilder &b, Location loc, Value o) {
+  parallelRange(b, loc, split.outer, [&](OpBuilder &b, Location loc, Value o) {
     forRange(b, loc, split.inner, [&](OpBuilder &b, Location loc, Value i) {
       Value base = b.create<arith::AddIOp>(
           loc,
@@ -388,52 +395,64 @@ bool emitCrossEntropy(OpBuilder &b, CrossEntropyOp op, ValueRange operands,
   Value vocabI = b.create<arith::ConstantOp>(loc, b.getI64IntegerAttr(vocab));
   Value zeroF = f32Const(b, loc, 0.0), oneF = f32Const(b, loc, 1.0);
 
+  // Each row's loss and whether it counts, in parallel (a vocabulary-wide
+  // pass per row), into scratch; then their sums in row order, so that the
+  // mean does not depend on the threads.
+  auto rowsType = MemRefType::get({rows}, b.getF32Type());
+  Value rowLoss = b.create<memref::AllocOp>(loc, rowsType);
+  Value rowCount = b.create<memref::AllocOp>(loc, rowsType);
+  parallelRange(b, loc, rows, [&](OpBuilder &b, Location l, Value r) {
+    Value t = b.create<memref::LoadOp>(l, tf, ValueRange{r});
+    if (t.getType() != i64)
+      t = b.create<arith::ExtSIOp>(l, i64, t);
+    Value ignored =
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, t, ignore);
+    Value inRange = b.create<arith::AndIOp>(
+        l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, t, zeroI),
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, t, vocabI));
+    SmallVector<Value> none{zeroF, zeroF};
+    auto ifIgnored = b.create<scf::IfOp>(
+        l, ignored,
+        [&](OpBuilder &b, Location l) { b.create<scf::YieldOp>(l, none); },
+        [&](OpBuilder &b, Location l) {
+          auto ifValid = b.create<scf::IfOp>(
+              l, inRange,
+              [&](OpBuilder &b, Location l) {
+                Value base =
+                    b.create<arith::MulIOp>(l, r, indexConst(b, l, vocab));
+                Line x{lf, base, 1};
+                Value max = lineMax(b, l, x, vocab);
+                Value lse = b.create<arith::AddFOp>(
+                    l, max,
+                    b.create<math::LogOp>(l,
+                                          lineSumExp(b, l, x, vocab, max)));
+                Value target =
+                    b.create<arith::IndexCastOp>(l, b.getIndexType(), t);
+                Value loss =
+                    b.create<arith::SubFOp>(l, lse, x.load(b, l, target));
+                b.create<scf::YieldOp>(l, ValueRange{loss, oneF});
+              },
+              [&](OpBuilder &b, Location l) {
+                emitRuntimeError(b, l, op,
+                                 "cross_entropy: target out of range");
+                b.create<scf::YieldOp>(l, none);
+              });
+          b.create<scf::YieldOp>(l, ifValid.getResults());
+        });
+    b.create<memref::StoreOp>(l, ifIgnored.getResult(0), rowLoss, r);
+    b.create<memref::StoreOp>(l, ifIgnored.getResult(1), rowCount, r);
+  });
   auto totals = reduceRange(
       b, loc, 0, rows, ValueRange{zeroF, zeroF},
       [&](OpBuilder &b, Location l, Value r, ValueRange acc) {
-        Value t = b.create<memref::LoadOp>(l, tf, ValueRange{r});
-        if (t.getType() != i64)
-          t = b.create<arith::ExtSIOp>(l, i64, t);
-        Value ignored =
-            b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, t, ignore);
-        Value inRange = b.create<arith::AndIOp>(
-            l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, t, zeroI),
-            b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, t, vocabI));
-        auto ifIgnored = b.create<scf::IfOp>(
-            l, ignored,
-            [&](OpBuilder &b, Location l) {
-              b.create<scf::YieldOp>(l, acc);
-            },
-            [&](OpBuilder &b, Location l) {
-              auto ifValid = b.create<scf::IfOp>(
-                  l, inRange,
-                  [&](OpBuilder &b, Location l) {
-                    Value base = b.create<arith::MulIOp>(
-                        l, r, indexConst(b, l, vocab));
-                    Line x{lf, base, 1};
-                    Value max = lineMax(b, l, x, vocab);
-                    Value lse = b.create<arith::AddFOp>(
-                        l, max,
-                        b.create<math::LogOp>(
-                            l, lineSumExp(b, l, x, vocab, max)));
-                    Value target = b.create<arith::IndexCastOp>(
-                        l, b.getIndexType(), t);
-                    Value loss = b.create<arith::SubFOp>(
-                        l, lse, x.load(b, l, target));
-                    b.create<scf::YieldOp>(
-                        l, ValueRange{
-                               b.create<arith::AddFOp>(l, acc[0], loss),
-                               b.create<arith::AddFOp>(l, acc[1], oneF)});
-                  },
-                  [&](OpBuilder &b, Location l) {
-                    emitRuntimeError(b, l, op,
-                                     "cross_entropy: target out of range");
-                    b.create<scf::YieldOp>(l, acc);
-                  });
-              b.create<scf::YieldOp>(l, ifValid.getResults());
-            });
-        return SmallVector<Value>(ifIgnored.getResults());
+        return SmallVector<Value>{
+            b.create<arith::AddFOp>(
+                l, acc[0], b.create<memref::LoadOp>(l, rowLoss, r)),
+            b.create<arith::AddFOp>(
+                l, acc[1], b.create<memref::LoadOp>(l, rowCount, r))};
       });
+  b.create<memref::DeallocOp>(loc, rowLoss);
+  b.create<memref::DeallocOp>(loc, rowCount);
   // 0 when no row counts (0 / 0 would be NaN).
   Value any = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT,
                                       totals[1], zeroF);
@@ -494,7 +513,7 @@ bool emitCrossEntropyGrad(OpBuilder &b, CrossEntropyGradOp op,
                                       zeroF);
   Value scale = b.create<arith::SelectOp>(
       loc, any, b.create<arith::DivFOp>(loc, g, count), zeroF);
-  forRange(b, loc, rows, [&](OpBuilder &b, Location l, Value r) {
+  parallelRange(b, loc, rows, [&](OpBuilder &b, Location l, Value r) {
     Value base = b.create<arith::MulIOp>(l, r, indexConst(b, l, vocab));
     Line x{lf, base, 1}, y{of, base, 1};
     Value t = targetAt(b, l, r);

@@ -45,6 +45,10 @@ struct TargetOptions {
   std::string cpu = "native";
   /// CUDA: the GPU architecture kernels are compiled for.
   std::string cudaArch = "sm_90";
+  /// CPU: the least work (loop-body operations over all iterations) of a
+  /// generated loop that runs on the runtime's threads; 0 threads every
+  /// parallel loop, a negative value none.
+  int64_t parallelMinWork = int64_t{1} << 16;
   /// Where a target writes what it makes besides IR (CUDA: each kernel's
   /// .cu and .ptx), when --dump-ir asks; empty: nowhere.
   std::string dumpDir;

@@ -40,6 +40,12 @@ const char* tfc_kernels_take_error(void);
 void tfc_kernels_kernel_begin(int32_t kernel);
 void tfc_kernels_kernel_end(int32_t kernel);
 
+/* Runs fn(ctx, begin, end) over a partition of [0, n) into ranges of at least |grain|, on
+ * the host's threads (serially without a host, or inside another parallel region).
+ * Generated loops call it (tfc-cpu-launch-parallel). */
+void tfc_kernels_parallel_for(int64_t n, int64_t grain,
+                              void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
+
 /* ---- Matrix products ---- */
 
 /* C[b] = op(A[b]) @ op(B[b]) (+ C[b] when accumulate != 0) for b in [0, batch), where

@@ -15,8 +15,7 @@
 // CHECK-SAME:      %[[X:.*]]: memref<2x3x5xf32>, %[[Y:.*]]: memref<2x3x5xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, tfc.kernel, tfc.kernel_cost = array<i64: 360, 120, 120>, tfc.kernel_ops = "softmax"}
 // CHECK-DAG:     %[[XF:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1, 2]] : memref<2x3x5xf32> into memref<30xf32>
 // CHECK-DAG:     %[[YF:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1, 2]] : memref<2x3x5xf32> into memref<30xf32>
-// CHECK:         scf.for
-// CHECK:           scf.for
+// CHECK:         scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c2, %c5)
 // CHECK:             %[[MAX:.*]] = scf.for {{.*}} -> (f32)
 // CHECK:               arith.maximumf
 // CHECK:             %[[SUM:.*]] = scf.for {{.*}} -> (f32)
@@ -63,7 +62,7 @@ func.func @layer_norm(%x: tensor<4x8xbf16>, %w: tensor<8xbf16>, %b: tensor<8xbf1
 
 // CHECK-LABEL: func.func private @k0_reduce_mean(
 // CHECK-SAME:      %[[X:.*]]: memref<2x3x4xf32>, %[[Y:.*]]: memref<1x3x1xf32>)
-// CHECK:         scf.for %[[K:.*]] = %{{.*}} to %c3
+// CHECK:         scf.parallel (%[[K:.*]]) = (%{{.*}}) to (%c3)
 // CHECK:           scf.for %[[R0:.*]] = {{.*}} iter_args
 // CHECK:             scf.for %[[R1:.*]] = {{.*}} iter_args
 // CHECK:               memref.load %[[X]][%[[R0]], %[[K]], %[[R1]]]
@@ -79,13 +78,16 @@ func.func @reduce(%x: tensor<2x3x4xf32>) -> tensor<1x3x1xf32> {
 
 // Tests that cross_entropy skips ignored rows, reports a target out of
 // [0, V) through tfc_kernels_error without reading the row, and returns 0
-// when no row counts.
+// when no row counts; rows are independent (a parallel loop into scratch),
+// their sum is taken in row order after.
 
 // CHECK-DAG:   func.func private @tfc_kernels_error(!llvm.ptr)
 // CHECK-DAG:   llvm.mlir.global internal constant @[[$MSG:tfc_error_[0-9]+]]("cross_entropy: target out of range\00")
 // CHECK-LABEL: func.func private @k0_cross_entropy(
 // CHECK-SAME:      memref<3x7xf32>, %{{.*}}: memref<3xi32>, %[[OUT:.*]]: memref<f32>)
-// CHECK:         %[[TOT:.*]]:2 = scf.for {{.*}} -> (f32, f32)
+// CHECK:         %[[LOSS:.*]] = memref.alloc() : memref<3xf32>
+// CHECK:         %[[COUNT:.*]] = memref.alloc() : memref<3xf32>
+// CHECK:         scf.parallel
 // CHECK:           arith.extsi {{.*}} : i32 to i64
 // CHECK:           arith.cmpi eq, {{.*}}, %c-100_i64
 // CHECK:           scf.if
@@ -95,6 +97,10 @@ func.func @reduce(%x: tensor<2x3x4xf32>) -> tensor<1x3x1xf32> {
 // CHECK:             } else {
 // CHECK:               %[[P:.*]] = llvm.mlir.addressof @[[$MSG]]
 // CHECK:               call @tfc_kernels_error(%[[P]])
+// CHECK:           memref.store {{.*}}, %[[LOSS]]
+// CHECK:           memref.store {{.*}}, %[[COUNT]]
+// CHECK:         %[[TOT:.*]]:2 = scf.for {{.*}} -> (f32, f32)
+// CHECK:         memref.dealloc %[[LOSS]]
 // CHECK:         arith.cmpf ogt, %[[TOT]]#1
 // CHECK:         arith.select
 // CHECK:         memref.store {{.*}}, %[[OUT]][] : memref<f32>
@@ -133,7 +139,7 @@ func.func @argmax(%x: tensor<2x5xf32>) -> tensor<2xi32> {
 // CHECK-SAME:      %[[T:.*]]: memref<10x4xf32>, %[[IDS:.*]]: memref<3xi64>, %[[OUT:.*]]: memref<3x4xf32>)
 // CHECK-DAG:     %[[TF:.*]] = memref.collapse_shape %[[T]] {{\[}}[0, 1]] : memref<10x4xf32> into memref<40xf32>
 // CHECK-DAG:     %[[OF:.*]] = memref.collapse_shape %[[OUT]] {{\[}}[0, 1]] : memref<3x4xf32> into memref<12xf32>
-// CHECK:         scf.for
+// CHECK:         scf.parallel
 // CHECK:           %[[ID:.*]] = memref.load %[[IDS]]
 // CHECK-DAG:       arith.cmpi slt, %[[ID]], %c10_i64
 // CHECK-DAG:       arith.cmpi sge, %[[ID]], %c0_i64
@@ -227,7 +233,7 @@ func.func @broadcast_iota(%x: tensor<3x1xf32>) -> (tensor<2x3x4xf32>, tensor<2x3
 // CHECK-LABEL: func.func private @k0_rotary(
 // CHECK-SAME:      memref<1x2x3x4xf32>, %[[OFF:.*]]: memref<i32>, %{{.*}}: memref<1x2x3x4xf32>)
 // CHECK:         memref.load %[[OFF]][]
-// CHECK:         scf.for
+// CHECK:         scf.parallel
 // CHECK:           arith.remui
 // CHECK:           scf.for
 // CHECK:             math.cos {{.*}} : f64
@@ -237,7 +243,7 @@ func.func @broadcast_iota(%x: tensor<3x1xf32>) -> (tensor<2x3x4xf32>, tensor<2x3
 // CHECK-LABEL: func.func private @k1_dropout(
 // CHECK-SAME:      memref<1x2x3x4xf32>, %[[SEED:.*]]: memref<i64>, %{{.*}}: memref<1x2x3x4xf32>)
 // CHECK:         %[[S:.*]] = memref.load %[[SEED]][]
-// CHECK:         scf.for %[[E:.*]] = %{{.*}} to %c24
+// CHECK:         scf.parallel (%[[E:.*]]) = (%{{.*}}) to (%c24)
 // CHECK:           %[[CTR:.*]] = arith.index_cast %[[E]] : index to i64
 // CHECK:           %[[U:.*]] = func.call @tfc_k_uniform(%[[S]], %[[CTR]])
 // CHECK:           arith.cmpf oge, %[[U]]

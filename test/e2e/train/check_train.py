@@ -170,6 +170,20 @@ def main():
           f"20 steps straight == 10 + resume 10, byte for byte ({len(a)} tensors"
           + (f"; differ: {differ[:5]}" if differ else "") + ")")
 
+    # Threads: generated loops and library kernels split rows, never a sum,
+    # so 1 and 2 threads give the same bytes (run with
+    # TFC_OPTIONS=--parallel-min-work=0 every parallel loop is split).
+    run(common + ["--init-seed", "3", "--steps", "10", "--threads", "1",
+                  "--save", p("one.safetensors")] + hyper)
+    run(common + ["--init-seed", "3", "--steps", "10", "--threads", "2",
+                  "--save", p("two.safetensors")] + hyper)
+    one, _, _ = read_safetensors(p("one.safetensors"))
+    two, _, _ = read_safetensors(p("two.safetensors"))
+    differ = sorted(k for k in one if one[k] != two.get(k))
+    check(set(one) == set(two) and not differ,
+          "10 steps on 1 and on 2 threads give the same checkpoint, byte for byte"
+          + (f" (differ: {differ[:5]})" if differ else ""))
+
     # 3. NaN: stop, name the step, keep the last good checkpoint.
     run(common + ["--init-seed", "0", "--steps", "5", "--save", p("nan.safetensors")])
     bad = run(common + ["--resume", p("nan.safetensors"), "--steps", "100", "--lr", "1e30",

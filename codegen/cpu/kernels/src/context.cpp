@@ -101,6 +101,11 @@ void tfc_kernels_kernel_end(int32_t kernel) {
   if (h && h->kernel_begin && h->kernel_end) h->kernel_end(h->user, kernel);
 }
 
+void tfc_kernels_parallel_for(int64_t n, int64_t grain,
+                              void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx) {
+  tfc_kern::parallel_for(n, grain, fn, ctx);
+}
+
 void tfc_kernels_error(const char* message) {
   tfc_kern::Ctx& c = tfc_kern::current();
   int expected = 0;

@@ -1,0 +1,76 @@
+//===- MergeAliasedArgs.cpp - the tfc-cpu-merge-aliased-args pass ---------===//
+//
+// A kernel that updates a buffer in place (AdamW's parameter and moments, a
+// residual added into its input) is called with the same buffer for an
+// operand and a result, but sees two pointers. LLVM cannot prove they are
+// equal, so the vectorizer guards the loop with run-time overlap checks,
+// which an in-place call fails (the ranges are the same), and the call takes
+// the scalar loop. When every call passes the same value in two positions,
+// the kernel gets one argument for both: its loads and stores then use one
+// pointer at the same index, which the vectorizer handles without checks.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cpu/Passes.h"
+#include "dialects/tfc/AttrNames.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/BitVector.h"
+
+namespace tfc::cpu {
+#define GEN_PASS_DEF_TFCCPUMERGEALIASEDARGS
+#include "codegen/cpu/Passes.h.inc"
+} // namespace tfc::cpu
+
+using namespace mlir;
+
+namespace {
+
+void mergeAliasedArgs(func::FuncOp kernel, ArrayRef<func::CallOp> calls) {
+  unsigned n = kernel.getNumArguments();
+  llvm::BitVector erased(n);
+  for (unsigned j = 0; j < n; ++j) {
+    for (unsigned i = 0; i < j; ++i) {
+      if (erased[i] ||
+          kernel.getArgument(i).getType() != kernel.getArgument(j).getType())
+        continue;
+      bool alwaysSame = llvm::all_of(calls, [&](func::CallOp call) {
+        return call.getOperand(i) == call.getOperand(j);
+      });
+      if (!alwaysSame)
+        continue;
+      kernel.getArgument(j).replaceAllUsesWith(kernel.getArgument(i));
+      erased.set(j);
+      break;
+    }
+  }
+  if (erased.none())
+    return;
+  kernel.eraseArguments(erased);
+  for (func::CallOp call : calls)
+    call->eraseOperands(erased);
+}
+
+struct MergeAliasedArgsPass
+    : public tfc::cpu::impl::TfcCpuMergeAliasedArgsBase<MergeAliasedArgsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    DenseMap<StringAttr, SmallVector<func::CallOp>> callsOf;
+    module.walk([&](func::CallOp call) {
+      callsOf[call.getCalleeAttr().getAttr()].push_back(call);
+    });
+    for (auto kernel : module.getOps<func::FuncOp>()) {
+      if (!kernel->hasAttr(tfc::attr::kKernel) || kernel.isExternal())
+        continue;
+      // A kernel referenced other than by calls keeps its signature.
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(kernel, module);
+      auto calls = callsOf.lookup(kernel.getSymNameAttr());
+      if (!uses || calls.empty() ||
+          static_cast<size_t>(llvm::range_size(*uses)) != calls.size())
+        continue;
+      mergeAliasedArgs(kernel, calls);
+    }
+  }
+};
+
+} // namespace
