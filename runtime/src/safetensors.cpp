@@ -335,8 +335,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::parse(const void* bytes, size_t size,
 
 StatusOr<SafetensorsFile> SafetensorsFile::open(const std::string& path,
                                                 const SafetensorsOpenOptions& options) {
-  TFC_ASSIGN_OR_RETURN(internal::FileContents contents,
-                       internal::readFile(path, options.allowMmap));
+  const internal::FileMapping mapping =
+      options.allowMmap ? internal::FileMapping::kReadOnly : internal::FileMapping::kNone;
+  TFC_ASSIGN_OR_RETURN(internal::FileContents contents, internal::readFile(path, mapping));
   TFC_ASSIGN_OR_RETURN(SafetensorsFile file, parse(contents.data, contents.size, path));
   file.owner_ = std::move(contents.owner);
   file.mapped_ = contents.mapped;
