@@ -277,6 +277,15 @@ StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
   return contents;
 }
 
+void releaseMappedPages(const FileContents& contents, const void* data, size_t size) {
+  if (!contents.mapped) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + size) & ~(page - 1);
+  // Only advice: a failure leaves the pages resident, which is merely what happens without.
+  if (begin < end) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>& chunks) {
   if (path.empty()) return Status(TFC_INVALID_ARGUMENT, "cannot write a file with an empty path");
   if (path.back() == '/') {

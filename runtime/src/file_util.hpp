@@ -48,6 +48,13 @@ enum class FileMapping {
 // in this library replace files by rename, which leaves a mapped file as it was.
 StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping);
 
+// Drops from the process the pages of |contents|'s mapping wholly inside [data, data +
+// size), for bytes that were copied elsewhere and will not be read soon: they stop counting
+// in its resident set, and reading them again reads the file. Pages written through a
+// copy-on-write mapping would lose the writes, so only for pages never written. Does
+// nothing when |contents| is not mapped.
+void releaseMappedPages(const FileContents& contents, const void* data, size_t size);
+
 // A piece of a file to write.
 struct ByteSpan {
   const void* data;

@@ -87,6 +87,9 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
       anyMapped = true;
     } else if (info->byteSize > 0) {
       std::memcpy(buffer.data, info->data, info->byteSize);
+      // Else a file that cannot be mapped in place (one written unaligned) holds its
+      // weights twice at the peak of the load: the copies and the pages read.
+      tfc::internal::releaseMappedPages(contents, info->data, info->byteSize);
     }
     params->set[i] = true;
   }
