@@ -248,9 +248,15 @@ StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
     return contents;
   }
   if (mapping != FileMapping::kNone) {
-    const bool writable = mapping == FileMapping::kCopyOnWrite;
+    bool writable = mapping == FileMapping::kCopyOnWrite;
     void* bytes = ::mmap(nullptr, contents.size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
                          MAP_PRIVATE, fd, 0);
+    if (bytes == MAP_FAILED && writable) {
+      // A writable private mapping counts against the commit limit (strict overcommit can
+      // refuse it); a read-only one still spares reading the whole file into memory.
+      writable = false;
+      bytes = ::mmap(nullptr, contents.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
     if (bytes != MAP_FAILED) {
       size_t size = contents.size;
       contents.owner = std::shared_ptr<const void>(bytes, [size](const void* p) {

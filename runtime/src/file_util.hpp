@@ -33,7 +33,8 @@ enum class FileMapping {
   kReadOnly,     // mmap PROT_READ, MAP_PRIVATE
   // mmap PROT_READ | PROT_WRITE, MAP_PRIVATE: pages are shared with the page cache until
   // written, then copied for this process alone (the file is opened read-only and never
-  // changes). Lets a caller use the bytes in place as storage it may update later.
+  // changes). Lets a caller use the bytes in place as storage it may update later. Falls
+  // back to kReadOnly when the kernel refuses (FileContents::writable says which).
   kCopyOnWrite,
 };
 
