@@ -205,7 +205,9 @@ Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t*
                        matchSafetensors(file, descs, count, what, allowMissing, allowUnexpected));
   for (size_t i = 0; i < sources.size(); ++i) {
     const SafetensorsTensorInfo* info = sources[i];
-    if (info != nullptr && info->byteSize > 0) std::memcpy(buffers[i].data, info->data, info->byteSize);
+    if (info != nullptr && info->byteSize > 0) {
+      std::memcpy(buffers[i].data, info->data, info->byteSize);
+    }
   }
   return Status();
 }

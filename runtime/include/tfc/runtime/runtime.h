@@ -170,7 +170,8 @@ void tfc_params_release(tfc_params_t* params);
 tfc_loaded_artifact_t* tfc_params_artifact(const tfc_params_t* params);
 
 /* Describes parameter |index|'s storage (writable: the caller may fill it in place, then
- * call tfc_params_mark_set). INVALID_ARGUMENT when out of range. */
+ * call tfc_params_mark_set), giving it zero-filled storage when it has none yet (so
+ * OUT_OF_MEMORY is possible). INVALID_ARGUMENT when out of range. */
 tfc_status_t tfc_params_tensor(tfc_params_t* params, int32_t index, tfc_tensor_ref_t* out_tensor);
 /* Returns whether parameter |index| has been loaded, set or initialized. */
 bool tfc_params_is_set(const tfc_params_t* params, int32_t index);
