@@ -85,6 +85,30 @@ def test_a_parameter_is_a_view_of_the_runtime_buffer(artifact, tmp_path):
     assert view[0, 0] == 42.0
 
 
+@pytest.mark.parametrize("copy", [False, True])
+def test_views_of_loaded_parameters_write_without_touching_the_file(artifact, tmp_path, copy):
+    # Saved by tfc, the file's tensors are aligned: load maps them copy-on-write (unless
+    # copy=True), and the views must still be writable without changing the file.
+    params = tfc.Params(artifact)
+    params.init(4)
+    path = tmp_path / "w.safetensors"
+    params.save(str(path))
+    before = path.read_bytes()
+    loaded = tfc.Params(artifact)
+    loaded.load(str(path), copy=copy)
+    for name in params:
+        np.testing.assert_array_equal(loaded[name], params[name], err_msg=name)
+    view = loaded["wte.weight"]
+    assert view.flags.writeable
+    view[0, 0] = 42.0
+    view[-1, :] = -1.0
+    assert loaded["wte.weight"][0, 0] == 42.0
+    assert path.read_bytes() == before
+    path.unlink()  # the parameters own their mapping
+    assert loaded["wte.weight"][-1, 0] == -1.0
+    np.testing.assert_array_equal(loaded["wpe.weight"], params["wpe.weight"])
+
+
 def test_assignment_copies_with_checks(artifact):
     params = tfc.Params(artifact)
     spec = artifact.params["ln_f.bias"]

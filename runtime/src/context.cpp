@@ -258,8 +258,21 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
     tfc_context_release(context);
     return status.release();
   }
+  // The context keeps the parameters' pointers, so every parameter needs its storage now;
+  // it never moves afterwards.
+  for (int32_t i = 0; i < table.num_params && status.ok(); ++i) {
+    auto storage = tfc::internal::paramStorage(params, i);
+    if (storage.ok()) {
+      context->paramPointers.push_back(*storage);
+    } else {
+      status = std::move(storage).takeStatus();
+    }
+  }
+  if (!status.ok()) {
+    tfc_context_release(context);
+    return status.release();
+  }
   context->arenas.resize(static_cast<size_t>(table.num_entries));
-  for (auto& buffer : params->buffers) context->paramPointers.push_back(buffer.data);
   for (auto& buffer : context->state) context->statePointers.push_back(buffer.data);
   context->pool = std::make_unique<tfc::internal::ThreadPool>(options->num_threads);
   context->host.struct_size = sizeof(tfc_host_api_t);
@@ -379,7 +392,7 @@ tfc_status_t tfc_context_load_state_safetensors(tfc_context_t* context, const ch
   if (!file.ok()) return std::move(file).takeStatus().release();
   const tfc_artifact_t& table = *context->artifact->table;
   return tfc::internal::bindFromSafetensors(*file, table.state, table.num_state, context->state,
-                                            "state tensor", false, false, nullptr)
+                                            "state tensor", false, false)
       .release();
 }
 

@@ -216,7 +216,7 @@ void removeStaleTemporaries(const std::string& target) {
 
 }  // namespace
 
-StatusOr<FileContents> readFile(const std::string& path, bool allowMmap) {
+StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int error = errno;
@@ -247,15 +247,24 @@ StatusOr<FileContents> readFile(const std::string& path, bool allowMmap) {
     contents.data = kEmpty;
     return contents;
   }
-  if (allowMmap) {
-    void* mapping = ::mmap(nullptr, contents.size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping != MAP_FAILED) {
+  if (mapping != FileMapping::kNone) {
+    bool writable = mapping == FileMapping::kCopyOnWrite;
+    void* bytes = ::mmap(nullptr, contents.size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                         MAP_PRIVATE, fd, 0);
+    if (bytes == MAP_FAILED && writable) {
+      // A writable private mapping counts against the commit limit (strict overcommit can
+      // refuse it); a read-only one still spares reading the whole file into memory.
+      writable = false;
+      bytes = ::mmap(nullptr, contents.size, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
+    if (bytes != MAP_FAILED) {
       size_t size = contents.size;
-      contents.owner = std::shared_ptr<const void>(mapping, [size](const void* p) {
+      contents.owner = std::shared_ptr<const void>(bytes, [size](const void* p) {
         ::munmap(const_cast<void*>(p), size);
       });
-      contents.data = static_cast<const uint8_t*>(mapping);
+      contents.data = static_cast<const uint8_t*>(bytes);
       contents.mapped = true;
+      contents.writable = writable;
       return contents;
     }
     // Some file systems cannot map; reading is always possible.
@@ -269,8 +278,18 @@ StatusOr<FileContents> readFile(const std::string& path, bool allowMmap) {
     std::free(const_cast<void*>(p));
   });
   contents.data = buffer;
+  contents.writable = true;
   TFC_RETURN_IF_ERROR(readAll(fd, buffer, contents.size, path));
   return contents;
+}
+
+void releaseMappedPages(const FileContents& contents, const void* data, size_t size) {
+  if (!contents.mapped) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + size) & ~(page - 1);
+  // Only advice: a failure leaves the pages resident, which is merely what happens without.
+  if (begin < end) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>& chunks) {

@@ -15,23 +15,46 @@
 
 namespace tfc::internal {
 
-// The read-only bytes of a whole file. |owner| keeps them alive (an mmap or a heap buffer);
-// copies share it.
+// The bytes of a whole file. |owner| keeps them alive (an mmap or a heap buffer); copies
+// share it.
 struct FileContents {
   std::shared_ptr<const void> owner;
   const uint8_t* data = nullptr;
   size_t size = 0;
   bool mapped = false;
+  // The bytes may be written through |data| (a copy-on-write mapping or a buffer of our
+  // own); the file never sees such writes.
+  bool writable = false;
 };
 
-// Reads the regular file at |path|: mmaps it read-only when |allowMmap| and the kernel
-// agrees, otherwise reads it into memory. Errors name |path|: NOT_FOUND for a missing
-// file, INVALID_ARGUMENT for a directory or other non-regular file, IO_ERROR otherwise.
+// How readFile holds a file's bytes.
+enum class FileMapping {
+  kNone,         // read into a heap buffer
+  kReadOnly,     // mmap PROT_READ, MAP_PRIVATE
+  // mmap PROT_READ | PROT_WRITE, MAP_PRIVATE: pages are shared with the page cache until
+  // written, then copied for this process alone (the file is opened read-only and never
+  // changes). Lets a caller use the bytes in place as storage it may update later. Falls
+  // back to kReadOnly when the kernel refuses (FileContents::writable says which).
+  kCopyOnWrite,
+};
+
+// Reads the regular file at |path|: mmaps it as |mapping| says when the kernel agrees,
+// otherwise (or with kNone) reads it into memory. Errors name |path|: NOT_FOUND for a
+// missing file, INVALID_ARGUMENT for a directory or other non-regular file, IO_ERROR
+// otherwise.
 //
-// A mapped file that another process truncates while it is mapped raises SIGBUS on access;
-// that is a race with a concurrent writer, not a property of the file's contents. Writers in
-// this library replace files by rename, which never truncates a mapped file.
-StatusOr<FileContents> readFile(const std::string& path, bool allowMmap);
+// A mapped file that another process truncates while it is mapped raises SIGBUS on access,
+// and one rewritten in place changes the pages not yet written through a copy-on-write
+// mapping: races with a concurrent writer, not properties of the file's contents. Writers
+// in this library replace files by rename, which leaves a mapped file as it was.
+StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping);
+
+// Drops from the process the pages of |contents|'s mapping wholly inside [data, data +
+// size), for bytes that were copied elsewhere and will not be read soon: they stop counting
+// in its resident set, and reading them again reads the file. Pages written through a
+// copy-on-write mapping would lose the writes, so only for pages never written. Does
+// nothing when |contents| is not mapped.
+void releaseMappedPages(const FileContents& contents, const void* data, size_t size);
 
 // A piece of a file to write.
 struct ByteSpan {

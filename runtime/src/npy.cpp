@@ -279,7 +279,8 @@ StatusOr<HostTensor> parseNpy(const void* bytes, size_t size, const std::string&
 StatusOr<HostTensor> readNpy(const std::string& path) {
   // The data is copied into aligned storage anyway, so mapping gains little; it still
   // avoids a second buffer for the file.
-  TFC_ASSIGN_OR_RETURN(internal::FileContents contents, internal::readFile(path, true));
+  TFC_ASSIGN_OR_RETURN(internal::FileContents contents,
+                       internal::readFile(path, internal::FileMapping::kReadOnly));
   return parseNpy(contents.data, contents.size, path);
 }
 

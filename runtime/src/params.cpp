@@ -1,6 +1,18 @@
 // Parameters: storage, initialization from specs, and safetensors load/save.
+//
+// Loading maps the file rather than copying it where it can (tfc_params_load_safetensors in
+// runtime.h says when): a parameter's storage is then a piece of a private copy-on-write
+// mapping of the file (MAP_PRIVATE, PROT_READ | PROT_WRITE). Reads share the page cache's
+// pages, so a process that only runs inference holds the weights once; the first write to
+// a page (train_step, tfc_params_set, a NumPy view) gives this process its own copy of that
+// page and never reaches the file. Copy-on-write was chosen over copying on the first
+// mutable access because nothing tells the runtime when compiled code or a caller holding
+// tfc_params_tensor's pointer writes, and because it copies only the pages written.
 #include <cstring>
+#include <mutex>
 #include <string>
+
+#include "tfc/artifact_abi.h"
 
 #include "file_util.hpp"
 #include "runtime_internal.hpp"
@@ -9,7 +21,9 @@ using tfc::Status;
 using tfc::internal::quoteForMessage;
 
 tfc_params_s::~tfc_params_s() {
-  for (auto& buffer : buffers) tfc::internal::freeBuffer(allocator, buffer);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (!mapped[i]) tfc::internal::freeBuffer(allocator, buffers[i]);
+  }
   tfc_artifact_release(artifact);
 }
 
@@ -29,6 +43,60 @@ Status checkIndex(const tfc_params_t* params, int32_t index) {
   return Status();
 }
 
+// See tfc_params_load_safetensors and the top of this file.
+Status loadSafetensors(tfc_params_t* params, const std::string& path,
+                       const tfc_params_load_options_t& options) {
+  using tfc::internal::FileMapping;
+  TFC_ASSIGN_OR_RETURN(tfc::internal::FileContents contents,
+                       tfc::internal::readFile(path, options.copy ? FileMapping::kReadOnly
+                                                                  : FileMapping::kCopyOnWrite));
+  TFC_ASSIGN_OR_RETURN(tfc::SafetensorsFile file,
+                       tfc::SafetensorsFile::parse(contents.data, contents.size, path));
+  const tfc_artifact_t& table = *params->artifact->table;
+  TFC_ASSIGN_OR_RETURN(std::vector<const tfc::SafetensorsTensorInfo*> sources,
+                       tfc::internal::matchSafetensors(file, table.params, table.num_params,
+                                                       "parameter", options.allow_missing,
+                                                       options.allow_unexpected));
+  // A tensor is used in place when the file is mapped copy-on-write, the parameter has no
+  // storage yet (storage once handed out must not move) and the tensor starts as aligned
+  // as an allocated buffer would. Reading past its end to the end of a 64-byte line, as
+  // vector code may, stays inside the page of its last byte, so inside the mapping.
+  const bool mappable = contents.mapped && contents.writable;
+  std::vector<bool> map(sources.size(), false);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    map[i] = mappable && sources[i] != nullptr && params->buffers[i].data == nullptr &&
+             reinterpret_cast<uintptr_t>(sources[i]->data) % TFC_ARENA_ALIGNMENT == 0;
+  }
+  // Storage for the copies first: an allocation failure then leaves the values as they
+  // were (a parameter given storage stays unset and zero, as before).
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (sources[i] == nullptr || map[i]) continue;
+    auto storage = tfc::internal::paramStorage(params, static_cast<int32_t>(i));
+    if (!storage.ok()) return std::move(storage).takeStatus();
+  }
+  bool anyMapped = false;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const tfc::SafetensorsTensorInfo* info = sources[i];
+    if (info == nullptr) continue;
+    tfc::internal::Buffer& buffer = params->buffers[i];
+    if (map[i]) {
+      // Writable: the mapping is private and copy-on-write (contents.writable).
+      buffer.data = const_cast<uint8_t*>(info->data);
+      buffer.byteSize = info->byteSize;
+      params->mapped[i] = true;
+      anyMapped = true;
+    } else if (info->byteSize > 0) {
+      std::memcpy(buffer.data, info->data, info->byteSize);
+      // Else a file that cannot be mapped in place (one written unaligned) holds its
+      // weights twice at the peak of the load: the copies and the pages read.
+      tfc::internal::releaseMappedPages(contents, info->data, info->byteSize);
+    }
+    params->set[i] = true;
+  }
+  if (anyMapped) params->mappings.push_back(std::move(contents.owner));
+  return Status();
+}
+
 }  // namespace
 
 namespace tfc::internal {
@@ -43,6 +111,17 @@ Status initSpecsFor(const tfc_loaded_artifact_t* artifact, bool state,
   const tfc_artifact_t& table = *artifact->table;
   return state ? parseInits(artifact->path, "state tensor", table.state, table.num_state, out)
                : parseInits(artifact->path, "parameter", table.params, table.num_params, out);
+}
+
+StatusOr<void*> paramStorage(tfc_params_t* params, int32_t index) {
+  std::lock_guard<std::mutex> lock(params->storageMutex);
+  Buffer& buffer = params->buffers[static_cast<size_t>(index)];
+  if (buffer.data != nullptr) return buffer.data;
+  const tfc_tensor_desc_t& desc = params->artifact->table->params[index];
+  std::string what = params->artifact->path + ": parameter " + quoteForMessage(desc.name);
+  TFC_ASSIGN_OR_RETURN(buffer, allocateBuffer(params->allocator, tfc_tensor_desc_byte_size(&desc),
+                                              true, what.c_str()));
+  return buffer.data;
 }
 
 }  // namespace tfc::internal
@@ -78,20 +157,11 @@ tfc_status_t tfc_params_create(tfc_loaded_artifact_t* artifact,
   tfc_artifact_retain(artifact);
   params->artifact = artifact;
   params->allocator = options->allocator;
-  const tfc_artifact_t& table = *artifact->table;
-  params->set.assign(static_cast<size_t>(table.num_params), false);
-  params->buffers.reserve(static_cast<size_t>(table.num_params));
-  for (int32_t i = 0; i < table.num_params; ++i) {
-    std::string what = "parameter " + quoteForMessage(table.params[i].name);
-    auto buffer = tfc::internal::allocateBuffer(
-        params->allocator, tfc_tensor_desc_byte_size(&table.params[i]), true, what.c_str());
-    if (!buffer.ok()) {
-      Status status = std::move(buffer).takeStatus();
-      tfc_params_release(params);
-      return status.release();
-    }
-    params->buffers.push_back(*buffer);
-  }
+  // Storage comes later (tfc::internal::paramStorage, or a load's mapping).
+  const auto count = static_cast<size_t>(artifact->table->num_params);
+  params->buffers.resize(count);
+  params->mapped.assign(count, false);
+  params->set.assign(count, false);
   *out_params = params;
   return nullptr;
 }
@@ -115,12 +185,14 @@ tfc_status_t tfc_params_tensor(tfc_params_t* params, int32_t index,
   Status status = checkIndex(params, index);
   if (!status.ok()) return status.release();
   if (out_tensor == nullptr) return tfc_status_make(TFC_INVALID_ARGUMENT, "null out_tensor");
+  auto storage = tfc::internal::paramStorage(params, index);
+  if (!storage.ok()) return std::move(storage).takeStatus().release();
   const tfc_tensor_desc_t& desc = params->artifact->table->params[index];
   out_tensor->dtype = static_cast<tfc_dtype_t>(desc.dtype);
   out_tensor->rank = desc.rank;
   out_tensor->shape = desc.shape;
-  out_tensor->data = params->buffers[static_cast<size_t>(index)].data;
-  out_tensor->byte_size = params->buffers[static_cast<size_t>(index)].byteSize;
+  out_tensor->data = *storage;
+  out_tensor->byte_size = tfc_tensor_desc_byte_size(&desc);
   return nullptr;
 }
 
@@ -132,6 +204,9 @@ bool tfc_params_is_set(const tfc_params_t* params, int32_t index) {
 tfc_status_t tfc_params_mark_set(tfc_params_t* params, int32_t index) {
   Status status = checkIndex(params, index);
   if (!status.ok()) return status.release();
+  // Marked without ever being filled, it is zeros: give it storage that says so.
+  auto storage = tfc::internal::paramStorage(params, index);
+  if (!storage.ok()) return std::move(storage).takeStatus().release();
   params->set[static_cast<size_t>(index)] = true;
   return nullptr;
 }
@@ -161,8 +236,9 @@ tfc_status_t tfc_params_set(tfc_params_t* params, int32_t index, const tfc_tenso
   const tfc_tensor_desc_t& desc = params->artifact->table->params[index];
   status = tfc::internal::checkTensorRef(*value, desc, "parameter " + quoteForMessage(desc.name));
   if (!status.ok()) return status.release();
-  tfc::internal::Buffer& buffer = params->buffers[static_cast<size_t>(index)];
-  if (value->byte_size > 0) std::memmove(buffer.data, value->data, value->byte_size);
+  auto storage = tfc::internal::paramStorage(params, index);
+  if (!storage.ok()) return std::move(storage).takeStatus().release();
+  if (value->byte_size > 0) std::memmove(*storage, value->data, value->byte_size);
   params->set[static_cast<size_t>(index)] = true;
   return nullptr;
 }
@@ -174,12 +250,14 @@ tfc_status_t tfc_params_init(tfc_params_t* params, uint64_t seed) {
   if (!status.ok()) return status.release();
   const tfc_artifact_t& table = *params->artifact->table;
   for (int32_t i = 0; i < table.num_params; ++i) {
+    auto storage = tfc::internal::paramStorage(params, i);
+    if (!storage.ok()) return std::move(storage).takeStatus().release();
     const tfc_tensor_desc_t& desc = table.params[i];
     status = tfc::internal::fillInit(specs[static_cast<size_t>(i)],
                                      static_cast<tfc_dtype_t>(desc.dtype),
                                      tfc::internal::descShape(desc),
                                      tfc::internal::initStreamSeed(seed, static_cast<uint64_t>(i)),
-                                     params->buffers[static_cast<size_t>(i)].data);
+                                     *storage);
     if (!status.ok()) {
       return tfc_status_make(status.code(), "%s: parameter %s: %s", params->artifact->path.c_str(),
                              quoteForMessage(desc.name).c_str(), status.message());
@@ -197,13 +275,7 @@ tfc_status_t tfc_params_load_safetensors(tfc_params_t* params, const char* path,
   tfc_params_load_options_t defaults;
   tfc_params_load_options_initialize(&defaults);
   if (options == nullptr) options = &defaults;
-  auto file = tfc::SafetensorsFile::open(path);
-  if (!file.ok()) return std::move(file).takeStatus().release();
-  const tfc_artifact_t& table = *params->artifact->table;
-  Status status = tfc::internal::bindFromSafetensors(
-      *file, table.params, table.num_params, params->buffers, "parameter", options->allow_missing,
-      options->allow_unexpected, &params->set);
-  return status.release();
+  return loadSafetensors(params, path, *options).release();
 }
 
 tfc_status_t tfc_params_save_safetensors(const tfc_params_t* params, const char* path) {

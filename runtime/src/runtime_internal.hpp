@@ -61,12 +61,19 @@ Status parseInits(const std::string& path, const char* what, const tfc_tensor_de
 Status validateArtifactTable(const std::string& path, const tfc_artifact_t* table,
                              std::vector<InitSpec>* paramInits, std::vector<InitSpec>* stateInits);
 
-// Binds |count| tensors described by |descs| from |file| by name into |buffers|: all checks
-// first, then the copies, so nothing changes on failure. |what| is "parameter" or "state
-// tensor". |set| (may be null) gets true for each tensor copied.
+// Matches |count| tensors described by |descs| with the tensors of |file| by name, checking
+// dtypes and shapes: returns for each description the file's tensor (null when the file
+// lacks it and |allowMissing|). Every problem is listed in one error naming the file.
+// |what| is "parameter" or "state tensor".
+StatusOr<std::vector<const SafetensorsTensorInfo*>> matchSafetensors(
+    const SafetensorsFile& file, const tfc_tensor_desc_t* descs, int32_t count, const char* what,
+    bool allowMissing, bool allowUnexpected);
+
+// Copies |count| tensors described by |descs| from |file| by name into |buffers|: all checks
+// first (matchSafetensors), then the copies, so nothing changes on failure.
 Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t* descs,
                            int32_t count, std::vector<Buffer>& buffers, const char* what,
-                           bool allowMissing, bool allowUnexpected, std::vector<bool>* set);
+                           bool allowMissing, bool allowUnexpected);
 
 // Writes |count| tensors to |path| atomically.
 Status saveToSafetensors(const std::string& path, const tfc_tensor_desc_t* descs, int32_t count,
@@ -82,10 +89,27 @@ struct tfc_params_s {
   std::atomic<int> refs{1};
   tfc_loaded_artifact_t* artifact = nullptr;  // retained
   tfc_allocator_t allocator{};
+  // Per parameter, its storage: null until first needed (tfc::internal::paramStorage
+  // allocates it zero-filled) or until a load points it into a mapping of its file. Once
+  // set it never moves: tfc_params_tensor's callers and contexts keep the pointer.
   std::vector<tfc::internal::Buffer> buffers;
+  // Per parameter: its buffer lies in one of |mappings| rather than coming from |allocator|.
+  std::vector<bool> mapped;
+  // The copy-on-write mappings (tfc::internal::FileMapping::kCopyOnWrite) of the files that
+  // mapped parameters live in.
+  std::vector<std::shared_ptr<const void>> mappings;
   std::vector<bool> set;
+  // Guards the first allocation of a buffer, which readers (tfc_params_tensor, context
+  // creation) may trigger concurrently.
+  std::mutex storageMutex;
   ~tfc_params_s();
 };
+
+namespace tfc::internal {
+// Parameter |index|'s storage (index in range), allocated zero-filled from the params'
+// allocator when it has none yet. Errors name the artifact and the parameter.
+StatusOr<void*> paramStorage(tfc_params_t* params, int32_t index);
+}  // namespace tfc::internal
 
 struct tfc_context_s {
   std::atomic<int> refs{1};

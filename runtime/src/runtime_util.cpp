@@ -129,9 +129,9 @@ Status parseInits(const std::string& path, const char* what, const tfc_tensor_de
   return Status();
 }
 
-Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t* descs,
-                           int32_t count, std::vector<Buffer>& buffers, const char* what,
-                           bool allowMissing, bool allowUnexpected, std::vector<bool>* set) {
+StatusOr<std::vector<const SafetensorsTensorInfo*>> matchSafetensors(
+    const SafetensorsFile& file, const tfc_tensor_desc_t* descs, int32_t count, const char* what,
+    bool allowMissing, bool allowUnexpected) {
   std::vector<std::string> problems;
   tfc_status_code_t code = TFC_OK;
   auto problem = [&](tfc_status_code_t problemCode, std::string text) {
@@ -195,11 +195,19 @@ Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t*
     }
     return Status(code, message);
   }
-  for (int32_t i = 0; i < count; ++i) {
-    const SafetensorsTensorInfo* info = sources[static_cast<size_t>(i)];
-    if (info == nullptr) continue;
-    if (info->byteSize > 0) std::memcpy(buffers[static_cast<size_t>(i)].data, info->data, info->byteSize);
-    if (set != nullptr) (*set)[static_cast<size_t>(i)] = true;
+  return sources;
+}
+
+Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t* descs,
+                           int32_t count, std::vector<Buffer>& buffers, const char* what,
+                           bool allowMissing, bool allowUnexpected) {
+  TFC_ASSIGN_OR_RETURN(std::vector<const SafetensorsTensorInfo*> sources,
+                       matchSafetensors(file, descs, count, what, allowMissing, allowUnexpected));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const SafetensorsTensorInfo* info = sources[i];
+    if (info != nullptr && info->byteSize > 0) {
+      std::memcpy(buffers[i].data, info->data, info->byteSize);
+    }
   }
   return Status();
 }

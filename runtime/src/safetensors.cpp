@@ -335,8 +335,9 @@ StatusOr<SafetensorsFile> SafetensorsFile::parse(const void* bytes, size_t size,
 
 StatusOr<SafetensorsFile> SafetensorsFile::open(const std::string& path,
                                                 const SafetensorsOpenOptions& options) {
-  TFC_ASSIGN_OR_RETURN(internal::FileContents contents,
-                       internal::readFile(path, options.allowMmap));
+  const internal::FileMapping mapping =
+      options.allowMmap ? internal::FileMapping::kReadOnly : internal::FileMapping::kNone;
+  TFC_ASSIGN_OR_RETURN(internal::FileContents contents, internal::readFile(path, mapping));
   TFC_ASSIGN_OR_RETURN(SafetensorsFile file, parse(contents.data, contents.size, path));
   file.owner_ = std::move(contents.owner);
   file.mapped_ = contents.mapped;
@@ -423,11 +424,17 @@ Status writeSafetensors(const std::string& path, const std::vector<NamedTensorVi
     }
   }
 
-  // Lay the data out by decreasing element size, so that each tensor starts at a multiple
-  // of its element size (the data section itself starts 8-byte aligned).
+  // Lay the data out without gaps (the reference reader refuses them): first the tensors
+  // whose size is a multiple of kSafetensorsWriteAlignment, so that each of them starts at
+  // such a multiple too and a reader can map it in place; then the others by decreasing
+  // element size, so that each tensor starts at a multiple of its element size.
+  auto fillsWholeLines = [](const NamedTensorView* named) {
+    return named->tensor.byteSize % kSafetensorsWriteAlignment == 0;
+  };
   std::vector<const NamedTensorView*> byLayout = byName;
   std::stable_sort(byLayout.begin(), byLayout.end(),
-                   [](const NamedTensorView* a, const NamedTensorView* b) {
+                   [&](const NamedTensorView* a, const NamedTensorView* b) {
+                     if (fillsWholeLines(a) != fillsWholeLines(b)) return fillsWholeLines(a);
                      return tfc_dtype_size(a->tensor.dtype) > tfc_dtype_size(b->tensor.dtype);
                    });
   std::map<const NamedTensorView*, uint64_t> begins;
@@ -467,8 +474,12 @@ Status writeSafetensors(const std::string& path, const std::vector<NamedTensorVi
               std::to_string(begin + named->tensor.byteSize) + "]}";
   }
   header += '}';
-  // Pad with spaces so that the data section starts 8-byte aligned, as Hugging Face does.
-  header.append((8 - header.size() % 8) % 8, ' ');
+  // Pad with spaces (JSON whitespace) so that the data section starts at a multiple of
+  // kSafetensorsWriteAlignment; Hugging Face pads to 8, which a multiple of 64 also is.
+  const size_t dataStart = 8 + header.size();
+  header.append((kSafetensorsWriteAlignment - dataStart % kSafetensorsWriteAlignment) %
+                    kSafetensorsWriteAlignment,
+                ' ');
   if (header.size() > kSafetensorsMaxHeaderBytes) {
     return Status::error(TFC_INVALID_ARGUMENT,
                          "%s: header of %zu bytes exceeds the safetensors limit of %llu bytes",

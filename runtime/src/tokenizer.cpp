@@ -315,8 +315,10 @@ Gpt2Tokenizer::~Gpt2Tokenizer() = default;
 StatusOr<Gpt2Tokenizer> Gpt2Tokenizer::load(const std::string& dir) {
   std::string vocabPath = dir + "/vocab.json";
   std::string mergesPath = dir + "/merges.txt";
-  TFC_ASSIGN_OR_RETURN(internal::FileContents vocab, internal::readFile(vocabPath, true));
-  TFC_ASSIGN_OR_RETURN(internal::FileContents merges, internal::readFile(mergesPath, true));
+  TFC_ASSIGN_OR_RETURN(internal::FileContents vocab,
+                       internal::readFile(vocabPath, internal::FileMapping::kReadOnly));
+  TFC_ASSIGN_OR_RETURN(internal::FileContents merges,
+                       internal::readFile(mergesPath, internal::FileMapping::kReadOnly));
   return fromContents(std::string_view(reinterpret_cast<const char*>(vocab.data), vocab.size),
                       std::string_view(reinterpret_cast<const char*>(merges.data), merges.size),
                       vocabPath, mergesPath);

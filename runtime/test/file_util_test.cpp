@@ -1,6 +1,6 @@
 // Tests of the atomic writer every file the runtime writes goes through: what it refuses
 // to replace, how it writes through symbolic links, and that it removes the temporaries of
-// writers killed during a save.
+// writers killed during a save; and of readFile's copy-on-write mapping.
 #include "file_util.hpp"
 
 #include <signal.h>
@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -166,6 +167,40 @@ TEST(AtomicWrite, PublicWrapperWritesTheBytes) {
   TempDir dir;
   ASSERT_OK(writeFileAtomically(dir.file("f"), "abc", 3));
   EXPECT_EQ(testing::readBytes(dir.file("f")), "abc");
+}
+
+// Writes through a copy-on-write mapping stay in the process; the file keeps its bytes.
+// Released pages read the file again.
+TEST(ReadFile, CopyOnWriteMappingNeverWritesTheFile) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  std::string bytes(3 * 4096 + 100, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+  testing::writeBytes(path, bytes);
+  auto contents = internal::readFile(path, internal::FileMapping::kCopyOnWrite);
+  ASSERT_OK(contents);
+  ASSERT_TRUE(contents->mapped);
+  ASSERT_TRUE(contents->writable);
+  auto* data = const_cast<uint8_t*>(contents->data);
+  data[0] = 0xAB;
+  data[5000] = 0xCD;
+  EXPECT_EQ(contents->data[5000], 0xCD);
+  EXPECT_EQ(testing::readBytes(path), bytes);
+  // Released (never-written) pages come back from the file: the page of byte 5000 was
+  // written, so release only the later ones.
+  internal::releaseMappedPages(*contents, data + 8192, bytes.size() - 8192);
+  EXPECT_EQ(std::memcmp(data + 8192, bytes.data() + 8192, bytes.size() - 8192), 0);
+  EXPECT_EQ(contents->data[5000], 0xCD);
+
+  auto readOnly = internal::readFile(path, internal::FileMapping::kReadOnly);
+  ASSERT_OK(readOnly);
+  EXPECT_TRUE(readOnly->mapped);
+  EXPECT_FALSE(readOnly->writable);
+  auto read = internal::readFile(path, internal::FileMapping::kNone);
+  ASSERT_OK(read);
+  EXPECT_FALSE(read->mapped);
+  EXPECT_TRUE(read->writable);  // a buffer of our own
+  EXPECT_EQ(std::memcmp(read->data, bytes.data(), bytes.size()), 0);
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ TEST(Safetensors, ScalarTensor) {
 }
 
 // Tests the exact bytes the writer produces: sorted keys, Hugging Face's key order inside a
-// tensor, space padding to a multiple of 8, data laid out by decreasing element size.
+// tensor, space padding to a multiple of 64, data laid out by decreasing element size.
 TEST(Safetensors, HeaderLayout) {
   TempDir dir;
   const uint8_t small[3] = {1, 2, 3};
@@ -126,7 +126,7 @@ TEST(Safetensors, HeaderLayout) {
   ASSERT_GE(bytes.size(), 8u);
   uint64_t headerSize = 0;
   for (int i = 7; i >= 0; --i) headerSize = (headerSize << 8) | static_cast<uint8_t>(bytes[i]);
-  EXPECT_EQ((8 + headerSize) % 8, 0u);
+  EXPECT_EQ((8 + headerSize) % kSafetensorsWriteAlignment, 0u);
   const std::string expectedJson =
       R"({"__metadata__":{"format":"pt"},"a":{"dtype":"U8","shape":[3],"data_offsets":[8,11]},)"
       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
@@ -136,6 +136,32 @@ TEST(Safetensors, HeaderLayout) {
   EXPECT_EQ(bytes.size(), 8 + headerSize + 11);
   EXPECT_EQ(std::memcmp(bytes.data() + 8 + headerSize, big, 8), 0);
   EXPECT_EQ(std::memcmp(bytes.data() + 8 + headerSize + 8, small, 3), 0);
+}
+
+// Tests that the tensors whose size is a multiple of kSafetensorsWriteAlignment come first
+// and start at multiples of it (so that the runtime can map them), the others after them
+// aligned to their element size, with no gaps.
+TEST(Safetensors, WholeLineTensorsStartAligned) {
+  TempDir dir;
+  std::vector<uint8_t> bytes(4096, 1);
+  std::vector<NamedTensorView> tensors = {
+      {"a.odd", {TFC_DTYPE_F32, {3}, bytes.data(), 12}},
+      {"b.line", {TFC_DTYPE_F32, {16}, bytes.data(), 64}},
+      {"c.byte", {TFC_DTYPE_U8, {5}, bytes.data(), 5}},
+      {"d.lines", {TFC_DTYPE_F16, {3, 64}, bytes.data(), 384}},
+      {"e.odd64", {TFC_DTYPE_I64, {3}, bytes.data(), 24}},
+  };
+  const std::string path = dir.file("aligned.safetensors");
+  ASSERT_OK(writeSafetensors(path, tensors, {{"format", "pt"}}));
+  StatusOr<SafetensorsFile> file = SafetensorsFile::open(path);
+  ASSERT_OK(file);
+  auto begin = [&](const char* name) { return file->find(name)->fileOffset; };
+  EXPECT_EQ(begin("b.line") % kSafetensorsWriteAlignment, 0u);
+  EXPECT_EQ(begin("d.lines") % kSafetensorsWriteAlignment, 0u);
+  EXPECT_EQ(begin("d.lines"), begin("b.line") + 64);  // F32 before F16, no gap
+  EXPECT_EQ(begin("e.odd64"), begin("d.lines") + 384);
+  EXPECT_EQ(begin("a.odd"), begin("e.odd64") + 24);
+  EXPECT_EQ(begin("c.byte"), begin("a.odd") + 12);
 }
 
 // Tests reading a file in the form Hugging Face's library writes, built by hand.

@@ -283,17 +283,20 @@ void bindModel(py::module_& m) {
       }, py::arg("seed"), "Fills every parameter from its initializer spec; the values "
                           "depend only on the seed (as `tfc-run init --seed`).")
       .def("load", [](PyParams& p, const std::string& path, bool allowMissing,
-                      bool allowUnexpected) {
+                      bool allowUnexpected, bool copy) {
         tfc_params_load_options_t options;
         tfc_params_load_options_initialize(&options);
         options.allow_missing = allowMissing;
         options.allow_unexpected = allowUnexpected;
+        options.copy = copy;
         check(withoutGil([&] { return p.params.loadSafetensors(path, &options); }, p.mutex),
               {path});
       }, py::arg("path"), py::kw_only(), py::arg("allow_missing") = false,
-         py::arg("allow_unexpected") = false,
+         py::arg("allow_unexpected") = false, py::arg("copy") = false,
          "Binds parameters by name from a .safetensors file, checking dtypes and shapes; "
-         "nothing changes on failure.")
+         "nothing changes on failure. Aligned tensors are used in place from a private "
+         "copy-on-write mapping of the file (writes never reach it); copy=True copies every "
+         "tensor instead, for a file that may be rewritten in place meanwhile.")
       .def("save", [](PyParams& p, const std::string& path) {
         check(withoutGil([&] { return p.params.saveSafetensors(path); }, p.mutex));
       }, py::arg("path"), "Writes every parameter (all must be set) to a .safetensors file, "

@@ -145,8 +145,12 @@ tfc_status_t tfc_artifact_find_entry(const tfc_loaded_artifact_t* artifact, cons
  *===----------------------------------------------------------------------===*/
 
 /* The values of an artifact's parameters (weights), in the artifact's order, each in its
- * own TFC_ARENA_ALIGNMENT-aligned buffer. A parameter is "unset" until loaded, set or
- * initialized; calling an entry point with unset parameters fails. */
+ * own TFC_ARENA_ALIGNMENT-aligned storage: a buffer from the allocator, or a piece of a
+ * private copy-on-write mapping of the file it was loaded from (see
+ * tfc_params_load_safetensors). Storage is given when first needed and never moves
+ * afterwards, so pointers from tfc_params_tensor stay valid and see later loads, sets and
+ * training steps for as long as the params live. A parameter is "unset" until loaded, set
+ * or initialized; calling an entry point with unset parameters fails. */
 typedef struct tfc_params_s tfc_params_t;
 
 typedef struct tfc_params_options_t {
@@ -155,7 +159,9 @@ typedef struct tfc_params_options_t {
 
 void tfc_params_options_initialize(tfc_params_options_t* out_options);
 
-/* Allocates (zero-filled, all unset) storage for every parameter of |artifact|. */
+/* Creates the parameters of |artifact|, all unset. Their storage is allocated (zero-filled)
+ * when first needed (tfc_params_tensor, set, init, a load that copies, a context), not
+ * here, so that a load can map the file instead. */
 tfc_status_t tfc_params_create(tfc_loaded_artifact_t* artifact,
                                const tfc_params_options_t* options, tfc_params_t** out_params);
 void tfc_params_retain(tfc_params_t* params);
@@ -164,7 +170,8 @@ void tfc_params_release(tfc_params_t* params);
 tfc_loaded_artifact_t* tfc_params_artifact(const tfc_params_t* params);
 
 /* Describes parameter |index|'s storage (writable: the caller may fill it in place, then
- * call tfc_params_mark_set). INVALID_ARGUMENT when out of range. */
+ * call tfc_params_mark_set), giving it zero-filled storage when it has none yet (so
+ * OUT_OF_MEMORY is possible). INVALID_ARGUMENT when out of range. */
 tfc_status_t tfc_params_tensor(tfc_params_t* params, int32_t index, tfc_tensor_ref_t* out_tensor);
 /* Returns whether parameter |index| has been loaded, set or initialized. */
 bool tfc_params_is_set(const tfc_params_t* params, int32_t index);
@@ -188,13 +195,28 @@ typedef struct tfc_params_load_options_t {
   bool allow_missing;
   /* Ignore tensors of the file that are not parameters, instead of failing. */
   bool allow_unexpected;
+  /* Copy every tensor into allocated storage instead of mapping the file. For a file that
+   * may be rewritten in place (not replaced by rename) while the params live. Default
+   * false. */
+  bool copy;
 } tfc_params_load_options_t;
 
 void tfc_params_load_options_initialize(tfc_params_load_options_t* out_options);
 
 /* Binds parameters by name from the safetensors file at |path|. Refused (naming the file and
  * each tensor, nothing changed): a missing parameter, an unexpected tensor (with the closest
- * parameter name as a suggestion), a wrong shape or a wrong dtype. */
+ * parameter name as a suggestion), a wrong shape or a wrong dtype.
+ *
+ * Unless options->copy, the file is mapped private and copy-on-write (MAP_PRIVATE,
+ * PROT_READ | PROT_WRITE), and a parameter that has no storage yet and whose tensor starts
+ * TFC_ARENA_ALIGNMENT-aligned in the file (writeSafetensors aligns every tensor whose size
+ * is a multiple of 64) uses the tensor in place: the weights are read from the page cache
+ * and held once, not read and copied. Writing such a parameter (train_step, set, init, a
+ * caller through tfc_params_tensor's pointer) copies the pages it writes for this process
+ * alone; the file never changes. Any other parameter is copied, as with options->copy. The
+ * mapping lives as long as the params. A file rewritten in place while mapped changes the
+ * parameters not yet written, and one truncated makes reading them raise SIGBUS: writers
+ * of this library replace files by rename, which is safe; pass options->copy otherwise. */
 tfc_status_t tfc_params_load_safetensors(tfc_params_t* params, const char* path,
                                          const tfc_params_load_options_t* options);
 

@@ -31,6 +31,12 @@ namespace tfc {
 // The largest header the reader accepts, as in the reference implementation.
 constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 
+// writeSafetensors starts the data section, and every tensor whose byte size is a multiple
+// of this, at a file offset that is a multiple of it, so that a reader may use the tensor
+// in place from a mapping of the file (the runtime maps parameters aligned so:
+// TFC_ARENA_ALIGNMENT).
+constexpr size_t kSafetensorsWriteAlignment = 64;
+
 // One tensor of a safetensors file.
 struct SafetensorsTensorInfo {
   std::string name;
@@ -113,9 +119,12 @@ struct NamedTensorView {
 
 // Writes |tensors| and |metadata| to a safetensors file at |path|, atomically: the file
 // appears complete or not at all, and an existing file is replaced only on success.
-// The header lists "__metadata__" (when not empty) and then the tensors sorted by name, is
-// padded with spaces to a multiple of 8 bytes, and the data section stores tensors by
-// decreasing element size (then name) so that every tensor is aligned to its element size.
+// The header lists "__metadata__" (when not empty) and then the tensors sorted by name, and
+// is padded with spaces so that the data section starts at a multiple of
+// kSafetensorsWriteAlignment bytes. The data section has no gaps: first the tensors whose
+// byte size is a multiple of kSafetensorsWriteAlignment (each then starts at such a
+// multiple), then the others; each group by decreasing element size, then name, so that
+// every tensor is aligned to its element size.
 // Fails with INVALID_ARGUMENT for an empty, duplicate, reserved ("__metadata__") or
 // non-UTF-8 name, an invalid dtype, a negative dimension, a rank above kMaxRank, or a view
 // whose byteSize does not match its dtype and shape.
