@@ -53,6 +53,18 @@ struct Line {
   }
 };
 
+/// acc + v for a sum along a line: reassociable, so that LLVM vectorizes the
+/// loop with partial sums per lane instead of one serial chain of adds
+/// (4 cycles each). The order is then the vectorizer's, fixed for a compiled
+/// loop: a line is never split over threads, so a result does not depend on
+/// them.
+Value accumulate(OpBuilder &b, Location loc, Value acc, Value v) {
+  return b.create<arith::AddFOp>(
+      loc, acc, v,
+      arith::FastMathFlagsAttr::get(b.getContext(),
+                                    arith::FastMathFlags::reassoc));
+}
+
 /// The maximum of a float line (NaN-propagating, like torch.max).
 Value lineMax(OpBuilder &b, Location loc, const Line &x, int64_t n) {
   Value init = x.load(b, loc, indexConst(b, loc, 0));
@@ -72,7 +84,7 @@ Value lineSumExp(OpBuilder &b, Location loc, const Line &x, int64_t n,
       [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
         Value e = nb.create<math::ExpOp>(
             l, nb.create<arith::SubFOp>(l, x.load(nb, l, j), max));
-        return SmallVector<Value>{nb.create<arith::AddFOp>(l, acc[0], e)};
+        return SmallVector<Value>{accumulate(nb, l, acc[0], e)};
       })[0];
 }
 
@@ -82,8 +94,7 @@ Value lineSum(OpBuilder &b, Location loc, const Line &x, int64_t n,
   return reduceRange(b, loc, 0, n, f32Const(b, loc, 0.0),
                      [&](OpBuilder &nb, Location l, Value j, ValueRange acc) {
                        Value v = f(nb, l, x.load(nb, l, j));
-                       return SmallVector<Value>{
-                           nb.create<arith::AddFOp>(l, acc[0], v)};
+                       return SmallVector<Value>{accumulate(nb, l, acc[0], v)};
                      })[0];
 }
 
@@ -240,7 +251,7 @@ void emitReduceLoops(OpBuilder &b, Location loc, ReduceKind kind,
     if (kind == ReduceKind::Max)
       return isFloatElem ? b.create<arith::MaximumFOp>(l, a, v).getResult()
                          : b.create<arith::MaxSIOp>(l, a, v).getResult();
-    return isFloatElem ? b.create<arith::AddFOp>(l, a, v).getResult()
+    return isFloatElem ? accumulate(b, l, a, v)
                        : b.create<arith::AddIOp>(l, a, v).getResult();
   };
 
@@ -250,6 +261,64 @@ void emitReduceLoops(OpBuilder &b, Location loc, ReduceKind kind,
   auto ones = [&](size_t n) {
     return SmallVector<Value>(n, indexConst(b, loc, 1));
   };
+
+  // Column reductions: the reduced dimensions lead and one kept dimension is
+  // last (a bias's gradient: [B, T, C] summed over B and T). Reducing each
+  // column on its own walks the input with stride C and does not vectorize;
+  // instead blocks of columns accumulate in the output, row after row, so
+  // that the innermost loop runs along a row (and vectorizes across
+  // columns). Each element folds its rows in row order, on one thread.
+  // Only where the output has the accumulator's type (a 16-bit output would
+  // round every partial sum).
+  bool columns = rank >= 2 && !reduced[rank - 1] &&
+                 elementTypeOf(output) == acc &&
+                 llvm::all_of(llvm::seq<int64_t>(0, rank - 1),
+                              [&](int64_t d) { return reduced[d]; });
+  if (columns) {
+    constexpr int64_t kBlock = 64;
+    int64_t width = shape[rank - 1];
+    int64_t blocks = (width + kBlock - 1) / kBlock;
+    Value out = flatten(b, loc, output);
+    parallelRange(b, loc, blocks, [&](OpBuilder &b, Location loc, Value blk) {
+      Value lo = b.create<arith::MulIOp>(loc, blk, indexConst(b, loc, kBlock));
+      Value hi = b.create<arith::MinSIOp>(
+          loc, b.create<arith::AddIOp>(loc, lo, indexConst(b, loc, kBlock)),
+          indexConst(b, loc, width));
+      Value one = indexConst(b, loc, 1);
+      auto forColumns = [&](OpBuilder &b, Location loc, LoopBody body) {
+        b.create<scf::ForOp>(loc, lo, hi, one, ValueRange{},
+                             [&](OpBuilder &nb, Location nloc, Value c,
+                                 ValueRange) {
+                               body(nb, nloc, c);
+                               nb.create<scf::YieldOp>(nloc);
+                             });
+      };
+      forColumns(b, loc, [&](OpBuilder &b, Location loc, Value c) {
+        b.create<memref::StoreOp>(loc, init, out, c);
+      });
+      scf::buildLoopNest(
+          b, loc, zeros(reducedUbs.size()), reducedUbs,
+          ones(reducedUbs.size()),
+          [&](OpBuilder &b, Location loc, ValueRange rows) {
+            forColumns(b, loc, [&](OpBuilder &b, Location loc, Value c) {
+              SmallVector<Value> indices(rows);
+              indices.push_back(c);
+              Value sum = combine(b, loc,
+                                  b.create<memref::LoadOp>(loc, out, c),
+                                  valueAt(b, loc, indices));
+              b.create<memref::StoreOp>(loc, sum, out, c);
+            });
+          });
+      if (kind == ReduceKind::Mean)
+        forColumns(b, loc, [&](OpBuilder &b, Location loc, Value c) {
+          Value mean = b.create<arith::DivFOp>(
+              loc, b.create<memref::LoadOp>(loc, out, c),
+              f32Const(b, loc, static_cast<double>(count)));
+          b.create<memref::StoreOp>(loc, mean, out, c);
+        });
+    });
+    return;
+  }
   // Each kept index reduces into its own output element: a parallel loop
   // over the kept dimensions, the reduction serial inside it (a fixed order).
   auto forEachKept = [&](auto &&keptBody) {

@@ -76,6 +76,31 @@ func.func @reduce(%x: tensor<2x3x4xf32>) -> tensor<1x3x1xf32> {
 
 // -----
 
+// Tests that a column reduction (leading dimensions reduced, the last kept:
+// a bias's gradient) runs over blocks of 64 columns in parallel, accumulating
+// row after row in the output so that the innermost loop walks a row.
+
+// CHECK-LABEL: func.func private @k0_reduce_sum(
+// CHECK-SAME:      %[[X:.*]]: memref<4x3x100xf32>, %[[Y:.*]]: memref<100xf32>)
+// CHECK:         scf.parallel (%[[BLK:.*]]) = (%{{.*}}) to (%c2)
+// CHECK:           %[[LO:.*]] = arith.muli %[[BLK]], %c64
+// CHECK:           %[[HI:.*]] = arith.minsi
+// CHECK:           scf.for %[[C0:.*]] = %[[LO]] to %[[HI]]
+// CHECK:             memref.store %{{.*}}, %[[OUT:.*]][%[[C0]]]
+// CHECK:           scf.for %[[R0:.*]] =
+// CHECK:             scf.for %[[R1:.*]] =
+// CHECK:               scf.for %[[C:.*]] = %[[LO]] to %[[HI]]
+// CHECK-DAG:             %[[ACC:.*]] = memref.load %[[OUT]][%[[C]]]
+// CHECK-DAG:             %[[V:.*]] = memref.load %[[X]][%[[R0]], %[[R1]], %[[C]]]
+// CHECK:                 %[[SUM:.*]] = arith.addf %[[ACC]], %[[V]]
+// CHECK:                 memref.store %[[SUM]], %[[OUT]][%[[C]]]
+func.func @column_sum(%x: tensor<4x3x100xf32>) -> tensor<100xf32> {
+  %0 = tfc.reduce_sum %x dims = [0, 1] : tensor<4x3x100xf32> -> tensor<100xf32>
+  return %0 : tensor<100xf32>
+}
+
+// -----
+
 // Tests that cross_entropy skips ignored rows, reports a target out of
 // [0, V) through tfc_kernels_error without reading the row, and returns 0
 // when no row counts; rows are independent (a parallel loop into scratch),

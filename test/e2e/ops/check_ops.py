@@ -281,6 +281,12 @@ class Case:
         return "\n".join(lines) + "\n"
 
 
+def exp_f32(x):
+    """exp in float32, as the kernels compute it: inf where it overflows."""
+    with np.errstate(over="ignore"):
+        return np.exp(np.asarray(x, np.float32))
+
+
 def unary_f(name, fn, x, tol=F32, extra=""):
     return Case(name, {"x": x}, [f"%y = tfc.{name.split(' ')[0]} %x{extra} : {ty(x)}"],
                 {"y": MLIR_TYPES[x.dtype]}, lambda i: {"y": fn(i["x"])}, tol)
@@ -353,6 +359,15 @@ def build_cases(g):
     add(unary_f("gelu tanh tails, +inf, NaN", lambda x: gelu(x, "tanh"), no_minus_inf,
                 extra=" approximate = tanh"))
     add(unary_f("sigmoid tails", sigmoid, tails.astype(np.float32)))
+    # exp (a polynomial in the CPU's generated loops, within 3 ulp) over its
+    # whole range, the overflow and underflow edges, and the special values;
+    # below the smallest normal result (x < -87.34) the CPU flushes to 0,
+    # within atol.
+    exp_range = np.concatenate([np.linspace(-100, 100, 2001), g.normal(500) * 30,
+                                [88.72, 88.73, -87.33, -87.34, -103.9, 1e-30, -0.0],
+                                [np.inf, -np.inf, np.nan]]).astype(np.float32)
+    add(unary_f("exp range, overflow, underflow, +-inf, NaN",
+                exp_f32, exp_range, tol=dict(rtol=3.6e-7, atol=1e-37)))
 
     # --- fused kernels (tfc-fuse at -O2): several ops, one kernel ---
     a, b, s = g.normal(4, 1, 6), g.normal(6), g.normal()
