@@ -76,6 +76,12 @@ struct LaunchParallelPass
         return signalPassFailure();
       }
       auto ctxType = LLVM::LLVMStructType::getLiteral(ctx, params.drop_back(2));
+      // The address of field i of a context struct at `base`.
+      auto field = [&](Value base, size_t i) -> Value {
+        return b.create<LLVM::GEPOp>(
+            loc, ptr, ctxType, base,
+            ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+      };
 
       // @part_task(ctx, begin, end): unpack, call the part.
       b.setInsertionPointAfter(part);
@@ -88,10 +94,8 @@ struct LaunchParallelPass
       b.setInsertionPointToStart(entry);
       SmallVector<Value> args;
       for (auto [i, type] : llvm::enumerate(params.drop_back(2))) {
-        Value field = b.create<LLVM::GEPOp>(
-            loc, ptr, ctxType, entry->getArgument(0),
-            ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-        args.push_back(b.create<LLVM::LoadOp>(loc, type, field));
+        args.push_back(
+            b.create<LLVM::LoadOp>(loc, type, field(entry->getArgument(0), i)));
       }
       args.push_back(entry->getArgument(1));
       args.push_back(entry->getArgument(2));
@@ -107,10 +111,7 @@ struct LaunchParallelPass
         b.setInsertionPoint(call);
         for (auto [i, value] :
              llvm::enumerate(call.getArgOperands().drop_back(2))) {
-          Value field = b.create<LLVM::GEPOp>(
-              loc, ptr, ctxType, slot,
-              ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
-          b.create<LLVM::StoreOp>(loc, value, field);
+          b.create<LLVM::StoreOp>(loc, value, field(slot, i));
         }
         Value n = b.create<LLVM::ConstantOp>(loc, i64, range[0]);
         Value grain = b.create<LLVM::ConstantOp>(loc, i64, range[1]);

@@ -18,8 +18,9 @@
 #include "dialects/tfc/AttrNames.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -34,11 +35,13 @@ using namespace mlir;
 
 namespace {
 
-std::optional<int64_t> constantIndex(Value v) {
-  APInt value;
-  if (!matchPattern(v, m_ConstantInt(&value)))
-    return std::nullopt;
-  return value.getSExtValue();
+/// The constant trip counts of a loop's dimensions (1 where not constant).
+SmallVector<int64_t> tripCounts(ValueRange lbs, ValueRange ubs,
+                                ValueRange steps) {
+  SmallVector<int64_t> trips;
+  for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps))
+    trips.push_back(constantTripCount(lb, ub, step).value_or(1));
+  return trips;
 }
 
 /// The operations one iteration of `region` executes, nested loops with
@@ -46,26 +49,17 @@ std::optional<int64_t> constantIndex(Value v) {
 int64_t workOf(Region &region) {
   int64_t work = 0;
   for (Operation &op : region.getOps()) {
-    int64_t trips = 1;
-    if (auto loop = llvm::dyn_cast<scf::ForOp>(op)) {
-      auto lb = constantIndex(loop.getLowerBound());
-      auto ub = constantIndex(loop.getUpperBound());
-      auto step = constantIndex(loop.getStep());
-      if (lb && ub && step && *step > 0)
-        trips = std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
-    } else if (auto loop = llvm::dyn_cast<scf::ParallelOp>(op)) {
-      for (auto [lbv, ubv, stepv] : llvm::zip(
-               loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-        auto lb = constantIndex(lbv), ub = constantIndex(ubv),
-             step = constantIndex(stepv);
-        if (lb && ub && step && *step > 0)
-          trips *= std::max<int64_t>(0, (*ub - *lb + *step - 1) / *step);
-      }
-    }
+    SmallVector<int64_t> trips;
+    if (auto loop = llvm::dyn_cast<scf::ForOp>(op))
+      trips = tripCounts(loop.getLowerBound(), loop.getUpperBound(),
+                         loop.getStep());
+    else if (auto loop = llvm::dyn_cast<scf::ParallelOp>(op))
+      trips = tripCounts(loop.getLowerBound(), loop.getUpperBound(),
+                         loop.getStep());
     int64_t inner = 1;
     for (Region &nested : op.getRegions())
       inner += workOf(nested);
-    work += trips * inner;
+    work += computeProduct(trips) * inner;
   }
   return work;
 }
@@ -74,13 +68,12 @@ int64_t workOf(Region &region) {
 /// nothing.
 std::optional<SmallVector<int64_t>> extentsOf(scf::ParallelOp loop) {
   SmallVector<int64_t> extents;
-  for (auto [lbv, ubv, stepv] :
+  for (auto [lb, ub, step] :
        llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    auto lb = constantIndex(lbv), ub = constantIndex(ubv),
-         step = constantIndex(stepv);
-    if (!lb || !ub || !step || *lb != 0 || *step != 1)
+    std::optional<int64_t> upper = getConstantIntValue(ub);
+    if (!isConstantIntValue(lb, 0) || !isConstantIntValue(step, 1) || !upper)
       return std::nullopt;
-    extents.push_back(*ub);
+    extents.push_back(*upper);
   }
   return extents;
 }
@@ -114,9 +107,7 @@ public:
     std::optional<SmallVector<int64_t>> extents = extentsOf(loop);
     if (!extents)
       return;
-    int64_t iterations = 1;
-    for (int64_t e : *extents)
-      iterations *= e;
+    int64_t iterations = computeProduct(*extents);
     int64_t perIteration = workOf(loop.getRegion());
     if (iterations * perIteration < minWork)
       return;

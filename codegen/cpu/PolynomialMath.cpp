@@ -35,22 +35,16 @@ Value expF32(OpBuilder &b, Location loc, Value x) {
   Type intType = b.getI32Type();
   if (auto vector = llvm::dyn_cast<VectorType>(type))
     intType = VectorType::get(vector.getShape(), intType);
-  auto f = [&](double v) -> Value {
-    return b.create<arith::ConstantOp>(loc, type,
-                                       b.getFloatAttr(getElementTypeOrSelf(type), v))
-        .getResult();
-  };
-  auto splatF = [&](double v) -> Value {
-    if (auto vector = llvm::dyn_cast<VectorType>(type))
+  // A constant of `t`, a splat where `t` is a vector.
+  auto splat = [&](Type t, TypedAttr scalar) -> Value {
+    if (auto vector = llvm::dyn_cast<VectorType>(t))
       return b.create<arith::ConstantOp>(
-          loc, DenseElementsAttr::get(vector, b.getF32FloatAttr(v)));
-    return f(v);
+          loc, DenseElementsAttr::get(vector, Attribute(scalar)));
+    return b.create<arith::ConstantOp>(loc, scalar);
   };
-  auto splatI = [&](int32_t v) -> Value {
-    if (auto vector = llvm::dyn_cast<VectorType>(intType))
-      return b.create<arith::ConstantOp>(
-          loc, DenseElementsAttr::get(vector, b.getI32IntegerAttr(v)));
-    return b.create<arith::ConstantOp>(loc, b.getI32IntegerAttr(v));
+  auto splatF = [&](double v) { return splat(type, b.getF32FloatAttr(v)); };
+  auto splatI = [&](int32_t v) {
+    return splat(intType, b.getI32IntegerAttr(v));
   };
   auto fma = [&](Value a, Value m, Value c) -> Value {
     return b.create<LLVM::FMAOp>(loc, a, m, c);
@@ -78,14 +72,13 @@ Value expF32(OpBuilder &b, Location loc, Value x) {
   };
   Value y = b.create<arith::MulFOp>(
       loc, b.create<arith::MulFOp>(loc, p, pow2(n1)), pow2(n2));
-  Value over = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, x,
-                                       splatF(hi));
-  Value under = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x,
-                                        splatF(lo));
+  Value over =
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OGT, x, splatF(hi));
+  Value under =
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OLT, x, splatF(lo));
   Value nan = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
-  y = b.create<arith::SelectOp>(loc, over,
-                                splatF(std::numeric_limits<double>::infinity()),
-                                y);
+  y = b.create<arith::SelectOp>(
+      loc, over, splatF(std::numeric_limits<double>::infinity()), y);
   y = b.create<arith::SelectOp>(loc, under, splatF(0.0), y);
   return b.create<arith::SelectOp>(loc, nan, x, y);
 }
