@@ -32,10 +32,13 @@ struct AbiTypes {
   /// tfc_artifact_t {magic, abi_version, struct_size, reserved, target,
   ///                 compiler_version, module_hash, metadata_json,
   ///                 num_params, num_state, num_entries, reserved2,
-  ///                 params, state, entries}
+  ///                 params, state, entries, device, num_device_kernels,
+  ///                 device_arch, device_kernels, device_image,
+  ///                 device_image_bytes, device_ptx}
   llvm::StructType *artifact;
   /// tfc_host_api_t {struct_size, user, parallel_for, report_error,
-  ///                 kernel_begin, kernel_end}
+  ///                 kernel_begin, kernel_end, device_launch, device_copy,
+  ///                 device_constant}
   llvm::StructType *hostApi;
 
   /// Field numbers of tfc_host_api_t that compiled code reads.

@@ -84,6 +84,32 @@ llvm::Expected<ArtifactTables> readArtifactTables(ModuleOp module) {
     info.metadata = meta.str();
     module->removeAttr(attr::kMetadata);
   }
+  if (auto device = module->getAttrOfType<StringAttr>(attr::kDevice)) {
+    if (device.getValue() != "cuda")
+      return error("unknown " + Twine(attr::kDevice) + " '" +
+                   device.getValue() + "' (expected cuda)");
+    auto arch = module->getAttrOfType<StringAttr>(attr::kDeviceArch);
+    auto kernels = module->getAttrOfType<ArrayAttr>(attr::kDeviceKernels);
+    auto image = module->getAttrOfType<StringAttr>(attr::kDeviceImage);
+    auto portable = module->getAttrOfType<StringAttr>(attr::kDevicePortable);
+    if (!arch || !kernels || !image || !portable)
+      return error("the module's device kernels are incomplete (run the "
+                   "target's codegen phase, e.g. tfc-cuda-compile-kernels)");
+    info.device.kind = TFC_DEVICE_CUDA;
+    info.device.arch = arch.str();
+    for (Attribute name : kernels) {
+      auto text = llvm::dyn_cast<StringAttr>(name);
+      if (!text)
+        return error(Twine(attr::kDeviceKernels) + " holds a non-string");
+      info.device.kernels.push_back(text.str());
+    }
+    info.device.image = image.str();
+    info.device.portable = portable.str();
+    for (StringRef name : {attr::kDevice, attr::kDeviceArch,
+                           attr::kDeviceKernels, attr::kDeviceImage,
+                           attr::kDevicePortable})
+      module->removeAttr(name);
+  }
   SmallVector<Operation *> declarations;
   for (Operation &op : module.getBody()->getOperations()) {
     if (auto p = llvm::dyn_cast<ParamOp>(op)) {
@@ -233,7 +259,15 @@ public:
          str(info.metadata), b.getInt32(info.params.size()),
          b.getInt32(info.state.size()), b.getInt32(info.entries.size()),
          b.getInt32(0), tensorTable(info.params, "params"),
-         tensorTable(info.state, "state"), entryTable});
+         tensorTable(info.state, "state"), entryTable,
+         b.getInt32(info.device.kind),
+         b.getInt32(info.device.kernels.size()), str(info.device.arch),
+         stringTable(info.device.kernels, "device_kernels"),
+         bytes(info.device.image, "device_image"),
+         b.getInt64(info.device.image.size()),
+         info.device.kind == TFC_DEVICE_CPU
+             ? static_cast<llvm::Constant *>(llvm::ConstantPointerNull::get(ptr))
+             : str(info.device.portable)});
     llvm::Constant *artifactGlobal = global(table, "tfc.artifact");
 
     // const tfc_artifact_t* tfc_artifact_v<N>(void)
@@ -259,6 +293,29 @@ private:
 
   llvm::Constant *str(StringRef s) {
     return b.CreateGlobalStringPtr(s, "tfc.str", 0, &m);
+  }
+
+  llvm::Constant *stringTable(const std::vector<std::string> &strings,
+                              const std::string &name) {
+    if (strings.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    std::vector<llvm::Constant *> pointers;
+    for (const std::string &s : strings)
+      pointers.push_back(str(s));
+    return global(llvm::ConstantArray::get(
+                      llvm::ArrayType::get(ptr, pointers.size()), pointers),
+                  "tfc." + name);
+  }
+
+  /// Raw bytes (a device image), aligned for any loader; null when empty.
+  llvm::Constant *bytes(StringRef data, const std::string &name) {
+    if (data.empty())
+      return llvm::ConstantPointerNull::get(ptr);
+    auto *g = global(llvm::ConstantDataArray::getRaw(
+                         data, data.size(), llvm::Type::getInt8Ty(ctx)),
+                     "tfc." + name);
+    llvm::cast<llvm::GlobalVariable>(g)->setAlignment(llvm::Align(64));
+    return g;
   }
 
   llvm::Constant *tensorTable(const std::vector<TensorInfo> &tensors,

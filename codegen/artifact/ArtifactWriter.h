@@ -69,11 +69,20 @@ struct ArtifactEntry {
   std::vector<ArtifactKernel> kernels; // its kernel launches, in call order
 };
 
+/// A device target's kernels (tfc_artifact_t.device_*); empty for the CPU.
+struct ArtifactDevice {
+  int32_t kind = 0; // TFC_DEVICE_*
+  std::string arch;
+  std::vector<std::string> kernels; // in launch-index order
+  std::string image, portable;      // machine code; PTX text
+};
+
 /// What the artifact's tables say.
 struct ArtifactTables {
   std::vector<ArtifactTensor> params, state;
   std::vector<ArtifactEntry> entries;
   std::string metadata = "{}";
+  ArtifactDevice device;
 };
 
 /// Reads the tables from a planned module (after tfc-lower-to-kernels and

@@ -1,9 +1,11 @@
 //===- CompileKernels.cpp - the tfc-cuda-compile-kernels pass -------------===//
 //
-// NVRTC, linked at build time from the CUDA toolkit (no GPU needed): each
-// kernel's source after the shared prelude -> PTX for the chosen
-// architecture. Kernels are compiled one program each, so that a failure
-// names its kernel and shows NVRTC's log for it alone.
+// NVRTC, linked at build time from the CUDA toolkit (no GPU needed): the
+// shared prelude and every kernel, as one program, become a cubin for the
+// chosen architecture and PTX for newer GPUs, which the artifact embeds.
+// When that fails, or --dump-ir wants each kernel's PTX, every kernel is
+// also compiled alone, so that a failure names its kernel and shows NVRTC's
+// log for it alone.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -11,6 +13,8 @@
 #include "codegen/cuda/CudaAttrs.h"
 #include "codegen/cuda/CudaSource.h"
 #include "dialects/tfc/AttrNames.h"
+
+#include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
@@ -44,12 +48,15 @@ namespace {
 
 struct Compiled {
   bool ok = false;
-  std::string log, ptx;
+  std::string log, code;
 };
 
-/// Compiles `source` for `arch` ("sm_90") to PTX.
+enum class Output { Ptx, Cubin };
+
+/// Compiles `source` with NVRTC: PTX for the virtual architecture of `arch`
+/// ("sm_90" -> compute_90), or a cubin for `arch` itself.
 Compiled compile(const std::string &source, llvm::StringRef name,
-                 llvm::StringRef arch) {
+                 llvm::StringRef arch, Output output) {
   Compiled out;
   nvrtcProgram program;
   std::string file = (name + ".cu").str();
@@ -58,11 +65,12 @@ Compiled compile(const std::string &source, llvm::StringRef name,
     out.log = "nvrtcCreateProgram failed";
     return out;
   }
-  // PTX for the virtual architecture of `arch` (compute_90a for sm_90a).
-  std::string virtualArch =
-      "--gpu-architecture=compute_" + arch.drop_front(3).str();
+  std::string archOption =
+      "--gpu-architecture=" +
+      (output == Output::Ptx ? "compute_" + arch.drop_front(3).str()
+                             : arch.str());
   // IEEE division and square root, denormals kept: the CPU's numbers.
-  const char *options[] = {virtualArch.c_str(), "--std=c++17",
+  const char *options[] = {archOption.c_str(), "--std=c++17",
                            "-default-device"};
   nvrtcResult status = nvrtcCompileProgram(
       program, static_cast<int>(std::size(options)), options);
@@ -74,14 +82,20 @@ Compiled compile(const std::string &source, llvm::StringRef name,
     out.log.resize(logSize - 1);
   }
   if (status == NVRTC_SUCCESS) {
-    size_t ptxSize = 0;
-    if (nvrtcGetPTXSize(program, &ptxSize) == NVRTC_SUCCESS) {
-      out.ptx.resize(ptxSize);
-      nvrtcGetPTX(program, out.ptx.data());
-      if (!out.ptx.empty() && out.ptx.back() == '\0')
-        out.ptx.pop_back();
-      out.ok = true;
+    size_t size = 0;
+    if (output == Output::Ptx &&
+        nvrtcGetPTXSize(program, &size) == NVRTC_SUCCESS) {
+      out.code.resize(size);
+      out.ok = nvrtcGetPTX(program, out.code.data()) == NVRTC_SUCCESS;
+      if (!out.code.empty() && out.code.back() == '\0')
+        out.code.pop_back();
+    } else if (output == Output::Cubin &&
+               nvrtcGetCUBINSize(program, &size) == NVRTC_SUCCESS) {
+      out.code.resize(size);
+      out.ok = nvrtcGetCUBIN(program, out.code.data()) == NVRTC_SUCCESS;
     }
+    if (!out.ok)
+      out.log = "NVRTC compiled the program but did not return its code";
   } else if (out.log.empty()) {
     out.log = nvrtcGetErrorString(status);
   }
@@ -121,17 +135,60 @@ struct CompileKernelsPass
             << dumpDir << "': " << ec.message();
         return signalPassFailure();
       }
+    SmallVector<func::FuncOp> kernels;
+    for (auto kernel : module.getOps<func::FuncOp>())
+      if (kernel->hasAttr(cuda::attr::kSource))
+        kernels.push_back(kernel);
+
+    // One module, so that the kernels share the prelude's error word.
+    std::string source = cuda::kernelPrelude().str();
+    for (func::FuncOp kernel : kernels)
+      source += "\n" +
+                kernel->getAttrOfType<StringAttr>(cuda::attr::kSource).str();
+    Compiled ptx = compile(source, "kernels", arch, Output::Ptx);
+    // Alone, each kernel's failure names it and its .ptx can be read.
+    if (!ptx.ok || !dumpDir.empty()) {
+      if (!compileEach(kernels))
+        return signalPassFailure();
+      if (!ptx.ok) {
+        mlir::emitError(module.getLoc(), "NVRTC cannot compile the kernels together for ")
+            << arch << ":\n"
+            << ptx.log;
+        return signalPassFailure();
+      }
+    }
+    Compiled cubin = compile(source, "kernels", arch, Output::Cubin);
+    if (!cubin.ok) {
+      mlir::emitError(module.getLoc(), "NVRTC cannot compile the kernels to machine code for ")
+          << arch << ":\n"
+          << cubin.log;
+      return signalPassFailure();
+    }
+
     Builder b(module.getContext());
+    SmallVector<Attribute> names;
+    for (auto [i, kernel] : llvm::enumerate(kernels)) {
+      kernel->setAttr(attr::kDeviceKernelIndex, b.getI32IntegerAttr(i));
+      names.push_back(b.getStringAttr(kernel.getName()));
+    }
+    module->setAttr(attr::kDevice, b.getStringAttr("cuda"));
+    module->setAttr(attr::kDeviceArch, b.getStringAttr(arch));
+    module->setAttr(attr::kDeviceKernels, b.getArrayAttr(names));
+    module->setAttr(attr::kDeviceImage, b.getStringAttr(cubin.code));
+    module->setAttr(attr::kDevicePortable, b.getStringAttr(ptx.code));
+  }
+
+  /// Compiles every kernel alone (after the prelude); with dump-dir, writes
+  /// its .cu and .ptx. Reports each failure at its kernel.
+  bool compileEach(ArrayRef<func::FuncOp> kernels) {
     bool ok = true;
-    for (auto kernel : module.getOps<func::FuncOp>()) {
+    for (func::FuncOp kernel : kernels) {
       auto code = kernel->getAttrOfType<StringAttr>(cuda::attr::kSource);
-      if (!code)
-        continue;
       std::string source = cuda::kernelPrelude().str() + "\n" + code.str();
       StringRef name = kernel.getName();
       if (!dumpDir.empty())
         writeFile(dumpDir, (name + ".cu").str(), source);
-      Compiled result = compile(source, name, arch);
+      Compiled result = compile(source, name, arch, Output::Ptx);
       if (!result.ok) {
         // At the location alone: the kernel (a declaration holding its
         // source) printed as "current operation" would bury NVRTC's log.
@@ -142,12 +199,9 @@ struct CompileKernelsPass
         continue;
       }
       if (!dumpDir.empty())
-        writeFile(dumpDir, (name + ".ptx").str(), result.ptx);
-      kernel->setAttr(cuda::attr::kPtxBytes,
-                      b.getI64IntegerAttr(result.ptx.size()));
+        writeFile(dumpDir, (name + ".ptx").str(), result.code);
     }
-    if (!ok)
-      signalPassFailure();
+    return ok;
   }
 };
 

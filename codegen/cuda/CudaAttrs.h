@@ -11,8 +11,6 @@ namespace tfc::cuda::attr {
 constexpr llvm::StringLiteral kSource = "tfc.cuda.source";
 /// On a kernel: the work items of its grid-stride loop.
 constexpr llvm::StringLiteral kThreads = "tfc.cuda.threads";
-/// On a kernel: bytes of PTX NVRTC made of it.
-constexpr llvm::StringLiteral kPtxBytes = "tfc.cuda.ptx_bytes";
 
 } // namespace tfc::cuda::attr
 

@@ -955,22 +955,12 @@ void attentionRow(llvm::raw_ostream &os, const AttentionShape &a,
 }
 
 /// The scaled score of key `j` for the row (after attentionRow): the dot
-/// product of the query row and key row `j` (tfc_dot_D), times the scale.
+/// product of the query row and key row `j` (the prelude's tfc_dot), times
+/// the scale.
 std::string score(const AttentionShape &a, StringRef j) {
-  return "tfc_dot_" + std::to_string(a.d) + "(in0 + qrow, in1 + kb + " +
+  return "tfc_dot<" + std::to_string(a.d) + "LL>(in0 + qrow, in1 + kb + " +
          j.str() + " * " + std::to_string(a.d) + "LL) * " +
          floatLiteral(a.scale);
-}
-
-/// A dot product helper over `n` elements of two buffers of `elem`.
-std::string dotHelper(int64_t n, Type aElem, Type bElem) {
-  std::string a = storageType(aElem), b = storageType(bElem);
-  return "__device__ __forceinline__ float tfc_dot_" + std::to_string(n) +
-         "(const " + a + "* x, const " + b + "* y) {\n"
-         "  float s = 0.0f;\n"
-         "  for (long long t = 0; t < " + std::to_string(n) +
-         "LL; ++t) s = fmaf(" + load(aElem, "x[t]") + ", " +
-         load(bElem, "y[t]") + ", s);\n  return s;\n}\n";
 }
 
 /// m and l (max and sum of exp(score - m)) over the row's visible keys.
@@ -988,12 +978,11 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
                                       ArrayRef<MemRefType> operands,
                                       ArrayRef<MemRefType> results) {
   AttentionShape a = attentionShape(op);
-  Type qe = operands[0].getElementType(), ke = operands[1].getElementType(),
-       ve = operands[2].getElementType(), oe = results[0].getElementType();
+  Type ve = operands[2].getElementType(), oe = results[0].getElementType();
   int64_t rows = a.b * a.h * a.tq;
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << dotHelper(a.d, qe, ke) << signature(name, operands, results) << " {\n"
+  os << signature(name, operands, results) << " {\n"
      << "  const long long n = " << rows << "LL;\n" << kGridStride;
   attentionRow(os, a, "i", "in3[0]", "    ");
   // Online softmax: acc holds sum_j exp(s_j - m) v_j for the running m.
@@ -1021,8 +1010,7 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   // operands: q, k, v, out, grad_out[, offset]; results: dq, dk, dv.
   AttentionShape a = attentionShape(op);
   Type qe = operands[0].getElementType(), ke = operands[1].getElementType(),
-       ve = operands[2].getElementType(), oe = operands[3].getElementType(),
-       ge = operands[4].getElementType();
+       oe = operands[3].getElementType(), ge = operands[4].getElementType();
   int64_t qRows = a.b * a.h * a.tq, kRows = a.b * a.hkv * a.tk;
   int64_t group = a.h / a.hkv;
   std::string dv = std::to_string(a.dv), d = std::to_string(a.d);
@@ -1031,9 +1019,6 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   };
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << dotHelper(a.d, qe, ke);
-  if (a.dv != a.d || ve != ke || ge != ve)
-    os << dotHelper(a.dv, ge, ve);
   // dP_ij = dO_i . V_j; Di = dO_i . O_i; dS_ij = p_ij (dP_ij - Di).
   os << signature(name, operands, results) << " {\n"
      << "  const long long n = " << qRows + kRows << "LL;\n" << kGridStride
@@ -1048,7 +1033,7 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
      << "      for (long long t = 0; t < " << d << "LL; ++t) acc[t] = 0.0f;\n"
      << "      for (long long j = 0; j < lim; ++j) {\n"
      << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
-     << "        const float dp = tfc_dot_" << a.dv << "(in4 + orow, in2 + vb + j * "
+     << "        const float dp = tfc_dot<" << a.dv << "LL>(in4 + orow, in2 + vb + j * "
      << dv << "LL);\n"
      << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
      << ";\n"
@@ -1075,7 +1060,7 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
      << "        for (long long t = 0; t < " << dv << "LL; ++t) Di += "
      << dO("t") << " * " << load(oe, "in3[orow + t]") << ";\n"
      << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
-     << "        const float dp = tfc_dot_" << a.dv << "(in4 + orow, in2 + vb + j * "
+     << "        const float dp = tfc_dot<" << a.dv << "LL>(in4 + orow, in2 + vb + j * "
      << dv << "LL);\n"
      << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
      << ";\n"
@@ -1445,6 +1430,16 @@ __device__ __forceinline__ unsigned short tfc_f32_to_bf16(float f) {
 }
 __device__ __forceinline__ float tfc_round_bf16(float f) {
   return tfc_bf16_to_f32(tfc_f32_to_bf16(f));
+}
+// An element as float: f32 as is, bf16 (stored as unsigned short) widened.
+__device__ __forceinline__ float tfc_as_float(float v) { return v; }
+__device__ __forceinline__ float tfc_as_float(unsigned short b) { return tfc_bf16_to_f32(b); }
+// The dot product of N elements of x and y, accumulated in f32 in order.
+template <long long N, typename A, typename B>
+__device__ __forceinline__ float tfc_dot(const A* x, const B* y) {
+  float s = 0.0f;
+  for (long long t = 0; t < N; ++t) s = fmaf(tfc_as_float(x[t]), tfc_as_float(y[t]), s);
+  return s;
 }
 // arith.maximumf / minimumf: NaN in either operand gives NaN.
 __device__ __forceinline__ float tfc_maximumf(float a, float b) {

@@ -1,10 +1,10 @@
 //===- CudaTarget.cpp - the CUDA target -----------------------------------===//
 //
 // What the CUDA backend tells the target-neutral compiler, and the passes it
-// adds: tfc-cuda-emit-kernels (CUDA C++ per kernel) and
-// tfc-cuda-compile-kernels (NVRTC). The host side of a CUDA artifact (kernel
-// launches from the entries, the runtime's driver-API executor) is not built
-// yet, so this target stops at the codegen phase and says so.
+// adds: tfc-cuda-emit-kernels (CUDA C++ per kernel), tfc-cuda-compile-kernels
+// (NVRTC: one cubin and PTX for the artifact) and, after the entries are
+// lowered to the LLVM dialect as host code, tfc-cuda-launch-kernels (kernel
+// calls become launches through the runtime).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
@@ -12,7 +12,10 @@
 #include "codegen/target/Target.h"
 #include "dialects/tfc/TfcOps.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -23,8 +26,8 @@ class CudaTarget final : public Target {
 public:
   llvm::StringRef name() const override { return "cuda"; }
   llvm::StringRef description() const override {
-    return "NVIDIA GPUs: CUDA C++ kernels compiled by NVRTC (--cuda-arch); "
-           "kernels only so far, no artifact yet";
+    return "NVIDIA GPUs: CUDA C++ kernels compiled by NVRTC (--cuda-arch), "
+           "launched by the runtime through the CUDA driver";
   }
 
   /// cudaMalloc's alignment, and enough for 128-bit vector loads of any
@@ -55,12 +58,6 @@ public:
            supportedArchitectures().str() + ")";
   }
 
-  std::string artifactUnavailable() const override {
-    return "the CUDA target writes and compiles kernels (--compile-to="
-           "codegen) but cannot build an artifact yet: the host launch code "
-           "and the runtime's CUDA executor are not written";
-  }
-
   void buildCodegenPipeline(OpPassManager &pm,
                             const TargetOptions &options) const override {
     pm.addPass(createTfcCudaEmitKernels());
@@ -70,8 +67,25 @@ public:
     pm.addPass(createTfcCudaCompileKernels(compile));
   }
 
-  void buildLowerToLLVMPipeline(OpPassManager &,
-                                const TargetOptions &) const override {}
+  void buildLowerToLLVMPipeline(OpPassManager &pm,
+                                const TargetOptions &) const override {
+    // Entries are host code on device addresses: views of the arena are
+    // pointer arithmetic, kernels bare-pointer calls that
+    // tfc-cuda-launch-kernels turns into launches.
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertSCFToCFPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    ConvertFuncToLLVMPassOptions funcOptions;
+    funcOptions.useBarePtrCallConv = true;
+    pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createConvertIndexToLLVMPass());
+    pm.addPass(createConvertControlFlowToLLVMPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    pm.addPass(createTfcCudaLaunchKernels());
+    pm.addPass(createCanonicalizerPass());
+  }
 };
 
 } // namespace

@@ -41,12 +41,17 @@ def TfcCudaCompileKernels : Pass<"tfc-cuda-compile-kernels", "mlir::ModuleOp"> {
   let summary = "Compiles every CUDA kernel with NVRTC for the chosen GPU";
   let description = [{
     The second pass of the CUDA target's `codegen` phase: the module's
-    kernels (`tfc.cuda.source`, after the shared prelude) are compiled by
-    NVRTC into PTX for `arch` (sm_80, sm_90, sm_90a, ...), and each kernel
-    records the size of its PTX in `tfc.cuda.ptx_bytes`. A kernel that does
-    not compile fails the pass with its name and NVRTC's log. With
-    `dump-dir`, every kernel's `.cu` and `.ptx` are written there (the
-    failing kernel's `.cu` too).
+    kernels (`tfc.cuda.source`), after the shared prelude, are compiled by
+    NVRTC as one program into a cubin for `arch` (sm_80, sm_90, sm_90a, ...)
+    and PTX for its virtual architecture (newer GPUs compile it when they
+    load the artifact). The module records them for the artifact
+    (`tfc.device = "cuda"`, `tfc.device_arch`, `tfc.device_kernels`: the
+    kernel names in launch-index order, `tfc.device_image`: the cubin,
+    `tfc.device_portable`: the PTX), and each kernel its
+    `tfc.device_kernel_index`. A kernel that does not compile fails the
+    pass with its name and NVRTC's log. With `dump-dir`, every kernel's
+    `.cu` and `.ptx` (compiled alone) are written there, the failing
+    kernel's `.cu` too.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"",
@@ -54,6 +59,40 @@ def TfcCudaCompileKernels : Pass<"tfc-cuda-compile-kernels", "mlir::ModuleOp"> {
     Option<"dumpDir", "dump-dir", "std::string", /*default=*/"\"\"",
            "Write each kernel's .cu and .ptx to this folder">,
   ];
+}
+
+def TfcCudaLaunchKernels : Pass<"tfc-cuda-launch-kernels", "mlir::ModuleOp"> {
+  let summary = "Makes the kernel calls of entries launches on the GPU";
+  let description = [{
+    The last pass of the CUDA target's `llvm` phase, on the LLVM dialect.
+    Entries stay host code: they compute device addresses (views of the
+    arena) but never dereference one. Each kernel declaration
+    (`tfc.device_kernel_index`) gets a body that packs its pointer
+    arguments into a stack array and calls
+    `tfc_kernels_device_launch(index, grid, block, args, num_args)`, with
+    256-thread blocks covering its `tfc.cuda.threads` work items (at most
+    65536 blocks; the kernels loop grid-stride). In entries, a copy
+    (`llvm.intr.memcpy`, the memory plan's copies) becomes
+    `tfc_kernels_device_copy(dst, src, bytes)`, and the address of a
+    constant global `tfc_kernels_device_constant(address, bytes)`: the
+    runtime's device copy of it. The kernel library forwards these to the
+    runtime (tfc_host_api_t.device_*). Any other load or store of memory in
+    an entry is an error at its location.
+
+    ```mlir
+    // before
+    llvm.func @k0_exp(!llvm.ptr, !llvm.ptr)
+        attributes {tfc.cuda.threads = 4 : i64, tfc.device_kernel_index = 0 : i32}
+    // after
+    llvm.func internal @k0_exp(%arg0: !llvm.ptr, %arg1: !llvm.ptr) {
+      %args = llvm.alloca %c1 x !llvm.array<2 x ptr> : (i64) -> !llvm.ptr
+      llvm.store %arg0, ... ; llvm.store %arg1, ...
+      llvm.call @tfc_kernels_device_launch(%c0, %c1, %c32, %args, %c2)
+      llvm.return
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 #endif // TFC_CODEGEN_CUDA_PASSES_TD

@@ -70,6 +70,18 @@ constexpr llvm::StringLiteral kCostByKernel = "tfc.cost_by_kernel";
 constexpr llvm::StringLiteral kKernelCost = "tfc.kernel_cost";
 constexpr llvm::StringLiteral kKernelOps = "tfc.kernel_ops";
 
+/// A device target's compiled kernels, for the artifact's device fields
+/// (tfc_artifact_t.device_*), set by the target's codegen: on the module, the
+/// device ("cuda"), the architecture ("sm_90"), the kernels' names in launch
+/// index order, their machine code (bytes) and their portable form (PTX
+/// text); on each device kernel, its launch index.
+constexpr llvm::StringLiteral kDevice = "tfc.device";
+constexpr llvm::StringLiteral kDeviceArch = "tfc.device_arch";
+constexpr llvm::StringLiteral kDeviceKernels = "tfc.device_kernels";
+constexpr llvm::StringLiteral kDeviceImage = "tfc.device_image";
+constexpr llvm::StringLiteral kDevicePortable = "tfc.device_portable";
+constexpr llvm::StringLiteral kDeviceKernelIndex = "tfc.device_kernel_index";
+
 } // namespace tfc::attr
 
 #endif // TFC_DIALECTS_TFC_ATTRNAMES_H

@@ -82,14 +82,19 @@ TEST_F(AbiLayoutTest, Artifact) {
                 OFF(T, reserved), OFF(T, target), OFF(T, compiler_version),
                 OFF(T, module_hash), OFF(T, metadata_json), OFF(T, num_params),
                 OFF(T, num_state), OFF(T, num_entries), OFF(T, reserved2),
-                OFF(T, params), OFF(T, state), OFF(T, entries)});
+                OFF(T, params), OFF(T, state), OFF(T, entries), OFF(T, device),
+                OFF(T, num_device_kernels), OFF(T, device_arch),
+                OFF(T, device_kernels), OFF(T, device_image),
+                OFF(T, device_image_bytes), OFF(T, device_ptx)});
 }
 
 TEST_F(AbiLayoutTest, HostApi) {
   using T = tfc_host_api_t;
   expectLayout(types.hostApi, sizeof(T),
                {OFF(T, struct_size), OFF(T, user), OFF(T, parallel_for),
-                OFF(T, report_error), OFF(T, kernel_begin), OFF(T, kernel_end)});
+                OFF(T, report_error), OFF(T, kernel_begin), OFF(T, kernel_end),
+                OFF(T, device_launch), OFF(T, device_copy),
+                OFF(T, device_constant)});
   EXPECT_EQ(layout->getStructLayout(types.hostApi)
                 ->getElementOffset(tfc::AbiTypes::kHostUser),
             OFF(T, user));

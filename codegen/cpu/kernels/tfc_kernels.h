@@ -46,6 +46,15 @@ void tfc_kernels_kernel_end(int32_t kernel);
 void tfc_kernels_parallel_for(int64_t n, int64_t grain,
                               void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
 
+/* ---- Device artifacts (tfc-cuda-launch-kernels) ----
+ * A CUDA artifact's entries run on the host and call these with device addresses; they
+ * forward to the host's device_launch, device_copy and device_constant (tfc_host_api_t),
+ * or record an error when the host has none. */
+void tfc_kernels_device_launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
+                               int32_t num_args);
+void tfc_kernels_device_copy(void* dst, const void* src, uint64_t bytes);
+void* tfc_kernels_device_constant(const void* data, uint64_t bytes);
+
 /* ---- Matrix products ---- */
 
 /* C[b] = op(A[b]) @ op(B[b]) (+ C[b] when accumulate != 0) for b in [0, batch), where

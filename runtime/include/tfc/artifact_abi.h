@@ -2,7 +2,7 @@
  * runtime. Plain C, no includes beyond <stdint.h>, shared verbatim by both sides.
  *
  * A compiled model is a shared object that exports exactly one symbol,
- * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v2"): a function taking no arguments and returning a
+ * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v3"): a function taking no arguments and returning a
  * pointer to a constant tfc_artifact_t that lives as long as the object is loaded. The
  * runtime dlopen()s the file, looks the symbol up, and refuses the file unless `magic` is
  * TFC_ARTIFACT_MAGIC, `abi_version` equals the runtime's TFC_ARTIFACT_ABI_VERSION and
@@ -18,6 +18,13 @@
  * None of these may alias each other. Entries of one artifact may run concurrently only on
  * distinct state and arena memory.
  *
+ * Device artifacts (tfc_artifact_t.device != TFC_DEVICE_CPU): all six kinds of pointers
+ * above are device addresses (CUDA: CUdeviceptr values), aligned to the device's arena
+ * alignment. The entry runs on the host and never dereferences them: it computes views
+ * into the arena and asks the host to launch the device kernels, copy between device
+ * buffers and provide device copies of its constants (tfc_host_api_t.device_*). Launches
+ * are asynchronous; the entry returns once all are queued.
+ *
  * Versioning: any change to these structs or their meaning bumps TFC_ARTIFACT_ABI_VERSION
  * and renames the exported symbol's suffix with it, so an old runtime never misreads a new
  * artifact (and says which versions it found and expected).
@@ -32,9 +39,15 @@ extern "C" {
 #endif
 
 #define TFC_ARTIFACT_MAGIC 0x31434654u /* "TFC1" read as a little-endian uint32 */
-#define TFC_ARTIFACT_ABI_VERSION 2u
-#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v2"
+#define TFC_ARTIFACT_ABI_VERSION 3u
+#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v3"
 #define TFC_ARENA_ALIGNMENT 64u
+
+/* Where an artifact's kernels run and its buffers live. */
+enum {
+  TFC_DEVICE_CPU = 0,
+  TFC_DEVICE_CUDA = 1,
+};
 
 /* Element types; the values equal tfc_dtype_t in tfc/runtime/dtype.h. */
 enum {
@@ -67,6 +80,18 @@ typedef struct tfc_host_api_t {
    * the running entry (an index into its tfc_entry_t.kernels). */
   void (*kernel_begin)(void* user, int32_t kernel);
   void (*kernel_end)(void* user, int32_t kernel);
+  /* Device artifacts only (NULL otherwise). Queues device kernel `kernel` (an index into
+   * tfc_artifact_t.device_kernels) over `grid` blocks of `block` threads; args[i] is the
+   * value of the kernel's i-th parameter (each a device pointer). A failure is kept by the
+   * host and reported when the entry returns; later launches of that call are skipped. */
+  void (*device_launch)(void* user, int32_t kernel, uint32_t grid, uint32_t block,
+                        void* const* args, int32_t num_args);
+  /* Queues a copy of `bytes` bytes between device buffers (the memory plan's copies). */
+  void (*device_copy)(void* user, void* dst, const void* src, uint64_t bytes);
+  /* The device copy of one of the artifact's constants (host address `data`, `bytes`
+   * long), uploaded at its first use and kept as long as the host lives. NULL after a
+   * failure, which the host reports when the entry returns. */
+  void* (*device_constant)(void* user, const void* data, uint64_t bytes);
 } tfc_host_api_t;
 
 /* A parameter, a state tensor, or an entry point's input or output. */
@@ -123,6 +148,15 @@ typedef struct tfc_artifact_t {
   const tfc_tensor_desc_t* params;
   const tfc_tensor_desc_t* state;
   const tfc_entry_t* entries;
+  /* Where the kernels run (TFC_DEVICE_*). The rest describes a device artifact's kernels
+   * and is zero for the CPU. */
+  int32_t device;
+  int32_t num_device_kernels;
+  const char* device_arch;            /* the GPU architecture compiled for: "sm_90" */
+  const char* const* device_kernels;  /* the kernels' function names in the image */
+  const void* device_image;           /* the kernels as machine code for device_arch (cubin) */
+  uint64_t device_image_bytes;
+  const char* device_ptx;             /* the same as PTX text, for newer GPUs to compile */
 } tfc_artifact_t;
 
 typedef const tfc_artifact_t* (*tfc_artifact_get_fn_t)(void);

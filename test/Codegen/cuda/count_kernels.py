@@ -1,14 +1,18 @@
 """Counts the kernels of a --target=cuda --compile-to=codegen module and those
-NVRTC compiled (tfc.cuda.ptx_bytes); with a dump folder, also requires each
-kernel's .cu and .ptx there."""
+NVRTC compiled (an .entry of the module's PTX, tfc.device_portable, listed in
+tfc.device_kernels); with a dump folder, also requires each kernel's .cu and
+.ptx there."""
 import os
 import re
 import sys
 
 text = open(sys.argv[1]).read()
 kernels = re.findall(r"func\.func private @(\w+)\([^)]*\)[^\n]*tfc\.kernel", text)
-with_ptx = [k for k in kernels
-            if re.search(r"@" + k + r"\([^\n]*tfc\.cuda\.ptx_bytes = [1-9]", text)]
+ptx = re.search(r'tfc\.device_portable = "([^"]*)"', text)
+listed = re.search(r"tfc\.device_kernels = \[([^\]]*)\]", text)
+listed = set(re.findall(r'"(\w+)"', listed.group(1))) if listed else set()
+entries = set(re.findall(r"\.entry (\w+)\(", ptx.group(1))) if ptx else set()
+with_ptx = [k for k in kernels if k in entries and k in listed]
 missing = []
 if len(sys.argv) > 2:
     for k in kernels:

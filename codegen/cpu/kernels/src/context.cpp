@@ -101,6 +101,35 @@ void tfc_kernels_kernel_end(int32_t kernel) {
   if (h && h->kernel_begin && h->kernel_end) h->kernel_end(h->user, kernel);
 }
 
+void tfc_kernels_device_launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
+                               int32_t num_args) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->device_launch) {
+    tfc_kernels_error("a device artifact's entry ran without a device runtime (no device_launch)");
+    return;
+  }
+  h->device_launch(h->user, kernel, grid, block, args, num_args);
+}
+
+void tfc_kernels_device_copy(void* dst, const void* src, uint64_t bytes) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->device_copy) {
+    tfc_kernels_error("a device artifact's entry ran without a device runtime (no device_copy)");
+    return;
+  }
+  h->device_copy(h->user, dst, src, bytes);
+}
+
+void* tfc_kernels_device_constant(const void* data, uint64_t bytes) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->device_constant) {
+    tfc_kernels_error(
+        "a device artifact's entry ran without a device runtime (no device_constant)");
+    return nullptr;
+  }
+  return h->device_constant(h->user, data, bytes);
+}
+
 void tfc_kernels_parallel_for(int64_t n, int64_t grain,
                               void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx) {
   tfc_kern::parallel_for(n, grain, fn, ctx);

@@ -1,0 +1,216 @@
+//===- LaunchKernels.cpp - the tfc-cuda-launch-kernels pass ---------------===//
+//
+// The host half of a CUDA artifact, in the LLVM dialect, where a buffer is a
+// pointer. Entries stay host code that computes device addresses (views of
+// the arena) but never dereferences one; what they did to memory becomes a
+// request to the runtime through the kernel library's device_* forwards:
+//
+//   - each kernel declaration (`tfc.device_kernel_index`) gets a body that
+//     packs its pointer arguments into a stack array and calls
+//       tfc_kernels_device_launch(index, grid, block, args, num_args)
+//     with a grid of `block`-thread blocks covering `tfc.cuda.threads` work
+//     items (the kernels loop grid-stride, so a capped grid is correct);
+//   - a copy (llvm.intr.memcpy: the memory plan's copies of returned inputs,
+//     stored state, caches not updated in place) becomes
+//       tfc_kernels_device_copy(dst, src, bytes);
+//   - the address of a constant global becomes
+//       tfc_kernels_device_constant(host address, bytes)
+//     (the runtime's device copy of it, uploaded once).
+// Anything else that touches memory in an entry is an error at its location.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/cuda/Passes.h"
+
+#include "codegen/cuda/CudaAttrs.h"
+#include "dialects/tfc/AttrNames.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
+
+namespace tfc::cuda {
+#define GEN_PASS_DEF_TFCCUDALAUNCHKERNELS
+#include "codegen/cuda/Passes.h.inc"
+} // namespace tfc::cuda
+
+using namespace mlir;
+using namespace tfc;
+
+namespace {
+
+constexpr llvm::StringLiteral kLaunch = "tfc_kernels_device_launch";
+constexpr llvm::StringLiteral kCopy = "tfc_kernels_device_copy";
+constexpr llvm::StringLiteral kConstant = "tfc_kernels_device_constant";
+
+/// Threads per block, and the most blocks a launch asks for: past that the
+/// grid-stride loops take several items per thread.
+constexpr int64_t kBlockThreads = 256;
+constexpr int64_t kMaxBlocks = 1 << 16;
+
+struct LaunchKernelsPass
+    : public tfc::cuda::impl::TfcCudaLaunchKernelsBase<LaunchKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    SymbolTable symbols(module);
+    OpBuilder b(ctx);
+    ptr = LLVM::LLVMPointerType::get(ctx);
+    i32 = IntegerType::get(ctx, 32);
+    i64 = IntegerType::get(ctx, 64);
+    Type voidType = LLVM::LLVMVoidType::get(ctx);
+
+    auto declare = [&](StringRef name, Type result, ArrayRef<Type> params) {
+      if (auto fn = symbols.lookup<LLVM::LLVMFuncOp>(name))
+        return fn;
+      b.setInsertionPointToEnd(module.getBody());
+      auto fn = b.create<LLVM::LLVMFuncOp>(
+          module.getLoc(), name, LLVM::LLVMFunctionType::get(result, params));
+      symbols.insert(fn);
+      return fn;
+    };
+
+    SmallVector<LLVM::LLVMFuncOp> kernels, hosts;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+      if (fn->hasAttr(attr::kDeviceKernelIndex))
+        kernels.push_back(fn);
+      else if (!fn.isExternal())
+        hosts.push_back(fn);
+    }
+    if (kernels.empty())
+      return;
+    LLVM::LLVMFuncOp launch =
+        declare(kLaunch, voidType, {i32, i32, i32, ptr, i32});
+    for (LLVM::LLVMFuncOp kernel : kernels)
+      if (failed(buildLaunchStub(kernel, launch, b)))
+        return signalPassFailure();
+
+    LLVM::LLVMFuncOp copy = declare(kCopy, voidType, {ptr, ptr, i64});
+    LLVM::LLVMFuncOp constant = declare(kConstant, ptr, {ptr, i64});
+    DataLayout layout(module);
+    for (LLVM::LLVMFuncOp host : hosts)
+      if (failed(redirectMemory(host, copy, constant, symbols, layout, b)))
+        return signalPassFailure();
+  }
+
+  /// kernel(p0, ..., pn-1) { args = {p0, ..., pn-1}; launch(index, ...) }
+  LogicalResult buildLaunchStub(LLVM::LLVMFuncOp kernel,
+                                LLVM::LLVMFuncOp launch, OpBuilder &b) {
+    Location loc = kernel.getLoc();
+    auto index = kernel->getAttrOfType<IntegerAttr>(attr::kDeviceKernelIndex);
+    auto threads = kernel->getAttrOfType<IntegerAttr>(cuda::attr::kThreads);
+    if (!index || !threads || threads.getInt() < 1)
+      return kernel.emitError("a CUDA kernel needs ")
+             << attr::kDeviceKernelIndex << " and a positive "
+             << cuda::attr::kThreads;
+    ArrayRef<Type> params = kernel.getFunctionType().getParams();
+    for (Type t : params)
+      if (t != ptr)
+        return kernel.emitError("CUDA kernel @")
+               << kernel.getName() << " takes a " << t
+               << "; kernels take buffers only";
+    if (!llvm::isa<LLVM::LLVMVoidType>(kernel.getFunctionType().getReturnType()))
+      return kernel.emitError("CUDA kernel @")
+             << kernel.getName() << " returns a value";
+    int64_t n = threads.getInt();
+    int64_t block = std::min(kBlockThreads, (n + 31) / 32 * 32);
+    int64_t grid = std::min(kMaxBlocks, (n + block - 1) / block);
+
+    kernel.setLinkage(LLVM::Linkage::Internal);
+    Block *entry = kernel.addEntryBlock(b);
+    b.setInsertionPointToStart(entry);
+    auto arrayType = LLVM::LLVMArrayType::get(ptr, std::max<size_t>(1, params.size()));
+    Value one = b.create<LLVM::ConstantOp>(loc, i64, 1);
+    Value args = b.create<LLVM::AllocaOp>(loc, ptr, arrayType, one);
+    for (unsigned i = 0; i < params.size(); ++i) {
+      Value slot = b.create<LLVM::GEPOp>(
+          loc, ptr, arrayType, args,
+          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+      b.create<LLVM::StoreOp>(loc, entry->getArgument(i), slot);
+    }
+    auto c32 = [&](int64_t v) -> Value {
+      return b.create<LLVM::ConstantOp>(loc, i32, v);
+    };
+    b.create<LLVM::CallOp>(
+        loc, launch,
+        ValueRange{c32(index.getInt()), c32(grid), c32(block), args,
+                   c32(static_cast<int64_t>(params.size()))});
+    b.create<LLVM::ReturnOp>(loc, ValueRange{});
+    // The source went to the device image; LLVM IR has no use for these.
+    for (StringRef name : {cuda::attr::kSource.data(), cuda::attr::kThreads.data(),
+                           attr::kDeviceKernelIndex.data()})
+      kernel->removeAttr(name);
+    return success();
+  }
+
+  /// Turns the memory operations of host function `fn` into device
+  /// requests; refuses what cannot be one.
+  LogicalResult redirectMemory(LLVM::LLVMFuncOp fn, LLVM::LLVMFuncOp copy,
+                               LLVM::LLVMFuncOp constant,
+                               SymbolTable &symbols, const DataLayout &layout,
+                               OpBuilder &b) {
+    WalkResult walked = fn.walk([&](Operation *op) -> WalkResult {
+      if (auto memcpy = llvm::dyn_cast<LLVM::MemcpyOp>(op)) {
+        b.setInsertionPoint(memcpy);
+        Value bytes = memcpy.getLen();
+        if (bytes.getType() != i64)
+          bytes = b.create<LLVM::ZExtOp>(memcpy.getLoc(), i64, bytes);
+        b.create<LLVM::CallOp>(
+            memcpy.getLoc(), copy,
+            ValueRange{memcpy.getDst(), memcpy.getSrc(), bytes});
+        memcpy.erase();
+        return WalkResult::skip();
+      }
+      if (auto address = llvm::dyn_cast<LLVM::AddressOfOp>(op)) {
+        auto global = symbols.lookup<LLVM::GlobalOp>(address.getGlobalName());
+        if (!global)
+          return WalkResult::advance(); // a function
+        if (!global.getConstant())
+          return address.emitError("a CUDA entry uses the mutable global @")
+                 << global.getSymName()
+                 << "; device code can only read constants";
+        b.setInsertionPointAfter(address);
+        uint64_t bytes = layout.getTypeSize(global.getGlobalType());
+        Value size = b.create<LLVM::ConstantOp>(address.getLoc(), i64, bytes);
+        auto device = b.create<LLVM::CallOp>(address.getLoc(), constant,
+                                             ValueRange{address, size});
+        address.getResult().replaceAllUsesExcept(device.getResult(), device);
+        return WalkResult::advance();
+      }
+      bool dereferences =
+          llvm::isa<LLVM::LoadOp, LLVM::StoreOp, LLVM::MemsetOp,
+                    LLVM::MemmoveOp, LLVM::AtomicRMWOp>(op);
+      if (dereferences && !readsOwnStack(op))
+        return op->emitError("a CUDA entry would touch device memory on the "
+                             "host here; only kernels may (an op the CUDA "
+                             "target lowers on the host by mistake)");
+      if (auto call = llvm::dyn_cast<LLVM::CallOp>(op)) {
+        auto callee = call.getCallee();
+        if (callee && (*callee == "memrefCopy" || *callee == "malloc" ||
+                       *callee == "aligned_alloc"))
+          return op->emitError("a CUDA entry calls @")
+                 << *callee << " on the host; only kernels may touch device "
+                               "memory";
+      }
+      return WalkResult::advance();
+    });
+    return failure(walked.wasInterrupted());
+  }
+
+  /// Whether `op`'s address is a stack slot of its own function.
+  static bool readsOwnStack(Operation *op) {
+    Value address;
+    if (auto load = llvm::dyn_cast<LLVM::LoadOp>(op))
+      address = load.getAddr();
+    else if (auto store = llvm::dyn_cast<LLVM::StoreOp>(op))
+      address = store.getAddr();
+    else
+      return false;
+    while (auto gep = address.getDefiningOp<LLVM::GEPOp>())
+      address = gep.getBase();
+    return address.getDefiningOp<LLVM::AllocaOp>() != nullptr;
+  }
+
+  Type ptr, i32, i64;
+};
+
+} // namespace
