@@ -62,6 +62,7 @@ constexpr CUresult CUDA_ERROR_NO_BINARY_FOR_GPU = 209;
 constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
 constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 constexpr CUresult CUDA_ERROR_INVALID_HANDLE = 400;
+constexpr CUresult CUDA_ERROR_ILLEGAL_STATE = 401;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_ILLEGAL_ADDRESS = 700;
