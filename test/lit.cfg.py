@@ -45,6 +45,15 @@ else:
     lit_config.note("no CUDA toolkit at build time: the CUDA codegen tests are "
                     "UNSUPPORTED (counted in the summary)")
 
+# The emulated CUDA driver (test/cuda_emulator): a fake libcuda.so.1 that runs
+# tfc's kernels on the host, and its end-to-end check.
+config.substitutions.append(
+    ("%cuda_emulator", os.path.join(config.tfc_obj_root, "test", "cuda_emulator")))
+if os.path.exists(os.path.join(config.tfc_obj_root, "test", "cuda_emulator",
+                               "libcuda.so.1")) and \
+        os.path.exists(os.path.join(config.tfc_tools_dir, "tfc-cuda-emulator-test")):
+    config.available_features.add("cuda-emulator")
+
 # A time limit per test, so that one hung tool fails its test (and names it)
 # instead of stalling the suite. lit can only kill a test's process tree with
 # psutil; without it the e2e scripts' own limits (test/e2e/harness.py) and
