@@ -18,6 +18,8 @@ std::string describe(tfc_dtype_t dtype, const std::vector<int64_t>& shape) {
 
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
                       const Context& context, std::map<std::string, std::string> metadata) {
+  // A GPU context's parameters and state as train_step left them.
+  TFC_RETURN_IF_ERROR(context.download());
   std::vector<NamedTensorView> tensors;
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     auto ref = params.tensor(i);
@@ -115,6 +117,8 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     if (!ref.ok()) return std::move(ref).takeStatus();
     std::memcpy(ref->data, stateInfos[static_cast<size_t>(i)]->data, ref->byte_size);
   }
+  // A GPU context copies them to the device at its next call.
+  TFC_RETURN_IF_ERROR(context.upload());
   return metadata;
 }
 

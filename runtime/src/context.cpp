@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "cuda/executor.hpp"
 #include "file_util.hpp"
 #include "runtime_internal.hpp"
 
@@ -10,6 +11,7 @@ using tfc::Status;
 using tfc::internal::quoteForMessage;
 
 tfc_context_s::~tfc_context_s() {
+  device.reset();
   pool.reset();
   for (auto& buffer : state) tfc::internal::freeBuffer(allocator, buffer);
   for (auto& buffer : arenas) tfc::internal::freeBuffer(allocator, buffer);
@@ -31,6 +33,25 @@ void hostReportError(void* user, const char* message) {
   if (context->hasError) return;  // keep the first
   context->hasError = true;
   context->error = message != nullptr ? message : "(null message)";
+}
+
+void hostDeviceLaunch(void* user, int32_t kernel, uint32_t grid, uint32_t block,
+                      void* const* args, int32_t numArgs) {
+  static_cast<tfc_context_t*>(user)->device->launch(kernel, grid, block, args, numArgs);
+}
+
+void hostDeviceCopy(void* user, void* dst, const void* src, uint64_t bytes) {
+  static_cast<tfc_context_t*>(user)->device->copy(dst, src, bytes);
+}
+
+void* hostDeviceConstant(void* user, const void* data, uint64_t bytes) {
+  return static_cast<tfc_context_t*>(user)->device->constant(data, bytes);
+}
+
+// The host copies of a GPU context's parameters and state, current again.
+Status download(const tfc_context_t* context) {
+  if (!context->device) return Status();
+  return context->device->downloadIfStale(context->paramPointers, context->statePointers);
 }
 
 void hostKernelBegin(void* user, int32_t) {
@@ -67,6 +88,7 @@ Status resetState(tfc_context_t* context) {
                            status.message());
     }
   }
+  if (context->device) context->device->markHostChanged(false, true);
   return Status();
 }
 
@@ -155,6 +177,24 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
   tfc_status_t unset = tfc_params_check_all_set(context->params);
   if (unset != nullptr) return Status(unset);
 
+  if (context->device) {
+    {
+      std::lock_guard<std::mutex> lock(context->errorMutex);
+      context->hasError = false;
+      context->error.clear();
+    }
+    Status status = context->device->call(index, &context->host, context->paramPointers,
+                                          context->statePointers, inputs, outputs);
+    std::lock_guard<std::mutex> lock(context->errorMutex);
+    if (context->hasError) {
+      return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
+                           context->error.c_str());
+    }
+    if (!status.ok()) {
+      return Status::error(status.code(), "%s: %s", subject.c_str(), status.message());
+    }
+    return Status();
+  }
   tfc::internal::Buffer& arena = context->arenas[static_cast<size_t>(index)];
   if (entry.arena_bytes > 0 && arena.data == nullptr) {
     if (entry.arena_bytes > SIZE_MAX / 2) {
@@ -207,6 +247,7 @@ void tfc_context_options_initialize(tfc_context_options_t* out_options) {
   out_options->allocator = tfc_allocator_system();
   out_options->num_threads = 0;
   out_options->state_seed = 0;
+  out_options->device = 0;
 }
 
 tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* params,
@@ -274,7 +315,26 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   }
   context->arenas.resize(static_cast<size_t>(table.num_entries));
   for (auto& buffer : context->state) context->statePointers.push_back(buffer.data);
-  context->pool = std::make_unique<tfc::internal::ThreadPool>(options->num_threads);
+  if (table.device == TFC_DEVICE_CUDA) {
+    auto device = tfc::internal::cuda::Executor::create(artifact->path, table, options->device);
+    if (!device.ok()) {
+      tfc_context_release(context);
+      return std::move(device).takeStatus().release();
+    }
+    context->device = std::move(*device);
+    context->deviceName = context->device->description();
+    context->host.device_launch = hostDeviceLaunch;
+    context->host.device_copy = hostDeviceCopy;
+    context->host.device_constant = hostDeviceConstant;
+  } else if (table.device != TFC_DEVICE_CPU) {
+    Status unknown = Status::error(TFC_UNIMPLEMENTED, "%s: unknown device kind %d (a newer "
+                                   "tfc's artifact?)", artifact->path.c_str(), table.device);
+    tfc_context_release(context);
+    return unknown.release();
+  }
+  // A GPU context's host code only queues launches: one thread.
+  context->pool = std::make_unique<tfc::internal::ThreadPool>(
+      context->device ? 1 : options->num_threads);
   context->host.struct_size = sizeof(tfc_host_api_t);
   context->host.user = context;
   context->host.parallel_for = hostParallelFor;
@@ -298,6 +358,21 @@ tfc_loaded_artifact_t* tfc_context_artifact(const tfc_context_t* context) {
 }
 
 tfc_params_t* tfc_context_params(const tfc_context_t* context) { return context->params; }
+
+const char* tfc_context_device_name(const tfc_context_t* context) {
+  return context != nullptr ? context->deviceName.c_str() : "";
+}
+
+tfc_status_t tfc_context_download(tfc_context_t* context) {
+  if (context == nullptr) return tfc_status_make(TFC_INVALID_ARGUMENT, "null context");
+  return download(context).release();
+}
+
+tfc_status_t tfc_context_upload(tfc_context_t* context) {
+  if (context == nullptr) return tfc_status_make(TFC_INVALID_ARGUMENT, "null context");
+  if (context->device) context->device->markHostChanged(true, true);
+  return nullptr;
+}
 
 int32_t tfc_context_num_threads(const tfc_context_t* context) {
   return context->pool ? context->pool->numThreads() : 1;
@@ -375,6 +450,10 @@ tfc_status_t tfc_context_state_tensor(tfc_context_t* context, int32_t index,
     return tfc_status_make(TFC_INVALID_ARGUMENT, "%s: state index %d is out of range [0, %d)",
                            context->artifact->path.c_str(), index, table.num_state);
   }
+  Status downloaded = download(context);
+  if (!downloaded.ok()) return downloaded.release();
+  // The caller may write through the pointer: the next call uploads.
+  if (context->device) context->device->markHostChanged(false, true);
   const tfc_tensor_desc_t& desc = table.state[index];
   out_tensor->dtype = static_cast<tfc_dtype_t>(desc.dtype);
   out_tensor->rank = desc.rank;
@@ -391,15 +470,23 @@ tfc_status_t tfc_context_load_state_safetensors(tfc_context_t* context, const ch
   auto file = tfc::SafetensorsFile::open(path);
   if (!file.ok()) return std::move(file).takeStatus().release();
   const tfc_artifact_t& table = *context->artifact->table;
-  return tfc::internal::bindFromSafetensors(*file, table.state, table.num_state, context->state,
-                                            "state tensor", false, false)
-      .release();
+  // A failed load changes nothing, but the host copies must be current before it either
+  // way: a partial download later would overwrite the loaded tensors.
+  Status downloaded = download(context);
+  if (!downloaded.ok()) return downloaded.release();
+  Status loaded = tfc::internal::bindFromSafetensors(*file, table.state, table.num_state,
+                                                     context->state, "state tensor", false,
+                                                     false);
+  if (loaded.ok() && context->device) context->device->markHostChanged(false, true);
+  return loaded.release();
 }
 
 tfc_status_t tfc_context_save_state_safetensors(const tfc_context_t* context, const char* path) {
   if (context == nullptr || path == nullptr) {
     return tfc_status_make(TFC_INVALID_ARGUMENT, "tfc_context_save_state_safetensors: null argument");
   }
+  Status downloaded = download(context);
+  if (!downloaded.ok()) return downloaded.release();
   const tfc_artifact_t& table = *context->artifact->table;
   return tfc::internal::saveToSafetensors(path, table.state, table.num_state, context->state,
                                           table.module_hash)

@@ -111,6 +111,10 @@ namespace tfc::internal {
 StatusOr<void*> paramStorage(tfc_params_t* params, int32_t index);
 }  // namespace tfc::internal
 
+namespace tfc::internal::cuda {
+class Executor;
+}  // namespace tfc::internal::cuda
+
 struct tfc_context_s {
   std::atomic<int> refs{1};
   tfc_loaded_artifact_t* artifact = nullptr;  // retained
@@ -120,6 +124,9 @@ struct tfc_context_s {
   std::vector<tfc::internal::Buffer> state;
   std::vector<tfc::internal::Buffer> arenas;  // per entry, allocated at the first call
   std::unique_ptr<tfc::internal::ThreadPool> pool;
+  // The GPU half of a context on a CUDA artifact; null for CPU artifacts.
+  std::unique_ptr<tfc::internal::cuda::Executor> device;
+  std::string deviceName = "cpu";
   tfc_host_api_t host{};
   // Set by report_error during a call (possibly from pool threads).
   std::mutex errorMutex;

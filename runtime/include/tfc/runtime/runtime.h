@@ -240,6 +240,9 @@ typedef struct tfc_context_options_t {
   int32_t num_threads;
   /* Seed for state tensors with random initializers (rare; KV caches are zeros). */
   uint64_t state_seed;
+  /* Which GPU runs a CUDA artifact (0, the default, is the first; ignored for CPU
+   * artifacts). */
+  int32_t device;
 } tfc_context_options_t;
 
 void tfc_context_options_initialize(tfc_context_options_t* out_options);
@@ -257,6 +260,19 @@ tfc_loaded_artifact_t* tfc_context_artifact(const tfc_context_t* context);
 tfc_params_t* tfc_context_params(const tfc_context_t* context);
 /* The number of threads parallel_for uses. */
 int32_t tfc_context_num_threads(const tfc_context_t* context);
+/* Where the context runs its artifact: "cpu", or "GPU 0: NVIDIA H200 (sm_90)". */
+const char* tfc_context_device_name(const tfc_context_t* context);
+
+/* Contexts on a GPU (CUDA artifacts) keep device copies of the parameters and the state.
+ * The host copies stay the ones the API hands out: tfc_context_state_tensor and
+ * tfc_context_save_state_safetensors first copy the state back from the GPU, and
+ * tfc_context_download also copies the parameters back into the params' buffers (call it
+ * before reading or saving parameters that train_step changed). After changing
+ * parameters or state on the host (other than through this API's loads and resets, which
+ * do it themselves), call tfc_context_upload: the next call copies them to the GPU. Both
+ * do nothing for CPU artifacts, whose entries work on the host copies directly. */
+tfc_status_t tfc_context_download(tfc_context_t* context);
+tfc_status_t tfc_context_upload(tfc_context_t* context);
 /* Bytes of arena memory allocated so far (entry points called at least once). */
 uint64_t tfc_context_arena_bytes_allocated(const tfc_context_t* context);
 

@@ -1,0 +1,432 @@
+// The device half of a context on a CUDA artifact (executor.hpp).
+#include "cuda/executor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+
+#include "cuda/driver.hpp"
+
+namespace tfc::internal::cuda {
+namespace {
+
+// The run-time error codes of the kernels' prelude (codegen/cuda/CudaSource.cpp), worded
+// as the CPU kernels word them.
+const char* errorCodeMessage(unsigned code) {
+  switch (code) {
+    case 1: return "embedding: id out of range";
+    case 2: return "kv_cache_update: position out of range";
+    case 3: return "cross_entropy: target out of range";
+    case 4: return "sample: the logits contain NaN";
+    default: return nullptr;
+  }
+}
+
+// "sm_90a" -> 90 (major * 10 + minor) and whether it is architecture-specific (a suffix:
+// its cubin runs on that architecture only and its PTX cannot be compiled for others).
+bool parseArch(const char* arch, int* number, bool* specific) {
+  if (arch == nullptr || std::strncmp(arch, "sm_", 3) != 0) return false;
+  char* end = nullptr;
+  long value = std::strtol(arch + 3, &end, 10);
+  if (end == arch + 3 || value < 10 || value > 1000) return false;
+  *number = static_cast<int>(value);
+  *specific = *end != '\0';
+  return true;
+}
+
+bool graphsEnabled() {
+  const char* value = std::getenv("TFC_CUDA_GRAPHS");
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
+}  // namespace
+
+struct Executor::Impl {
+  const Driver* d = nullptr;
+  std::string path;
+  const tfc_artifact_t* table = nullptr;
+  std::string description;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUmodule module = nullptr;
+  std::vector<CUfunction> functions;
+  CUdeviceptr errorWord = 0;
+
+  std::vector<CUdeviceptr> params, state;
+  std::vector<size_t> paramBytes, stateBytes;
+  std::vector<void*> paramPointers, statePointers;  // the same addresses, for entry.call
+
+  struct Entry {
+    bool allocated = false;
+    CUdeviceptr arena = 0;
+    std::vector<CUdeviceptr> inputs, outputs;
+    std::vector<void*> inputPointers, outputPointers;
+    CUgraphExec graph = nullptr;
+    bool captureFailed = false;
+    uint64_t calls = 0;
+  };
+  std::vector<Entry> entries;
+  std::unordered_map<const void*, CUdeviceptr> constants;
+  std::vector<CUdeviceptr> allocations;  // everything to free
+
+  // Which copy of the parameters (and of the state) is newer: uploaded before a call,
+  // downloaded when the host reads.
+  enum class Newer { Neither, Host, Device };
+  Newer paramsNewer = Newer::Host, stateNewer = Newer::Host;
+  bool capturing = false;
+  Status pending;  // the first failure of a device_* callback during a call
+
+  Status check(CUresult result, const std::string& what) const {
+    return tfc::internal::cuda::check(*d, result, (path + ": " + what).c_str());
+  }
+
+  Status makeCurrent() const { return check(d->cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
+
+  StatusOr<CUdeviceptr> allocate(size_t bytes, const std::string& what) {
+    CUdeviceptr ptr = 0;
+    CUresult result = d->cuMemAlloc(&ptr, bytes == 0 ? 1 : bytes);
+    if (result != CUDA_SUCCESS) {
+      size_t freeBytes = 0, totalBytes = 0;
+      d->cuMemGetInfo(&freeBytes, &totalBytes);
+      return Status::error(result == CUDA_ERROR_OUT_OF_MEMORY ? TFC_OUT_OF_MEMORY : TFC_INTERNAL,
+                           "%s: cannot allocate %zu bytes on %s for %s (%zu of %zu bytes free): "
+                           "%s",
+                           path.c_str(), bytes, description.c_str(), what.c_str(), freeBytes,
+                           totalBytes, describe(*d, result).c_str());
+    }
+    allocations.push_back(ptr);
+    return ptr;
+  }
+
+  Status prepareEntry(int32_t index) {
+    Entry& e = entries[static_cast<size_t>(index)];
+    if (e.allocated) return Status();
+    const tfc_entry_t& entry = table->entries[index];
+    std::string name = std::string("entry '") + entry.name + "'";
+    TFC_ASSIGN_OR_RETURN(e.arena, allocate(entry.arena_bytes, "the arena of " + name));
+    for (int32_t i = 0; i < entry.num_inputs; ++i) {
+      TFC_ASSIGN_OR_RETURN(CUdeviceptr p,
+                           allocate(tfc_tensor_desc_byte_size(&entry.inputs[i]),
+                                    "input '" + std::string(entry.inputs[i].name) + "' of " +
+                                        name));
+      e.inputs.push_back(p);
+      e.inputPointers.push_back(reinterpret_cast<void*>(p));
+    }
+    for (int32_t i = 0; i < entry.num_outputs; ++i) {
+      TFC_ASSIGN_OR_RETURN(CUdeviceptr p,
+                           allocate(tfc_tensor_desc_byte_size(&entry.outputs[i]),
+                                    "output '" + std::string(entry.outputs[i].name) + "' of " +
+                                        name));
+      e.outputs.push_back(p);
+      e.outputPointers.push_back(reinterpret_cast<void*>(p));
+    }
+    e.allocated = true;
+    return Status();
+  }
+
+  Status upload(const std::vector<void*>& hostParams, const std::vector<void*>& hostState) {
+    for (size_t i = 0; i < params.size() && paramsNewer == Newer::Host; ++i) {
+      TFC_RETURN_IF_ERROR(check(d->cuMemcpyHtoD(params[i], hostParams[i], paramBytes[i]),
+                                std::string("uploading parameter '") + table->params[i].name +
+                                    "'"));
+    }
+    for (size_t i = 0; i < state.size() && stateNewer == Newer::Host; ++i) {
+      TFC_RETURN_IF_ERROR(check(d->cuMemcpyHtoD(state[i], hostState[i], stateBytes[i]),
+                                std::string("uploading state tensor '") + table->state[i].name +
+                                    "'"));
+    }
+    return Status();
+  }
+
+  // Runs the entry's host code on the stream; launches go through the device_* callbacks.
+  int32_t runHostCode(const tfc_entry_t& entry, const tfc_host_api_t* host, Entry& e) {
+    return entry.call(host, paramPointers.data(), statePointers.data(),
+                      e.inputPointers.data(), e.outputPointers.data(),
+                      reinterpret_cast<void*>(e.arena));
+  }
+
+  // Captures the entry's launches as a graph; false (and the entry is run eagerly from
+  // then on) when the driver refuses.
+  bool capture(const tfc_entry_t& entry, const tfc_host_api_t* host, Entry& e) {
+    if (d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
+      return false;
+    }
+    capturing = true;
+    int32_t result = runHostCode(entry, host, e);
+    capturing = false;
+    CUgraph graph = nullptr;
+    CUresult ended = d->cuStreamEndCapture(stream, &graph);
+    bool ok = result == 0 && pending.ok() && ended == CUDA_SUCCESS && graph != nullptr &&
+              d->cuGraphInstantiate(&e.graph, graph, 0) == CUDA_SUCCESS;
+    if (graph != nullptr) d->cuGraphDestroy(graph);
+    if (!ok) {
+      e.graph = nullptr;
+      pending = Status();  // the eager run reports what is still wrong
+    }
+    return ok;
+  }
+};
+
+Executor::Executor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Executor::~Executor() {
+  Impl& x = *impl_;
+  if (x.d == nullptr || x.context == nullptr) return;
+  x.d->cuCtxSetCurrent(x.context);
+  if (x.stream != nullptr) x.d->cuStreamSynchronize(x.stream);
+  for (auto& e : x.entries) {
+    if (e.graph != nullptr) x.d->cuGraphExecDestroy(e.graph);
+  }
+  for (CUdeviceptr p : x.allocations) x.d->cuMemFree(p);
+  if (x.module != nullptr) x.d->cuModuleUnload(x.module);
+  if (x.stream != nullptr) x.d->cuStreamDestroy(x.stream);
+  x.d->cuDevicePrimaryCtxRelease(x.device);
+}
+
+const std::string& Executor::description() const { return impl_->description; }
+
+StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
+                                                     const tfc_artifact_t& table,
+                                                     int32_t ordinal) {
+  auto driver = loadDriver();
+  if (!driver.ok()) {
+    return Status::error(driver.status().code(), "%s is a CUDA artifact (built with "
+                         "--target=cuda for %s) and needs an NVIDIA GPU: %s",
+                         path.c_str(), table.device_arch, driver.status().message());
+  }
+  auto impl = std::make_unique<Impl>();
+  Impl& x = *impl;
+  x.d = *driver;
+  x.path = path;
+  x.table = &table;
+  const Driver& d = *x.d;
+  int count = 0;
+  TFC_RETURN_IF_ERROR(x.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (ordinal < 0 || ordinal >= count) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: there is no GPU %d (this machine has %d; "
+                         "GPUs are numbered from 0)", path.c_str(), ordinal, count);
+  }
+  TFC_RETURN_IF_ERROR(x.check(d.cuDeviceGet(&x.device, ordinal), "cuDeviceGet"));
+  char name[256] = {0};
+  d.cuDeviceGetName(name, sizeof(name) - 1, x.device);
+  int major = 0, minor = 0;
+  TFC_RETURN_IF_ERROR(x.check(
+      d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, x.device),
+      "cuDeviceGetAttribute"));
+  TFC_RETURN_IF_ERROR(x.check(
+      d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, x.device),
+      "cuDeviceGetAttribute"));
+  int gpuArch = major * 10 + minor;
+  x.description = "GPU " + std::to_string(ordinal) + ": " + name + " (sm_" +
+                  std::to_string(gpuArch) + ")";
+
+  // The cubin where the GPU is the architecture compiled for; the PTX (compiled by the
+  // driver) where it is newer; nothing where it is older.
+  int built = 0;
+  bool specific = false;
+  if (!parseArch(table.device_arch, &built, &specific)) {
+    return Status::error(TFC_DATA_LOSS, "%s: unreadable device architecture '%s'", path.c_str(),
+                         table.device_arch ? table.device_arch : "(null)");
+  }
+  bool exact = built == gpuArch;
+  if (!exact && (gpuArch < built || specific)) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "%s was built for %s, which %s cannot run; recompile it with "
+                         "--cuda-arch=sm_%d",
+                         path.c_str(), table.device_arch, x.description.c_str(), gpuArch);
+  }
+
+  TFC_RETURN_IF_ERROR(x.check(d.cuDevicePrimaryCtxRetain(&x.context, x.device),
+                              "cuDevicePrimaryCtxRetain on " + x.description));
+  std::unique_ptr<Executor> executor(new Executor(std::move(impl)));
+  TFC_RETURN_IF_ERROR(x.makeCurrent());
+  const void* image = exact ? table.device_image : static_cast<const void*>(table.device_ptx);
+  if (image == nullptr) {
+    return Status::error(TFC_DATA_LOSS, "%s: the CUDA artifact has no %s", path.c_str(),
+                         exact ? "cubin" : "PTX");
+  }
+  CUresult loaded = d.cuModuleLoadData(&x.module, image);
+  if (loaded != CUDA_SUCCESS) {
+    return Status::error(TFC_FAILED_PRECONDITION, "%s: %s cannot load its kernels (%s for %s): %s%s",
+                         path.c_str(), x.description.c_str(), exact ? "cubin" : "PTX",
+                         table.device_arch, describe(d, loaded).c_str(),
+                         exact ? "" : "; a driver too old for this CUDA toolkit's PTX? "
+                                      "recompile with --cuda-arch for this GPU");
+  }
+  for (int32_t i = 0; i < table.num_device_kernels; ++i) {
+    CUfunction fn = nullptr;
+    TFC_RETURN_IF_ERROR(x.check(d.cuModuleGetFunction(&fn, x.module, table.device_kernels[i]),
+                                std::string("kernel '") + table.device_kernels[i] + "'"));
+    x.functions.push_back(fn);
+  }
+  size_t wordBytes = 0;
+  TFC_RETURN_IF_ERROR(x.check(d.cuModuleGetGlobal(&x.errorWord, &wordBytes, x.module,
+                                                  "tfc_error_code"),
+                              "the kernels' error word"));
+  TFC_RETURN_IF_ERROR(x.check(d.cuStreamCreate(&x.stream, CU_STREAM_NON_BLOCKING),
+                              "cuStreamCreate"));
+  TFC_RETURN_IF_ERROR(x.check(d.cuMemsetD8Async(x.errorWord, 0, sizeof(unsigned), x.stream),
+                              "clearing the error word"));
+
+  for (int32_t i = 0; i < table.num_params; ++i) {
+    size_t bytes = tfc_tensor_desc_byte_size(&table.params[i]);
+    TFC_ASSIGN_OR_RETURN(CUdeviceptr p,
+                         x.allocate(bytes, std::string("parameter '") + table.params[i].name + "'"));
+    x.params.push_back(p);
+    x.paramBytes.push_back(bytes);
+    x.paramPointers.push_back(reinterpret_cast<void*>(p));
+  }
+  for (int32_t i = 0; i < table.num_state; ++i) {
+    size_t bytes = tfc_tensor_desc_byte_size(&table.state[i]);
+    TFC_ASSIGN_OR_RETURN(CUdeviceptr p, x.allocate(bytes, std::string("state tensor '") +
+                                                              table.state[i].name + "'"));
+    x.state.push_back(p);
+    x.stateBytes.push_back(bytes);
+    x.statePointers.push_back(reinterpret_cast<void*>(p));
+  }
+  x.entries.resize(static_cast<size_t>(table.num_entries));
+  return executor;
+}
+
+Status Executor::call(int32_t index, const tfc_host_api_t* host,
+                      const std::vector<void*>& params, const std::vector<void*>& state,
+                      const tfc_tensor_ref_t* inputs, const tfc_tensor_ref_t* outputs) {
+  Impl& x = *impl_;
+  const Driver& d = *x.d;
+  const tfc_entry_t& entry = x.table->entries[index];
+  TFC_RETURN_IF_ERROR(x.makeCurrent());
+  TFC_RETURN_IF_ERROR(x.upload(params, state));
+  TFC_RETURN_IF_ERROR(x.prepareEntry(index));
+  Impl::Entry& e = x.entries[static_cast<size_t>(index)];
+  for (int32_t i = 0; i < entry.num_inputs; ++i) {
+    TFC_RETURN_IF_ERROR(x.check(
+        d.cuMemcpyHtoDAsync(e.inputs[static_cast<size_t>(i)], inputs[i].data,
+                            inputs[i].byte_size, x.stream),
+        std::string("copying input '") + entry.inputs[i].name + "' to the GPU"));
+  }
+  x.pending = Status();
+  int32_t result = 0;
+  bool replay = e.graph != nullptr;
+  if (!replay && e.calls > 0 && !e.captureFailed && graphsEnabled()) {
+    replay = x.capture(entry, host, e);
+    e.captureFailed = !replay;
+  }
+  if (replay) {
+    TFC_RETURN_IF_ERROR(x.check(d.cuGraphLaunch(e.graph, x.stream), "cuGraphLaunch"));
+  } else {
+    result = x.runHostCode(entry, host, e);
+  }
+  unsigned errorCode = 0;
+  Status copied = x.check(d.cuMemcpyDtoHAsync(&errorCode, x.errorWord, sizeof(errorCode),
+                                              x.stream),
+                          "reading the error word");
+  if (copied.ok()) {
+    copied = x.check(d.cuMemsetD8Async(x.errorWord, 0, sizeof(errorCode), x.stream),
+                     "clearing the error word");
+  }
+  for (int32_t i = 0; i < entry.num_outputs && copied.ok(); ++i) {
+    copied = x.check(d.cuMemcpyDtoHAsync(outputs[i].data, e.outputs[static_cast<size_t>(i)],
+                                         outputs[i].byte_size, x.stream),
+                     std::string("copying output '") + entry.outputs[i].name + "' back");
+  }
+  Status synced = x.check(d.cuStreamSynchronize(x.stream),
+                          std::string("running entry '") + entry.name + "' on " + x.description);
+  ++e.calls;
+  // train_step writes parameters, decode its KV caches.
+  x.paramsNewer = x.stateNewer = Impl::Newer::Device;
+  TFC_RETURN_IF_ERROR(std::exchange(x.pending, Status()));
+  TFC_RETURN_IF_ERROR(std::move(synced));
+  TFC_RETURN_IF_ERROR(std::move(copied));
+  if (errorCode != 0) {
+    const char* message = errorCodeMessage(errorCode);
+    if (message != nullptr) return Status::error(TFC_INVALID_ARGUMENT, "%s", message);
+    return Status::error(TFC_INTERNAL, "a kernel reported the unknown error code %u", errorCode);
+  }
+  if (result != 0) {
+    return Status::error(TFC_INTERNAL, "the entry's host code failed (returned %d)", result);
+  }
+  return Status();
+}
+
+void Executor::markHostChanged(bool params, bool state) {
+  if (params) impl_->paramsNewer = Impl::Newer::Host;
+  if (state) impl_->stateNewer = Impl::Newer::Host;
+}
+
+Status Executor::downloadIfStale(const std::vector<void*>& params,
+                                 const std::vector<void*>& state) {
+  Impl& x = *impl_;
+  bool paramsStale = x.paramsNewer == Impl::Newer::Device;
+  bool stateStale = x.stateNewer == Impl::Newer::Device;
+  if (!paramsStale && !stateStale) return Status();
+  TFC_RETURN_IF_ERROR(x.makeCurrent());
+  TFC_RETURN_IF_ERROR(x.check(x.d->cuStreamSynchronize(x.stream), "cuStreamSynchronize"));
+  for (size_t i = 0; i < x.params.size() && paramsStale; ++i) {
+    TFC_RETURN_IF_ERROR(x.check(x.d->cuMemcpyDtoH(params[i], x.params[i], x.paramBytes[i]),
+                                std::string("downloading parameter '") +
+                                    x.table->params[i].name + "'"));
+  }
+  for (size_t i = 0; i < x.state.size() && stateStale; ++i) {
+    TFC_RETURN_IF_ERROR(x.check(x.d->cuMemcpyDtoH(state[i], x.state[i], x.stateBytes[i]),
+                                std::string("downloading state tensor '") +
+                                    x.table->state[i].name + "'"));
+  }
+  if (paramsStale) x.paramsNewer = Impl::Newer::Neither;
+  if (stateStale) x.stateNewer = Impl::Newer::Neither;
+  return Status();
+}
+
+void Executor::launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
+                      int32_t numArgs) {
+  Impl& x = *impl_;
+  if (!x.pending.ok()) return;
+  if (kernel < 0 || static_cast<size_t>(kernel) >= x.functions.size() || numArgs < 0 ||
+      numArgs > 64) {
+    x.pending = Status::error(TFC_INTERNAL, "%s: launch of kernel %d with %d arguments, but "
+                              "the module has %zu kernels", x.path.c_str(), kernel, numArgs,
+                              x.functions.size());
+    return;
+  }
+  void* params[64];
+  for (int32_t i = 0; i < numArgs; ++i) params[i] = const_cast<void**>(&args[i]);
+  CUresult result = x.d->cuLaunchKernel(x.functions[static_cast<size_t>(kernel)], grid, 1, 1,
+                                        block, 1, 1, 0, x.stream, params, nullptr);
+  if (result != CUDA_SUCCESS) {
+    x.pending = x.check(result, std::string("launching kernel '") +
+                                    x.table->device_kernels[kernel] + "'");
+  }
+}
+
+void Executor::copy(void* dst, const void* src, uint64_t bytes) {
+  Impl& x = *impl_;
+  if (!x.pending.ok()) return;
+  x.pending = x.check(x.d->cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                             reinterpret_cast<CUdeviceptr>(src), bytes,
+                                             x.stream),
+                      "a device-to-device copy of the memory plan");
+}
+
+void* Executor::constant(const void* data, uint64_t bytes) {
+  Impl& x = *impl_;
+  auto found = x.constants.find(data);
+  if (found != x.constants.end()) return reinterpret_cast<void*>(found->second);
+  if (!x.pending.ok()) return nullptr;
+  if (x.capturing) {
+    // Allocations cannot be captured; the first (eager) call uploads every constant.
+    x.pending = Status::error(TFC_INTERNAL, "a constant first used while capturing a graph");
+    return nullptr;
+  }
+  auto device = x.allocate(bytes, "a constant of the model");
+  if (!device.ok()) {
+    x.pending = std::move(device).takeStatus();
+    return nullptr;
+  }
+  x.pending = x.check(x.d->cuMemcpyHtoD(*device, data, bytes), "uploading a constant");
+  if (!x.pending.ok()) return nullptr;
+  x.constants.emplace(data, *device);
+  return reinterpret_cast<void*>(*device);
+}
+
+}  // namespace tfc::internal::cuda

@@ -1,0 +1,75 @@
+// Internal: the device half of a context on a CUDA artifact.
+//
+// One Executor per tfc_context_t. It holds a GPU's primary context, one stream, the
+// artifact's kernel module, and device copies of everything an entry touches: parameters,
+// state, one arena per entry and staging buffers for each entry's inputs and outputs.
+// The host buffers of the context (the params object's and the state's) stay the copies
+// the API hands out; the executor uploads them before the first call and after the host
+// changed them (markHostChanged), and downloads them when the host reads them after calls
+// (downloadIfStale), keeping track of which side is newer for each of the two.
+//
+// A call copies the inputs in, runs the entry's host code (which asks for launches,
+// device copies and constants through tfc_host_api_t.device_*), copies the outputs out,
+// reads and clears the module's error word, and synchronizes the stream. From an entry's
+// second call on, its launches are captured once as a CUDA graph and replayed (the
+// entry's shapes and every buffer's address are fixed), which removes the per-launch cost
+// of the host code and the driver.
+#ifndef TFC_RUNTIME_SRC_CUDA_EXECUTOR_HPP_
+#define TFC_RUNTIME_SRC_CUDA_EXECUTOR_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tfc/artifact_abi.h"
+#include "tfc/runtime/runtime.h"
+#include "tfc/runtime/status.hpp"
+
+namespace tfc::internal::cuda {
+
+class Executor {
+ public:
+  // Opens GPU |ordinal| for the CUDA artifact |table| loaded from |path| (for messages):
+  // loads the driver, checks the architecture, loads the module, creates the stream and
+  // the device buffers of parameters and state. |host| is the context's host API, whose
+  // device_* callbacks the caller points at this executor.
+  static StatusOr<std::unique_ptr<Executor>> create(const std::string& path,
+                                                    const tfc_artifact_t& table,
+                                                    int32_t ordinal);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // "GPU 0: NVIDIA H200 (sm_90)".
+  const std::string& description() const;
+
+  // Runs entry |index| on the device. |params| and |state| are the host copies (uploaded
+  // first when the host changed them); inputs and outputs are host buffers, already
+  // checked against the entry's descriptions.
+  Status call(int32_t index, const tfc_host_api_t* host, const std::vector<void*>& params,
+              const std::vector<void*>& state, const tfc_tensor_ref_t* inputs,
+              const tfc_tensor_ref_t* outputs);
+
+  // The host's parameters and/or state changed: upload them before the next call (and
+  // never download the device's older copies over them).
+  void markHostChanged(bool params, bool state);
+  // Copies the device's parameters and state into the host buffers when a call may have
+  // changed them since the last download.
+  Status downloadIfStale(const std::vector<void*>& params, const std::vector<void*>& state);
+
+  // tfc_host_api_t.device_* (user = the context, which forwards here).
+  void launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
+              int32_t numArgs);
+  void copy(void* dst, const void* src, uint64_t bytes);
+  void* constant(const void* data, uint64_t bytes);
+
+ private:
+  struct Impl;
+  explicit Executor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfc::internal::cuda
+
+#endif  // TFC_RUNTIME_SRC_CUDA_EXECUTOR_HPP_
