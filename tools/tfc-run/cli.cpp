@@ -100,6 +100,17 @@ bool parseArgs(const Command& command, const std::vector<std::string>& argv, Arg
   return true;
 }
 
+std::string parseDevice(const Args& args, int32_t* out) {
+  *out = 0;
+  if (!args.has("--device")) return "";
+  int64_t device = 0;
+  if (!parseInt64(args.get("--device"), &device) || device < 0 || device > 1023) {
+    return "--device '" + args.get("--device") + "' is not a GPU number (0 is the first)";
+  }
+  *out = static_cast<int32_t>(device);
+  return "";
+}
+
 bool parseInt64(const std::string& text, int64_t* out) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
   errno = 0;

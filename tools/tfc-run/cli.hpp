@@ -84,6 +84,9 @@ int usageError(const Command* command, const std::string& message);
 
 // Parsing helpers; false when |text| is not entirely a number in range.
 bool parseInt64(const std::string& text, int64_t* out);
+// --device N (which GPU runs a CUDA artifact; default 0) into *out; the usage error's text
+// when N is not a GPU number, else "".
+std::string parseDevice(const Args& args, int32_t* out);
 bool parseUint64(const std::string& text, uint64_t* out);
 bool parseDouble(const std::string& text, double* out);
 

@@ -63,6 +63,10 @@ int runCall(const Invocation& invocation) {
     return usageError(command, "--threads '" + args.get("--threads") +
                                    "' is not a thread count (0 = all cores)");
   }
+  int32_t device = 0;
+  if (std::string bad = parseDevice(args, &device); !bad.empty()) {
+    return usageError(command, bad);
+  }
   std::string outDir = args.get("--out-dir", ".");
 
   auto artifact = Artifact::open(invocation.model);
@@ -117,6 +121,7 @@ int runCall(const Invocation& invocation) {
   tfc_context_options_t options;
   tfc_context_options_initialize(&options);
   options.num_threads = static_cast<int32_t>(threads);
+  options.device = device;
   auto context = Context::create(*artifact, *params, &options);
   if (!context.ok()) return fail(context.status());
   if (args.has("--state-in")) {
@@ -166,7 +171,8 @@ int runCall(const Invocation& invocation) {
     print("wrote {} (state)\n", args.get("--state-out"));
   }
   if (args.has("--weights-out")) {
-    status = params->saveSafetensors(args.get("--weights-out"));
+    status = context->download();
+    if (status.ok()) status = params->saveSafetensors(args.get("--weights-out"));
     if (!status.ok()) return fail(status);
     print("wrote {} (parameters)\n", args.get("--weights-out"));
   }
@@ -181,7 +187,7 @@ const Command kCallCommand = {
     R"(usage: tfc-run MODEL.so call ENTRY (--weights W.safetensors | --init-seed S)
                           [--in NAME=FILE.npy | --in NAME=VALUE]... [--out-dir DIR]
                           [--state-in S.safetensors] [--state-out S.safetensors]
-                          [--weights-out W.safetensors] [--threads N] [--repeat N]
+                          [--weights-out W.safetensors] [--threads N] [--device N] [--repeat N]
 
 Calls entry point ENTRY once. Every input of the entry is given with --in, by name, as a
 .npy file whose dtype and shape must match the entry's (see `tfc-run MODEL.so info`);
@@ -205,6 +211,7 @@ options:
   --state-out FILE       write the state after the call
   --weights-out FILE     write the parameters after the call
   --threads N            threads for parallel kernels (default 0 = all cores)
+  --device N             the GPU that runs a CUDA artifact (default 0)
   --repeat N             after the call, time N more and print the median (benchmarks)
 
 examples:
@@ -225,6 +232,7 @@ examples:
      {"--state-out", nullptr, true, false},
      {"--weights-out", nullptr, true, false},
      {"--threads", "-j", true, false},
+     {"--device", nullptr, true, false},
      {"--repeat", nullptr, true, false}},
     runCall,
 };

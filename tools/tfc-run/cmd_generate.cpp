@@ -58,6 +58,7 @@ struct Options {
   int64_t topK = 0;
   double topP = 1.0;
   int64_t seed = 0;
+  int32_t device = 0;
   int64_t threads = 0;
   bool quiet = false;
   bool samplingGiven = false;  // --temperature, --top-k or --top-p
@@ -163,6 +164,9 @@ int parseOptions(const Invocation& invocation, Options* options) {
        options->threads > 4096)) {
     return usageError(command, "--threads '" + args.get("--threads") +
                                    "' is not a thread count (0 = all cores)");
+  }
+  if (std::string bad = parseDevice(args, &options->device); !bad.empty()) {
+    return usageError(command, bad);
   }
   options->quiet = args.has("--quiet");
   return 0;
@@ -453,6 +457,7 @@ int runGenerate(const Invocation& invocation) {
   tfc_context_options_t contextOptions;
   tfc_context_options_initialize(&contextOptions);
   contextOptions.num_threads = static_cast<int32_t>(options.threads);
+  contextOptions.device = options.device;
   auto context = Context::create(*artifact, *params, &contextOptions);
   if (!context.ok()) return fail(context.status());
   const double loadMs = millisSince(loadStart);
@@ -472,7 +477,7 @@ const Command kGenerateCommand = {
     R"(usage: tfc-run MODEL.so generate --weights W.safetensors
                           (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR)
                           --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
-                          [--seed S] [--stop-token ID]... [--threads N] [--quiet]
+                          [--seed S] [--stop-token ID]... [--threads N] [--device N] [--quiet]
 
 Generates a continuation of the prompt in one process, keeping the KV cache in the
 context's state between calls.
@@ -511,6 +516,7 @@ options:
   --seed S               sampling seed, a non-negative integer (default 0)
   --stop-token ID        stop after this token id (printed); repeatable
   --threads N            threads for parallel kernels (default 0 = all cores)
+  --device N             the GPU that runs a CUDA artifact (default 0)
   --quiet                print no settings or statistics on stderr (errors and a stop at
                          the context limit still are)
 
@@ -535,6 +541,7 @@ examples:
      {"--seed", nullptr, true, false},
      {"--stop-token", nullptr, true, true},
      {"--threads", "-j", true, false},
+     {"--device", nullptr, true, false},
      {"--quiet", "-q", false, false}},
     runGenerate,
 };

@@ -1,4 +1,5 @@
 // tfc-run MODEL.so info: what a compiled model contains.
+#include <cstring>
 #include "cli.hpp"
 #include "print.hpp"
 #include "tfc/runtime/runtime.hpp"
@@ -28,6 +29,14 @@ int runInfo(const Invocation& invocation) {
 
   print("model:     {}\n", invocation.model);
   print("target:    {}\n", artifact->target());
+  const tfc_artifact_t* table = tfc_artifact_table(artifact->get());
+  if (table->device == TFC_DEVICE_CUDA) {
+    print("device:    CUDA {}: {} kernels ({} cubin, {} PTX for newer GPUs)\n",
+          table->device_arch, table->num_device_kernels, formatBytes(table->device_image_bytes),
+          formatBytes(table->device_ptx ? std::strlen(table->device_ptx) : 0));
+  } else {
+    print("device:    cpu\n");
+  }
   print("compiler:  {}\n", artifact->compilerVersion());
   print("hash:      {}\n", artifact->moduleHash());
   std::string metadata(artifact->metadataJson());

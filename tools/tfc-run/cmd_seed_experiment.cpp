@@ -169,6 +169,10 @@ int runSeedExperiment(const Invocation& invocation) {
   if (args.has("--seed") && (!parseUint64(args.get("--seed"), &seed) || seed > 0xFFFFFFFFull)) {
     return usageError(command, "--seed '" + args.get("--seed") + "' is not an integer in [0, 2^32)");
   }
+  int32_t device = 0;
+  if (std::string bad = parseDevice(args, &device); !bad.empty()) {
+    return usageError(command, bad);
+  }
   int64_t epochs = 10, stepsPerEpoch = 64, numBatches = 256, threads = 0;
   double testSize = 0.33;
   struct IntOption { const char* name; int64_t* value; int64_t min; };
@@ -299,6 +303,7 @@ int runSeedExperiment(const Invocation& invocation) {
   tfc_context_options_t contextOptions;
   tfc_context_options_initialize(&contextOptions);
   contextOptions.num_threads = static_cast<int32_t>(threads);
+  contextOptions.device = device;
   auto context = Context::create(*artifact, *params, &contextOptions);
   if (!context.ok()) return fail(context.status());
   hyper.totalSteps = static_cast<double>(epochs * stepsPerEpoch);
@@ -498,6 +503,7 @@ std::vector<OptionSpec> seedOptions() {
       {"--log", nullptr, true, false},          {"--plot", nullptr, true, false},
       {"--save", nullptr, true, false},         {"--dump-data", nullptr, true, false},
       {"--threads", "-j", true, false},
+      {"--device", nullptr, true, false},
   };
   for (const OptionSpec& option : hyperParamOptions()) options.push_back(option);
   return options;
@@ -516,7 +522,7 @@ const std::string& seedHelp() {
       std::string(R"(usage: tfc-run MODEL.so seed-experiment [--task palindrome|pointer_index] [--seed S]
                           [--epochs 10] [--steps-per-epoch 64] [--batches 256]
                           [hyper-parameters] [--log FILE.csv] [--plot FILE.png]
-                          [--save CKPT.safetensors] [--threads N]
+                          [--save CKPT.safetensors] [--threads N] [--device N]
 
 Runs the seed article's experiment (docs/models/encdec.md) on the encoder-decoder model:
   tfc-trace encdec -o encdec.mlir && tfc encdec.mlir --optimizer=adamw -o encdec.so
@@ -554,6 +560,7 @@ options:
   --save FILE          a checkpoint of the trained model at the end
   --dump-data PREFIX   write the generated data as .npy and exit
   -j, --threads N      threads for parallel kernels (default 0 = all cores)
+  --device N           the GPU that runs a CUDA artifact (default 0)
 hyper-parameters:
 )") + hyperParamHelp(defaults) +
       R"(

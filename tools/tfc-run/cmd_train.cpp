@@ -65,6 +65,7 @@ bool parsePositive(const Command* command, const Args& args, const char* name, i
 
 // What the command line asks for: the trainer's options and what is the tool's own.
 struct TrainSettings {
+  int32_t device = 0;
   TrainerOptions trainer;
   int64_t batch = 0, seq = 0;  // --batch, --seq: 0 when not given
   int64_t threads = 0;
@@ -160,6 +161,9 @@ int parseTrainArgs(const Invocation& invocation, TrainSettings* settings) {
   settings->batch = batch;
   settings->seq = seq;
   settings->threads = threads;
+  if (std::string bad = parseDevice(args, &settings->device); !bad.empty()) {
+    return usageError(command, bad);
+  }
   settings->initSeed = initSeed;
   return 0;
 }
@@ -277,6 +281,7 @@ int runTrain(const Invocation& invocation) {
   tfc_context_options_t contextOptions;
   tfc_context_options_initialize(&contextOptions);
   contextOptions.num_threads = static_cast<int32_t>(settings.threads);
+  contextOptions.device = settings.device;
   auto context = Context::create(*artifact, *params, &contextOptions);
   if (!context.ok()) return fail(context.status());
   auto trainer = Trainer::create(*context, options);
@@ -380,6 +385,7 @@ std::vector<OptionSpec> trainOptions() {
       {"--save-every", nullptr, true, false}, {"--resume", nullptr, true, false},
       {"--log", nullptr, true, false},        {"--plot", nullptr, true, false},
       {"--threads", "-j", true, false},
+      {"--device", nullptr, true, false},
   };
   for (const OptionSpec& option : hyperParamOptions()) options.push_back(option);
   return options;
@@ -392,6 +398,7 @@ const std::string& trainHelp() {
                           [--batch B --seq T] [hyper-parameters] [--seed S]
                           [--eval-data FILE [--eval-every K] [--eval-batches M]]
                           [--save-every K] [--log train.csv] [--plot loss.png] [--threads N]
+                          [--device N]
 
 Trains a decoder-only model (gpt2, llama) compiled with an optimizer
 (`tfc model.mlir --optimizer=adamw -o model.so`, or sgd) on a flat token file. Each step
@@ -433,6 +440,7 @@ options:
   --log FILE.csv      step,loss,lr,grad_norm,tokens_per_s,eval_loss per step
   --plot FILE.png     the loss curve (raw, smoothed, eval), rewritten with each checkpoint
   -j, --threads N     threads for parallel kernels (default 0 = all cores)
+  --device N          the GPU that runs a CUDA artifact (default 0)
 hyper-parameters (0-d inputs of train_step):
 )") + hyperParamHelp(HyperParams{}) +
       R"(
