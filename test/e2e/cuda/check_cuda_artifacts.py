@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""A CUDA artifact against the CPU artifact of the same model, entry by entry.
+
+For gpt2, llama and encdec (the small defaults of tfc-trace), with weights drawn
+by `tfc-run init` from a fresh seed (printed; --seed S reproduces) and fresh
+random tokens:
+  - forward, loss and loss_grad through `tfc-run call`: logits within 1e-4 of
+    the largest logit (f32), the loss within 1e-5 relative, each gradient within
+    1e-4 of its largest element;
+  - `generate` (gpt2, llama): greedy and seeded sampling give the same tokens;
+  - `train` (gpt2, llama; AdamW, 3 steps): the same losses (1e-5 relative) and
+    parameters within 1e-5 relative (the norm of the difference over the norm
+    of all parameters; the worst tensor is printed: a few elements, like
+    attention's key bias whose gradient is zero up to rounding, are steered by
+    rounding noise through Adam's normalization);
+  - a token id out of range is refused by both with the same message.
+
+Where: on a GPU (scripts/gpu-check.sh: `--build DIR` here, where tfc is, then
+`--run DIR` there), or here with the emulated driver (`--emulate LIBCUDA`:
+test/cuda_emulator's libcuda.so.1, which runs the kernels' CUDA C++ compiled for
+the host), which is how CI checks the whole host half of a CUDA artifact:
+launches, plan copies, constants, the device arena, uploads and downloads,
+graph capture and replay, the error word.
+
+    check_cuda_artifacts.py --bin-dir build/bin --emulate build/test/cuda_emulator/libcuda.so.1
+    check_cuda_artifacts.py --bin-dir build/bin --build DIR [--cuda-arch sm_90]
+    check_cuda_artifacts.py --bin-dir DIR --run DIR [--device N]
+"""
+import argparse
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import harness  # noqa: E402
+
+MODELS = {
+    # name: (optimizer, decoder-only: generate and train)
+    "gpt2": ("adamw", True),
+    "llama": ("adamw", True),
+    "encdec": ("sgd", False),
+}
+
+
+def read_safetensors(path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    types = {"F32": np.float32, "I32": np.int32, "I64": np.int64, "BF16": np.uint16}
+    return {k: np.frombuffer(body[v["data_offsets"][0]:v["data_offsets"][1]],
+                             types[v["dtype"]]).reshape(v["shape"])
+            for k, v in header.items() if k != "__metadata__"}
+
+
+def entries_of(tfc_run, model):
+    """{entry: [(input name, dtype, shape)]} from `tfc-run MODEL info`."""
+    out = harness.run_tool([tfc_run, model, "info"]).stdout
+    entries, current = {}, None
+    for line in out.splitlines():
+        m = re.match(r"  (\w+)  \(arena", line)
+        if m:
+            current = entries.setdefault(m.group(1), [])
+            continue
+        m = re.match(r"    in\s+(\S+)\s+(\w+)\s+\[([0-9, ]*)\]", line)
+        if m and current is not None:
+            shape = [int(d) for d in m.group(3).split(",") if d.strip()]
+            current.append((m.group(1), m.group(2), shape))
+    return entries
+
+
+class Checker:
+    def __init__(self, args, work):
+        self.args, self.work = args, work
+        self.passed = self.failed = 0
+        self.env = dict(os.environ)
+        self.tfc_run = os.path.abspath(os.path.join(args.bin_dir, "tfc-run"))
+
+    def result(self, name, ok, detail):
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
+        self.passed += ok
+        self.failed += not ok
+
+    def run(self, model, *args, env=None, check=True):
+        device = ["--device", str(self.args.device)] if model.endswith("-cuda.so") and \
+            args[0] in ("call", "generate", "train") else []
+        p = subprocess.run([self.tfc_run, model, *args, *device], cwd=self.work,
+                           env=env or self.env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           timeout=harness.timeout_s(600))
+        if check and p.returncode != 0:
+            raise RuntimeError(f"tfc-run {os.path.basename(model)} {' '.join(args)}: "
+                               f"{p.stderr.strip()[-2000:]}")
+        return p
+
+    def both(self, name, *args, check=True):
+        return [self.run(os.path.join(self.work, f"{name}-{kind}.so"), *args, check=check)
+                for kind in ("cpu", "cuda")]
+
+
+def build(args, work, names):
+    """Traces and compiles every model for the CPU and for CUDA into `work`."""
+    tfc = os.path.join(args.bin_dir, "tfc")
+    trace = os.path.join(args.bin_dir, "tfc-trace")
+    for name in names:
+        optimizer = MODELS[name][0]
+        mlir = os.path.join(work, f"{name}.mlir")
+        for cmd in (
+                [trace, name, "-o", mlir],
+                [tfc, mlir, f"--optimizer={optimizer}", "-o",
+                 os.path.join(work, f"{name}-cpu.so")],
+                [tfc, mlir, f"--optimizer={optimizer}", "--target=cuda",
+                 f"--cuda-arch={args.cuda_arch}", "-o", os.path.join(work, f"{name}-cuda.so")]
+                + ([f"--dump-ir={os.path.join(work, name + '-dump')}"] if args.emulate else [])):
+            p = harness.run_tool(cmd, timeout=900)
+            if p.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd)}:\n{p.stderr[-3000:]}")
+        if args.emulate:
+            kernels = os.path.join(work, f"{name}-kernels.so")
+            p = harness.run_tool([sys.executable,
+                                  os.path.join(HERE, "..", "..", "cuda_emulator",
+                                               "build_host_kernels.py"),
+                                  "--dump-dir", os.path.join(work, name + "-dump"),
+                                  "--out", kernels], timeout=900)
+            if p.returncode != 0:
+                raise RuntimeError(f"build_host_kernels.py ({name}):\n{p.stdout}{p.stderr}")
+
+
+def check_model(c, name, rng):
+    optimizer, decoder = MODELS[name]
+    cpu, cuda = (os.path.join(c.work, f"{name}-{k}.so") for k in ("cpu", "cuda"))
+    if c.args.emulate:
+        c.env["TFC_CUDA_DRIVER"] = os.path.abspath(c.args.emulate)
+        c.env["TFC_CUDA_EMULATOR_KERNELS"] = os.path.join(c.work, f"{name}-kernels.so")
+    weights = f"{name}-w.safetensors"
+    c.run(cpu, "init", "--seed", str(c.seed), "-o", weights)
+    meta = json.loads(re.search(r"metadata:\s+(.*)", c.run(cpu, "info").stdout).group(1))
+    config = meta.get("config", {})
+    vocab = config.get("vocab_size") or config.get("vocab") or 12
+
+    # call: forward, loss, loss_grad on fresh tokens.
+    entries = entries_of(c.tfc_run, cpu)
+    for entry in ("forward", "loss", "loss_grad"):
+        if entry not in entries:
+            continue
+        ins = []
+        for arg, dtype, shape in entries[entry]:
+            path = f"{name}-{entry}-{arg}.npy"
+            np.save(os.path.join(c.work, path), rng.integers(0, vocab, shape).astype(np.int32))
+            ins += ["--in", f"{arg}={path}"]
+        outs = []
+        for kind, model in (("cpu", cpu), ("cuda", cuda)):
+            out_dir = f"{name}-{entry}-{kind}"
+            c.run(model, "call", entry, "--weights", weights, *ins, "--out-dir", out_dir)
+            outs.append({f[:-4]: np.load(os.path.join(c.work, out_dir, f))
+                         for f in os.listdir(os.path.join(c.work, out_dir))})
+        worst, where = 0.0, "0"
+        for key, a in outs[0].items():
+            b = outs[1][key]
+            scale = float(np.abs(a).max()) or 1.0
+            err = float(np.abs(a.astype(np.float64) - b).max()) / scale
+            limit = 1e-5 if a.ndim == 0 else 1e-4
+            if err / limit > worst:
+                worst, where = err / limit, f"{key} {err:.2e} (limit {limit:.0e})"
+        c.result(f"{name} {entry}", worst <= 1.0,
+                 f"{len(outs[0])} outputs; worst {where}")
+
+    if decoder:
+        for extra, what in (([], "greedy"),
+                            (["--temperature", "0.8", "--top-k", "20", "--seed", str(c.seed)],
+                             "sampled")):
+            tokens = [p.stdout.split() for p in
+                      c.both(name, "generate", "--weights", weights, "--prompt-tokens", "1 2 3",
+                             "--max-new-tokens", "24", *extra)]
+            c.result(f"{name} generate {what}", tokens[0] == tokens[1] and len(tokens[0]) == 24,
+                     f"cpu {' '.join(tokens[0][:8])} ..., cuda {' '.join(tokens[1][:8])} ...")
+
+        data = f"{name}-train.bin"
+        rng.integers(0, vocab, 4096).astype(np.uint16).tofile(os.path.join(c.work, data))
+        logs, ckpts = [], []
+        for kind, model in (("cpu", cpu), ("cuda", cuda)):
+            c.run(model, "train", "--weights", weights, "--data", data, "--steps", "3",
+                  "--save", f"{name}-{kind}.ckpt.safetensors", "--log", f"{name}-{kind}.csv",
+                  "--seed", str(c.seed))
+            logs.append([float(line.split(",")[1]) for line in
+                         open(os.path.join(c.work, f"{name}-{kind}.csv")).read().split()[1:]])
+            ckpts.append(read_safetensors(os.path.join(c.work, f"{name}-{kind}.ckpt.safetensors")))
+        start = read_safetensors(os.path.join(c.work, weights))
+        loss_err = max(abs(a - b) / abs(a) for a, b in zip(*logs))
+        diff = norm = moved = worst = 0.0
+        worst_key = ""
+        for key in start:
+            a, b = ckpts[0][key].astype(np.float64), ckpts[1][key].astype(np.float64)
+            diff += float(np.sum((a - b) ** 2))
+            norm += float(np.sum(a ** 2))
+            moved = max(moved, float(np.abs(a - start[key]).max()))
+            err = np.linalg.norm(a - b) / (np.linalg.norm(a) or 1.0)
+            if err > worst:
+                worst, worst_key = err, key
+        param_err = (diff / norm) ** 0.5
+        c.result(f"{name} train 3 steps ({optimizer})",
+                 len(logs[1]) == 3 and loss_err <= 1e-5 and param_err <= 1e-5 and moved > 0,
+                 f"losses {logs[1]}, relative error {loss_err:.1e}; parameters moved "
+                 f"{moved:.1e}, relative error {param_err:.1e} (worst tensor {worst_key} "
+                 f"{worst:.1e})")
+
+        bad = f"{name}-bad.npy"
+        tokens = rng.integers(0, vocab, entries["forward"][0][2]).astype(np.int32)
+        tokens.flat[3] = vocab + 7
+        np.save(os.path.join(c.work, bad), tokens)
+        errors = [p.stderr.strip().splitlines()[-1] if p.returncode else "(no error)"
+                  for p in c.both(name, "call", "forward", "--weights", weights, "--in",
+                                  f"{entries['forward'][0][0]}={bad}", "--out-dir", "bad",
+                                  check=False)]
+        same = errors[0].split(": ")[-1] == errors[1].split(": ")[-1]
+        c.result(f"{name} bad token", same and "out of range" in errors[1],
+                 f"cuda says: {errors[1]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--emulate", help="the emulated libcuda.so.1 (no GPU)")
+    parser.add_argument("--build", help="only build the artifacts into this folder")
+    parser.add_argument("--run", help="only run, on the artifacts of --build in this folder")
+    parser.add_argument("--work-dir")
+    parser.add_argument("--cuda-arch", default="sm_90")
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--seed", type=int)
+    args = parser.parse_args()
+    names = args.models.split(",")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "little")
+    print(f"seed {seed} (reproduce with --seed {seed})")
+    if args.build:
+        os.makedirs(args.build, exist_ok=True)
+        build(args, args.build, names)
+        print(f"built {len(names)} models for the CPU and CUDA {args.cuda_arch} in {args.build}")
+        return 0
+    work = args.run or harness.scratch_dir(args.work_dir, "tfc-cuda-artifacts-")
+    if not args.run:
+        build(args, work, names)
+    c = Checker(args, work)
+    c.seed = seed
+    rng = np.random.default_rng(seed)
+    for name in names:
+        try:
+            check_model(c, name, rng)
+        except Exception as e:  # a broken model is a failure, not a crash of the suite
+            c.result(name, False, f"{type(e).__name__}: {e}")
+    print(f"{c.passed} passed, {c.failed} failed")
+    return 1 if c.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
