@@ -10,8 +10,13 @@ has it). Prints one JSON line with the measurement.
   peer_torch.py forward  --weights W --batch 4 --seq 64 --repeat 10
   peer_torch.py decode   --weights W --prompt 128 --new 64
   peer_torch.py train    --weights W --batch 4 --seq 64 --repeat 5
+
+On a GPU (scripts/gpu-check.sh): --device cuda, with --compile for
+torch.compile (inductor; forward and train) and --bf16 for autocast to bfloat16
+(the weights stay f32, as mixed-precision training keeps them).
 """
 import argparse
+import contextlib
 import json
 import resource
 import struct
@@ -100,53 +105,69 @@ def main():
     ap.add_argument("--new", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--compile", action="store_true", help="torch.compile the model")
+    ap.add_argument("--bf16", action="store_true", help="autocast to bfloat16")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    model = GPT2(load_safetensors(a.weights), a.n_head)
+    dev = torch.device(a.device)
+    model = GPT2(load_safetensors(a.weights), a.n_head).to(dev)
+    step = torch.compile(model) if a.compile else model
     vocab = model.w("wte.weight").shape[0]
     g = torch.Generator().manual_seed(0)
-    result = {"peer": f"pytorch {torch.__version__} eager", "threads": a.threads}
+    mode = "torch.compile" if a.compile else "eager"
+    result = {"peer": f"pytorch {torch.__version__} {mode}" + (" bf16" if a.bf16 else ""),
+              "threads": a.threads, "device": a.device}
+    cast = (torch.autocast(dev.type, dtype=torch.bfloat16) if a.bf16
+            else contextlib.nullcontext())
+
+    def now():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter()
     if a.what == "forward":
-        tokens = torch.randint(0, vocab, (a.batch, a.seq), generator=g)
-        with torch.no_grad():
-            model(tokens)  # warm-up
+        tokens = torch.randint(0, vocab, (a.batch, a.seq), generator=g).to(dev)
+        with torch.no_grad(), cast:
+            step(tokens)  # warm-up (and compilation)
             ms = []
             for _ in range(a.repeat):
-                t = time.perf_counter()
-                model(tokens)
-                ms.append((time.perf_counter() - t) * 1e3)
+                t = now()
+                step(tokens)
+                ms.append((now() - t) * 1e3)
         result.update(ms=median(ms), min_ms=min(ms))
     elif a.what == "decode":
         C = model.w("wte.weight").shape[1]
         n_ctx = model.w("wpe.weight").shape[0]
-        cache = [(torch.zeros(1, a.n_head, n_ctx, C // a.n_head),
-                  torch.zeros(1, a.n_head, n_ctx, C // a.n_head)) for _ in range(model.n_layer)]
-        prompt = torch.randint(0, vocab, (1, a.prompt), generator=g)
-        with torch.no_grad():
-            t = time.perf_counter()
+        cache = [(torch.zeros(1, a.n_head, n_ctx, C // a.n_head, device=dev),
+                  torch.zeros(1, a.n_head, n_ctx, C // a.n_head, device=dev))
+                 for _ in range(model.n_layer)]
+        prompt = torch.randint(0, vocab, (1, a.prompt), generator=g).to(dev)
+        with torch.no_grad(), cast:
+            t = now()
             logits = model(prompt, cache, 0, last_only=True)
-            prefill = time.perf_counter() - t
+            prefill = now() - t
             tok = logits[:, -1].argmax(-1, keepdim=True)
-            t = time.perf_counter()
+            t = now()
             for i in range(a.new):
                 logits = model(tok, cache, a.prompt + i, last_only=True)
                 tok = logits[:, -1].argmax(-1, keepdim=True)
-            decode = time.perf_counter() - t
+            decode = now() - t
         result.update(prefill_tok_s=a.prompt / prefill, decode_tok_s=a.new / decode)
     else:
-        tokens = torch.randint(0, vocab, (a.batch, a.seq + 1), generator=g)
+        tokens = torch.randint(0, vocab, (a.batch, a.seq + 1), generator=g).to(dev)
         x, y = tokens[:, :-1], tokens[:, 1:]
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1)
         ms = []
         for r in range(a.repeat + 1):
-            t = time.perf_counter()
-            loss = F.cross_entropy(model(x).reshape(-1, vocab), y.reshape(-1))
+            t = now()
+            with cast:
+                loss = F.cross_entropy(step(x).reshape(-1, vocab).float(), y.reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             if r > 0:
-                ms.append((time.perf_counter() - t) * 1e3)
+                ms.append((now() - t) * 1e3)
         result.update(ms=median(ms), min_ms=min(ms),
                       peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     print(json.dumps(result))

@@ -13,9 +13,11 @@
 //   - a copy (llvm.intr.memcpy: the memory plan's copies of returned inputs,
 //     stored state, caches not updated in place) becomes
 //       tfc_kernels_device_copy(dst, src, bytes);
-//   - the address of a constant global becomes
+//   - the address of a global becomes
 //       tfc_kernels_device_constant(host address, bytes)
-//     (the runtime's device copy of it, uploaded once).
+//     (the runtime's device copy of it, uploaded once; entries only read
+//     globals: constants, and all-zero ones that are not marked constant so
+//     that they take no bytes in the artifact).
 // Anything else that touches memory in an entry is an error at its location.
 //
 //===----------------------------------------------------------------------===//
@@ -164,10 +166,6 @@ struct LaunchKernelsPass
         auto global = symbols.lookup<LLVM::GlobalOp>(address.getGlobalName());
         if (!global)
           return WalkResult::advance(); // a function
-        if (!global.getConstant())
-          return address.emitError("a CUDA entry uses the mutable global @")
-                 << global.getSymName()
-                 << "; device code can only read constants";
         b.setInsertionPointAfter(address);
         uint64_t bytes = layout.getTypeSize(global.getGlobalType());
         Value size = b.create<LLVM::ConstantOp>(address.getLoc(), i64, bytes);

@@ -74,7 +74,7 @@ def TfcCudaLaunchKernels : Pass<"tfc-cuda-launch-kernels", "mlir::ModuleOp"> {
     65536 blocks; the kernels loop grid-stride). In entries, a copy
     (`llvm.intr.memcpy`, the memory plan's copies) becomes
     `tfc_kernels_device_copy(dst, src, bytes)`, and the address of a
-    constant global `tfc_kernels_device_constant(address, bytes)`: the
+    global `tfc_kernels_device_constant(address, bytes)`: the
     runtime's device copy of it. The kernel library forwards these to the
     runtime (tfc_host_api_t.device_*). Any other load or store of memory in
     an entry is an error at its location.
