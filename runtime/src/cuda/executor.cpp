@@ -192,9 +192,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
                                                      int32_t ordinal) {
   auto driver = loadDriver();
   if (!driver.ok()) {
-    return Status::error(driver.status().code(), "%s is a CUDA artifact (built with "
-                         "--target=cuda for %s) and needs an NVIDIA GPU: %s",
-                         path.c_str(), table.device_arch, driver.status().message());
+    return Status::error(driver.status().code(), "%s (CUDA, %s): %s", path.c_str(),
+                         table.device_arch, driver.status().message());
   }
   auto impl = std::make_unique<Impl>();
   Impl& x = *impl;

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# tfc's CUDA target on a real GPU, in one command there after one command here.
+#
+# Here, where tfc is built (LLVM/MLIR, NVRTC; no GPU needed):
+#   scripts/gpu-check.sh prepare DIR [--cuda-arch sm_90]
+# writes DIR (well under 60 MB): a self-contained tfc-run with the libraries it
+# needs, the CPU and CUDA artifacts of gpt2, llama and encdec (small), gpt2-124m
+# for CUDA (train_step at B=8 T=1024 with AdamW; generation), the checking
+# scripts, and this script. Weights are not carried: `tfc-run init` draws them
+# there.
+#
+# There, on the machine with the GPU (CUDA driver, Python with NumPy and
+# PyTorch; no LLVM, no network):
+#   DIR/gpu-check.sh run [--device N]
+# 1. correctness: every model and entry on the GPU against the CPU artifact on
+#    the same inputs (test/e2e/cuda/check_cuda_artifacts.py --run): forward,
+#    loss, loss_grad within 1e-4, greedy and seeded generation token for token,
+#    three AdamW steps within 1e-5, a bad token id refused;
+# 2. speed: gpt2-124m train_step (B=8, T=1024) and batch-1 decode, next to
+#    PyTorch eager and torch.compile on the same GPU in the same run (f32, and
+#    PyTorch's bf16 autocast for reference), as one table with tokens/s, MFU
+#    and the fraction of the HBM-bandwidth floor.
+# It fits in 8 minutes on one H200. Put the table, with the date, in
+# docs/performance.md.
+#
+# Environment: TFC_GPU_PEAK_TFLOPS (default 67, the H200's FP32 peak without
+# tensor cores), TFC_GPU_BANDWIDTH_GBS (default 4800, its HBM3e), TFC_TRAIN_REPEAT
+# (default 5).
+set -euo pipefail
+
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
+  exit 2
+}
+
+[[ $# -ge 1 ]] || usage
+command="$1"
+shift
+
+prepare() {
+  local dir="" arch="sm_90"
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --cuda-arch) arch="$2"; shift 2 ;;
+      -h|--help) usage ;;
+      *) [[ -z "$dir" ]] || usage; dir="$1"; shift ;;
+    esac
+  done
+  [[ -n "$dir" ]] || usage
+  local root bin
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  bin="${TFC_BUILD_DIR:-$root/build}/bin"
+  for tool in tfc tfc-trace tfc-run; do
+    [[ -x "$bin/$tool" ]] || { echo "gpu-check: $bin/$tool is missing (scripts/build.sh first)" >&2; exit 1; }
+  done
+  mkdir -p "$dir/bin" "$dir/lib" "$dir/scripts" "$dir/small" "$dir/gpt2-124m"
+  cp "$bin/tfc-run" "$dir/bin/"
+  # What tfc-run links beyond glibc and libstdc++, which the GPU machine may lack.
+  for lib in $(ldd "$bin/tfc-run" | awk '/libpng|libz\.so/ {print $3}'); do
+    cp -L "$lib" "$dir/lib/"
+  done
+  cp "$root/test/e2e/cuda/check_cuda_artifacts.py" "$root/test/e2e/harness.py" \
+     "$root/bench/peer_torch.py" "$dir/scripts/"
+  cp "$0" "$dir/gpu-check.sh"
+  # A portable host CPU: the artifacts' host code runs on the GPU machine's CPU.
+  export TFC_OPTIONS="--cpu=x86-64-v3"
+  echo "gpu-check: compiling the small models for the CPU and CUDA $arch"
+  python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$bin" --build "$dir/small" \
+    --cuda-arch "$arch" --seed 0 >/dev/null
+  echo "gpu-check: compiling gpt2-124m for CUDA $arch (train_step at B=8 T=1024)"
+  "$bin/tfc-trace" gpt2 --set preset=gpt2-124m --set batch=8 --set seq=1024 \
+    -o "$dir/gpt2-124m/gpt2.mlir"
+  "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --optimizer=adamw --target=cuda \
+    --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda.so"
+  rm -f "$dir"/small/*.mlir "$dir/gpt2-124m/gpt2.mlir"
+  du -sh "$dir"
+  echo "gpu-check: carry $dir to the GPU machine and run: $dir/gpu-check.sh run"
+}
+
+run() {
+  local device=0
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --device) device="$2"; shift 2 ;;
+      -h|--help) usage ;;
+      *) usage ;;
+    esac
+  done
+  local dir
+  dir="$(cd "$(dirname "$0")" && pwd)"
+  [[ -x "$dir/bin/tfc-run" ]] || { echo "gpu-check: run the DIR/gpu-check.sh that 'prepare' wrote" >&2; exit 1; }
+  export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # Global: the EXIT trap reads it after run() returns.
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  date -u +"%Y-%m-%d %H:%M UTC"
+
+  echo "== correctness: the GPU against the CPU artifacts"
+  cp -r "$dir/small/." "$work/"
+  local status=0
+  python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
+    --device "$device" || status=1
+
+  echo "== speed: gpt2-124m"
+  local model="$dir/gpt2-124m/gpt2-cuda.so" tfcrun="$dir/bin/tfc-run"
+  "$tfcrun" "$model" init --seed 1 -o "$work/w.safetensors" >/dev/null
+  python3 - "$work" <<'EOF'
+import sys, numpy as np
+rng = np.random.default_rng(0)
+np.save(f"{sys.argv[1]}/tokens.npy", rng.integers(0, 50257, (8, 1024)).astype(np.int32))
+np.save(f"{sys.argv[1]}/targets.npy", rng.integers(0, 50257, (8, 1024)).astype(np.int32))
+EOF
+  local repeat="${TFC_TRAIN_REPEAT:-5}"
+  "$tfcrun" "$model" call train_step --device "$device" --weights "$work/w.safetensors" \
+    --in tokens="$work/tokens.npy" --in targets="$work/targets.npy" --in lr=3e-4 \
+    --in min_lr=3e-5 --in warmup=0 --in total_steps=1000 --in schedule=0 \
+    --in weight_decay=0.1 --in grad_clip=1 --in beta1=0.9 --in beta2=0.95 --in eps=1e-8 \
+    --out-dir "$work/out" --repeat "$repeat" 2>&1 | tee "$work/train.txt" || status=1
+  local prompt
+  prompt="$(python3 -c 'import random; random.seed(0); print(" ".join(str(random.randrange(50257)) for _ in range(128)))')"
+  "$tfcrun" "$model" generate --device "$device" --weights "$work/w.safetensors" \
+    --prompt-tokens "$prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate.txt" \
+    || status=1
+  for flags in "" "--compile" "--bf16" "--compile --bf16"; do
+    # shellcheck disable=SC2086
+    python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
+      --batch 8 --seq 1024 --repeat "$repeat" $flags | tee -a "$work/peers.jsonl" || true
+  done
+  python3 "$dir/scripts/peer_torch.py" decode --device cuda --weights "$work/w.safetensors" \
+    --prompt 128 --new 64 | tee -a "$work/peers.jsonl" || true
+
+  python3 - "$work" <<'EOF'
+import json, os, re, sys
+work = sys.argv[1]
+peak = float(os.environ.get("TFC_GPU_PEAK_TFLOPS", "67")) * 1e12
+bandwidth = float(os.environ.get("TFC_GPU_BANDWIDTH_GBS", "4800")) * 1e9
+params = 124_439_808
+tokens = 8 * 1024
+flops_per_token = 6 * params + 6 * 12 * 1024 * 768  # weights, plus attention (nanoGPT)
+floor_tok_s = bandwidth / (params * 4)               # batch-1 decode reads every f32 weight
+
+def row(what, who, ms=None, tok_s=None):
+    if ms is not None:
+        tok_s = tokens / (ms / 1e3)
+        mfu = tok_s * flops_per_token / peak
+        return f"| {what} | {who} | {ms:.1f} ms | {tok_s:,.0f} | {mfu:.1%} | |"
+    return f"| {what} | {who} | | {tok_s:,.1f} | | {tok_s / floor_tok_s:.1%} |"
+
+rows = ["| figure | who | time | tokens/s | MFU (FP32 peak) | of the HBM floor |",
+        "|---|---|---|---|---|---|"]
+text = open(f"{work}/train.txt").read()
+m = re.search(r"median ([0-9.]+) ms", text)
+if m:
+    rows.append(row("train_step B=8 T=1024", "tfc f32", ms=float(m.group(1))))
+text = open(f"{work}/generate.txt").read()
+m = re.search(r"decode\s+\d+ calls\s+in\s+([0-9.]+) ms", text)
+if m:
+    calls = int(re.search(r"decode\s+(\d+) calls", text).group(1))
+    rows.append(row("decode, batch 1", "tfc f32", tok_s=calls / (float(m.group(1)) / 1e3)))
+for line in open(f"{work}/peers.jsonl"):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if "ms" in r:
+        rows.append(row("train_step B=8 T=1024", r["peer"], ms=r["ms"]))
+    elif "decode_tok_s" in r:
+        rows.append(row("decode, batch 1", r["peer"], tok_s=r["decode_tok_s"]))
+print("\n".join(rows))
+print(f"\nMFU: {flops_per_token / 1e9:.2f} GFLOP per token over {peak / 1e12:.0f} TFLOPS; "
+      f"decode floor: {floor_tok_s:,.0f} tokens/s ({params * 4 / 1e6:.0f} MB of f32 weights at "
+      f"{bandwidth / 1e9:.0f} GB/s). tfc's bf16 models are not built yet (issue 10).")
+EOF
+  [[ $status -eq 0 ]] && echo "gpu-check: passed" || echo "gpu-check: FAILED (see above)"
+  return $status
+}
+
+case "$command" in
+  prepare) prepare "$@" ;;
+  run) run "$@" ;;
+  -h|--help|help) usage ;;
+  *) usage ;;
+esac
