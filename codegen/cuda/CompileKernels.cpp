@@ -69,11 +69,14 @@ Compiled compile(const std::string &source, llvm::StringRef name,
       "--gpu-architecture=" +
       (output == Output::Ptx ? "compute_" + arch.drop_front(3).str()
                              : arch.str());
-  // IEEE division and square root, denormals kept: the CPU's numbers.
-  const char *options[] = {archOption.c_str(), "--std=c++17",
-                           "-default-device"};
+  // IEEE division and square root, denormals kept: the CPU's numbers. For
+  // machine code, ptxas says what each kernel spills (spillBytes).
+  std::vector<const char *> options = {archOption.c_str(), "--std=c++17",
+                                       "-default-device"};
+  if (output == Output::Cubin)
+    options.push_back("--ptxas-options=-v");
   nvrtcResult status = nvrtcCompileProgram(
-      program, static_cast<int>(std::size(options)), options);
+      program, static_cast<int>(options.size()), options.data());
   size_t logSize = 0;
   if (nvrtcGetProgramLogSize(program, &logSize) == NVRTC_SUCCESS &&
       logSize > 1) {
@@ -101,6 +104,40 @@ Compiled compile(const std::string &source, llvm::StringRef name,
   }
   nvrtcDestroyProgram(&program);
   return out;
+}
+
+/// Per kernel, the bytes ptxas spilled to local memory (stores and loads), from
+/// its verbose log ("Function properties for k3_add" followed by "0 bytes
+/// stack frame, 8 bytes spill stores, 8 bytes spill loads").
+llvm::StringMap<int64_t> spillBytes(llvm::StringRef log) {
+  llvm::StringMap<int64_t> spills;
+  llvm::StringRef function;
+  llvm::SmallVector<llvm::StringRef> lines;
+  log.split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    constexpr llvm::StringLiteral kProperties = "Function properties for ";
+    if (size_t at = line.find(kProperties); at != llvm::StringRef::npos) {
+      function = line.drop_front(at + kProperties.size()).trim();
+      continue;
+    }
+    if (function.empty() || !line.contains("spill stores"))
+      continue;
+    int64_t total = 0;
+    for (llvm::StringRef what : {"bytes spill stores", "bytes spill loads"}) {
+      size_t at = line.find(what);
+      if (at == llvm::StringRef::npos)
+        continue;
+      llvm::StringRef number = line.take_front(at).rtrim();
+      number = number.drop_front(number.find_last_of(" ,") + 1);
+      int64_t value = 0;
+      if (!number.getAsInteger(10, value))
+        total += value;
+    }
+    if (total > 0)
+      spills[function] = total;
+    function = {};
+  }
+  return spills;
 }
 
 void writeFile(llvm::StringRef dir, llvm::StringRef name,
@@ -167,9 +204,12 @@ struct CompileKernelsPass
 
     Builder b(module.getContext());
     SmallVector<Attribute> names;
+    llvm::StringMap<int64_t> spills = spillBytes(cubin.log);
     for (auto [i, kernel] : llvm::enumerate(kernels)) {
       kernel->setAttr(attr::kDeviceKernelIndex, b.getI32IntegerAttr(i));
       names.push_back(b.getStringAttr(kernel.getName()));
+      if (int64_t bytes = spills.lookup(kernel.getName()))
+        kernel->setAttr(cuda::attr::kSpillBytes, b.getI64IntegerAttr(bytes));
     }
     module->setAttr(attr::kDevice, b.getStringAttr("cuda"));
     module->setAttr(attr::kDeviceArch, b.getStringAttr(arch));

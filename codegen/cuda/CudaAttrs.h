@@ -12,6 +12,10 @@ constexpr llvm::StringLiteral kSource = "tfc.cuda.source";
 /// On a kernel: the work items of its grid-stride loop.
 constexpr llvm::StringLiteral kThreads = "tfc.cuda.threads";
 
+/// On a kernel that ptxas spilled registers of to local memory: the bytes
+/// of its spill stores and loads (absent when none).
+constexpr llvm::StringLiteral kSpillBytes = "tfc.cuda.spill_bytes";
+
 } // namespace tfc::cuda::attr
 
 #endif // TFC_CODEGEN_CUDA_CUDAATTRS_H

@@ -48,7 +48,9 @@ def TfcCudaCompileKernels : Pass<"tfc-cuda-compile-kernels", "mlir::ModuleOp"> {
     (`tfc.device = "cuda"`, `tfc.device_arch`, `tfc.device_kernels`: the
     kernel names in launch-index order, `tfc.device_image`: the cubin,
     `tfc.device_portable`: the PTX), and each kernel its
-    `tfc.device_kernel_index`. A kernel that does not compile fails the
+    `tfc.device_kernel_index`; a kernel whose registers ptxas spills to local
+    memory records the bytes in `tfc.cuda.spill_bytes`. A kernel that does
+    not compile fails the
     pass with its name and NVRTC's log. With `dump-dir`, every kernel's
     `.cu` and `.ptx` (compiled alone) are written there, the failing
     kernel's `.cu` too.

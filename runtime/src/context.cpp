@@ -124,7 +124,8 @@ std::string nameList(const tfc_tensor_desc_t* descs, int32_t count) {
 }
 
 Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* inputs,
-                 size_t numInputs, const tfc_tensor_ref_t* outputs, size_t numOutputs) {
+                 size_t numInputs, const tfc_tensor_ref_t* outputs, size_t numOutputs,
+                 bool deviceIO = false) {
   const tfc_loaded_artifact_t* artifact = context->artifact;
   const tfc_artifact_t& table = *artifact->table;
   if (index < 0 || index >= table.num_entries) {
@@ -133,6 +134,11 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
   }
   const tfc_entry_t& entry = table.entries[index];
   std::string subject = artifact->path + ": entry " + quoteForMessage(entry.name);
+  if (deviceIO && !context->device) {
+    return Status::error(TFC_FAILED_PRECONDITION, "%s: device buffers given, but this context "
+                         "runs on the CPU (a CPU artifact; call it with host buffers)",
+                         subject.c_str());
+  }
   if (numInputs != static_cast<size_t>(entry.num_inputs)) {
     return Status::error(TFC_INVALID_ARGUMENT, "%s takes %d input%s (%s), got %zu",
                          subject.c_str(), entry.num_inputs, entry.num_inputs == 1 ? "" : "s",
@@ -162,13 +168,14 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
     auto begin = reinterpret_cast<uintptr_t>(outputs[i].data);
     if (outputs[i].byte_size > 0) ranges.push_back({begin, begin + outputs[i].byte_size, what});
   }
-  for (size_t i = 0; i < context->params->buffers.size(); ++i) {
+  // A GPU's buffers are in another address space than the host's parameters and state.
+  for (size_t i = 0; i < context->params->buffers.size() && !deviceIO; ++i) {
     const auto& buffer = context->params->buffers[i];
     auto begin = reinterpret_cast<uintptr_t>(buffer.data);
     ranges.push_back({begin, begin + buffer.byteSize,
                       "parameter " + quoteForMessage(table.params[i].name)});
   }
-  for (size_t i = 0; i < context->state.size(); ++i) {
+  for (size_t i = 0; i < context->state.size() && !deviceIO; ++i) {
     auto begin = reinterpret_cast<uintptr_t>(context->state[i].data);
     ranges.push_back({begin, begin + context->state[i].byteSize,
                       "state tensor " + quoteForMessage(table.state[i].name)});
@@ -184,7 +191,7 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
       context->error.clear();
     }
     Status status = context->device->call(index, &context->host, context->paramPointers,
-                                          context->statePointers, inputs, outputs);
+                                          context->statePointers, inputs, outputs, deviceIO);
     std::lock_guard<std::mutex> lock(context->errorMutex);
     if (context->hasError) {
       return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
@@ -503,6 +510,14 @@ tfc_status_t tfc_context_call(tfc_context_t* context, const char* entry_name,
   tfc_status_t status = tfc_artifact_find_entry(context->artifact, entry_name, &index);
   if (status != nullptr) return status;
   return callEntry(context, index, inputs, num_inputs, outputs, num_outputs).release();
+}
+
+tfc_status_t tfc_context_call_device(tfc_context_t* context, int32_t entry_index,
+                                     const tfc_tensor_ref_t* inputs, size_t num_inputs,
+                                     const tfc_tensor_ref_t* outputs, size_t num_outputs) {
+  if (context == nullptr) return tfc_status_make(TFC_INVALID_ARGUMENT, "null context");
+  return callEntry(context, entry_index, inputs, num_inputs, outputs, num_outputs, true)
+      .release();
 }
 
 tfc_status_t tfc_context_call_index(tfc_context_t* context, int32_t entry_index,

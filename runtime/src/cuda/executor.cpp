@@ -65,7 +65,9 @@ struct Executor::Impl {
     std::vector<void*> inputPointers, outputPointers;
     CUgraphExec graph = nullptr;
     bool captureFailed = false;
-    uint64_t calls = 0;
+    // The input and output addresses of the last call, and of the graph: a graph bakes
+    // them in, so it is replayed only for the same ones (always, with staging buffers).
+    std::vector<void*> lastInputs, lastOutputs, graphInputs, graphOutputs;
   };
   std::vector<Entry> entries;
   std::unordered_map<const void*, CUdeviceptr> constants;
@@ -141,20 +143,21 @@ struct Executor::Impl {
   }
 
   // Runs the entry's host code on the stream; launches go through the device_* callbacks.
-  int32_t runHostCode(const tfc_entry_t& entry, const tfc_host_api_t* host, Entry& e) {
-    return entry.call(host, paramPointers.data(), statePointers.data(),
-                      e.inputPointers.data(), e.outputPointers.data(),
-                      reinterpret_cast<void*>(e.arena));
+  int32_t runHostCode(const tfc_entry_t& entry, const tfc_host_api_t* host, Entry& e,
+                      std::vector<void*>& inputs, std::vector<void*>& outputs) {
+    return entry.call(host, paramPointers.data(), statePointers.data(), inputs.data(),
+                      outputs.data(), reinterpret_cast<void*>(e.arena));
   }
 
   // Captures the entry's launches as a graph; false (and the entry is run eagerly from
   // then on) when the driver refuses.
-  bool capture(const tfc_entry_t& entry, const tfc_host_api_t* host, Entry& e) {
+  bool capture(const tfc_entry_t& entry, const tfc_host_api_t* host, Entry& e,
+               std::vector<void*>& inputs, std::vector<void*>& outputs) {
     if (d->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS) {
       return false;
     }
     capturing = true;
-    int32_t result = runHostCode(entry, host, e);
+    int32_t result = runHostCode(entry, host, e, inputs, outputs);
     capturing = false;
     CUgraph graph = nullptr;
     CUresult ended = d->cuStreamEndCapture(stream, &graph);
@@ -164,6 +167,9 @@ struct Executor::Impl {
     if (!ok) {
       e.graph = nullptr;
       pending = Status();  // the eager run reports what is still wrong
+    } else {
+      e.graphInputs = inputs;
+      e.graphOutputs = outputs;
     }
     return ok;
   }
@@ -291,7 +297,8 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
 
 Status Executor::call(int32_t index, const tfc_host_api_t* host,
                       const std::vector<void*>& params, const std::vector<void*>& state,
-                      const tfc_tensor_ref_t* inputs, const tfc_tensor_ref_t* outputs) {
+                      const tfc_tensor_ref_t* inputs, const tfc_tensor_ref_t* outputs,
+                      bool deviceIO) {
   Impl& x = *impl_;
   const Driver& d = *x.d;
   const tfc_entry_t& entry = x.table->entries[index];
@@ -299,23 +306,39 @@ Status Executor::call(int32_t index, const tfc_host_api_t* host,
   TFC_RETURN_IF_ERROR(x.upload(params, state));
   TFC_RETURN_IF_ERROR(x.prepareEntry(index));
   Impl::Entry& e = x.entries[static_cast<size_t>(index)];
+  std::vector<void*> ins = e.inputPointers, outs = e.outputPointers;
   for (int32_t i = 0; i < entry.num_inputs; ++i) {
+    if (deviceIO) {
+      ins[static_cast<size_t>(i)] = inputs[i].data;
+      continue;
+    }
     TFC_RETURN_IF_ERROR(x.check(
         d.cuMemcpyHtoDAsync(e.inputs[static_cast<size_t>(i)], inputs[i].data,
                             inputs[i].byte_size, x.stream),
         std::string("copying input '") + entry.inputs[i].name + "' to the GPU"));
   }
+  for (int32_t i = 0; deviceIO && i < entry.num_outputs; ++i) {
+    outs[static_cast<size_t>(i)] = outputs[i].data;
+  }
   x.pending = Status();
   int32_t result = 0;
-  bool replay = e.graph != nullptr;
-  if (!replay && e.calls > 0 && !e.captureFailed && graphsEnabled()) {
-    replay = x.capture(entry, host, e);
+  // A graph for these addresses; made when the same ones come a second time.
+  bool replay = e.graph != nullptr && e.graphInputs == ins && e.graphOutputs == outs;
+  bool repeated = e.lastInputs == ins && e.lastOutputs == outs;
+  if (!replay && repeated && !e.captureFailed && graphsEnabled()) {
+    if (e.graph != nullptr) {
+      d.cuGraphExecDestroy(e.graph);
+      e.graph = nullptr;
+    }
+    replay = x.capture(entry, host, e, ins, outs);
     e.captureFailed = !replay;
   }
+  e.lastInputs = ins;
+  e.lastOutputs = outs;
   if (replay) {
     TFC_RETURN_IF_ERROR(x.check(d.cuGraphLaunch(e.graph, x.stream), "cuGraphLaunch"));
   } else {
-    result = x.runHostCode(entry, host, e);
+    result = x.runHostCode(entry, host, e, ins, outs);
   }
   unsigned errorCode = 0;
   Status copied = x.check(d.cuMemcpyDtoHAsync(&errorCode, x.errorWord, sizeof(errorCode),
@@ -325,14 +348,13 @@ Status Executor::call(int32_t index, const tfc_host_api_t* host,
     copied = x.check(d.cuMemsetD8Async(x.errorWord, 0, sizeof(errorCode), x.stream),
                      "clearing the error word");
   }
-  for (int32_t i = 0; i < entry.num_outputs && copied.ok(); ++i) {
+  for (int32_t i = 0; i < entry.num_outputs && copied.ok() && !deviceIO; ++i) {
     copied = x.check(d.cuMemcpyDtoHAsync(outputs[i].data, e.outputs[static_cast<size_t>(i)],
                                          outputs[i].byte_size, x.stream),
                      std::string("copying output '") + entry.outputs[i].name + "' back");
   }
   Status synced = x.check(d.cuStreamSynchronize(x.stream),
                           std::string("running entry '") + entry.name + "' on " + x.description);
-  ++e.calls;
   // train_step writes parameters, decode its KV caches.
   x.paramsNewer = x.stateNewer = Impl::Newer::Device;
   TFC_RETURN_IF_ERROR(std::exchange(x.pending, Status()));

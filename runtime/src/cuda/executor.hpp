@@ -11,9 +11,10 @@
 // A call copies the inputs in, runs the entry's host code (which asks for launches,
 // device copies and constants through tfc_host_api_t.device_*), copies the outputs out,
 // reads and clears the module's error word, and synchronizes the stream. From an entry's
-// second call on, its launches are captured once as a CUDA graph and replayed (the
-// entry's shapes and every buffer's address are fixed), which removes the per-launch cost
-// of the host code and the driver.
+// second call on the same buffers, its launches are captured once as a CUDA graph and
+// replayed (the entry's shapes are fixed, and so are its buffers' addresses: always for
+// host inputs and outputs, which go through staging buffers), which removes the
+// per-launch cost of the host code and the driver.
 #ifndef TFC_RUNTIME_SRC_CUDA_EXECUTOR_HPP_
 #define TFC_RUNTIME_SRC_CUDA_EXECUTOR_HPP_
 
@@ -45,11 +46,12 @@ class Executor {
   const std::string& description() const;
 
   // Runs entry |index| on the device. |params| and |state| are the host copies (uploaded
-  // first when the host changed them); inputs and outputs are host buffers, already
-  // checked against the entry's descriptions.
+  // first when the host changed them); inputs and outputs, already checked against the
+  // entry's descriptions, are host buffers, or device buffers on this GPU when
+  // |deviceIO| (read and written in place, no copies).
   Status call(int32_t index, const tfc_host_api_t* host, const std::vector<void*>& params,
               const std::vector<void*>& state, const tfc_tensor_ref_t* inputs,
-              const tfc_tensor_ref_t* outputs);
+              const tfc_tensor_ref_t* outputs, bool deviceIO);
 
   // The host's parameters and/or state changed: upload them before the next call (and
   // never download the device's older copies over them).

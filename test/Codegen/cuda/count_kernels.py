@@ -1,7 +1,8 @@
 """Counts the kernels of a --target=cuda --compile-to=codegen module and those
 NVRTC compiled (an .entry of the module's PTX, tfc.device_portable, listed in
-tfc.device_kernels); with a dump folder, also requires each kernel's .cu and
-.ptx there."""
+tfc.device_kernels) and those whose registers ptxas spills to local memory
+(tfc.cuda.spill_bytes); with a dump folder, also requires each kernel's .cu
+and .ptx there."""
 import os
 import re
 import sys
@@ -20,5 +21,8 @@ if len(sys.argv) > 2:
             path = os.path.join(sys.argv[2], k + ext)
             if not os.path.exists(path) or not os.path.getsize(path):
                 missing.append(k + ext)
+spills = re.findall(r"@(\w+)\([^\n]*tfc\.cuda\.spill_bytes = (\d+)", text)
 print(f"{len(kernels)} kernels, {len(with_ptx)} with PTX, "
       f"{len(kernels) - len(with_ptx) + len(missing)} without")
+print(f"{len(spills)} spill registers" +
+      "".join(f"\n  {k}: {b} bytes of spill stores and loads" for k, b in spills))

@@ -314,6 +314,13 @@ tfc_status_t tfc_context_call(tfc_context_t* context, const char* entry_name,
 tfc_status_t tfc_context_call_index(tfc_context_t* context, int32_t entry_index,
                                     const tfc_tensor_ref_t* inputs, size_t num_inputs,
                                     const tfc_tensor_ref_t* outputs, size_t num_outputs);
+/* For a context on a GPU (a CUDA artifact): the same with inputs and outputs in the GPU's
+ * memory (each `data` a CUdeviceptr of the context's device, cast to void*), read and
+ * written in place without copies. The call returns when the GPU is done. Repeated calls
+ * on the same buffers replay one CUDA graph. FAILED_PRECONDITION for a CPU context. */
+tfc_status_t tfc_context_call_device(tfc_context_t* context, int32_t entry_index,
+                                     const tfc_tensor_ref_t* inputs, size_t num_inputs,
+                                     const tfc_tensor_ref_t* outputs, size_t num_outputs);
 
 /*===----------------------------------------------------------------------===
  * Generation: prefill, sample, decode (tfc::Generator, generator.hpp)
