@@ -190,8 +190,13 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
       context->hasError = false;
       context->error.clear();
     }
-    Status status = context->device->call(index, &context->host, context->paramPointers,
-                                          context->statePointers, inputs, outputs, deviceIO);
+    tfc_context_s::Profile& profile = context->profile;
+    bool profiling = context->host.kernel_begin != nullptr;
+    Status status = context->device->call(
+        index, &context->host, context->paramPointers, context->statePointers, inputs,
+        outputs, deviceIO,
+        profiling ? &profile.kernelSeconds[static_cast<size_t>(index)] : nullptr);
+    if (profiling && status.ok()) ++profile.calls[static_cast<size_t>(index)];
     std::lock_guard<std::mutex> lock(context->errorMutex);
     if (context->hasError) {
       return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),

@@ -277,11 +277,23 @@ int runProfile(const Invocation& invocation) {
                                                   args.has("--allow-unexpected"))
                                  : params->init(initSeed);
   if (!status.ok()) return fail(status);
+  int32_t device = 0;
+  if (std::string bad = parseDevice(args, &device); !bad.empty()) {
+    return usageError(command, bad);
+  }
+  const bool onGpu = tfc_artifact_table(artifact->get())->device != TFC_DEVICE_CPU;
+  if (onGpu && (peakGflops <= 0 || bandwidthGbs <= 0)) {
+    return usageError(command, "a CUDA artifact's floors need the GPU's peak and bandwidth: "
+                               "give --peak-gflops and --bandwidth-gbs (an H200: 67000 "
+                               "for f32 without tensor cores, 4800)");
+  }
   tfc_context_options_t options;
   tfc_context_options_initialize(&options);
   options.num_threads = static_cast<int32_t>(threads);
+  options.device = device;
   auto context = Context::create(*artifact, *params, &options);
   if (!context.ok()) return fail(context.status());
+  if (onGpu) print("device: {}\n", context->deviceName());
   auto bound = BoundEntry::create(*artifact, entryName, BoundEntry::Inputs::kCallerProvided);
   if (!bound.ok()) return fail(bound.status());
   std::vector<TensorView> views;
@@ -411,7 +423,7 @@ const Command kProfileCommand = {
     "time an entry kernel by kernel against each kernel's roofline floor",
     R"(usage: tfc-run MODEL.so profile ENTRY [--weights W.safetensors | --init-seed S]
                           [--in NAME=FILE.npy | --in NAME=VALUE]... [--repeat N] [--warmup N]
-                          [--threads N] [--top K] [--json FILE] [--plot FILE.png]
+                          [--threads N] [--device N] [--top K] [--json FILE] [--plot FILE.png]
                           [--peak-gflops X --bandwidth-gbs Y]
 
 Calls ENTRY --warmup times, then --repeat times with every kernel launch timed, and prints
@@ -425,6 +437,8 @@ their floor. Then the same per kind of kernel, and the total. "floor%" is floor 
 
 The peak is measured at start (an f32 FMA loop with the widest vectors the CPU has, and a
 STREAM triad, on the context's threads), unless --peak-gflops and --bandwidth-gbs give both.
+A CUDA artifact runs on GPU --device N (default 0), each launch timed between events on
+its stream; give the GPU's peak and bandwidth.
 
 Inputs not given with --in are drawn so that the call is valid: token ids uniform in
 [0, vocab), pos 0, n = the prefill chunk, train_step's hyper-parameters at the trainer's
@@ -462,6 +476,7 @@ examples:
      {"--repeat", nullptr, true, false},
      {"--warmup", nullptr, true, false},
      {"--threads", "-j", true, false},
+     {"--device", nullptr, true, false},
      {"--top", nullptr, true, false},
      {"--json", nullptr, true, false},
      {"--plot", nullptr, true, false},

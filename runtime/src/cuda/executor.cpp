@@ -79,6 +79,11 @@ struct Executor::Impl {
   Newer paramsNewer = Newer::Host, stateNewer = Newer::Host;
   bool capturing = false;
   Status pending;  // the first failure of a device_* callback during a call
+  // While profiling: an event before and after each launch of the call, in launch order
+  // (the order of the entry's tfc_entry_t.kernels), from a pool kept across calls.
+  bool timing = false;
+  std::vector<CUevent> events;
+  size_t eventsUsed = 0;
 
   Status check(CUresult result, const std::string& what) const {
     return tfc::internal::cuda::check(*d, result, (path + ": " + what).c_str());
@@ -186,6 +191,7 @@ Executor::~Executor() {
     if (e.graph != nullptr) x.d->cuGraphExecDestroy(e.graph);
   }
   for (CUdeviceptr p : x.allocations) x.d->cuMemFree(p);
+  for (CUevent event : x.events) x.d->cuEventDestroy(event);
   if (x.module != nullptr) x.d->cuModuleUnload(x.module);
   if (x.stream != nullptr) x.d->cuStreamDestroy(x.stream);
   x.d->cuDevicePrimaryCtxRelease(x.device);
@@ -298,7 +304,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
 Status Executor::call(int32_t index, const tfc_host_api_t* host,
                       const std::vector<void*>& params, const std::vector<void*>& state,
                       const tfc_tensor_ref_t* inputs, const tfc_tensor_ref_t* outputs,
-                      bool deviceIO) {
+                      bool deviceIO, std::vector<double>* kernelSeconds) {
   Impl& x = *impl_;
   const Driver& d = *x.d;
   const tfc_entry_t& entry = x.table->entries[index];
@@ -322,10 +328,14 @@ Status Executor::call(int32_t index, const tfc_host_api_t* host,
   }
   x.pending = Status();
   int32_t result = 0;
+  // Profiles time each launch between events, so they run eagerly.
+  x.timing = kernelSeconds != nullptr;
+  x.eventsUsed = 0;
   // A graph for these addresses; made when the same ones come a second time.
-  bool replay = e.graph != nullptr && e.graphInputs == ins && e.graphOutputs == outs;
+  bool replay = e.graph != nullptr && e.graphInputs == ins && e.graphOutputs == outs &&
+                !x.timing;
   bool repeated = e.lastInputs == ins && e.lastOutputs == outs;
-  if (!replay && repeated && !e.captureFailed && graphsEnabled()) {
+  if (!replay && repeated && !e.captureFailed && !x.timing && graphsEnabled()) {
     if (e.graph != nullptr) {
       d.cuGraphExecDestroy(e.graph);
       e.graph = nullptr;
@@ -357,6 +367,14 @@ Status Executor::call(int32_t index, const tfc_host_api_t* host,
                           std::string("running entry '") + entry.name + "' on " + x.description);
   // train_step writes parameters, decode its KV caches.
   x.paramsNewer = x.stateNewer = Impl::Newer::Device;
+  for (size_t i = 0; synced.ok() && x.timing && i + 1 < x.eventsUsed &&
+                     i / 2 < kernelSeconds->size(); i += 2) {
+    float ms = 0.0f;
+    if (d.cuEventElapsedTime(&ms, x.events[i], x.events[i + 1]) == CUDA_SUCCESS) {
+      (*kernelSeconds)[i / 2] += ms / 1e3;
+    }
+  }
+  x.timing = false;
   TFC_RETURN_IF_ERROR(std::exchange(x.pending, Status()));
   TFC_RETURN_IF_ERROR(std::move(synced));
   TFC_RETURN_IF_ERROR(std::move(copied));
@@ -412,8 +430,22 @@ void Executor::launch(int32_t kernel, uint32_t grid, uint32_t block, void* const
   }
   void* params[64];
   for (int32_t i = 0; i < numArgs; ++i) params[i] = const_cast<void**>(&args[i]);
+  CUevent before = nullptr, after = nullptr;
+  if (x.timing) {
+    while (x.events.size() < x.eventsUsed + 2) {
+      CUevent event = nullptr;
+      x.pending = x.check(x.d->cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+      if (!x.pending.ok()) return;
+      x.events.push_back(event);
+    }
+    before = x.events[x.eventsUsed];
+    after = x.events[x.eventsUsed + 1];
+    x.eventsUsed += 2;
+    x.d->cuEventRecord(before, x.stream);
+  }
   CUresult result = x.d->cuLaunchKernel(x.functions[static_cast<size_t>(kernel)], grid, 1, 1,
                                         block, 1, 1, 0, x.stream, params, nullptr);
+  if (after != nullptr) x.d->cuEventRecord(after, x.stream);
   if (result != CUDA_SUCCESS) {
     x.pending = x.check(result, std::string("launching kernel '") +
                                     x.table->device_kernels[kernel] + "'");

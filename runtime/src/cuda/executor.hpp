@@ -48,10 +48,13 @@ class Executor {
   // Runs entry |index| on the device. |params| and |state| are the host copies (uploaded
   // first when the host changed them); inputs and outputs, already checked against the
   // entry's descriptions, are host buffers, or device buffers on this GPU when
-  // |deviceIO| (read and written in place, no copies).
+  // |deviceIO| (read and written in place, no copies). With |kernelSeconds| (profiling),
+  // the call runs eagerly and adds each launch's GPU time, measured between events on the
+  // stream, to the launch's slot.
   Status call(int32_t index, const tfc_host_api_t* host, const std::vector<void*>& params,
               const std::vector<void*>& state, const tfc_tensor_ref_t* inputs,
-              const tfc_tensor_ref_t* outputs, bool deviceIO);
+              const tfc_tensor_ref_t* outputs, bool deviceIO,
+              std::vector<double>* kernelSeconds);
 
   // The host's parameters and/or state changed: upload them before the next call (and
   // never download the device's older copies over them).
