@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 
 namespace tfc::internal {
 
@@ -22,6 +24,11 @@ struct ThreadPool::Job {
 ThreadPool::ThreadPool(int numThreads) {
   if (numThreads <= 0) numThreads = static_cast<int>(std::thread::hardware_concurrency());
   numThreads_ = std::max(1, numThreads);
+  if (const char* spin = std::getenv("TFC_SPIN_US")) {
+    char* end = nullptr;
+    long long us = std::strtoll(spin, &end, 10);
+    if (end != spin && us >= 0 && us <= 1000000) spinNanos_ = us * 1000;
+  }
   workers_.reserve(static_cast<size_t>(numThreads_ - 1));
   for (int i = 1; i < numThreads_; ++i) workers_.emplace_back([this] { workerLoop(); });
 }
@@ -29,7 +36,7 @@ ThreadPool::ThreadPool(int numThreads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   workCv_.notify_all();
   for (std::thread& worker : workers_) worker.join();
@@ -59,25 +66,61 @@ void ThreadPool::runChunks(Job* job) {
     int64_t begin = 0, end = 0;
     chunkBounds(job->n, job->chunks, index, &begin, &end);
     job->fn(job->ctx, begin, end);
-    job->done.fetch_add(1, std::memory_order_acq_rel);
+    job->done.fetch_add(1);  // seq_cst: ordered with callerSleeping_ (parallelFor)
   }
   tlsInsideJob = wasInside;
 }
 
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls |done| for about |nanos| nanoseconds; true as soon as it holds.
+template <typename Done>
+bool spinUntil(Done done, int64_t nanos) {
+  if (nanos <= 0) return done();
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 1;; ++i) {
+    if (done()) return true;
+    cpuRelax();
+    if (i % 64 == 0 && std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                               .count() > nanos) {
+      return done();
+    }
+  }
+}
+
+}  // namespace
+
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    workCv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) return;
-    seen = generation_;
-    Job* job = job_;
-    if (job == nullptr) continue;  // woke after the job was already finished
-    ++activeWorkers_;
-    lock.unlock();
-    runChunks(job);
-    lock.lock();
-    if (--activeWorkers_ == 0) doneCv_.notify_all();
+    auto fresh = [&] { return stop_.load() || generation_.load() != seen; };
+    if (!spinUntil(fresh, spinNanos_)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleepers_.fetch_add(1);
+      workCv_.wait(lock, fresh);
+      sleepers_.fetch_sub(1);
+    }
+    if (stop_.load()) return;
+    seen = generation_.load();
+    active_.fetch_add(1);
+    Job* job = job_.load();
+    if (job != nullptr) {
+      runChunks(job);  // a finished job has no chunks left
+      if (callerSleeping_.load()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        doneCv_.notify_all();
+      }
+    }
+    active_.fetch_sub(1);
   }
 }
 
@@ -94,19 +137,27 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, Fn fn, void* ctx) {
   job.ctx = ctx;
   job.n = n;
   job.chunks = chunks;
-  {
+  job_.store(&job);
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    // Under the lock: a worker between its last check and its wait would miss it.
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &job;
-    ++generation_;
+    workCv_.notify_all();
   }
-  workCv_.notify_all();
   runChunks(&job);
-  std::unique_lock<std::mutex> lock(mutex_);
-  // Every chunk done, and no worker still holds a pointer to |job| (it lives on our stack).
-  doneCv_.wait(lock, [&] {
-    return job.done.load(std::memory_order_acquire) == chunks && activeWorkers_ == 0;
-  });
-  job_ = nullptr;
+  auto finished = [&] { return job.done.load() == chunks; };
+  if (!spinUntil(finished, spinNanos_)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    callerSleeping_.store(true);
+    doneCv_.wait(lock, finished);
+    callerSleeping_.store(false);
+  }
+  // No worker may still hold |job| (it lives on this stack): unpublish it, then wait for
+  // those that took it before.
+  job_.store(nullptr);
+  while (!spinUntil([&] { return active_.load() == 0; }, spinNanos_)) {
+    std::this_thread::yield();
+  }
 }
 
 }  // namespace tfc::internal

@@ -2,6 +2,7 @@
 #ifndef TFC_RUNTIME_SRC_THREAD_POOL_HPP_
 #define TFC_RUNTIME_SRC_THREAD_POOL_HPP_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -45,15 +46,24 @@ class ThreadPool {
   static void runChunks(Job* job);
 
   int numThreads_ = 1;
+  // How long an idle worker, or the caller waiting for the workers, polls before it
+  // sleeps: the gap between two kernels is often shorter than a futex wake-up
+  // ($TFC_SPIN_US, default 50 microseconds; 0 sleeps at once).
+  int64_t spinNanos_ = 50000;
   std::vector<std::thread> workers_;
   std::mutex submitMutex_;  // serializes parallelFor() callers
-  std::mutex mutex_;        // guards the fields below
-  std::condition_variable workCv_;
-  std::condition_variable doneCv_;
-  uint64_t generation_ = 0;
-  Job* job_ = nullptr;
-  int activeWorkers_ = 0;
-  bool stop_ = false;
+  // A job is published by storing job_ and then bumping generation_; a worker counts
+  // itself in active_ before it reads job_, and the caller clears job_ before it waits for
+  // active_ to drop to 0, so no worker touches a job after parallelFor() returns.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<Job*> job_{nullptr};
+  std::atomic<int> active_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> callerSleeping_{false};
+  std::mutex mutex_;  // for the sleeping sides of the condition variables only
+  std::condition_variable workCv_;  // idle workers sleep here
+  std::condition_variable doneCv_;  // the caller sleeps here while workers finish a job
 };
 
 }  // namespace tfc::internal
