@@ -13,7 +13,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 namespace {
 
@@ -26,39 +25,64 @@ struct AttentionGrad {
   float scale;
 };
 
+// Cloned per ISA (the library's other kernels dispatch through isa()): the loops below
+// run along j or along a row of d elements, independent lanes that vectorize, while every
+// sum keeps its order (over c for a score, over j for a gradient row), so a machine gives
+// the same bits at any thread count.
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   const AttentionGrad& a = *static_cast<const AttentionGrad*>(ctx);
   const int64_t group = a.heads / a.kv_heads;
-  std::vector<float> p(static_cast<size_t>(a.tk));
+  const int64_t tk = a.tk, d = a.d, dvd = a.dv_dim;
+  // This thread's scratch: the probabilities of a row, and the head's K and V transposed
+  // (d x tk, dv x tk) so that a row's scores and dP are sums along c of vectors along j.
+  float* p = tfc_kern::scratch(6, static_cast<size_t>(tk * (1 + d + dvd) + 3 * tk));
+  float* dp = p + tk;
+  float* kt = dp + tk;
+  float* vt = kt + tk * d;
+  float* ds = vt + tk * dvd;
   for (int64_t part = begin; part < end; ++part) {
     const int64_t b = part / a.kv_heads, hk = part % a.kv_heads;
-    const float* kh = a.k + (b * a.kv_heads + hk) * a.tk * a.d;
-    const float* vh = a.v + (b * a.kv_heads + hk) * a.tk * a.dv_dim;
-    float* dkh = a.dk + (b * a.kv_heads + hk) * a.tk * a.d;
-    float* dvh = a.dv + (b * a.kv_heads + hk) * a.tk * a.dv_dim;
-    std::memset(dkh, 0, sizeof(float) * a.tk * a.d);
-    std::memset(dvh, 0, sizeof(float) * a.tk * a.dv_dim);
+    const float* kh = a.k + (b * a.kv_heads + hk) * tk * d;
+    const float* vh = a.v + (b * a.kv_heads + hk) * tk * dvd;
+    float* dkh = a.dk + (b * a.kv_heads + hk) * tk * d;
+    float* dvh = a.dv + (b * a.kv_heads + hk) * tk * dvd;
+    std::memset(dkh, 0, sizeof(float) * tk * d);
+    std::memset(dvh, 0, sizeof(float) * tk * dvd);
+    for (int64_t j = 0; j < tk; ++j) {
+      for (int64_t c = 0; c < d; ++c) kt[c * tk + j] = kh[j * d + c];
+      for (int64_t c = 0; c < dvd; ++c) vt[c * tk + j] = vh[j * dvd + c];
+    }
     for (int64_t g = 0; g < group; ++g) {
       const int64_t h = hk * group + g;
       for (int64_t i = 0; i < a.tq; ++i) {
         const int64_t row = (b * a.heads + h) * a.tq + i;
-        const float* qi = a.q + row * a.d;
-        const float* oi = a.o + row * a.dv_dim;
-        const float* doi = a.dout + row * a.dv_dim;
-        float* dqi = a.dq + row * a.d;
-        std::memset(dqi, 0, sizeof(float) * a.d);
-        int64_t limit = a.tk;
+        const float* qi = a.q + row * d;
+        const float* oi = a.o + row * dvd;
+        const float* doi = a.dout + row * dvd;
+        float* dqi = a.dq + row * d;
+        std::memset(dqi, 0, sizeof(float) * d);
+        int64_t limit = tk;
         if (a.causal) {
           int64_t last = i + a.offset + 1;
-          limit = last < 0 ? 0 : (last < a.tk ? last : a.tk);
+          limit = last < 0 ? 0 : (last < tk ? last : tk);
         }
         if (limit == 0) continue;
+        // Scores and dP, both sums over c in order, as vectors along j.
+        for (int64_t j = 0; j < limit; ++j) p[j] = dp[j] = 0.0f;
+        for (int64_t c = 0; c < d; ++c) {
+          const float qc = qi[c];
+          const float* ktc = kt + c * tk;
+          for (int64_t j = 0; j < limit; ++j) p[j] += qc * ktc[j];
+        }
+        for (int64_t c = 0; c < dvd; ++c) {
+          const float dc = doi[c];
+          const float* vtc = vt + c * tk;
+          for (int64_t j = 0; j < limit; ++j) dp[j] += dc * vtc[j];
+        }
         float max = -INFINITY;
         for (int64_t j = 0; j < limit; ++j) {
-          const float* kj = kh + j * a.d;
-          float s = 0.0f;
-          for (int64_t c = 0; c < a.d; ++c) s += qi[c] * kj[c];
-          p[j] = s * a.scale;
+          p[j] *= a.scale;
           max = p[j] > max ? p[j] : max;
         }
         float sum = 0.0f;
@@ -68,22 +92,21 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
         }
         const float inv = 1.0f / sum;
         float delta = 0.0f;
-        for (int64_t c = 0; c < a.dv_dim; ++c) delta += doi[c] * oi[c];
+        for (int64_t c = 0; c < dvd; ++c) delta += doi[c] * oi[c];
         for (int64_t j = 0; j < limit; ++j) {
-          const float pj = p[j] * inv;
-          const float* vj = vh + j * a.dv_dim;
-          float* dvj = dvh + j * a.dv_dim;
-          float dp = 0.0f;
-          for (int64_t c = 0; c < a.dv_dim; ++c) {
-            dp += doi[c] * vj[c];
-            dvj[c] += pj * doi[c];
-          }
-          const float ds = pj * (dp - delta) * a.scale;
-          const float* kj = kh + j * a.d;
-          float* dkj = dkh + j * a.d;
-          for (int64_t c = 0; c < a.d; ++c) {
-            dqi[c] += ds * kj[c];
-            dkj[c] += ds * qi[c];
+          p[j] *= inv;
+          ds[j] = p[j] * (dp[j] - delta) * a.scale;
+        }
+        // Gradient rows: each a sum over j in order, vectors along c.
+        for (int64_t j = 0; j < limit; ++j) {
+          const float pj = p[j], dsj = ds[j];
+          const float* kj = kh + j * d;
+          float* dvj = dvh + j * dvd;
+          float* dkj = dkh + j * d;
+          for (int64_t c = 0; c < dvd; ++c) dvj[c] += pj * doi[c];
+          for (int64_t c = 0; c < d; ++c) {
+            dqi[c] += dsj * kj[c];
+            dkj[c] += dsj * qi[c];
           }
         }
       }
