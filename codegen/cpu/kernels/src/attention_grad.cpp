@@ -87,7 +87,7 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
         }
         float sum = 0.0f;
         for (int64_t j = 0; j < limit; ++j) {
-          p[j] = std::exp(p[j] - max);
+          p[j] = tfc_kern::exp_f32(p[j] - max);
           sum += p[j];
         }
         const float inv = 1.0f / sum;

@@ -17,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cmath>
+#include <cstring>
+
 namespace tfc_kern {
 
 struct GemmArgs {
@@ -64,6 +67,42 @@ extern const IsaKernels kIsaScalar;
 
 // The table in use (chosen on first call, or forced by set_isa / TFC_KERNELS_ISA).
 const IsaKernels& isa();
+
+// ---- Math ----
+// exp(x) in f32, within 1.3 ulp of the exact value: the algorithm of the compiler's
+// tfc-polynomial-math (codegen/cpu/PolynomialMath.cpp), so that a kernel of the library
+// and a generated loop give the same bits. Cody-Waite reduction by ln 2, Cephes' degree-6
+// polynomial, 2^n built in the exponent bits (in two halves, so that n = 128 at the top of
+// the range does not overflow); +inf above the range, 0 below, NaN stays NaN. Branch-free
+// with exact fused multiply-adds, so loops over it vectorize and every clone of a
+// function (target_clones) computes the same bits.
+inline float exp_f32(float x) {
+  const float hi = 88.72283935546875f, lo = -87.33654022216797f;
+  float xc = x > lo ? x : lo;
+  xc = xc < hi ? xc : hi;
+  const float n = std::floor(std::fma(xc, 1.44269504088896341f, 0.5f));
+  float r = std::fma(n, -0.693359375f, xc);
+  r = std::fma(n, 2.12194440e-4f, r);
+  float poly = 1.9875691500e-4f;
+  poly = std::fma(poly, r, 1.3981999507e-3f);
+  poly = std::fma(poly, r, 8.3334519073e-3f);
+  poly = std::fma(poly, r, 4.1665795894e-2f);
+  poly = std::fma(poly, r, 1.6666665459e-1f);
+  poly = std::fma(poly, r, 5.0000001201e-1f);
+  poly = std::fma(poly, r * r, r + 1.0f);
+  const int32_t ni = static_cast<int32_t>(n);
+  const int32_t n1 = ni >> 1, n2 = ni - n1;
+  auto pow2 = [](int32_t e) {
+    const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  };
+  float y = poly * pow2(n1) * pow2(n2);
+  y = x > hi ? INFINITY : y;
+  y = x < lo ? 0.0f : y;
+  return x != x ? x : y;
+}
 
 // ---- Context (src/context.cpp) ----
 // Runs fn over [0, n) with the current thread's host (serially without one, or when
