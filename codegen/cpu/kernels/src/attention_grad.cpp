@@ -80,16 +80,14 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
           const float* vtc = vt + c * tk;
           for (int64_t j = 0; j < limit; ++j) dp[j] += dc * vtc[j];
         }
+        // Elementwise loops apart from the reductions (max, sum), which keep their order
+        // and would hold the elementwise work to one lane at a time.
+        for (int64_t j = 0; j < limit; ++j) p[j] *= a.scale;
         float max = -INFINITY;
-        for (int64_t j = 0; j < limit; ++j) {
-          p[j] *= a.scale;
-          max = p[j] > max ? p[j] : max;
-        }
+        for (int64_t j = 0; j < limit; ++j) max = p[j] > max ? p[j] : max;
+        for (int64_t j = 0; j < limit; ++j) p[j] = tfc_kern::exp_f32(p[j] - max);
         float sum = 0.0f;
-        for (int64_t j = 0; j < limit; ++j) {
-          p[j] = tfc_kern::exp_f32(p[j] - max);
-          sum += p[j];
-        }
+        for (int64_t j = 0; j < limit; ++j) sum += p[j];
         const float inv = 1.0f / sum;
         float delta = 0.0f;
         for (int64_t c = 0; c < dvd; ++c) delta += doi[c] * oi[c];
