@@ -36,11 +36,11 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   const int64_t tk = a.tk, d = a.d, dvd = a.dv_dim;
   // This thread's scratch: the probabilities of a row, and the head's K and V transposed
   // (d x tk, dv x tk) so that a row's scores and dP are sums along c of vectors along j.
-  float* p = tfc_kern::scratch(6, static_cast<size_t>(tk * (1 + d + dvd) + 3 * tk));
-  float* dp = p + tk;
-  float* kt = dp + tk;
-  float* vt = kt + tk * d;
-  float* ds = vt + tk * dvd;
+  float* __restrict p = tfc_kern::scratch(6, static_cast<size_t>(tk * (1 + d + dvd) + 3 * tk));
+  float* __restrict dp = p + tk;
+  float* __restrict kt = dp + tk;
+  float* __restrict vt = kt + tk * d;
+  float* __restrict ds = vt + tk * dvd;
   for (int64_t part = begin; part < end; ++part) {
     const int64_t b = part / a.kv_heads, hk = part % a.kv_heads;
     const float* kh = a.k + (b * a.kv_heads + hk) * tk * d;
@@ -57,10 +57,12 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
       const int64_t h = hk * group + g;
       for (int64_t i = 0; i < a.tq; ++i) {
         const int64_t row = (b * a.heads + h) * a.tq + i;
-        const float* qi = a.q + row * d;
-        const float* oi = a.o + row * dvd;
-        const float* doi = a.dout + row * dvd;
-        float* dqi = a.dq + row * d;
+        // No two of these overlap (restrict): the short loops below need no run-time
+        // overlap checks, which would cost more than their 8 to 64 elements.
+        const float* __restrict qi = a.q + row * d;
+        const float* __restrict oi = a.o + row * dvd;
+        const float* __restrict doi = a.dout + row * dvd;
+        float* __restrict dqi = a.dq + row * d;
         std::memset(dqi, 0, sizeof(float) * d);
         int64_t limit = tk;
         if (a.causal) {
@@ -98,9 +100,9 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
         // Gradient rows: each a sum over j in order, vectors along c.
         for (int64_t j = 0; j < limit; ++j) {
           const float pj = p[j], dsj = ds[j];
-          const float* kj = kh + j * d;
-          float* dvj = dvh + j * dvd;
-          float* dkj = dkh + j * d;
+          const float* __restrict kj = kh + j * d;
+          float* __restrict dvj = dvh + j * dvd;
+          float* __restrict dkj = dkh + j * d;
           for (int64_t c = 0; c < dvd; ++c) dvj[c] += pj * doi[c];
           for (int64_t c = 0; c < d; ++c) {
             dqi[c] += dsj * kj[c];
