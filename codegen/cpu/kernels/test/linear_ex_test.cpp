@@ -118,7 +118,7 @@ class LinearExTest : public ::testing::TestWithParam<std::string> {
 const int64_t kShapes[][3] = {
     {1, 77, 300},  {2, 129, 1000}, {3, 33, 129},  {4, 300, 640},  {1, 2304, 768},
     {15, 33, 257}, {29, 65, 513},  {33, 47, 77},  {47, 130, 1100}, {50, 100, 600},
-    {14, 64, 256}, {5, 17, 3},
+    {14, 64, 256}, {5, 17, 3},     {20, 24, 16},  {32, 32, 32},
 };
 
 TEST_P(LinearExTest, ActivationsBiasResidual) {

@@ -115,8 +115,10 @@ TEST_P(MatmulTest, LargeK) {
 TEST_P(MatmulTest, BatchStrides) {
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
+    // (16 x 8 @ 8 x 8 and 17 x 32 @ 32 x 32: the tiny-product path.)
     for (auto& s : {std::array<int64_t, 3>{17, 33, 29}, std::array<int64_t, 3>{3, 70, 20},
-                    std::array<int64_t, 3>{40, 5, 64}}) {
+                    std::array<int64_t, 3>{40, 5, 64}, std::array<int64_t, 3>{16, 8, 8},
+                    std::array<int64_t, 3>{17, 32, 32}}) {
       check({3, s[0], s[1], s[2], ta, tb, -1, -1, -1, false});
       check({3, s[0], s[1], s[2], ta, tb, 0, -1, -1, false});   // broadcast A
       check({4, s[0], s[1], s[2], ta, tb, -1, 0, -1, true});    // broadcast B
@@ -140,7 +142,8 @@ TEST_P(MatmulTest, Linear) {
   TFC_SEED_TRACE(run_seed());
   std::mt19937_64 rng(run_seed() + 17);
   for (auto& s : {std::array<int64_t, 3>{1, 2304, 768}, std::array<int64_t, 3>{17, 65, 33},
-                  std::array<int64_t, 3>{4, 129, 300}, std::array<int64_t, 3>{33, 47, 513}}) {
+                  std::array<int64_t, 3>{4, 129, 300}, std::array<int64_t, 3>{33, 47, 513},
+                  std::array<int64_t, 3>{20, 24, 16}}) {
     for (int tw = 0; tw < 2; ++tw) {
       for (int with_bias = 0; with_bias < 2; ++with_bias) {
         const int64_t M = s[0], N = s[1], K = s[2];
