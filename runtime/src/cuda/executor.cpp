@@ -110,25 +110,30 @@ struct Executor::Impl {
   Status prepareEntry(int32_t index) {
     Entry& e = entries[static_cast<size_t>(index)];
     if (e.allocated) return Status();
+    // (After a failed attempt: what it allocated stays in |allocations| until the end.)
+    e.inputs.clear();
+    e.outputs.clear();
+    e.inputPointers.clear();
+    e.outputPointers.clear();
     const tfc_entry_t& entry = table->entries[index];
     std::string name = std::string("entry '") + entry.name + "'";
     TFC_ASSIGN_OR_RETURN(e.arena, allocate(entry.arena_bytes, "the arena of " + name));
-    for (int32_t i = 0; i < entry.num_inputs; ++i) {
-      TFC_ASSIGN_OR_RETURN(CUdeviceptr p,
-                           allocate(tfc_tensor_desc_byte_size(&entry.inputs[i]),
-                                    "input '" + std::string(entry.inputs[i].name) + "' of " +
-                                        name));
-      e.inputs.push_back(p);
-      e.inputPointers.push_back(reinterpret_cast<void*>(p));
-    }
-    for (int32_t i = 0; i < entry.num_outputs; ++i) {
-      TFC_ASSIGN_OR_RETURN(CUdeviceptr p,
-                           allocate(tfc_tensor_desc_byte_size(&entry.outputs[i]),
-                                    "output '" + std::string(entry.outputs[i].name) + "' of " +
-                                        name));
-      e.outputs.push_back(p);
-      e.outputPointers.push_back(reinterpret_cast<void*>(p));
-    }
+    // A staging buffer per input and output, for copies at the call.
+    auto stage = [&](const tfc_tensor_desc_t* descs, int32_t count, const char* what,
+                     std::vector<CUdeviceptr>* buffers, std::vector<void*>* pointers) {
+      for (int32_t i = 0; i < count; ++i) {
+        TFC_ASSIGN_OR_RETURN(CUdeviceptr p, allocate(tfc_tensor_desc_byte_size(&descs[i]),
+                                                     std::string(what) + " '" + descs[i].name +
+                                                         "' of " + name));
+        buffers->push_back(p);
+        pointers->push_back(reinterpret_cast<void*>(p));
+      }
+      return Status();
+    };
+    TFC_RETURN_IF_ERROR(
+        stage(entry.inputs, entry.num_inputs, "input", &e.inputs, &e.inputPointers));
+    TFC_RETURN_IF_ERROR(
+        stage(entry.outputs, entry.num_outputs, "output", &e.outputs, &e.outputPointers));
     e.allocated = true;
     return Status();
   }
