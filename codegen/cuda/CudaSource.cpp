@@ -903,8 +903,9 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
 // Attention. The forward is one thread per query row with an online softmax
 // over the visible keys (the T x T scores never exist in memory). The
 // backward recomputes the probabilities instead of reading saved ones: one
-// thread per query row writes dQ, one per key row writes dK and dV (summed
-// over the query heads that share it, in a fixed order: deterministic).
+// thread per query row writes dQ, one per key row its dK, another its dV
+// (summed over the query heads that share it, in a fixed order:
+// deterministic), rows wider than 32 in chunks of columns.
 // Semantics as the CPU's kernel library: key j is visible to query i iff
 // j < clamp(i + offset + 1, 0, Tk) when causal; a row that sees no key is 0.
 //===----------------------------------------------------------------------===//
@@ -1017,67 +1018,91 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   auto dO = [&](StringRef t) {
     return load(ge, ("in4[orow + " + t + "]").str());
   };
+  // A thread keeps one row of sums in registers: a row of dQ, dK or dV, in
+  // chunks of at most 32 columns, each chunk its own work item (the row's
+  // softmax statistics are recomputed per chunk). Wider rows spilled on sm_90
+  // (gpt2-124m's d = 64).
+  auto chunksOf = [](int64_t width) {
+    int64_t n = (width + 31) / 32;
+    return width % n == 0 ? n : 1;
+  };
+  const int64_t nq = chunksOf(a.d), nv = chunksOf(a.dv);
+  const int64_t items1 = qRows * nq, items2 = kRows * nq, items3 = kRows * nv;
   std::string text;
   llvm::raw_string_ostream os(text);
   // dP_ij = dO_i . V_j; Di = dO_i . O_i; dS_ij = p_ij (dP_ij - Di).
   os << signature(name, operands, results) << " {\n"
-     << "  const long long n = " << qRows + kRows << "LL;\n" << kGridStride
-     << "    if (i < " << qRows << "LL) {\n";
-  // Role 1: dQ_i = scale sum_j dS_ij K_j.
-  attentionRow(os, a, "i", "in5[0]", "      ");
+     << "  const long long n = " << items1 + items2 + items3 << "LL;\n"
+     << kGridStride << "    if (i < " << items1 << "LL) {\n";
+  // Role 1: dQ_i = scale sum_j dS_ij K_j, columns [c0, c0 + cw).
+  const std::string cq = std::to_string(a.d / nq);
+  os << "      const long long ri = i / " << nq << "LL, c0 = (i % " << nq
+     << "LL) * " << cq << "LL;\n";
+  attentionRow(os, a, "ri", "in5[0]", "      ");
   attentionStats(os, a, "      ");
   os << "      float Di = 0.0f;\n"
      << "      for (long long t = 0; t < " << dv << "LL; ++t) Di += " << dO("t")
      << " * " << load(oe, "in3[orow + t]") << ";\n"
-     << "      float acc[" << a.d << "];\n"
-     << "      for (long long t = 0; t < " << d << "LL; ++t) acc[t] = 0.0f;\n"
+     << "      float acc[" << cq << "];\n"
+     << "      for (long long t = 0; t < " << cq << "LL; ++t) acc[t] = 0.0f;\n"
      << "      for (long long j = 0; j < lim; ++j) {\n"
      << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
      << "        const float dp = tfc_dot<" << a.dv << "LL>(in4 + orow, in2 + vb + j * "
      << dv << "LL);\n"
      << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
      << ";\n"
-     << "        for (long long t = 0; t < " << d << "LL; ++t) acc[t] += ds * "
-     << load(ke, "in1[kb + j * " + d + "LL + t]") << ";\n      }\n"
-     << "      for (long long t = 0; t < " << d << "LL; ++t) out0[qrow + t] = "
+     << "        for (long long t = 0; t < " << cq << "LL; ++t) acc[t] += ds * "
+     << load(ke, "in1[kb + j * " + d + "LL + c0 + t]") << ";\n      }\n"
+     << "      for (long long t = 0; t < " << cq << "LL; ++t) out0[qrow + c0 + t] = "
      << store(results[0].getElementType(), "acc[t]") << ";\n"
-     << "    } else {\n";
-  // Role 2: key row j of head hk; every query row of the group's heads.
-  os << "      const long long kr = i - " << qRows << "LL;\n"
-     << "      const long long j = kr % " << a.tk << "LL, hk = (kr / " << a.tk
-     << "LL) % " << a.hkv << "LL, bb = kr / " << a.tk * a.hkv << "LL;\n"
-     << "      float gk[" << a.d << "], gv[" << a.dv << "];\n"
-     << "      for (long long t = 0; t < " << d << "LL; ++t) gk[t] = 0.0f;\n"
-     << "      for (long long t = 0; t < " << dv << "LL; ++t) gv[t] = 0.0f;\n"
-     << "      for (long long g = 0; g < " << group << "LL; ++g)\n"
-     << "      for (long long q = 0; q < " << a.tq << "LL; ++q) {\n"
-     << "        const long long row = (bb * " << a.h << "LL + hk * " << group
-     << "LL + g) * " << a.tq << "LL + q;\n";
-  attentionRow(os, a, "row", "in5[0]", "        ");
-  os << "        if (j >= lim) continue;\n";
-  attentionStats(os, a, "        ");
-  os << "        float Di = 0.0f;\n"
-     << "        for (long long t = 0; t < " << dv << "LL; ++t) Di += "
-     << dO("t") << " * " << load(oe, "in3[orow + t]") << ";\n"
-     << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
-     << "        const float dp = tfc_dot<" << a.dv << "LL>(in4 + orow, in2 + vb + j * "
-     << dv << "LL);\n"
-     << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
-     << ";\n"
-     << "        for (long long t = 0; t < " << d << "LL; ++t) gk[t] += ds * "
-     << load(qe, "in0[qrow + t]") << ";\n"
-     << "        for (long long t = 0; t < " << dv << "LL; ++t) gv[t] += p * "
-     << dO("t") << ";\n      }\n"
-     << "      const long long kAt = ((bb * " << a.hkv << "LL + hk) * " << a.tk
-     << "LL + j) * " << d << "LL;\n"
-     << "      const long long vAt = ((bb * " << a.hkv << "LL + hk) * " << a.tk
-     << "LL + j) * " << dv << "LL;\n"
-     << "      for (long long t = 0; t < " << d << "LL; ++t) out1[kAt + t] = "
-     << store(results[1].getElementType(), "gk[t]") << ";\n"
-     << "      for (long long t = 0; t < " << dv << "LL; ++t) out2[vAt + t] = "
-     << store(results[2].getElementType(), "gv[t]") << ";\n"
-     << "    }\n  }\n}\n";
-  return KernelSource{text, qRows + kRows};
+     << "    } else if (i < " << items1 + items2 << "LL) {\n";
+  // Roles 2 and 3: key row j of head hk, columns [c0, c0 + cw) of its dK row
+  // (role 2) or of its dV row (role 3), over every query row of the group's
+  // heads.
+  auto keyRole = [&](bool dK, int64_t first) {
+    const int64_t chunks = dK ? nq : nv;
+    const std::string width = dK ? d : dv;
+    const std::string cw = std::to_string((dK ? a.d : a.dv) / chunks);
+    os << "      const long long kr = (i - " << first << "LL) / " << chunks
+       << "LL, c0 = ((i - " << first << "LL) % " << chunks << "LL) * " << cw
+       << "LL;\n"
+       << "      const long long j = kr % " << a.tk << "LL, hk = (kr / " << a.tk
+       << "LL) % " << a.hkv << "LL, bb = kr / " << a.tk * a.hkv << "LL;\n"
+       << "      float g[" << cw << "];\n"
+       << "      for (long long t = 0; t < " << cw << "LL; ++t) g[t] = 0.0f;\n"
+       << "      for (long long gi = 0; gi < " << group << "LL; ++gi)\n"
+       << "      for (long long q = 0; q < " << a.tq << "LL; ++q) {\n"
+       << "        const long long row = (bb * " << a.h << "LL + hk * " << group
+       << "LL + gi) * " << a.tq << "LL + q;\n";
+    attentionRow(os, a, "row", "in5[0]", "        ");
+    os << "        if (j >= lim) continue;\n";
+    attentionStats(os, a, "        ");
+    os << "        const float p = expf(" << score(a, "j") << " - m) / l;\n";
+    if (dK) {
+      os << "        float Di = 0.0f;\n"
+         << "        for (long long t = 0; t < " << dv << "LL; ++t) Di += "
+         << dO("t") << " * " << load(oe, "in3[orow + t]") << ";\n"
+         << "        const float dp = tfc_dot<" << a.dv
+         << "LL>(in4 + orow, in2 + vb + j * " << dv << "LL);\n"
+         << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
+         << ";\n"
+         << "        for (long long t = 0; t < " << cw << "LL; ++t) g[t] += ds * "
+         << load(qe, "in0[qrow + c0 + t]") << ";\n      }\n";
+    } else {
+      os << "        for (long long t = 0; t < " << cw << "LL; ++t) g[t] += p * "
+         << dO("c0 + t") << ";\n      }\n";
+    }
+    os << "      const long long at = ((bb * " << a.hkv << "LL + hk) * " << a.tk
+       << "LL + j) * " << width << "LL + c0;\n"
+       << "      for (long long t = 0; t < " << cw << "LL; ++t) out"
+       << (dK ? "1" : "2") << "[at + t] = "
+       << store(results[dK ? 1 : 2].getElementType(), "g[t]") << ";\n";
+  };
+  keyRole(/*dK=*/true, items1);
+  os << "    } else {\n";
+  keyRole(/*dK=*/false, items1 + items2);
+  os << "    }\n  }\n}\n";
+  return KernelSource{text, items1 + items2 + items3};
 }
 
 //===----------------------------------------------------------------------===//

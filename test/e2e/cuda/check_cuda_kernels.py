@@ -390,6 +390,15 @@ CASES = [
          [((1, 4, 5, 6), "f32"), ((1, 2, 5, 6), "f32"), ((1, 2, 5, 6), "f32")],
          lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
          rtol=1e-4, atol=1e-5, inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do]),
+    # d = 64: rows of dQ, dK and dV in two chunks of 32 columns each.
+    Case("attention_grad causal, d 64",
+         "  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4 causal : (tensor<1x2x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x2x3x64xf32>, tensor<1x2x3x64xf32>) -> (tensor<1x2x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x1x3x64xf32>)\n"
+         "  return %0#0, %0#1, %0#2 : tensor<1x2x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x1x3x64xf32>",
+         [((1, 2, 3, 64), "f32"), ((1, 1, 3, 64), "f32"), ((1, 1, 3, 64), "f32"),
+          ((1, 2, 3, 64), "f32"), ((1, 2, 3, 64), "f32")],
+         [((1, 2, 3, 64), "f32"), ((1, 1, 3, 64), "f32"), ((1, 1, 3, 64), "f32")],
+         lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
+         rtol=1e-4, atol=1e-5, inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do]),
     sample_case("greedy", 0.0, 0, 1.0),
     sample_case("temperature 1, all kept", 1.0, 0, 1.0),
     sample_case("top_k 5", 0.8, 5, 1.0),
