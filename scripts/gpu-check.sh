@@ -20,8 +20,9 @@
 #    PyTorch eager and torch.compile on the same GPU in the same run (f32, and
 #    PyTorch's bf16 autocast for reference), as one table with tokens/s, MFU
 #    and the fraction of the HBM-bandwidth floor.
-# It fits in 8 minutes on one H200. Put the table, with the date, in
-# docs/performance.md.
+# It is meant to fit in 8 minutes on one H200 (not yet timed on one: the
+# kernels are correct-first; TFC_TRAIN_REPEAT lowers the timed steps). Put the
+# table, with the date, in docs/performance.md.
 #
 # Environment: TFC_GPU_PEAK_TFLOPS (default 67, the H200's FP32 peak without
 # tensor cores), TFC_GPU_BANDWIDTH_GBS (default 4800, its HBM3e), TFC_TRAIN_REPEAT
