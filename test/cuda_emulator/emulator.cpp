@@ -160,6 +160,16 @@ CUresult needInit() {
   return state().initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
 }
 
+// A handle's destroy call: removes it from |handles| (CUDA_ERROR_INVALID_HANDLE when it
+// is not there) and deletes it. The caller holds the lock.
+template <typename Handles, typename Handle>
+CUresult destroyHandle(Handles& handles, Handle handle) {
+  TFC_EMU_TRY(needInit());
+  TFC_EMU_REQUIRE(handles.erase(handle) != 0, CUDA_ERROR_INVALID_HANDLE);
+  delete handle;
+  return CUDA_SUCCESS;
+}
+
 // cuInit, and a context current on this thread.
 CUresult needContext() {
   TFC_EMU_TRY(needInit());
@@ -733,10 +743,7 @@ TFC_EMU_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
 
 TFC_EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
   TFC_EMU_LOCK();
-  TFC_EMU_TRY(needInit());
-  TFC_EMU_REQUIRE(state().streams.erase(hStream) != 0, CUDA_ERROR_INVALID_HANDLE);
-  delete hStream;
-  return CUDA_SUCCESS;
+  return destroyHandle(state().streams, hStream);
 }
 
 TFC_EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
@@ -821,18 +828,12 @@ TFC_EMU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) 
 
 TFC_EMU_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   TFC_EMU_LOCK();
-  TFC_EMU_TRY(needInit());
-  TFC_EMU_REQUIRE(state().execs.erase(hGraphExec) != 0, CUDA_ERROR_INVALID_HANDLE);
-  delete hGraphExec;
-  return CUDA_SUCCESS;
+  return destroyHandle(state().execs, hGraphExec);
 }
 
 TFC_EMU_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
   TFC_EMU_LOCK();
-  TFC_EMU_TRY(needInit());
-  TFC_EMU_REQUIRE(state().graphs.erase(hGraph) != 0, CUDA_ERROR_INVALID_HANDLE);
-  delete hGraph;
-  return CUDA_SUCCESS;
+  return destroyHandle(state().graphs, hGraph);
 }
 
 // ---- Events. ----
@@ -888,10 +889,7 @@ TFC_EMU_EXPORT CUresult cuEventElapsedTime(float* pMilliseconds, CUevent hStart,
 
 TFC_EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
   TFC_EMU_LOCK();
-  TFC_EMU_TRY(needInit());
-  TFC_EMU_REQUIRE(state().events.erase(hEvent) != 0, CUDA_ERROR_INVALID_HANDLE);
-  delete hEvent;
-  return CUDA_SUCCESS;
+  return destroyHandle(state().events, hEvent);
 }
 
 // Every function of the runtime's list is exported here, under its exported name and with

@@ -216,6 +216,22 @@ def dropout(x, seed, rate):
     return np.where(np.array(keep).reshape(x.shape), x * np.float32(1 / (1 - rate)), 0.0)
 
 
+def attention_grad_case(label, heads, kv_heads, t, d):
+    """Causal attention_grad of one batch row, f32, against NumPy's gradients of
+    attention (its `out` operand is the forward's output)."""
+    q, kv = (1, heads, t, d), (1, kv_heads, t, d)
+    types = ", ".join(ttype(s, "f32") for s in (q, kv, kv, q, q))
+    results = ", ".join(ttype(s, "f32") for s in (q, kv, kv))
+    return Case(f"attention_grad causal, {label}",
+                f"  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4 causal : ({types}) -> ({results})\n"
+                f"  return %0#0, %0#1, %0#2 : {results}",
+                [(q, "f32"), (kv, "f32"), (kv, "f32"), (q, "f32"), (q, "f32")],
+                [(q, "f32"), (kv, "f32"), (kv, "f32")],
+                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
+                rtol=1e-4, atol=1e-5,
+                inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do])
+
+
 def sample_case(label, temperature, top_k, top_p):
     return Case(f"sample {label}",
                 "  %0 = tfc.sample %x0, %x1, %x2, %x3, %x4 : (tensor<4x50xf32>, tensor<f32>, tensor<i32>, tensor<f32>, tensor<i64>) -> tensor<4xi32>\n"
@@ -382,23 +398,9 @@ CASES = [
          [((1, 2, 3, 8), "bf16"), ((1, 2, 7, 8), "bf16"), ((1, 2, 7, 5), "bf16")],
          [((1, 2, 3, 5), "bf16")], lambda q, k, v: [attention(q, k, v, False)],
          rtol=2e-2, atol=2e-2),
-    Case("attention_grad causal, grouped-query",
-         "  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4 causal : (tensor<1x4x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x4x5x6xf32>, tensor<1x4x5x6xf32>) -> (tensor<1x4x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x2x5x6xf32>)\n"
-         "  return %0#0, %0#1, %0#2 : tensor<1x4x5x6xf32>, tensor<1x2x5x6xf32>, tensor<1x2x5x6xf32>",
-         [((1, 4, 5, 6), "f32"), ((1, 2, 5, 6), "f32"), ((1, 2, 5, 6), "f32"),
-          ((1, 4, 5, 6), "f32"), ((1, 4, 5, 6), "f32")],
-         [((1, 4, 5, 6), "f32"), ((1, 2, 5, 6), "f32"), ((1, 2, 5, 6), "f32")],
-         lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
-         rtol=1e-4, atol=1e-5, inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do]),
+    attention_grad_case("grouped-query", 4, 2, 5, 6),
     # d = 64: rows of dQ, dK and dV in two chunks of 32 columns each.
-    Case("attention_grad causal, d 64",
-         "  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4 causal : (tensor<1x2x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x2x3x64xf32>, tensor<1x2x3x64xf32>) -> (tensor<1x2x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x1x3x64xf32>)\n"
-         "  return %0#0, %0#1, %0#2 : tensor<1x2x3x64xf32>, tensor<1x1x3x64xf32>, tensor<1x1x3x64xf32>",
-         [((1, 2, 3, 64), "f32"), ((1, 1, 3, 64), "f32"), ((1, 1, 3, 64), "f32"),
-          ((1, 2, 3, 64), "f32"), ((1, 2, 3, 64), "f32")],
-         [((1, 2, 3, 64), "f32"), ((1, 1, 3, 64), "f32"), ((1, 1, 3, 64), "f32")],
-         lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
-         rtol=1e-4, atol=1e-5, inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do]),
+    attention_grad_case("d 64", 2, 1, 3, 64),
     sample_case("greedy", 0.0, 0, 1.0),
     sample_case("temperature 1, all kept", 1.0, 0, 1.0),
     sample_case("top_k 5", 0.8, 5, 1.0),
