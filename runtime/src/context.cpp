@@ -184,31 +184,8 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
   tfc_status_t unset = tfc_params_check_all_set(context->params);
   if (unset != nullptr) return Status(unset);
 
-  if (context->device) {
-    {
-      std::lock_guard<std::mutex> lock(context->errorMutex);
-      context->hasError = false;
-      context->error.clear();
-    }
-    tfc_context_s::Profile& profile = context->profile;
-    bool profiling = context->host.kernel_begin != nullptr;
-    Status status = context->device->call(
-        index, &context->host, context->paramPointers, context->statePointers, inputs,
-        outputs, deviceIO,
-        profiling ? &profile.kernelSeconds[static_cast<size_t>(index)] : nullptr);
-    if (profiling && status.ok()) ++profile.calls[static_cast<size_t>(index)];
-    std::lock_guard<std::mutex> lock(context->errorMutex);
-    if (context->hasError) {
-      return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
-                           context->error.c_str());
-    }
-    if (!status.ok()) {
-      return Status::error(status.code(), "%s: %s", subject.c_str(), status.message());
-    }
-    return Status();
-  }
   tfc::internal::Buffer& arena = context->arenas[static_cast<size_t>(index)];
-  if (entry.arena_bytes > 0 && arena.data == nullptr) {
+  if (!context->device && entry.arena_bytes > 0 && arena.data == nullptr) {
     if (entry.arena_bytes > SIZE_MAX / 2) {
       return Status::error(TFC_OUT_OF_MEMORY, "%s needs an arena of %llu bytes, more than this "
                            "machine can address", subject.c_str(),
@@ -220,27 +197,42 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
                                     false, what.c_str()));
   }
 
-  context->inputPointers.resize(numInputs);
-  for (size_t i = 0; i < numInputs; ++i) context->inputPointers[i] = inputs[i].data;
-  context->outputPointers.resize(numOutputs);
-  for (size_t i = 0; i < numOutputs; ++i) context->outputPointers[i] = outputs[i].data;
   {
     std::lock_guard<std::mutex> lock(context->errorMutex);
     context->hasError = false;
     context->error.clear();
   }
-  context->profile.entry = index;
-  int32_t result = entry.call(&context->host, context->paramPointers.data(),
-                              context->statePointers.data(), context->inputPointers.data(),
-                              context->outputPointers.data(), arena.data);
-  context->profile.entry = -1;
-  if (context->host.kernel_begin != nullptr) {
-    ++context->profile.calls[static_cast<size_t>(index)];
+  tfc_context_s::Profile& profile = context->profile;
+  const bool profiling = context->host.kernel_begin != nullptr;
+  int32_t result = 0;
+  Status deviceStatus;
+  if (context->device) {
+    // The GPU's arena, its copies of parameters and state, and the I/O copies.
+    deviceStatus = context->device->call(
+        index, &context->host, context->paramPointers, context->statePointers, inputs,
+        outputs, deviceIO,
+        profiling ? &profile.kernelSeconds[static_cast<size_t>(index)] : nullptr);
+    if (profiling && deviceStatus.ok()) ++profile.calls[static_cast<size_t>(index)];
+  } else {
+    context->inputPointers.resize(numInputs);
+    for (size_t i = 0; i < numInputs; ++i) context->inputPointers[i] = inputs[i].data;
+    context->outputPointers.resize(numOutputs);
+    for (size_t i = 0; i < numOutputs; ++i) context->outputPointers[i] = outputs[i].data;
+    profile.entry = index;
+    result = entry.call(&context->host, context->paramPointers.data(),
+                        context->statePointers.data(), context->inputPointers.data(),
+                        context->outputPointers.data(), arena.data);
+    profile.entry = -1;
+    if (profiling) ++profile.calls[static_cast<size_t>(index)];
   }
   std::lock_guard<std::mutex> lock(context->errorMutex);
   if (context->hasError) {
     return Status::error(TFC_INVALID_ARGUMENT, "%s: %s", subject.c_str(),
                          context->error.c_str());
+  }
+  if (!deviceStatus.ok()) {
+    return Status::error(deviceStatus.code(), "%s: %s", subject.c_str(),
+                         deviceStatus.message());
   }
   if (result != 0) {
     return Status::error(TFC_INTERNAL, "%s failed (returned %d) without reporting an error",
