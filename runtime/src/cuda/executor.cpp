@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -85,8 +86,18 @@ struct Executor::Impl {
   std::vector<CUevent> events;
   size_t eventsUsed = 0;
 
-  Status check(CUresult result, const std::string& what) const {
-    return tfc::internal::cuda::check(*d, result, (path + ": " + what).c_str());
+  // OK, or "<path>: <what>: <the driver's error>". |what| is text or a function that
+  // makes it, called only on failure: every copy and launch of a call is checked.
+  template <typename What>
+  Status check(CUresult result, const What& what) const {
+    if (result == CUDA_SUCCESS) return Status();
+    std::string text;
+    if constexpr (std::is_invocable_v<What>) {
+      text = what();
+    } else {
+      text = what;
+    }
+    return tfc::internal::cuda::check(*d, result, (path + ": " + text).c_str());
   }
 
   Status makeCurrent() const { return check(d->cuCtxSetCurrent(context), "cuCtxSetCurrent"); }
@@ -326,7 +337,7 @@ Status Executor::call(int32_t index, const tfc_host_api_t* host,
     TFC_RETURN_IF_ERROR(x.check(
         d.cuMemcpyHtoDAsync(e.inputs[static_cast<size_t>(i)], inputs[i].data,
                             inputs[i].byte_size, x.stream),
-        std::string("copying input '") + entry.inputs[i].name + "' to the GPU"));
+        [&] { return std::string("copying input '") + entry.inputs[i].name + "' to the GPU"; }));
   }
   for (int32_t i = 0; deviceIO && i < entry.num_outputs; ++i) {
     outs[static_cast<size_t>(i)] = outputs[i].data;
@@ -366,10 +377,11 @@ Status Executor::call(int32_t index, const tfc_host_api_t* host,
   for (int32_t i = 0; i < entry.num_outputs && copied.ok() && !deviceIO; ++i) {
     copied = x.check(d.cuMemcpyDtoHAsync(outputs[i].data, e.outputs[static_cast<size_t>(i)],
                                          outputs[i].byte_size, x.stream),
-                     std::string("copying output '") + entry.outputs[i].name + "' back");
+                     [&] { return std::string("copying output '") + entry.outputs[i].name + "' back"; });
   }
-  Status synced = x.check(d.cuStreamSynchronize(x.stream),
-                          std::string("running entry '") + entry.name + "' on " + x.description);
+  Status synced = x.check(d.cuStreamSynchronize(x.stream), [&] {
+    return std::string("running entry '") + entry.name + "' on " + x.description;
+  });
   // train_step writes parameters, decode its KV caches.
   x.paramsNewer = x.stateNewer = Impl::Newer::Device;
   for (size_t i = 0; synced.ok() && x.timing && i + 1 < x.eventsUsed &&
@@ -452,8 +464,9 @@ void Executor::launch(int32_t kernel, uint32_t grid, uint32_t block, void* const
                                         block, 1, 1, 0, x.stream, params, nullptr);
   if (after != nullptr) x.d->cuEventRecord(after, x.stream);
   if (result != CUDA_SUCCESS) {
-    x.pending = x.check(result, std::string("launching kernel '") +
-                                    x.table->device_kernels[kernel] + "'");
+    x.pending = x.check(result, [&] {
+      return std::string("launching kernel '") + x.table->device_kernels[kernel] + "'";
+    });
   }
 }
 
