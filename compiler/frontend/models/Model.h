@@ -26,11 +26,16 @@ struct ModelOption {
     Number, ///< a finite real number; the model checks its range
     Flag,   ///< 0/1/true/false
     Preset, ///< the name of one of the model's presets
+    Choice, ///< one of `choices`
   };
   std::string key;
   Kind kind;
   std::string defaultValue;
   std::string help;
+  /// The values a Choice takes.
+  std::vector<std::string> choices = {};
+  /// A Size that may also be 0 (its help says what 0 means).
+  bool allowZero = false;
 };
 
 /// Values that `--set preset=NAME` applies; the user's own --set win.
