@@ -126,6 +126,9 @@ private:
 };
 
 void validate(const ModelConfig &cfg) {
+  cfg.require(cfg.size("n_layer") <= kMaxLayers,
+              "n_layer (" + cfg.text("n_layer") + ") must be at most " +
+                  llvm::Twine(kMaxLayers));
   int64_t nEmbd = cfg.size("n_embd"), nHead = cfg.size("n_head"),
           nCtx = cfg.size("n_ctx");
   cfg.require(nEmbd % nHead == 0, "n_embd (" + llvm::Twine(nEmbd) +

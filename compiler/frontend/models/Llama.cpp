@@ -186,6 +186,9 @@ private:
 };
 
 void validate(const ModelConfig &cfg) {
+  cfg.require(cfg.size("n_layer") <= kMaxLayers,
+              "n_layer (" + cfg.text("n_layer") + ") must be at most " +
+                  llvm::Twine(kMaxLayers));
   int64_t dim = cfg.size("dim"), nHead = cfg.size("n_head"),
           nKvHead = cfg.size("n_kv_head"), nCtx = cfg.size("n_ctx");
   int64_t headDim = cfg.size("head_dim");

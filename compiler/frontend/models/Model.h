@@ -94,6 +94,10 @@ public:
   std::string optionList() const;
 };
 
+/// The most layers a model may have: tracing is linear in them, and a
+/// mistyped count (2^31) would trace for hours; no checkpoint comes near it.
+constexpr int64_t kMaxLayers = 1024;
+
 /// Every model of the library, in a fixed order.
 const std::vector<ModelInfo> &allModels();
 /// nullptr when no model has that name.
