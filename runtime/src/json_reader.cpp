@@ -216,7 +216,7 @@ bool JsonReader::readString(std::string* out) {
   }
 }
 
-bool JsonReader::readNumberText(std::string_view* out) {
+bool JsonReader::scanNumber(std::string_view* out, size_t* integerLength) {
   if (failed_) return false;
   skipWhitespace();
   size_t start = position_;
@@ -243,11 +243,44 @@ bool JsonReader::readNumberText(std::string_view* out) {
     while (position_ < text_.size() && isDigit(text_[position_])) ++position_;
   }
   *out = text_.substr(start, position_ - start);
-  if (position_ != integerEnd) {
+  *integerLength = integerEnd - start;
+  return true;
+}
+
+bool JsonReader::readNumberText(std::string_view* out) {
+  if (failed_) return false;
+  skipWhitespace();
+  size_t start = position_;
+  size_t integerLength = 0;
+  if (!scanNumber(out, &integerLength)) return false;
+  if (integerLength != out->size()) {
     position_ = start;
     return failValue("expected an integer, found " + quoteForMessage(*out, 40));
   }
   return true;
+}
+
+bool JsonReader::skipValue() {
+  if (failed_) return false;
+  char c = peek();
+  if (c == '{') {
+    return readObject([this](const std::string&) { return skipValue(); });
+  }
+  if (c == '[') return readArray([this] { return skipValue(); });
+  if (c == '"') {
+    std::string ignored;
+    return readString(&ignored);
+  }
+  for (std::string_view literal : {"true", "false", "null"}) {
+    if (text_.substr(position_, literal.size()) == literal) {
+      position_ += literal.size();
+      return true;
+    }
+  }
+  std::string_view number;
+  size_t integerLength = 0;
+  if (c == '-' || isDigit(c)) return scanNumber(&number, &integerLength);
+  return fail("expected a JSON value");
 }
 
 bool JsonReader::readUint64(uint64_t* out) {

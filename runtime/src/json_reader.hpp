@@ -52,9 +52,15 @@ class JsonReader {
   // Reads an integral number (no fraction, no exponent) that fits in int64_t/uint64_t.
   bool readInt64(int64_t* out);
   bool readUint64(uint64_t* out);
+  // Reads any value (object, array, string, number, true, false, null) and drops it, for
+  // members whose content does not matter; nesting is bounded as everywhere.
+  bool skipValue();
 
  private:
   void skipWhitespace();
+  // Scans a number of any form (fraction and exponent allowed) into |out|; the integer
+  // part's length (sign included) goes to |integerLength|.
+  bool scanNumber(std::string_view* out, size_t* integerLength);
   bool readNumberText(std::string_view* out);
   bool readHex4(uint32_t* out);
   bool enter();
