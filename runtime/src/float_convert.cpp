@@ -32,6 +32,13 @@ float bitsFloat(uint32_t bits) {
   return value;
 }
 
+// |condition| ? |a| : |b| without a branch: GCC turns chained ?: into jumps, which stop the
+// loops from vectorizing.
+inline uint32_t select(bool condition, uint32_t a, uint32_t b) {
+  const uint32_t mask = 0u - static_cast<uint32_t>(condition);
+  return (a & mask) | (b & ~mask);
+}
+
 // BF16 is the upper half of an F32.
 inline uint32_t bf16ToF32Bits(uint16_t h) { return static_cast<uint32_t>(h) << 16; }
 
@@ -45,7 +52,8 @@ inline uint32_t f16ToF32Bits(uint16_t h) {
   const uint32_t special = (magnitude << 13) | 0x7F800000u;
   const uint32_t subnormal = floatBits(static_cast<float>(static_cast<int32_t>(magnitude)) *
                                        0x1p-24f);
-  const uint32_t bits = magnitude >= 0x7C00u ? special : magnitude >= 0x0400u ? normal : subnormal;
+  const uint32_t bits =
+      select(magnitude >= 0x7C00u, special, select(magnitude >= 0x0400u, normal, subnormal));
   return sign | bits;
 }
 
@@ -56,7 +64,7 @@ inline uint32_t f16ToF32Bits(uint16_t h) {
 inline uint16_t f32BitsToBf16(uint32_t x) {
   const uint32_t rounded = (x + 0x7FFFu + ((x >> 16) & 1u)) >> 16;
   const uint32_t quietNan = (x >> 16) | 0x40u;
-  return static_cast<uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? quietNan : rounded);
+  return static_cast<uint16_t>(select((x & 0x7FFFFFFFu) > 0x7F800000u, quietNan, rounded));
 }
 
 // F32 -> F16, round to nearest even (after F. Giesen's float_to_half_fast3_rtne):
@@ -69,14 +77,13 @@ inline uint16_t f32BitsToBf16(uint32_t x) {
 inline uint16_t f32BitsToF16(uint32_t x) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t magnitude = x & 0x7FFFFFFFu;
-  const uint32_t special = magnitude > 0x7F800000u ? 0x7E00u : 0x7C00u;
+  const uint32_t special = select(magnitude > 0x7F800000u, 0x7E00u, 0x7C00u);
   const uint32_t subnormal = floatBits(bitsFloat(magnitude) + 0.5f) - floatBits(0.5f);
   const uint32_t normal =
       (magnitude + (static_cast<uint32_t>(15 - 127) << 23) + 0xFFFu + ((magnitude >> 13) & 1u)) >>
       13;
-  const uint32_t bits = magnitude >= (143u << 23)  ? special
-                        : magnitude < (113u << 23) ? subnormal
-                                                   : normal;
+  const uint32_t bits =
+      select(magnitude >= (143u << 23), special, select(magnitude < (113u << 23), subnormal, normal));
   return static_cast<uint16_t>(sign | bits);
 }
 
