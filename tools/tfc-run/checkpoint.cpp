@@ -61,9 +61,10 @@ Status loadPretrainedWeights(const std::string& path, Params& params) {
     if (skipped.size() > kNamesShown) {
       names += ", ... (" + std::to_string(skipped.size() - kNamesShown) + " more)";
     }
-    print(stderr, "tfc-run: note: {}: skipped {} tensor{} that {} not parameters of the model: {}\n",
-          path, skipped.size(), skipped.size() == 1 ? "" : "s",
-          skipped.size() == 1 ? "is" : "are", names);
+    print(stderr, "tfc-run: note: {}: skipped {} {} of the model: {}\n", path, skipped.size(),
+          skipped.size() == 1 ? "tensor that is not a parameter"
+                              : "tensors that are not parameters",
+          names);
   }
   if (!conversions.empty()) {
     std::string text;
