@@ -21,13 +21,18 @@ std::string lowercase(std::string text) {
   return text;
 }
 
-// A dtype mismatch of a single file: the same tensors would load from its directory.
+// A single file refused for its names or dtypes may be a Hugging Face checkpoint, which
+// loads from its directory: say so.
 Status withPretrainedHint(Status status) {
-  if (status.ok() || std::string(status.message()).find(" has dtype ") == std::string::npos) {
+  if (status.ok()) return status;
+  std::string message = status.message();
+  if (message.find(" has dtype ") == std::string::npos &&
+      message.find("missing parameter ") == std::string::npos) {
     return status;
   }
-  return Status::error(status.code(), "%s\n(a Hugging Face checkpoint in another dtype: pass its "
-                       "directory as --weights to convert on load)", status.message());
+  return Status::error(status.code(), "%s\n(a Hugging Face checkpoint? pass its directory as "
+                       "--weights: dtypes then convert, a prefix such as 'transformer.' is "
+                       "dropped and buffers are skipped)", message.c_str());
 }
 
 }  // namespace
@@ -123,13 +128,13 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
                          path.c_str(), unexpected.size(), unexpected.size() == 1 ? "" : "s",
                          unexpected.size() == 1 ? "is" : "are", list.c_str());
   }
-  Status status = withPretrainedHint(params.loadSafetensors(path, &options));
+  Status status = params.loadSafetensors(path, &options);
   if (!status.ok()) {
     // The runtime names each tensor (with the closest parameter name); say how to go on.
     if (!unexpected.empty())
-      return Status::error(status.code(), "%s (--allow-unexpected ignores tensors that are "
-                           "not parameters)", status.message());
-    return status;
+      status = Status::error(status.code(), "%s (--allow-unexpected ignores tensors that are "
+                             "not parameters)", status.message());
+    return withPretrainedHint(std::move(status));
   }
   if (stateTensors > 0) {
     print(stderr,
