@@ -858,6 +858,10 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
   Type g = operands[0].getElementType(), out = results[0].getElementType();
   std::string text;
   llvm::raw_string_ostream os(text);
+  auto gradAt = [&](const char *position) {
+    return load(g, std::string("in0[") + position + " * " +
+                       std::to_string(width) + "LL + i]");
+  };
   os << signature(name, operands, results) << " {\n"
      << "  const long long n = " << width << "LL;\n" << kGridStride
      << "    for (long long v = 0; v < " << rows << "LL; ++v) out0[v * "
@@ -867,11 +871,23 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
      << "      if (id < 0 || id >= " << rows << "LL) {\n"
      << "        if (i == 0) tfc_report(TFC_ERROR_EMBEDDING_ID);\n"
      << "        continue;\n      }\n"
-     << "      const long long at = id * " << width << "LL + i;\n"
-     << "      out0[at] = "
-     << store(out, load(out, "out0[at]") + " + " +
-                       load(g, "in0[p * " + std::to_string(width) + "LL + i]"))
-     << ";\n    }\n  }\n}\n";
+     << "      const long long at = id * " << width << "LL + i;\n";
+  if (out.isF32()) {
+    os << "      out0[at] += " << gradAt("p") << ";\n";
+  } else {
+    // A 16-bit table summed in place would round at every repeated id: at
+    // an id's first position, sum all of its positions in f32 (in order, as
+    // above) and round once. O(positions^2) per column, correct first.
+    os << "      bool first = true;\n"
+       << "      for (long long q = 0; q < p && first; ++q) first = in1[q] != id;\n"
+       << "      if (!first) continue;\n"
+       << "      float acc = 0.0f;\n"
+       << "      for (long long q = p; q < " << positions << "LL; ++q) {\n"
+       << "        if (in1[q] == id) acc += " << gradAt("q") << ";\n"
+       << "      }\n"
+       << "      out0[at] = " << store(out, "acc") << ";\n";
+  }
+  os << "    }\n  }\n}\n";
   return KernelSource{text, width};
 }
 

@@ -382,6 +382,15 @@ CASES = [
          lambda g, ids: [embedding_grad(g, ids, 6)],
          draw=lambda rng, shape: (np.array([[1, 4, 1, 0], [4, 4, 2, 1]]) if shape == (2, 4)
                                   else rng.standard_normal(shape))),
+    # 200 positions onto 4 rows: a 16-bit table summed in place would round
+    # 50 times a row (the [bf16] and [f16] variants check that it does not).
+    Case("embedding_grad, 200 positions onto 4 rows",
+         "  %0 = tfc.embedding_grad %x0, %x1 : (tensor<4x50x3xf32>, tensor<4x50xi32>) -> tensor<4x3xf32>\n"
+         "  return %0 : tensor<4x3xf32>",
+         [((4, 50, 3), "f32"), ((4, 50), "i32")], [((4, 3), "f32")],
+         lambda g, ids: [embedding_grad(g, ids, 4)],
+         draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
+                                  else rng.standard_normal(shape))),
     Case("rotary at an offset",
          "  %0 = tfc.rotary %x0 offset %x1 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>) -> tensor<1x2x3x8xf32>\n"
          "  return %0 : tensor<1x2x3x8xf32>",
