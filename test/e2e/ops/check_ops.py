@@ -1074,6 +1074,16 @@ def build_half_cases(g, add):
             add(Case(f"rotary {H} offset {p}", {"x": x, "pos": pos},
                      [f"%y = tfc.rotary %x offset %pos theta = 1.0e4 : ({ty(x)}, tensor<i32>) -> {ty(x)}"],
                      {"y": e}, lambda i, p=p: {"y": rotary(i["x"], p, 1e4)}, tol))
+        # f32 frequencies (scaled rotary) with a 16-bit x: the angles in f32
+        x, pos = normal(1, 2, 4, 8), g.scalar(7, np.int32)
+        freq = np.abs(g.normal(4)).astype(np.float32) + np.float32(0.01)
+        dense = ", ".join(f"{float(f):.9e}" for f in freq)
+        add(Case(f"rotary {H} offset frequencies (f32)", {"x": x, "pos": pos},
+                 [f"%f = tfc.constant dense<[{dense}]> : tensor<4xf32>",
+                  f"%y = tfc.rotary %x offset %pos frequencies %f theta = 1.0e4 : "
+                  f"({ty(x)}, tensor<i32>, tensor<4xf32>) -> {ty(x)}"],
+                 {"y": e}, lambda i, f=freq: {"y": rotary(i["x"], 7, 1e4, f.astype(np.float64))},
+                 tol))
         table, ids = normal(11, 6), g.ints(0, 11, 2, 5)
         add(Case(f"embedding {H}", {"table": table, "ids": ids},
                  [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> "
