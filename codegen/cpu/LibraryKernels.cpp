@@ -48,13 +48,13 @@ bool isHalf(Value buffer) {
 /// is exact; narrowing rounds to nearest even).
 void convertElements(OpBuilder &b, Location loc, Value src, Value dst) {
   auto type = llvm::cast<MemRefType>(dst.getType());
-  AffineMap id = AffineMap::getMultiDimIdentityMap(type.getRank(),
-                                                   b.getContext());
+  AffineMap id =
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
   SmallVector<utils::IteratorType> iters(type.getRank(),
                                          utils::IteratorType::parallel);
   b.create<linalg::GenericOp>(
-      loc, ValueRange{src}, ValueRange{dst}, ArrayRef<AffineMap>{id, id},
-      iters, [](OpBuilder &nb, Location l, ValueRange args) {
+      loc, ValueRange{src}, ValueRange{dst}, ArrayRef<AffineMap>{id, id}, iters,
+      [](OpBuilder &nb, Location l, ValueRange args) {
         nb.create<linalg::YieldOp>(
             l, castScalar(nb, l, args[0], args[1].getType()));
       });
@@ -278,19 +278,20 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
   bool emitted = false;
-  emitInF32(b, op->getLoc(), operands, results,
-            [&](ValueRange ins, ValueRange outs) {
-              emitted = llvm::TypeSwitch<Operation *, bool>(op)
-                  .Case([&](MatmulOp m) { return emitMatmul(b, m, ins, outs); })
-                  .Case([&](AttentionOp a) {
-                    return emitAttention(b, a, ins, outs);
-                  })
-                  .Case([&](AttentionGradOp a) {
-                    return emitAttentionGrad(b, a, ins, outs);
-                  })
-                  .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
-                  .Default([](Operation *) { return false; });
-            });
+  emitInF32(
+      b, op->getLoc(), operands, results, [&](ValueRange ins, ValueRange outs) {
+        emitted =
+            llvm::TypeSwitch<Operation *, bool>(op)
+                .Case([&](MatmulOp m) { return emitMatmul(b, m, ins, outs); })
+                .Case([&](AttentionOp a) {
+                  return emitAttention(b, a, ins, outs);
+                })
+                .Case([&](AttentionGradOp a) {
+                  return emitAttentionGrad(b, a, ins, outs);
+                })
+                .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
+                .Default([](Operation *) { return false; });
+      });
   return emitted;
 }
 

@@ -873,13 +873,14 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
      << "        continue;\n      }\n"
      << "      const long long at = id * " << width << "LL + i;\n";
   if (out.isF32()) {
-    os << "      out0[at] += " << gradAt("p") << ";\n";
+    os << "      out0[at] = out0[at] + " << gradAt("p") << ";\n";
   } else {
     // A 16-bit table summed in place would round at every repeated id: at
     // an id's first position, sum all of its positions in f32 (in order, as
     // above) and round once. O(positions^2) per column, correct first.
     os << "      bool first = true;\n"
-       << "      for (long long q = 0; q < p && first; ++q) first = in1[q] != id;\n"
+       << "      for (long long q = 0; q < p && first; ++q)\n"
+       << "        first = in1[q] != id;\n"
        << "      if (!first) continue;\n"
        << "      float acc = 0.0f;\n"
        << "      for (long long q = p; q < " << positions << "LL; ++q) {\n"

@@ -138,9 +138,12 @@ def attention(q, k, v, causal, offset=None, scale=None):
     return softmax(s, -1) @ v
 
 
-def attention_grads(q, k, v, do, causal):
+def attention_grads(q, k, v, do, causal, o=None):
     """(dq, dk, dv) of attention by central differences would be slow; the
-    analytic formulas in float64, written independently of the kernel."""
+    analytic formulas in float64, written independently of the kernel. With
+    `o` (the forward's output as given to the op), rowsum(dp * p) is taken as
+    rowsum(do * o), equal for an exact o, as the op's definition computes it:
+    a 16-bit o's rounding then counts as the input it is."""
     b, h, tq, d = q.shape
     hkv, tk = k.shape[1], k.shape[2]
     g = h // hkv
@@ -153,7 +156,8 @@ def attention_grads(q, k, v, do, causal):
     p = softmax(s, -1)
     dv_e = np.swapaxes(p, -1, -2) @ do
     dp = do @ np.swapaxes(ve, -1, -2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    rowsum = (dp * p).sum(-1, keepdims=True) if o is None else (do * o).sum(-1, keepdims=True)
+    ds = p * (dp - rowsum) * scale
     dq = ds @ ke
     dk_e = np.swapaxes(ds, -1, -2) @ q
     fold = lambda x: x.reshape(b, hkv, g, *x.shape[2:]).sum(2)  # noqa: E731
@@ -239,7 +243,7 @@ def attention_grad_case(label, heads, kv_heads, t, d):
                 f"  return %0#0, %0#1, %0#2 : {results}",
                 [(q, "f32"), (kv, "f32"), (kv, "f32"), (q, "f32"), (q, "f32")],
                 [(q, "f32"), (kv, "f32"), (kv, "f32")],
-                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
+                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True, o)),
                 rtol=1e-4, atol=1e-5,
                 inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do])
 
