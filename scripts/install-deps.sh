@@ -20,15 +20,16 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# Python for the tests: NumPy (the reference of the end-to-end numerics) and psutil (lit
+# Python for the tests: NumPy (the reference of the end-to-end numerics), ml_dtypes (its
+# bfloat16) and psutil (lit
 # needs it to enforce its per-test time limit, test/lit.cfg.py); the Python bindings'
 # build (scikit-build-core, pybind11) and tests (pytest); PyTorch and transformers, the
 # reference of the Hugging Face model tests (test/e2e/hf; about 3 GB, a minute or two);
 # safetensors and ml_dtypes (its NumPy bfloat16) write the Hugging Face checkpoints of
 # test/Tools/tfc-run/hf-weights.test.
 PY=${PYTHON:-python3}
-for mod in numpy psutil pytest pybind11 scikit_build_core torch transformers safetensors \
-           ml_dtypes; do
+for mod in numpy ml_dtypes psutil pytest pybind11 scikit_build_core torch transformers \
+           safetensors; do
   if ! "$PY" -c "import $mod" 2>/dev/null; then
     echo "tfc: installing $mod for $PY"
     "$PY" -m pip install -q "$mod" 2>/dev/null || "$PY" -m pip install -q --break-system-packages "$mod"

@@ -312,14 +312,20 @@ void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
 }
 
 /// out = 0; out[ids[r], :] += grad[r, :] for every r in order, so the sum is
-/// the same on every run. An id outside [0, V) is reported and skipped.
+/// the same on every run. An id outside [0, V) is reported and skipped. A
+/// 16-bit table's rows are summed in an f32 buffer and rounded once at the
+/// end (summed in place they would round at every repeated id).
 void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
                        Value output) {
   Location loc = op.getLoc();
   int64_t vocab = shapeOf(output)[0], dim = shapeOf(output)[1];
   Value gf = flatten(b, loc, grad), idf = flatten(b, loc, ids),
-        of = flatten(b, loc, output);
-  Type elem = elementTypeOf(output);
+        out = flatten(b, loc, output);
+  Type outElem = elementTypeOf(output);
+  Type elem = computeType(outElem);
+  Value of = out;
+  if (elem != outElem)
+    of = b.create<memref::AllocOp>(loc, MemRefType::get({vocab * dim}, elem));
   Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
   parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
     b.create<memref::StoreOp>(loc, zero, of, ValueRange{i});
@@ -360,6 +366,14 @@ void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
                    b.create<scf::YieldOp>(loc);
                  });
            });
+  if (of == out)
+    return;
+  parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
+    Value sum = b.create<memref::LoadOp>(loc, of, ValueRange{i});
+    b.create<memref::StoreOp>(loc, narrow(b, loc, sum, outElem), out,
+                              ValueRange{i});
+  });
+  b.create<memref::DeallocOp>(loc, of);
 }
 
 } // namespace

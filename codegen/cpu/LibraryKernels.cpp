@@ -2,7 +2,8 @@
 //
 // matmul, linear, attention and sample call codegen/cpu/kernels (packed,
 // register-blocked, multi-threaded code). The emitters only compute sizes and
-// strides and pass pointers.
+// strides and pass pointers. The library is f32: 16-bit floats are widened
+// into f32 buffers around the call and the results rounded once (emitInF32).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/KernelEmitters.h"
@@ -38,18 +39,60 @@ void call(OpBuilder &b, Operation *op, StringRef name, ValueRange args) {
   b.create<func::CallOp>(op->getLoc(), fn, args);
 }
 
-bool requireF32(Operation *op, ValueRange operands) {
+bool isHalf(Value buffer) {
+  Type t = llvm::cast<MemRefType>(buffer.getType()).getElementType();
+  return t.isF16() || t.isBF16();
+}
+
+/// dst = src element by element, converted to dst's element type (widening
+/// is exact; narrowing rounds to nearest even).
+void convertElements(OpBuilder &b, Location loc, Value src, Value dst) {
+  auto type = llvm::cast<MemRefType>(dst.getType());
+  AffineMap id =
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+  SmallVector<utils::IteratorType> iters(type.getRank(),
+                                         utils::IteratorType::parallel);
+  b.create<linalg::GenericOp>(
+      loc, ValueRange{src}, ValueRange{dst}, ArrayRef<AffineMap>{id, id}, iters,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        nb.create<linalg::YieldOp>(
+            l, castScalar(nb, l, args[0], args[1].getType()));
+      });
+}
+
+/// The library computes in f32. For 16-bit floats, `emit` gets f32 copies of
+/// the 16-bit operands and f32 buffers for the 16-bit results, which are
+/// rounded once into the real results afterwards: every sum (dot products,
+/// the online softmax's state) stays in f32. Other buffers pass unchanged.
+/// The conversions are linear in the buffers' sizes, small beside the
+/// products' K-fold work.
+void emitInF32(OpBuilder &b, Location loc, ValueRange operands,
+               ValueRange results,
+               llvm::function_ref<void(ValueRange, ValueRange)> emit) {
+  SmallVector<Value> ins, outs, temporaries;
+  auto f32Like = [&](Value v) {
+    auto type = llvm::cast<MemRefType>(v.getType());
+    Value t = b.create<memref::AllocOp>(
+        loc, MemRefType::get(type.getShape(), b.getF32Type()));
+    temporaries.push_back(t);
+    return t;
+  };
   for (Value v : operands) {
-    auto t = llvm::cast<MemRefType>(v.getType());
-    if (llvm::isa<FloatType>(t.getElementType()) &&
-        !t.getElementType().isF32()) {
-      op->emitError("CPU codegen: ")
-          << op->getName() << " on " << t.getElementType()
-          << " is not supported yet (f32 only)";
-      return false;
+    if (!isHalf(v)) {
+      ins.push_back(v);
+      continue;
     }
+    ins.push_back(f32Like(v));
+    convertElements(b, loc, v, ins.back());
   }
-  return true;
+  for (Value v : results)
+    outs.push_back(isHalf(v) ? f32Like(v) : v);
+  emit(ins, outs);
+  for (auto [computed, result] : llvm::zip(outs, results))
+    if (computed != result)
+      convertElements(b, loc, computed, result);
+  for (Value t : temporaries)
+    b.create<memref::DeallocOp>(loc, t);
 }
 
 /// Copies `src` broadcast to `batch` + its own last two dims into a fresh
@@ -198,6 +241,19 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
                     Value bias, Value residual, Value y, bool transposeWeight,
                     LinearActivation activation) {
   Location loc = op->getLoc();
+  if (llvm::any_of(ValueRange{x, weight, y}, isHalf) ||
+      (bias && isHalf(bias)) || (residual && isHalf(residual))) {
+    SmallVector<Value> operands = {x, weight};
+    for (Value v : {bias, residual})
+      if (v)
+        operands.push_back(v);
+    emitInF32(b, loc, operands, y, [&](ValueRange in, ValueRange out) {
+      emitLinearCall(b, op, in[0], in[1], bias ? in[2] : Value(),
+                     residual ? in[bias ? 3 : 2] : Value(), out[0],
+                     transposeWeight, activation);
+    });
+    return;
+  }
   auto outShape = llvm::cast<MemRefType>(y.getType()).getShape();
   int64_t n = outShape.back();
   int64_t m = numElements(outShape) / n;
@@ -219,19 +275,24 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp>(op))
     return failure();
-  if (!requireF32(op, operands))
-    return false;
-  return llvm::TypeSwitch<Operation *, bool>(op)
-      .Case([&](MatmulOp m) { return emitMatmul(b, m, operands, results); })
-      .Case([&](LinearOp l) { return emitLinear(b, l, operands, results); })
-      .Case([&](AttentionOp a) {
-        return emitAttention(b, a, operands, results);
-      })
-      .Case([&](AttentionGradOp a) {
-        return emitAttentionGrad(b, a, operands, results);
-      })
-      .Case([&](SampleOp s) { return emitSample(b, s, operands, results); })
-      .Default([](Operation *) { return false; });
+  if (auto linear = llvm::dyn_cast<LinearOp>(op))
+    return emitLinear(b, linear, operands, results); // converts in the call
+  bool emitted = false;
+  emitInF32(
+      b, op->getLoc(), operands, results, [&](ValueRange ins, ValueRange outs) {
+        emitted =
+            llvm::TypeSwitch<Operation *, bool>(op)
+                .Case([&](MatmulOp m) { return emitMatmul(b, m, ins, outs); })
+                .Case([&](AttentionOp a) {
+                  return emitAttention(b, a, ins, outs);
+                })
+                .Case([&](AttentionGradOp a) {
+                  return emitAttentionGrad(b, a, ins, outs);
+                })
+                .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
+                .Default([](Operation *) { return false; });
+      });
+  return emitted;
 }
 
 } // namespace tfc::cpu

@@ -44,6 +44,8 @@ std::string storageType(Type t) {
     return "float";
   if (t.isBF16())
     return "unsigned short"; // the 16 bits; tfc_bf16_to_f32 on load
+  if (t.isF16())
+    return "tfc_f16"; // the 16 bits, a type of its own; tfc_f16_to_f32 on load
   if (t.isInteger(32))
     return "int";
   if (t.isInteger(64))
@@ -69,6 +71,8 @@ std::string computeCType(Type t) {
 std::string load(Type t, const std::string &expr) {
   if (t.isBF16())
     return "tfc_bf16_to_f32(" + expr + ")";
+  if (t.isF16())
+    return "tfc_f16_to_f32(" + expr + ")";
   return expr;
 }
 
@@ -76,6 +80,8 @@ std::string load(Type t, const std::string &expr) {
 std::string store(Type t, const std::string &expr) {
   if (t.isBF16())
     return "tfc_f32_to_bf16(" + expr + ")";
+  if (t.isF16())
+    return "tfc_f32_to_f16(" + expr + ")";
   return expr;
 }
 
@@ -84,7 +90,7 @@ LogicalResult checkTypes(Operation *op, ArrayRef<MemRefType> types) {
     if (storageType(t.getElementType()).empty())
       return op->emitError("CUDA codegen: element type ")
              << t.getElementType() << " of '" << op->getName()
-             << "' is not supported yet (f32, bf16, i32 and i64 are)";
+             << "' is not supported yet (f32, bf16, f16, i32 and i64 are)";
   return success();
 }
 
@@ -227,6 +233,8 @@ std::optional<std::string> ScalarPrinter::expression(Operation *op) {
       .Case([&](arith::TruncFOp t) -> std::optional<std::string> {
         if (resultType.isBF16())
           return "tfc_round_bf16(" + nameOf(t.getIn()) + ")";
+        if (resultType.isF16())
+          return "tfc_round_f16(" + nameOf(t.getIn()) + ")";
         if (resultType.isF32())
           return nameOf(t.getIn());
         return std::nullopt;
@@ -668,7 +676,8 @@ FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
     os << "    const long long id = in1[i / " << width << "LL];\n"
        << "    if (id < 0 || id >= " << rows << "LL) {\n"
        << "      tfc_report(TFC_ERROR_EMBEDDING_ID);\n"
-       << "      out0[i] = 0;\n"
+       << "      out0[i] = " << store(results[0].getElementType(), "0.0f")
+       << ";\n"
        << "    } else {\n"
        << "      out0[i] = in0[id * " << width << "LL + i % " << width
        << "LL];\n    }\n  }\n}\n";
@@ -849,6 +858,10 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
   Type g = operands[0].getElementType(), out = results[0].getElementType();
   std::string text;
   llvm::raw_string_ostream os(text);
+  auto gradAt = [&](const char *position) {
+    return load(g, std::string("in0[") + position + " * " +
+                       std::to_string(width) + "LL + i]");
+  };
   os << signature(name, operands, results) << " {\n"
      << "  const long long n = " << width << "LL;\n" << kGridStride
      << "    for (long long v = 0; v < " << rows << "LL; ++v) out0[v * "
@@ -858,11 +871,24 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
      << "      if (id < 0 || id >= " << rows << "LL) {\n"
      << "        if (i == 0) tfc_report(TFC_ERROR_EMBEDDING_ID);\n"
      << "        continue;\n      }\n"
-     << "      const long long at = id * " << width << "LL + i;\n"
-     << "      out0[at] = "
-     << store(out, load(out, "out0[at]") + " + " +
-                       load(g, "in0[p * " + std::to_string(width) + "LL + i]"))
-     << ";\n    }\n  }\n}\n";
+     << "      const long long at = id * " << width << "LL + i;\n";
+  if (out.isF32()) {
+    os << "      out0[at] = out0[at] + " << gradAt("p") << ";\n";
+  } else {
+    // A 16-bit table summed in place would round at every repeated id: at
+    // an id's first position, sum all of its positions in f32 (in order, as
+    // above) and round once. O(positions^2) per column, correct first.
+    os << "      bool first = true;\n"
+       << "      for (long long q = 0; q < p && first; ++q)\n"
+       << "        first = in1[q] != id;\n"
+       << "      if (!first) continue;\n"
+       << "      float acc = 0.0f;\n"
+       << "      for (long long q = p; q < " << positions << "LL; ++q) {\n"
+       << "        if (in1[q] == id) acc += " << gradAt("q") << ";\n"
+       << "      }\n"
+       << "      out0[at] = " << store(out, "acc") << ";\n";
+  }
+  os << "    }\n  }\n}\n";
   return KernelSource{text, width};
 }
 
@@ -1461,9 +1487,52 @@ __device__ __forceinline__ unsigned short tfc_f32_to_bf16(float f) {
 __device__ __forceinline__ float tfc_round_bf16(float f) {
   return tfc_bf16_to_f32(tfc_f32_to_bf16(f));
 }
-// An element as float: f32 as is, bf16 (stored as unsigned short) widened.
+// IEEE half precision as its 16 bits, a struct so that overloads tell it from
+// bf16's unsigned short. Converted in integer arithmetic (no cuda_fp16.h), the
+// same bits on the device and in a host build of this source.
+struct tfc_f16 {
+  unsigned short bits;
+};
+__device__ __forceinline__ float tfc_f16_to_f32(tfc_f16 h) {
+  const unsigned int sign = ((unsigned int)h.bits & 0x8000u) << 16;
+  const unsigned int exp = ((unsigned int)h.bits >> 10) & 0x1fu, man = h.bits & 0x3ffu;
+  if (exp == 0x1fu) return __uint_as_float(sign | 0x7f800000u | (man << 13));  // inf, NaN
+  if (exp != 0) return __uint_as_float(sign | ((exp + 112u) << 23) | (man << 13));
+  // zero or subnormal: man * 2^-24, exact in f32
+  const float m = (float)man * 5.9604644775390625e-8f;
+  return sign ? -m : m;
+}
+// Round to nearest even; overflow gives inf, NaN stays a (quiet) NaN.
+__device__ __forceinline__ tfc_f16 tfc_f32_to_f16(float f) {
+  const unsigned int u = __float_as_uint(f);
+  const unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+  const unsigned int a = u & 0x7fffffffu;
+  tfc_f16 h;
+  if (a > 0x7f800000u) { h.bits = (unsigned short)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); return h; }
+  if (a >= 0x477ff000u) { h.bits = (unsigned short)(sign | 0x7c00u); return h; }  // >= 65520
+  if (a >= 0x38800000u) {  // normal in f16 (>= 2^-14)
+    const unsigned int r = a - 0x38000000u;  // rebias 127 -> 15
+    h.bits = (unsigned short)(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+    return h;
+  }
+  if (a < 0x33000000u) { h.bits = sign; return h; }  // below half the least subnormal
+  // subnormal: the significand (implicit bit restored) shifted into place, rounded
+  const unsigned int e = a >> 23, m = (a & 0x7fffffu) | 0x800000u;
+  const unsigned int shift = 126u - e;  // 14..24 (e in [102, 112])
+  const unsigned int half = 1u << (shift - 1), rest = m & ((1u << shift) - 1u);
+  unsigned int q = m >> shift;
+  if (rest > half || (rest == half && (q & 1u))) ++q;
+  h.bits = (unsigned short)(sign | q);
+  return h;
+}
+__device__ __forceinline__ float tfc_round_f16(float f) {
+  return tfc_f16_to_f32(tfc_f32_to_f16(f));
+}
+// An element as float: f32 as is, bf16 (stored as unsigned short) and f16
+// widened.
 __device__ __forceinline__ float tfc_as_float(float v) { return v; }
 __device__ __forceinline__ float tfc_as_float(unsigned short b) { return tfc_bf16_to_f32(b); }
+__device__ __forceinline__ float tfc_as_float(tfc_f16 h) { return tfc_f16_to_f32(h); }
 // The dot product of N elements of x and y, accumulated in f32 in order.
 template <long long N, typename A, typename B>
 __device__ __forceinline__ float tfc_dot(const A* x, const B* y) {

@@ -60,6 +60,11 @@ Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
     return v;
   auto fromF = llvm::dyn_cast<FloatType>(from);
   auto toF = llvm::dyn_cast<FloatType>(to);
+  // bf16 <-> f16: neither holds the other (bf16 has the range, f16 the
+  // precision), so go through f32, which holds both exactly: one rounding.
+  if (fromF && toF && fromF.getWidth() == toF.getWidth())
+    return b.create<arith::TruncFOp>(
+        loc, to, b.create<arith::ExtFOp>(loc, b.getF32Type(), v));
   if (fromF && toF)
     return fromF.getWidth() < toF.getWidth()
                ? b.create<arith::ExtFOp>(loc, to, v).getResult()

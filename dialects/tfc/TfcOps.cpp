@@ -1137,7 +1137,7 @@ LogicalResult verifyRowBody(FusedOp fused, Block &body) {
 LogicalResult verifyLinearBody(FusedOp fused, Block &body) {
   auto fail = [&]() {
     return fused.emitOpError(
-        "a linear kernel is tfc.linear (f32) on its operands, then "
+        "a linear kernel is tfc.linear on its operands, then "
         "optionally gelu (tanh), relu or silu of it, then optionally an add "
         "of an operand of the same type, and yields the last");
   };
@@ -1148,8 +1148,7 @@ LogicalResult verifyLinearBody(FusedOp fused, Block &body) {
   auto it = body.begin();
   auto linear = llvm::dyn_cast<LinearOp>(*it);
   if (!linear || !isArg(linear.getX()) || !isArg(linear.getWeight()) ||
-      (linear.getBias() && !isArg(linear.getBias())) ||
-      !linear.getType().getElementType().isF32())
+      (linear.getBias() && !isArg(linear.getBias())))
     return fail();
   Value chain = linear.getResult();
   Operation *op = &*++it;

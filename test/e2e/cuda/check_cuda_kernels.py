@@ -7,7 +7,9 @@ run over every (block, thread) of a small grid on fresh random inputs. This
 checks each kernel's arithmetic, broadcasting, reduction and row indexing and
 its grid-stride loop; running on a GPU is scripts/gpu-check.sh's job.
 
-    check_cuda_kernels.py --bin-dir build/bin [--seed S] [--work-dir DIR]
+Every case with float tensors runs again in bf16 and in f16 (HALF_CASES).
+
+    check_cuda_kernels.py --bin-dir build/bin [--seed S] [--work-dir DIR] [--only SUBSTR]
 """
 import argparse
 import os
@@ -23,8 +25,12 @@ import harness  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 120
 
-C_TYPES = {"f32": "float", "bf16": "unsigned short", "i32": "int", "i64": "long long"}
-NP_STORAGE = {"f32": np.float32, "bf16": np.uint16, "i32": np.int32, "i64": np.int64}
+C_TYPES = {"f32": "float", "bf16": "unsigned short", "f16": "tfc_f16", "i32": "int",
+           "i64": "long long"}
+NP_STORAGE = {"f32": np.float32, "bf16": np.uint16, "f16": np.float16, "i32": np.int32,
+              "i64": np.int64}
+# The spacing of a 16-bit format's numbers in [1, 2).
+HALF_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}
 
 
 def bf16_bits(x):
@@ -40,9 +46,14 @@ def bf16_value(bits):
 
 class Case:
     def __init__(self, name, body, inputs, outputs, ref, rtol=1e-5, atol=1e-6,
-                 draw=None, error=0, inputs_from=None):
+                 draw=None, error=0, inputs_from=None, ulps=None, f32_inputs=()):
         self.name, self.body, self.inputs, self.outputs = name, body, inputs, outputs
         self.ref, self.rtol, self.atol, self.draw = ref, rtol, atol, draw
+        # 16-bit outputs: within `ulps` ulps of the value plus as many of the
+        # output's scale (max |want|), instead of rtol and atol.
+        self.ulps = ulps
+        # Inputs that stay f32 in the 16-bit variant (rotary's frequencies).
+        self.f32_inputs = f32_inputs
         # The run-time error code the kernel must report (0: none).
         self.error = error
         # Derives inputs from the drawn ones (an op's own output as input).
@@ -127,9 +138,12 @@ def attention(q, k, v, causal, offset=None, scale=None):
     return softmax(s, -1) @ v
 
 
-def attention_grads(q, k, v, do, causal):
+def attention_grads(q, k, v, do, causal, o=None):
     """(dq, dk, dv) of attention by central differences would be slow; the
-    analytic formulas in float64, written independently of the kernel."""
+    analytic formulas in float64, written independently of the kernel. With
+    `o` (the forward's output as given to the op), rowsum(dp * p) is taken as
+    rowsum(do * o), equal for an exact o, as the op's definition computes it:
+    a 16-bit o's rounding then counts as the input it is."""
     b, h, tq, d = q.shape
     hkv, tk = k.shape[1], k.shape[2]
     g = h // hkv
@@ -142,7 +156,8 @@ def attention_grads(q, k, v, do, causal):
     p = softmax(s, -1)
     dv_e = np.swapaxes(p, -1, -2) @ do
     dp = do @ np.swapaxes(ve, -1, -2)
-    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
+    rowsum = (dp * p).sum(-1, keepdims=True) if o is None else (do * o).sum(-1, keepdims=True)
+    ds = p * (dp - rowsum) * scale
     dq = ds @ ke
     dk_e = np.swapaxes(ds, -1, -2) @ q
     fold = lambda x: x.reshape(b, hkv, g, *x.shape[2:]).sum(2)  # noqa: E731
@@ -228,7 +243,7 @@ def attention_grad_case(label, heads, kv_heads, t, d):
                 f"  return %0#0, %0#1, %0#2 : {results}",
                 [(q, "f32"), (kv, "f32"), (kv, "f32"), (q, "f32"), (q, "f32")],
                 [(q, "f32"), (kv, "f32"), (kv, "f32")],
-                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True)),
+                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True, o)),
                 rtol=1e-4, atol=1e-5,
                 inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do])
 
@@ -371,6 +386,15 @@ CASES = [
          lambda g, ids: [embedding_grad(g, ids, 6)],
          draw=lambda rng, shape: (np.array([[1, 4, 1, 0], [4, 4, 2, 1]]) if shape == (2, 4)
                                   else rng.standard_normal(shape))),
+    # 200 positions onto 4 rows: a 16-bit table summed in place would round
+    # 50 times a row (the [bf16] and [f16] variants check that it does not).
+    Case("embedding_grad, 200 positions onto 4 rows",
+         "  %0 = tfc.embedding_grad %x0, %x1 : (tensor<4x50x3xf32>, tensor<4x50xi32>) -> tensor<4x3xf32>\n"
+         "  return %0 : tensor<4x3xf32>",
+         [((4, 50, 3), "f32"), ((4, 50), "i32")], [((4, 3), "f32")],
+         lambda g, ids: [embedding_grad(g, ids, 4)],
+         draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
+                                  else rng.standard_normal(shape))),
     Case("rotary at an offset",
          "  %0 = tfc.rotary %x0 offset %x1 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>) -> tensor<1x2x3x8xf32>\n"
          "  return %0 : tensor<1x2x3x8xf32>",
@@ -389,7 +413,8 @@ CASES = [
          lambda x, p, f: [rotary(x, int(p), 1e4, False, f.astype(np.float64))],
          draw=lambda rng, shape: (np.array(1000) if shape == () else
                                   np.abs(rng.standard_normal(shape)) * 0.1 if shape == (4,)
-                                  else rng.standard_normal(shape))),
+                                  else rng.standard_normal(shape)),
+         f32_inputs=(2,)),
     Case("attention causal, grouped-query (H 4, Hkv 2)",
          "  %0 = tfc.attention %x0, %x1, %x2 causal : (tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>) -> tensor<2x4x5x8xf32>\n"
          "  return %0 : tensor<2x4x5x8xf32>",
@@ -483,6 +508,48 @@ CASES = [
 ]
 
 
+def half_variant(case, dt):
+    """`case` with its f32 tensors of rank >= 1 in `dt` (bf16 or f16); 0-d f32
+    operands (a sampling temperature, a loss gradient) and results (a loss)
+    stay f32, as the ops define them. The reference takes the 16-bit inputs,
+    so only the kernel's own rounding counts: 1 ulp of the value plus 1 of
+    the output's scale (f32 accumulation and one rounding give half an ulp)."""
+    swap = lambda s, t: dt if t in ("f32", "bf16") and len(s) > 0 else t  # noqa: E731
+    kept = {ttype(case.inputs[i][0], "f32") for i in case.f32_inputs}
+    body = re.sub(r"tensor<[0-9x]*x(f32|bf16)>",
+                  lambda m: m[0] if m[0] in kept else m[0][:-len(m[1]) - 1] + dt + ">",
+                  case.body)
+    return Case(f"{case.name} [{dt}]", body,
+                [(s, t if i in case.f32_inputs else swap(s, t))
+                 for i, (s, t) in enumerate(case.inputs)],
+                [(s, swap(s, t)) for s, t in case.outputs], case.ref, case.rtol, case.atol,
+                case.draw, case.error, case.inputs_from, ulps=1.0)
+
+
+def cast_case(src, dst, ref=lambda x: [x], **kw):
+    return Case(f"cast {src} -> {dst}",
+                f"  %0 = tfc.cast %x0 : tensor<10x{src}> -> tensor<10x{dst}>\n"
+                f"  return %0 : tensor<10x{dst}>",
+                [((10,), src)], [((10,), dst)], ref, rtol=0, atol=0, **kw)
+
+
+def has_float_tensor(case):
+    return any(t in ("f32", "bf16") and len(s) > 0 for s, t in case.inputs + case.outputs)
+
+
+# Every op that has a float tensor again in bf16 and in f16 (casts apart:
+# those are listed below with their pairs of types).
+HALF_CASES = [half_variant(c, dt) for dt in ("bf16", "f16") for c in CASES
+              if has_float_tensor(c) and not c.name.startswith("cast ")
+              and not (dt == "bf16" and "bf16" in c.name)] + [
+    cast_case("f32", "f16"), cast_case("f16", "f32"), cast_case("bf16", "f32"),
+    cast_case("bf16", "f16"), cast_case("f16", "bf16"),
+    cast_case("f16", "i32", lambda x: [np.trunc(x)],
+              draw=lambda rng, s: rng.standard_normal(s) * 50),
+    cast_case("i32", "f16", draw=lambda rng, s: rng.integers(-3000, 3000, s)),
+]
+
+
 def draw_input(rng, shape, dtype, draw):
     x = draw(rng, shape) if draw else rng.standard_normal(shape)
     if x is None:  # set by the case's inputs_from
@@ -491,9 +558,18 @@ def draw_input(rng, shape, dtype, draw):
         return np.asarray(x, np.float32)
     if dtype == "bf16":
         return bf16_bits(np.asarray(x, np.float32))
+    if dtype == "f16":
+        return np.asarray(x, np.float16)
     if draw:
         return np.asarray(x).astype(NP_STORAGE[dtype])
     return rng.integers(-1000, 1000, size=shape).astype(NP_STORAGE[dtype])
+
+
+def encode(x, dtype):
+    """A value as the kernel's buffer stores it."""
+    if dtype == "bf16":
+        return bf16_bits(np.asarray(x, np.float32))
+    return np.asarray(x, NP_STORAGE[dtype])
 
 
 def as_float(x, dtype):
@@ -570,8 +646,9 @@ def run_case(case, tools, work, rng):
 
     inputs = [draw_input(rng, s, dt, case.draw) for s, dt in case.inputs]
     if case.inputs_from:
-        inputs = [np.asarray(x, NP_STORAGE[dt]) for x, (_, dt) in
-                  zip(case.inputs_from(*inputs), case.inputs)]
+        values = [as_float(x, dt) for x, (_, dt) in zip(inputs, case.inputs)]
+        inputs = [encode(x, dt) for x, (_, dt) in
+                  zip(case.inputs_from(*values), case.inputs)]
     buffers, args, writes = [], [], []
     for i, x in enumerate(inputs):
         path = os.path.join(d, f"in{i}.bin")
@@ -614,11 +691,17 @@ def run_case(case, tools, work, rng):
         want = np.asarray(want, np.float64).reshape(shape)
         if dt == "bf16":
             want = as_float(bf16_bits(want.astype(np.float32)), "bf16")
+        if dt == "f16":
+            want = want.astype(np.float16).astype(np.float64)
         got = as_float(got, dt)
         nan_ok = np.array_equal(np.isnan(got), np.isnan(want))
         finite = ~np.isnan(want)
         err = np.abs(got - want)[finite]
-        bound = (case.atol + case.rtol * np.abs(want))[finite]
+        if case.ulps is not None and dt in HALF_EPS:
+            scale = np.abs(want[finite]).max() if finite.any() else 0.0
+            bound = case.ulps * HALF_EPS[dt] * (np.abs(want[finite]) + scale)
+        else:
+            bound = (case.atol + case.rtol * np.abs(want))[finite]
         bad = int((err > bound).sum()) if err.size else 0
         if not nan_ok or bad:
             ok = False
@@ -638,6 +721,7 @@ def main():
     ap.add_argument("--seed", type=int,
                     default=int(os.environ.get("TFC_TEST_SEED", 0)) or
                     int.from_bytes(os.urandom(3), "little"))
+    ap.add_argument("--only", help="run only the cases whose name contains this")
     args = ap.parse_args()
     print(f"seed {args.seed} (reproduce with --seed {args.seed})", flush=True)
     tools = harness.find_tools(args.bin_dir, names=("tfc",))
@@ -645,7 +729,8 @@ def main():
         return 1
     work = harness.scratch_dir(args.work_dir, "tfc-cuda-")
     rng = np.random.default_rng(args.seed)
-    return harness.run_cases(CASES, lambda c: run_case(c, tools, work, rng), work,
+    cases = [c for c in CASES + HALF_CASES if not args.only or args.only in c.name]
+    return harness.run_cases(cases, lambda c: run_case(c, tools, work, rng), work,
                              keep=bool(args.work_dir))
 
 

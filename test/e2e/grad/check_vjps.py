@@ -27,6 +27,9 @@ checked analytically.
 
 Pass: the loss within rel 1e-5 (of sum|op * R|) and, for every parameter,
 max|tfc - ref| / max|ref| <= 1e-4 (f32 compute; default, a few cases say otherwise).
+The ops that matter to training run again in bf16 ("[bf16]" cases: parameters cast
+to bf16 after their load, the result cast back to f32), the backward then in bf16
+too, with the bounds BF16_LOSS_RTOL and BF16_GRAD_RTOL below.
 Fresh random inputs each run (seed printed; reproduce with --seed). Last line:
 `N passed, M failed`; exit status non-zero on any failure.
 
@@ -38,6 +41,7 @@ import os
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +79,19 @@ LOSS_RTOL = 1e-5          # |loss - ref| / sum|op * R|
 SELF_RTOL = 1e-7          # analytic vs finite differences (both float64)
 FD_H = 1e-3
 FD_MAX = 256              # finite differences on at most this many elements per param
+# bf16 cases: every op of the forward and backward rounds its result to bf16 (8
+# significant bits, 2^-9 relative). The loss, one rounding per element of y,
+# is within 2^-8 of sum|y * R|; a gradient passes through a few bf16 ops (the
+# backward decomposed), some cancelling, so within 8 ulps (2^-7 * 4) of its scale.
+BF16_LOSS_RTOL = 2.0 ** -8
+BF16_GRAD_RTOL = 2.0 ** -5
+# softmax's backward, y * (R - sum(y * R)), cancels in bf16 on short rows (2 to 5
+# elements here), where the result's max can be a tenth of its terms' (seed 3
+# gave 2e-2): twice the bound.
+BF16_SOFTMAX_GRAD_RTOL = 2.0 ** -4
+# What the bf16 cases cover: the ops that matter to training.
+BF16_OPS = ("gelu", "silu", "matmul", "linear", "layer_norm", "rms_norm", "softmax",
+            "log_softmax", "attention", "rotary", "embedding", "cross_entropy", "chain")
 
 MLIR = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
         np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
@@ -218,9 +235,14 @@ class Case:
     fd: finite differences available (False: analytic only)."""
 
     def __init__(self, name, params, ints, body, out, fn, grad=None, fd=True, tol=GRAD_RTOL,
-                 check=None, fwd=False, extra_params=None):
+                 check=None, fwd=False, extra_params=None, bf16=False):
         self.name, self.params, self.ints, self.body = name, params, ints, body
         self.out, self.fn, self.grad, self.fd, self.tol = tuple(out), fn, grad, fd, tol
+        # The op in bf16: each f32 parameter (bf16 values) is cast to bf16 after
+        # its load and the op's result back to f32 for the loss, so that the
+        # gradients reach the f32 parameters through the bf16 backward.
+        self.bf16 = bf16
+        self.loss_tol = BF16_LOSS_RTOL if bf16 else LOSS_RTOL
         self.check = check          # custom check(P, I, R, outputs) -> (ok, detail)
         self.fwd = fwd              # also emit @fwd returning %y
         self.extra_params = extra_params or {}  # trainable params the loss ignores
@@ -233,6 +255,13 @@ class Case:
         args = ", ".join(f'%{n}: {ty(a)} {{tfc.name = "{n}"}}' for n, a in self.ints.items())
         loads = [f"  %{n} = tfc.load @{n} : {ty(a)}" for n, a in self.params.items()]
         body = ["  " + l for l in self.body]
+        if self.bf16:
+            loads = [f"  %{n}_f32 = tfc.load @{n} : {ty(a)}\n"
+                     f"  %{n} = tfc.cast %{n}_f32 : {ty(a)} -> {ttype(a.shape, 'bf16')}"
+                     for n, a in self.params.items()]
+            if self.out:  # a 0-d result (a loss) is f32 already
+                body[-1] = body[-1].replace("%y =", "%y_bf16 =", 1)
+                body.append(f"  %y = tfc.cast %y_bf16 : {ttype(self.out, 'bf16')} -> {rt}")
         out = []
         if self.fwd:
             out.append(f'func.func @fwd({args}) -> ({rt} {{tfc.name = "y"}}) {{')
@@ -665,7 +694,23 @@ def build_cases(g):
                   f"%y = tfc.log_softmax %a dim = -1 : {ttype((2, 3, 6))} -> {ttype((2, 3, 6))}"],
              (2, 3, 6),
              lambda P, I: log_softmax(gelu_tanh(layer_norm(P["x"], P["g"], P["b"]) @ P["w"]))))
-    return cases
+    return cases + [bf16_variant(c) for c in cases if c.name.split()[0] in BF16_OPS and
+                    "frequencies" not in c.name]
+
+
+def bf16_round(a):
+    return np.asarray(a, np.float32).astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def bf16_variant(case):
+    """`case` computed in bf16: its parameters rounded to bf16 (so that the
+    casts in are exact), its f32 tensor types (not the 0-d loss) bf16."""
+    import re
+    body = [re.sub(r"(\dx)f32>", r"\g<1>bf16>", line) for line in case.body]
+    return Case(case.name + " [bf16]", {n: bf16_round(a) for n, a in case.params.items()},
+                case.ints, body, case.out, case.fn, case.grad, case.fd,
+                BF16_SOFTMAX_GRAD_RTOL if case.name.startswith("softmax") else BF16_GRAD_RTOL,
+                bf16=True)
 
 
 # ---------------------------------------------------------------------------
@@ -740,6 +785,8 @@ def run_case(case, tfc, tfc_run, work, rng, verbose):
     R = rng.normal(0.0, 1.0, size=case.out).astype(np.float32)
     if not case.out:
         R = np.asarray(rng.uniform(0.5, 2.0) * rng.choice([-1, 1]), dtype=np.float32)
+    if case.bf16:  # the cast's VJP rounds dL/dy = R to bf16: make that exact
+        R = bf16_round(R)
     with open(os.path.join(d, "m.mlir"), "w") as f:
         f.write(case.module())
     rc, out = run_tool([tfc, "m.mlir", "--optimizer=adamw", "-o", "m.so"], d)
@@ -763,7 +810,7 @@ def run_case(case, tfc, tfc_run, work, rng, verbose):
     y = case.fn(P, case.ints)
     want_loss = float((y * R64).sum())
     loss_rel = abs(float(o["grad"]["loss"]) - want_loss) / max(float(np.abs(y * R64).sum()), 1e-30)
-    ok &= loss_rel <= LOSS_RTOL
+    ok &= loss_rel <= case.loss_tol
     details.append(f"loss rel {loss_rel:.1e}")
     want, how, self_ok = reference_grads(case, P, case.ints, R64, rng)
     if not self_ok:

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -42,11 +43,13 @@ TOOL_TIMEOUT_S = 300
 SITE_STRIDE = 1 << 32  # DropoutSites (compiler/frontend/models/Common.cpp): seed + i * 2^32
 F32 = dict(rtol=1e-5, atol=1e-6)
 F16 = dict(rtol=2e-3, atol=2e-3)
+BF16 = np.dtype(ml_dtypes.bfloat16)
+HALF_TYPES = (BF16, np.dtype(np.float16))
 
-MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16",
+MLIR_TYPES = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", BF16: "bf16",
               np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 NP_TYPES = {v: k for k, v in MLIR_TYPES.items()}
-ST_DTYPES = {"f32": "F32", "f16": "F16", "i32": "I32", "i64": "I64"}
+ST_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "i32": "I32", "i64": "I64"}
 
 
 def ttype(shape, elt):
@@ -90,8 +93,12 @@ class Gen:
 # References (float64)
 # ---------------------------------------------------------------------------
 
+def is_float(dtype):
+    return np.issubdtype(dtype, np.floating) or dtype == BF16
+
+
 def f64(a):
-    return a.astype(np.float64) if np.issubdtype(a.dtype, np.floating) else a
+    return a.astype(np.float64) if is_float(a.dtype) else a
 
 
 _erf = np.vectorize(math.erf)
@@ -262,19 +269,36 @@ class Case:
         self.out_shapes = out_shapes or {}
         self.fused = fused  # fused kernels tfc-fuse must form (unless --no-fuse)
 
+    # .npy has no bfloat16 (NumPy has none; tfc-run refuses it), so bf16 inputs
+    # enter as parameters (--weights, a BF16 safetensors) and bf16 outputs
+    # leave as states (--state-out): the same op, loaded and stored around it.
+    def bf16_inputs(self):
+        return {n: a for n, a in self.inputs.items() if a.dtype == BF16}
+
+    def bf16_outputs(self):
+        return [n for n, e in self.outputs.items() if e == "bf16"]
+
     def module(self, shapes):
-        lines = []
-        for name, a in self.params.items():
+        lines, loads, stores = [], [], []
+        for name, a in {**self.params, **self.bf16_inputs()}.items():
             lines.append(f'tfc.param @{name} : {ty(a)} = "zeros"')
         for name, (t, init) in self.states.items():
             lines.append(f'tfc.state @{name} : {t} = "{init}"')
-        args = ", ".join(f'%{n}: {ty(a)} {{tfc.name = "{n}"}}' for n, a in self.inputs.items())
-        res = [ttype(shapes[n], e) for n, e in self.outputs.items()]
-        res_decl = ", ".join(f'{t} {{tfc.name = "{n}"}}' for n, t in zip(self.outputs, res))
+        for n, a in self.bf16_inputs().items():
+            loads.append(f"%{n} = tfc.load @{n} : {ty(a)}")
+        for n in self.bf16_outputs():
+            t = ttype(shapes[n], "bf16")
+            lines.append(f'tfc.state @out_{n} : {t} = "zeros"')
+            stores.append(f"tfc.store %{n}, @out_{n} : {t}")
+        ins = {n: a for n, a in self.inputs.items() if a.dtype != BF16}
+        outs = {n: e for n, e in self.outputs.items() if e != "bf16"}
+        args = ", ".join(f'%{n}: {ty(a)} {{tfc.name = "{n}"}}' for n, a in ins.items())
+        res = [ttype(shapes[n], e) for n, e in outs.items()]
+        res_decl = ", ".join(f'{t} {{tfc.name = "{n}"}}' for n, t in zip(outs, res))
         lines.append(f"func.func @f({args}) -> ({res_decl}) {{")
-        lines += ["  " + l for l in self.body]
-        if self.outputs:
-            lines.append("  return " + ", ".join("%" + n for n in self.outputs) + " : " +
+        lines += ["  " + l for l in loads + self.body + stores]
+        if outs:
+            lines.append("  return " + ", ".join("%" + n for n in outs) + " : " +
                          ", ".join(res))
         else:
             lines.append("  return")
@@ -870,7 +894,327 @@ def build_cases(g):
              [f"%y = tfc.sample %l, %t, %k, %p, %seed : ({ty(logits)}, tensor<f32>, tensor<i32>, "
               f"tensor<f32>, tensor<i64>) -> {ttype((3,), 'i32')}"],
              {"y": "i32"}, lambda i: {"y": np.argmax(i["l"], -1)}))
+    build_half_cases(g, add)
     return cases
+
+
+# ---------------------------------------------------------------------------
+# 16-bit floats: every op in bf16 and f16
+# ---------------------------------------------------------------------------
+
+# The spacing of the format's numbers in [1, 2): 2^-7 for bf16 (8 significant
+# bits), 2^-10 for f16 (11).
+HALF_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}
+
+
+def half_tol(elt, ulps=1.0):
+    """Accumulating in f32 and rounding once, a 16-bit result is within half
+    an ulp of the float64 result on the same (16-bit) inputs, give or take
+    f32's own rounding (2^-24, far below). `ulps` ulps of the value, plus
+    as many of the output's scale (max |want|) for results that cancel to
+    near zero; a 16-bit accumulator would be off by sqrt(K) ulps or more."""
+    eps = HALF_EPS[elt]
+    return dict(rtol=ulps * eps, atol=0.0, atol_scale=ulps * eps)
+
+
+def build_half_cases(g, add):
+    for dt in HALF_TYPES:
+        e = MLIR_TYPES[dt]
+        tol = half_tol(e)
+        H = f"{e}"
+
+        def normal(*shape, scale=1.0):
+            return g.normal(*shape, scale=scale).astype(dt)
+
+        # --- elementwise ---
+        for op, fn in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                       ("max", np.maximum), ("min", np.minimum)]:
+            add(binary(op, fn, normal(3, 1, 5), normal(4, 5), tol=tol, label=f"{H} [3,1,5]x[4,5]"))
+        add(binary("div", np.divide, normal(7, 3), g.nonzero(3).astype(dt), tol=tol, label=H))
+        add(binary("pow", np.power, g.positive(3, 7).astype(dt), normal(7), tol=tol, label=H))
+        for name, fn, x in [
+                ("exp", np.exp, normal(4, 7)),
+                ("log", np.log, g.positive(4, 7, lo=0.1, hi=10).astype(dt)),
+                ("sqrt", np.sqrt, g.positive(3, 5, lo=0.1, hi=10).astype(dt)),
+                ("rsqrt", lambda x: 1 / np.sqrt(x), g.positive(3, 5, lo=0.1, hi=10).astype(dt)),
+                ("tanh", np.tanh, normal(2, 9)), ("sin", np.sin, normal(2, 9, scale=3)),
+                ("cos", np.cos, normal(2, 9, scale=3)), ("sigmoid", sigmoid, normal(11)),
+                ("neg", np.negative, normal(3, 3)), ("abs", np.abs, normal(3, 3)),
+                ("relu", lambda x: np.maximum(x, 0), normal(5, 5)),
+                ("silu", lambda x: x * sigmoid(x), normal(5, 5))]:
+            add(unary_f(f"{name} {H}", fn, x, tol=tol))
+        add(unary_f(f"gelu none {H}", lambda x: gelu(x, "none"), normal(5, 5), tol=tol,
+                    extra=" approximate = none"))
+        add(unary_f(f"gelu tanh {H}", lambda x: gelu(x, "tanh"), normal(5, 5), tol=tol,
+                    extra=" approximate = tanh"))
+        x = normal(4, 6)
+        add(Case(f"leaky_relu {H}", {"x": x}, [f"%y = tfc.leaky_relu %x alpha = 0.1 : {ty(x)}"],
+                 {"y": e}, lambda i: {"y": np.where(i["x"] > 0, i["x"], 0.1 * i["x"])}, tol))
+
+        # --- casts: to and from f32, the other 16-bit type and i32 ---
+        def cast_case(x, to, fn, tol=dict(rtol=0, atol=0)):
+            return Case(f"cast {MLIR_TYPES[x.dtype]}->{to}", {"x": x},
+                        [f"%y = tfc.cast %x : {ty(x)} -> {ttype(x.shape, to)}"], {"y": to},
+                        lambda i: {"y": fn(i["x"])}, tol)
+        other = HALF_TYPES[1] if dt == BF16 else HALF_TYPES[0]
+        # round-to-nearest-even, exactly as NumPy (ml_dtypes) rounds
+        add(cast_case(g.normal(7, 5), e,
+                      lambda x, dt=dt: x.astype(np.float32).astype(dt).astype(np.float64)))
+        add(cast_case(normal(6), "f32", lambda x: x))
+        add(cast_case(normal(6), MLIR_TYPES[other],
+                      lambda x, o=other: x.astype(np.float32).astype(o).astype(np.float64)))
+        add(cast_case(normal(3, 4, scale=10), "i32", np.trunc))
+        add(cast_case(g.ints(-200, 200, 7), e,
+                      lambda x, dt=dt: x.astype(np.float32).astype(dt).astype(np.float64)))
+
+        # --- matmul / linear: f32 accumulation over K up to 300 ---
+        a, b = normal(2, 3, 64), normal(64, 5)
+        add(Case(f"matmul {H} [2,3,64]x[64,5]", {"a": a, "b": b},
+                 [f"%y = tfc.matmul %a, %b : {ty(a)}, {ty(b)} -> {ttype((2, 3, 5), e)}"],
+                 {"y": e}, lambda i: {"y": i["a"] @ i["b"]}, tol))
+        a, b = normal(2, 1, 3, 40), normal(3, 5, 40)
+        add(Case(f"matmul {H} batch-broadcast transpose_rhs", {"a": a, "b": b},
+                 [f"%y = tfc.matmul %a, %b transpose_rhs : {ty(a)}, {ty(b)} -> "
+                  f"{ttype((2, 3, 3, 5), e)}"],
+                 {"y": e}, lambda i: {"y": i["a"] @ np.swapaxes(i["b"], -1, -2)}, tol))
+        a, b = normal(33, 3), normal(33, 5)
+        add(Case(f"matmul {H} transpose_lhs", {"a": a, "b": b},
+                 [f"%y = tfc.matmul %a, %b transpose_lhs : {ty(a)}, {ty(b)} -> {ttype((3, 5), e)}"],
+                 {"y": e}, lambda i: {"y": i["a"].T @ i["b"]}, tol))
+        x, w, bias = normal(2, 9, 300), normal(300, 40), normal(40)
+        add(Case(f"linear {H} bias, long K", {"x": x, "w": w, "bias": bias},
+                 [f"%y = tfc.linear %x, %w bias %bias : ({ty(x)}, {ty(w)}, {ty(bias)}) -> "
+                  f"{ttype((2, 9, 40), e)}"],
+                 {"y": e}, lambda i: {"y": i["x"] @ i["w"] + i["bias"]}, tol))
+        x, w = normal(17, 32), normal(20, 32)
+        add(Case(f"linear {H} transpose_weight", {"x": x, "w": w},
+                 [f"%y = tfc.linear %x, %w transpose_weight : ({ty(x)}, {ty(w)}) -> "
+                  f"{ttype((17, 20), e)}"],
+                 {"y": e}, lambda i: {"y": i["x"] @ i["w"].T}, tol))
+        x, w, bias, r = normal(2, 9, 48), normal(48, 40), normal(40), normal(2, 9, 40)
+        ty_y = ttype((2, 9, 40), e)
+        add(Case(f"fused linear {H}: bias, gelu, residual", {"x": x, "w": w, "bias": bias, "r": r},
+                 [f"%l = tfc.linear %x, %w bias %bias : ({ty(x)}, {ty(w)}, {ty(bias)}) -> {ty_y}",
+                  f"%a = tfc.gelu %l approximate = tanh : {ty_y}",
+                  f"%y = tfc.add %a, %r : {ty_y}, {ty_y} -> {ty_y}"],
+                 {"y": e},
+                 # unfused, the linear and the gelu each round to 16 bits
+                 lambda i: {"y": gelu(i["x"] @ i["w"] + i["bias"], "tanh") + i["r"]},
+                 half_tol(e, 4), fused=1))
+
+        # --- normalization / softmax ---
+        x, w, b = normal(3, 5, 33, scale=3), normal(33), normal(33)
+        add(Case(f"layer_norm {H} weight bias", {"x": x, "w": w, "b": b},
+                 [f"%y = tfc.layer_norm %x weight %w bias %b eps = 1.0e-5 : "
+                  f"({ty(x)}, {ty(w)}, {ty(b)}) -> {ty(x)}"],
+                 {"y": e}, lambda i: {"y": layer_norm(i["x"], i["w"], i["b"], 1e-5)}, tol))
+        x, w = normal(2, 3, 200), normal(200)
+        add(Case(f"rms_norm {H} weight", {"x": x, "w": w},
+                 [f"%y = tfc.rms_norm %x weight %w eps = 1.0e-6 : ({ty(x)}, {ty(w)}) -> {ty(x)}"],
+                 {"y": e}, lambda i: {"y": rms_norm(i["x"], i["w"], 1e-6)}, tol))
+        x = normal(5, 3)
+        add(Case(f"rms_norm {H} plain", {"x": x},
+                 [f"%y = tfc.rms_norm %x eps = 1.0e-8 : ({ty(x)}) -> {ty(x)}"],
+                 {"y": e}, lambda i: {"y": rms_norm(i["x"], eps=1e-8)}, tol))
+        for dim, shape in [(1, (2, 3, 5)), (-1, (4, 300))]:
+            x = normal(*shape, scale=4)
+            add(Case(f"softmax {H} dim={dim} {list(shape)}", {"x": x},
+                     [f"%y = tfc.softmax %x dim = {dim} : {ty(x)} -> {ty(x)}"],
+                     {"y": e}, lambda i, d=dim: {"y": softmax(i["x"], d)}, tol))
+            add(Case(f"log_softmax {H} dim={dim}", {"x": x},
+                     [f"%y = tfc.log_softmax %x dim = {dim} : {ty(x)} -> {ty(x)}"],
+                     {"y": e}, lambda i, d=dim: {"y": log_softmax(i["x"], d)}, tol))
+
+        # --- attention ---
+        q, k, v = normal(1, 4, 3, 32), normal(1, 2, 37, 32), normal(1, 2, 37, 6)
+        t_out = ttype((1, 4, 3, 6), e)
+        add(Case(f"attention {H} causal GQA", {"q": q, "k": k, "v": v},
+                 [f"%y = tfc.attention %q, %k, %v causal : ({ty(q)}, {ty(k)}, {ty(v)}) -> {t_out}"],
+                 {"y": e}, lambda i: {"y": attention(i["q"], i["k"], i["v"], True)}, tol))
+        add(Case(f"attention {H} causal offset scale",
+                 {"q": q, "k": k, "v": v, "pos": g.scalar(20, np.int32)},
+                 [f"%y = tfc.attention %q, %k, %v offset %pos causal scale = 0.25 : "
+                  f"({ty(q)}, {ty(k)}, {ty(v)}, tensor<i32>) -> {t_out}"],
+                 {"y": e}, lambda i: {"y": attention(i["q"], i["k"], i["v"], True, offset=20,
+                                                     scale=0.25)},
+                 tol))
+        q, k, v, do = normal(1, 2, 5, 8), normal(1, 1, 5, 8), normal(1, 1, 5, 8), normal(1, 2, 5, 8)
+        o = attention(f64(q), f64(k), f64(v), True).astype(dt)
+
+        def attention_grad_ref(i):
+            # float64 backward of softmax(scale q k^T + mask) v, the heads of a
+            # group summed into their key head
+            b_, h, tq, d = i["q"].shape
+            scale = 1 / math.sqrt(d)
+            dq, dk, dv = np.zeros(i["q"].shape), np.zeros(i["k"].shape), np.zeros(i["v"].shape)
+            g_ = h // i["k"].shape[1]
+            for hh in range(h):
+                kk, vv = i["k"][:, hh // g_], i["v"][:, hh // g_]
+                s = scale * np.einsum("bid,bjd->bij", i["q"][:, hh], kk)
+                mask = np.arange(tq)[None, :] > np.arange(tq)[:, None]
+                p = softmax(np.where(mask[None], -np.inf, s), -1)
+                dout = i["do"][:, hh]
+                dv[:, hh // g_] += np.einsum("bij,bid->bjd", p, dout)
+                dp = np.einsum("bid,bjd->bij", dout, vv)
+                # the kernel's D = rowsum(dO * O) uses the given O
+                dd = (dout * i["o"][:, hh]).sum(-1, keepdims=True)
+                ds = p * (dp - dd) * scale
+                dq[:, hh] = np.einsum("bij,bjd->bid", ds, kk)
+                dk[:, hh // g_] += np.einsum("bij,bid->bjd", ds, i["q"][:, hh])
+            return {"dq": dq, "dk": dk, "dv": dv}
+        add(Case(f"attention_grad {H} causal GQA", {"q": q, "k": k, "v": v, "o": o, "do": do},
+                 [f"%dq, %dk, %dv = tfc.attention_grad %q, %k, %v, %o, %do causal : "
+                  f"({ty(q)}, {ty(k)}, {ty(v)}, {ty(o)}, {ty(do)}) -> "
+                  f"({ty(q)}, {ty(k)}, {ty(v)})"],
+                 {"dq": e, "dk": e, "dv": e}, attention_grad_ref, half_tol(e, 2)))
+
+        # --- rotary, embedding, kv cache ---
+        for p in [0, 300]:
+            x, pos = normal(1, 2, 4, 16), g.scalar(p, np.int32)
+            add(Case(f"rotary {H} offset {p}", {"x": x, "pos": pos},
+                     [f"%y = tfc.rotary %x offset %pos theta = 1.0e4 : ({ty(x)}, tensor<i32>) -> {ty(x)}"],
+                     {"y": e}, lambda i, p=p: {"y": rotary(i["x"], p, 1e4)}, tol))
+        # f32 frequencies (scaled rotary) with a 16-bit x: the angles in f32
+        x, pos = normal(1, 2, 4, 8), g.scalar(7, np.int32)
+        freq = np.abs(g.normal(4)).astype(np.float32) + np.float32(0.01)
+        dense = ", ".join(f"{float(f):.9e}" for f in freq)
+        add(Case(f"rotary {H} offset frequencies (f32)", {"x": x, "pos": pos},
+                 [f"%f = tfc.constant dense<[{dense}]> : tensor<4xf32>",
+                  f"%y = tfc.rotary %x offset %pos frequencies %f theta = 1.0e4 : "
+                  f"({ty(x)}, tensor<i32>, tensor<4xf32>) -> {ty(x)}"],
+                 {"y": e}, lambda i, f=freq: {"y": rotary(i["x"], 7, 1e4, f.astype(np.float64))},
+                 tol))
+        table, ids = normal(11, 6), g.ints(0, 11, 2, 5)
+        add(Case(f"embedding {H}", {"table": table, "ids": ids},
+                 [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> "
+                  f"{ttype((2, 5, 6), e)}"],
+                 {"y": e}, lambda i: {"y": i["table"][i["ids"]]}, dict(rtol=0, atol=0)))
+        # 200 positions onto 4 rows: summed in 16 bits, 50 roundings a row
+        dy, ids = normal(4, 50, 6), g.ints(0, 4, 4, 50)
+
+        def embedding_grad_ref(i):
+            out = np.zeros((4, 6))
+            np.add.at(out, i["ids"].reshape(-1), i["dy"].reshape(-1, 6))
+            return {"y": out}
+        add(Case(f"embedding_grad {H}", {"dy": dy, "ids": ids},
+                 [f"%y = tfc.embedding_grad %dy, %ids : ({ty(dy)}, {ty(ids)}) -> {ttype((4, 6), e)}"],
+                 {"y": e}, embedding_grad_ref, tol))
+        cache, upd = normal(1, 2, 8, 4), normal(1, 2, 3, 4)
+
+        def kv_ref(c, u, p):
+            out = c.copy()
+            out[:, :, p:p + u.shape[2]] = u
+            return out
+        add(Case(f"kv_cache_update {H} pos=5", {"c": cache, "u": upd, "p": g.scalar(5, np.int32)},
+                 [f"%y = tfc.kv_cache_update %c, %u, %p dim = 2 : "
+                  f"({ty(cache)}, {ty(upd)}, tensor<i32>) -> {ty(cache)}"],
+                 {"y": e}, lambda i: {"y": kv_ref(i["c"], i["u"], 5)}, dict(rtol=0, atol=0)))
+
+        # --- data movement ---
+        x = normal(2, 3, 5)
+        add(Case(f"transpose {H}", {"x": x},
+                 [f"%y = tfc.transpose %x perm = [2, 0, 1] : {ty(x)} -> {ttype((5, 2, 3), e)}"],
+                 {"y": e}, lambda i: {"y": i["x"].transpose(2, 0, 1)}, dict(rtol=0, atol=0)))
+        add(Case(f"reshape {H}", {"x": x},
+                 [f"%y = tfc.reshape %x : {ty(x)} -> {ttype((6, 5), e)}"],
+                 {"y": e}, lambda i: {"y": i["x"].reshape(6, 5)}, dict(rtol=0, atol=0)))
+        a, b = normal(2, 1, 3), normal(2, 4, 3)
+        add(Case(f"concat {H}", {"a": a, "b": b},
+                 [f"%y = tfc.concat %a, %b dim = 1 : ({ty(a)}, {ty(b)}) -> {ttype((2, 5, 3), e)}"],
+                 {"y": e}, lambda i: {"y": np.concatenate([i["a"], i["b"]], 1)},
+                 dict(rtol=0, atol=0)))
+        x = normal(5, 9, 4)
+        add(Case(f"slice {H}", {"x": x},
+                 [f"%y = tfc.slice %x start = [1, 0, 1] limit = [5, 9, 3] stride = [2, 3, 1] : "
+                  f"{ty(x)} -> {ttype((2, 3, 2), e)}"],
+                 {"y": e}, lambda i: {"y": strided_slice(i["x"], [1, 0, 1], [5, 9, 3], [2, 3, 1])},
+                 dict(rtol=0, atol=0)))
+        x = normal(2, 7, 3)
+        add(Case(f"dynamic_slice {H}", {"x": x, "s": g.scalar(4, np.int32)},
+                 [f"%y = tfc.dynamic_slice %x[%s] dim = 1 : ({ty(x)}, tensor<i32>) -> "
+                  f"{ttype((2, 2, 3), e)}"],
+                 {"y": e}, lambda i: {"y": i["x"][:, 4:6]}, dict(rtol=0, atol=0)))
+        x = normal(3, 1)
+        add(Case(f"broadcast_to {H}", {"x": x},
+                 [f"%y = tfc.broadcast_to %x : {ty(x)} -> {ttype((2, 3, 4), e)}"],
+                 {"y": e}, lambda i: {"y": np.broadcast_to(i["x"], (2, 3, 4))},
+                 dict(rtol=0, atol=0)))
+        x = normal(2, 3)
+        add(Case(f"iota and constant {H}", {"x": x},
+                 [f"%c = tfc.constant dense<[[1.5, -2.0, 3.25]]> : {ttype((1, 3), e)}",
+                  f"%t = tfc.iota dim = 1 : {ty(x)}",
+                  f"%u = tfc.add %x, %c : {ty(x)}, {ttype((1, 3), e)} -> {ty(x)}",
+                  f"%y = tfc.mul %u, %t : {ty(x)}, {ty(x)} -> {ty(x)}"],
+                 {"y": e},
+                 lambda i, dt=dt: {"y": (i["x"] + np.array([[1.5, -2.0, 3.25]])).astype(dt)
+                            .astype(np.float64) * np.arange(3)}, tol))
+
+        # --- reductions ---
+        x = normal(3, 40, 5)
+        for op, fn in [("reduce_sum", np.sum), ("reduce_mean", np.mean), ("reduce_max", np.max)]:
+            for dims, keep in [([1], False), ([0, 2], True)]:
+                out = fn(x.astype(np.float64), axis=tuple(dims), keepdims=keep).shape
+                kd = " keepdim" if keep else ""
+                add(Case(f"{op} {H} dims={dims}{kd}", {"x": x},
+                         [f"%y = tfc.{op} %x dims = {dims}{kd} : {ty(x)} -> {ttype(out, e)}"],
+                         {"y": e}, lambda i, fn=fn, dims=dims, keep=keep: {
+                             "y": fn(i["x"], axis=tuple(dims), keepdims=keep)}, tol))
+        x = normal(3, 7, 4)
+        add(Case(f"argmax {H}", {"x": x},
+                 [f"%y = tfc.argmax %x dim = 1 : {ty(x)} -> {ttype((3, 4), 'i32')}"],
+                 {"y": "i32"}, lambda i: {"y": np.argmax(i["x"], axis=1)}))
+
+        # --- cross_entropy (f32 loss), its gradient, sample ---
+        logits, t = normal(2, 5, 300, scale=3), g.ints(0, 300, 2, 5)
+        t[0, 1] = -100
+        add(Case(f"cross_entropy {H} logits", {"l": logits, "t": t},
+                 [f"%y = tfc.cross_entropy %l, %t ignore_index = -100 : {ty(logits)}, {ty(t)} "
+                  f"-> tensor<f32>"],
+                 {"y": "f32"}, lambda i: {"y": cross_entropy(i["l"], i["t"])},
+                 dict(rtol=1e-5, atol=1e-5)))
+
+        def ce_grad_ref(i):
+            sm = softmax(i["l"], -1)
+            oh = np.zeros_like(sm)
+            count = 0
+            for r in np.ndindex(i["t"].shape):
+                if i["t"][r] != -100:
+                    oh[r + (int(i["t"][r]),)] = 1
+                    count += 1
+                else:
+                    sm[r] = 0
+            return {"y": (sm - oh) * i["gr"] / count}
+        add(Case(f"cross_entropy_grad {H}", {"l": logits, "t": t, "gr": g.scalar(1.5, np.float32)},
+                 [f"%y = tfc.cross_entropy_grad %l, %t, %gr ignore_index = -100 : "
+                  f"({ty(logits)}, {ty(t)}, tensor<f32>) -> {ty(logits)}"],
+                 {"y": e}, ce_grad_ref, tol))
+        logits = normal(3, 17, scale=3)
+        add(Case(f"sample {H} temperature 0 (greedy)",
+                 {"l": logits, "t": g.scalar(0.0, np.float32), "k": g.scalar(0, np.int32),
+                  "p": g.scalar(1.0, np.float32), "seed": g.scalar(7, np.int64)},
+                 [f"%y = tfc.sample %l, %t, %k, %p, %seed : ({ty(logits)}, tensor<f32>, "
+                  f"tensor<i32>, tensor<f32>, tensor<i64>) -> {ttype((3,), 'i32')}"],
+                 {"y": "i32"}, lambda i: {"y": np.argmax(i["l"], -1)}))
+        logits = normal(4, 50)
+        add(Case(f"sample {H} temperature 1, top_k 1 (the argmax)",
+                 {"l": logits, "t": g.scalar(1.0, np.float32), "k": g.scalar(1, np.int32),
+                  "p": g.scalar(1.0, np.float32), "seed": g.scalar(7, np.int64)},
+                 [f"%y = tfc.sample %l, %t, %k, %p, %seed : ({ty(logits)}, tensor<f32>, "
+                  f"tensor<i32>, tensor<f32>, tensor<i64>) -> {ttype((4,), 'i32')}"],
+                 {"y": "i32"}, lambda i: {"y": np.argmax(i["l"], -1)}))
+        x = g.positive(40, 50).astype(dt)
+
+        def dropout_check(i, o, rate=0.25, dt=dt):
+            y, xx = o["y"].astype(np.float64), i["x"]
+            kept = y != 0
+            want = (xx[kept] / (1 - rate)).astype(dt).astype(np.float64)
+            scaled_ok = np.array_equal(y[kept], want)
+            frac = kept.mean()
+            ok = scaled_ok and abs(frac - (1 - rate)) < 0.05
+            return ok, f"kept {frac:.3f} (want {1 - rate}), kept values scaled: {scaled_ok}"
+        add(Case(f"dropout {H} rate=0.25", {"x": x, "seed": g.scalar(1234, np.int64)},
+                 [f"%y = tfc.dropout %x, %seed rate = 0.25 : {ty(x)}, tensor<i64> -> {ty(x)}"],
+                 {"y": e}, check=dropout_check))
 
 
 # ---------------------------------------------------------------------------
@@ -890,6 +1234,10 @@ def compare(got, want, elt, tol):
         md = float(diff.max()) if diff.size else 0.0
         return md == 0, f"max diff {md:g}", md
     g64, w64 = got.astype(np.float64), np.asarray(want, dtype=np.float64)
+    if "atol_scale" in tol:  # 16-bit outputs: ulps of the output's scale, max |want|
+        finite = np.abs(w64[np.isfinite(w64)])
+        scale = float(finite.max()) if finite.size else 0.0
+        tol = dict(rtol=tol["rtol"], atol=tol["atol"] + tol["atol_scale"] * scale)
     # NaN must give NaN and an infinity the same infinity; finite values within
     # the tolerance. (A NaN where a number is wanted fails: NaN <= tol is False.)
     both_nan = np.isnan(g64) & np.isnan(w64)
@@ -951,15 +1299,18 @@ def run_case(case, tfc, tfc_run, work, verbose):
             return False, f"{groups} fused kernels, expected {want_groups}"
     os.makedirs(os.path.join(d, "out"), exist_ok=True)
     args = [tfc_run, "op.so", "call", "f", "--out-dir", "out"]
-    if case.params:
-        write_safetensors(os.path.join(d, "w.safetensors"), case.params)
+    weights = {**case.params, **case.bf16_inputs()}
+    if weights:
+        write_safetensors(os.path.join(d, "w.safetensors"), weights)
         args += ["--weights", "w.safetensors"]
     else:
         args += ["--init-seed", "0"]
     for n, a in case.inputs.items():
+        if a.dtype == BF16:
+            continue
         np.save(os.path.join(d, n + ".npy"), a)
         args += ["--in", f"{n}={n}.npy"]
-    if case.states:
+    if case.states or case.bf16_outputs():
         args += ["--state-out", "state.safetensors"]
     rc, out = run_tool(args, d)
     if case.expect_error:
@@ -968,7 +1319,10 @@ def run_case(case, tfc, tfc_run, work, verbose):
                     else f"expected an error containing '{case.expect_error}', got rc={rc}:\n{out}")
     if rc != 0:
         return False, "tfc-run failed:\n" + out
-    got = {n: np.load(os.path.join(d, "out", n + ".npy")) for n in case.outputs}
+    state = (read_safetensors(os.path.join(d, "state.safetensors"))
+             if case.states or case.bf16_outputs() else {})
+    got = {n: state["out_" + n] if e == "bf16" else np.load(os.path.join(d, "out", n + ".npy"))
+           for n, e in case.outputs.items()}
     if case.check:
         return case.check(inputs64, got)
     details, all_ok = [], True
@@ -982,9 +1336,9 @@ def run_case(case, tfc, tfc_run, work, verbose):
         if not ok or verbose:  # a failure in CI must be readable without a rerun
             details.append(f"\n  got  {got[n].ravel()[:8]}\n  want {want_n.ravel()[:8]}")
     if case.state_ref:
-        state = read_safetensors(os.path.join(d, "state.safetensors"))
         for n, w in case.state_ref(inputs64).items():
-            ok, detail, _ = compare(state[n], w, "f32", case.tol)
+            elt = MLIR_TYPES[state[n].dtype]
+            ok, detail, _ = compare(state[n], w, elt, case.tol)
             all_ok &= ok
             details.append(f"state {n}: {detail}")
             if not ok:
