@@ -20,13 +20,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
-# Python for the tests: NumPy (the reference of the end-to-end numerics), ml_dtypes (its
-# bfloat16) and psutil (lit
-# needs it to enforce its per-test time limit, test/lit.cfg.py); the Python bindings'
-# build (scikit-build-core, pybind11) and tests (pytest); PyTorch and transformers, the
-# reference of the Hugging Face model tests (test/e2e/hf; about 3 GB, a minute or two);
-# safetensors and ml_dtypes (its NumPy bfloat16) write the Hugging Face checkpoints of
-# test/Tools/tfc-run/hf-weights.test.
+# Python for the tests: NumPy (the reference of the end-to-end numerics) with ml_dtypes
+# (its bfloat16), psutil (lit needs it to enforce its per-test time limit,
+# test/lit.cfg.py), the Python bindings' build (scikit-build-core, pybind11) and tests
+# (pytest); PyTorch and transformers, the reference of the Hugging Face model tests
+# (test/e2e/hf; about 3 GB, a minute or two), and safetensors, which writes the checkpoints
+# of test/Tools/tfc-run/hf-weights.test.
 PY=${PYTHON:-python3}
 for mod in numpy ml_dtypes psutil pytest pybind11 scikit_build_core torch transformers \
            safetensors; do
