@@ -1,29 +1,12 @@
 #include "json_reader.hpp"
 
 #include "file_util.hpp"
+#include "unicode.hpp"
 
 namespace tfc::internal {
 namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-void appendUtf8(uint32_t codePoint, std::string* out) {
-  if (codePoint < 0x80) {
-    *out += static_cast<char>(codePoint);
-  } else if (codePoint < 0x800) {
-    *out += static_cast<char>(0xC0 | (codePoint >> 6));
-    *out += static_cast<char>(0x80 | (codePoint & 0x3F));
-  } else if (codePoint < 0x10000) {
-    *out += static_cast<char>(0xE0 | (codePoint >> 12));
-    *out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (codePoint & 0x3F));
-  } else {
-    *out += static_cast<char>(0xF0 | (codePoint >> 18));
-    *out += static_cast<char>(0x80 | ((codePoint >> 12) & 0x3F));
-    *out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (codePoint & 0x3F));
-  }
-}
 
 // Length of the UTF-8 sequence starting with |lead|, or 0 if |lead| cannot start one.
 size_t utf8SequenceLength(unsigned char lead) {
@@ -216,7 +199,7 @@ bool JsonReader::readString(std::string* out) {
   }
 }
 
-bool JsonReader::readNumberText(std::string_view* out) {
+bool JsonReader::readNumberText(std::string_view* out, bool integerOnly) {
   if (failed_) return false;
   skipWhitespace();
   size_t start = position_;
@@ -243,7 +226,7 @@ bool JsonReader::readNumberText(std::string_view* out) {
     while (position_ < text_.size() && isDigit(text_[position_])) ++position_;
   }
   *out = text_.substr(start, position_ - start);
-  if (position_ != integerEnd) {
+  if (integerOnly && position_ != integerEnd) {
     position_ = start;
     return failValue("expected an integer, found " + quoteForMessage(*out, 40));
   }
@@ -254,7 +237,7 @@ bool JsonReader::readUint64(uint64_t* out) {
   skipWhitespace();
   size_t start = position_;
   std::string_view number;
-  if (!readNumberText(&number)) return false;
+  if (!readNumberText(&number, /*integerOnly=*/true)) return false;
   if (number[0] == '-') {
     position_ = start;
     return failValue("expected a non-negative integer, found " + std::string(number));
@@ -275,7 +258,7 @@ bool JsonReader::readInt64(int64_t* out) {
   skipWhitespace();
   size_t start = position_;
   std::string_view number;
-  if (!readNumberText(&number)) return false;
+  if (!readNumberText(&number, /*integerOnly=*/true)) return false;
   bool negative = number[0] == '-';
   // Accumulate negatively so that INT64_MIN is representable.
   int64_t value = 0;
@@ -295,6 +278,23 @@ bool JsonReader::readInt64(int64_t* out) {
   }
   *out = value;
   return true;
+}
+
+bool JsonReader::readNumber(std::string_view* out) {
+  return readNumberText(out, /*integerOnly=*/false);
+}
+
+bool JsonReader::readLiteral(std::string_view* out) {
+  if (failed_) return false;
+  skipWhitespace();
+  for (std::string_view literal : {"true", "false", "null"}) {
+    if (text_.substr(position_, literal.size()) == literal) {
+      position_ += literal.size();
+      *out = literal;
+      return true;
+    }
+  }
+  return fail("expected a value");
 }
 
 }  // namespace tfc::internal

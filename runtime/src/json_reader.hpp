@@ -52,10 +52,14 @@ class JsonReader {
   // Reads an integral number (no fraction, no exponent) that fits in int64_t/uint64_t.
   bool readInt64(int64_t* out);
   bool readUint64(uint64_t* out);
+  // Reads any JSON number, fraction and exponent included, as its text.
+  bool readNumber(std::string_view* out);
+  // Reads true, false or null, as its text.
+  bool readLiteral(std::string_view* out);
 
  private:
   void skipWhitespace();
-  bool readNumberText(std::string_view* out);
+  bool readNumberText(std::string_view* out, bool integerOnly);
   bool readHex4(uint32_t* out);
   bool enter();
   void leave() { --depth_; }

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Cross-checks tfc's tokenizer.json tokenizers against Hugging Face's `tokenizers`.
+
+Trains small BPE tokenizers with `tokenizers` (BpeTrainer on a generated corpus) in the
+styles of real models: GPT-2 (ByteLevel), LLaMA 3 (Split + ByteLevel, ignore_merges),
+Qwen2 (NFC + Split + ByteLevel), LLaMA 2 / Mistral (SentencePiece-style: byte fallback,
+Prepend/Replace normalizer, Replace/ByteFallback/Fuse/Strip decoder) and Metaspace ones,
+with special and added tokens and TemplateProcessing where real models have them. Then
+encodes a mixed-script text line by line and whole with tfc (tfc-runtime-tokenizer-tool)
+and compares the ids with `tokenizers`' encode(add_special_tokens=False), the decoded
+text with decode(skip_special_tokens=False), and bosId/eosId with what `tokenizers`
+adds and has. Prints one line per tokenizer and a verdict; exits 1 on any difference.
+
+usage: hf_tokenizer_check.py TOOL WORKDIR
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
+from tokenizers import pre_tokenizers, processors, trainers
+
+GPT2_REGEX = (r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
+
+WORDS = {
+    "en": "the quick brown fox jumps over lazy dog it's we're they've I'm you'll he'd "
+          "tokenizer model training data people bring their own files".split(),
+    "ru": "съешь же ещё этих мягких французских булок да выпей чаю привет мир".split(),
+    "zh": "我们 今天 天气 很好 模型 训练 数据 中文 分词 测试".split(),
+    "ja": "こんにちは 世界 東京 カタカナ ひらがな テスト です ます".split(),
+    "mix": ["naïve", "café", "Ünïcödé", "straße", "ﬁne", "e\u0301", "A\u030a", "1234567",
+            "3.14159", "x²", "½", "😀", "👩‍💻", "👨‍👩‍👧", "🇫🇷", "#hash", "@user", "C++",
+            "don't", "DON'T", "I'LL", "\u00a0nbsp", "tab\there"],
+}
+
+
+def make_corpus(rng, lines):
+    out = []
+    for _ in range(lines):
+        words = []
+        for _ in range(rng.randrange(3, 14)):
+            script = rng.choice(list(WORDS))
+            words.append(rng.choice(WORDS[script]))
+        sep = rng.choice([" ", " ", " ", "  ", "\t", ", ", ". "])
+        out.append(sep.join(words))
+    return out
+
+
+def test_texts(rng):
+    """The texts to compare: hand-picked hard cases and generated lines."""
+    texts = [
+        "Hello world", " Hello", "  two leading spaces", "trailing spaces   ", "",
+        " ", "\n", "\r\n", "a\r\nb\r\n\r\nc", "tabs\t\tand\tspaces  \t x",
+        "line one\nline two\n\nline four\n", "   \n  \n x",
+        "numbers 1 12 123 1234 12345 3.14159 1,000,000", "٣٤٥ ١٢ Ⅻ",
+        "Съешь же ещё этих мягких французских булок, да выпей чаю.",
+        "我们今天在东京测试中文分词。", "こんにちは、世界！カタカナとひらがな。",
+        "emoji 😀😀 👩‍💻 👨‍👩‍👧 🇫🇷🇩🇪 ❤️", "café naïve e\u0301 A\u030a \u1100\u1161\u11a8 \uac00\u11a8",
+        "ﬁne ﬂy x² ½ Å Ω", "o\u0308\u0301 a\u0323\u0302 q\u0307\u0323",
+        "it's It'S we'RE they've I'm you'll he'd 'x '", "don't DON'T ſ 'ſ",
+        "rare: 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ᚠᛇᚻ ꙮ 𓀀 \u2028 \u3000 full width",
+        "special <|endoftext|> inside<|endoftext|>text<s>x</s> <s> </s>",
+        "<|begin_of_text|>hi<|eot_id|> <|im_start|>user\nhi<|im_end|>",
+        "tools: <tool>x</tool> a <tool> b  <tool>  c", "word<tool>word",
+        "normalized: hello world, hello worlds", "@@ ### $$$ ... !!! ???\n\n\n---",
+        "x\u00a0y \u200bz \u200d", "\u0000 control \u0007 \u001b[0m",
+    ]
+    texts += make_corpus(rng, 40)
+    return texts
+
+
+def train(name, corpus, model, normalizer, pre_tokenizer, decoder, special, vocab_size,
+          post=None, alphabet=None, byte_tokens=False, added=()):
+    tok = Tokenizer(model)
+    if normalizer is not None:
+        tok.normalizer = normalizer
+    if pre_tokenizer is not None:
+        tok.pre_tokenizer = pre_tokenizer
+    tok.decoder = decoder
+    specials = list(special)
+    if byte_tokens:  # LLaMA 2's <0x00>..<0xFF>: in the vocabulary, not added tokens
+        specials += ["<0x%02X>" % b for b in range(256)]
+    options = {"limit_alphabet": 300} if byte_tokens else {}  # rare characters fall back
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                  initial_alphabet=alphabet or [], show_progress=False,
+                                  **options)
+    tok.train_from_iterator(corpus, trainer)
+    if added:
+        tok.add_tokens(list(added))
+    if post is not None:
+        tok.post_processor = post(tok)
+    data = json.loads(tok.to_str())
+    if byte_tokens:
+        data["added_tokens"] = [t for t in data["added_tokens"]
+                                if not t["content"].startswith("<0x")]
+    return name, data
+
+
+def configs(corpus):
+    byte_alphabet = pre_tokenizers.ByteLevel.alphabet()
+    out = []
+
+    # GPT-2: ByteLevel with its regex; merges as "a b" strings, as GPT-2's file has them.
+    name, data = train(
+        "gpt2", corpus, models.BPE(),
+        None, pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel(),
+        ["<|endoftext|>"], 700, post=lambda t: processors.ByteLevel(trim_offsets=False),
+        alphabet=byte_alphabet)
+    data["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m
+                               for m in data["model"]["merges"]]
+    out.append((name, data))
+
+    # ByteLevel adding a prefix space, RoBERTa-like, with a single_word added token.
+    out.append(train(
+        "bytelevel-prefix", corpus, models.BPE(),
+        None, pre_tokenizers.ByteLevel(add_prefix_space=True), decoders.ByteLevel(),
+        ["<s>", "</s>"], 600,
+        post=lambda t: processors.RobertaProcessing(("</s>", t.token_to_id("</s>")),
+                                                    ("<s>", t.token_to_id("<s>"))),
+        alphabet=byte_alphabet,
+        added=[AddedToken("word", single_word=True, normalized=False)]))
+
+    # LLaMA 3: Split by its regex, then ByteLevel without a regex; ignore_merges.
+    llama3_specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]
+    out.append(train(
+        "llama3", corpus, models.BPE(ignore_merges=True),
+        None,
+        pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(LLAMA3_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        decoders.ByteLevel(), llama3_specials, 900,
+        post=lambda t: processors.Sequence([
+            processors.ByteLevel(trim_offsets=False),
+            processors.TemplateProcessing(
+                single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B:1",
+                special_tokens=[("<|begin_of_text|>", t.token_to_id("<|begin_of_text|>"))])]),
+        alphabet=byte_alphabet,
+        added=[AddedToken("<tool>", lstrip=True, rstrip=True, normalized=False)]))
+
+    # Qwen2: NFC, Split by its regex (single digits), ByteLevel; no BOS.
+    out.append(train(
+        "qwen2", corpus, models.BPE(),
+        normalizers.NFC(),
+        pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(QWEN2_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        decoders.ByteLevel(), ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], 800,
+        post=lambda t: processors.ByteLevel(trim_offsets=False), alphabet=byte_alphabet))
+
+    # LLaMA 2 / Mistral: SentencePiece-style BPE with byte fallback.
+    sp_decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                    decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    bos = lambda t: processors.TemplateProcessing(  # noqa: E731
+        single="<s> $A", pair="<s> $A <s> $B:1", special_tokens=[("<s>", t.token_to_id("<s>"))])
+    out.append(train(
+        "llama2", corpus, models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True),
+        normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")]),
+        None, sp_decoder, ["<unk>", "<s>", "</s>"], 900, post=bos, byte_tokens=True,
+        added=[AddedToken("hello world", normalized=True)]))
+
+    # Newer SentencePiece-style files: Metaspace (prepend "first", no split) and the
+    # same decoder.
+    out.append(train(
+        "metaspace-first", corpus, models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True),
+        None, pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False),
+        sp_decoder, ["<unk>", "<s>", "</s>"], 900, post=bos, byte_tokens=True))
+
+    # Metaspace splitting at each "▁" with its own decoder (which keeps byte-fallback
+    # tokens as text, as `tokenizers` does).
+    out.append(train(
+        "metaspace-always", corpus, models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True),
+        None, pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+        decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+        ["<unk>", "<s>", "</s>"], 700, post=bos, byte_tokens=True))
+    return out
+
+
+def run_tool(tool, spec, texts, path):
+    with open(path, "wb") as f:
+        f.write(b"\xff".join(t.encode("utf-8") for t in texts))
+    result = subprocess.run([tool, spec, path], capture_output=True, check=False)
+    lines = result.stdout.decode("utf-8").splitlines()
+    errors = [l for l in lines if l.startswith("error:")]
+    if result.returncode != 0 and not errors:
+        errors.append("error: exit %d: %s" % (result.returncode, result.stderr.decode()))
+    header = lines[0].split() if lines else []
+    info = dict(zip(header[0::2], header[1::2]))
+    ids, decoded = [], []
+    for line in lines[1:]:
+        if line.startswith("ids"):
+            ids.append([int(x) for x in line.split()[1:]])
+        elif line.startswith("text"):
+            parts = line.split()
+            decoded.append(bytes.fromhex(parts[1] if len(parts) > 1 else "").decode("utf-8"))
+    return info, ids, decoded, errors
+
+
+def main():
+    tool, workdir = sys.argv[1], sys.argv[2]
+    os.makedirs(workdir, exist_ok=True)
+    rng = random.Random(0)
+    corpus = make_corpus(rng, 400)
+    texts = test_texts(rng)
+    whole = "\n".join(texts)
+    all_texts = texts + [whole]
+    failures = 0
+    for name, data in configs(corpus):
+        folder = os.path.join(workdir, name)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False)
+        reference = Tokenizer.from_str(json.dumps(data))
+        info, ids, decoded, errors = run_tool(tool, folder, all_texts,
+                                              os.path.join(workdir, name + ".texts"))
+        problems = list(errors)
+        if len(ids) != len(all_texts) or len(decoded) != len(all_texts):
+            problems.append("the tool printed %d results for %d texts" % (len(ids), len(all_texts)))
+        else:
+            for i, text in enumerate(all_texts):
+                expected = reference.encode(text, add_special_tokens=False).ids
+                if ids[i] != expected:
+                    problems.append("text %d %r: ids %s, tokenizers %s" % (
+                        i, text[:60], ids[i][:40], expected[:40]))
+                    continue
+                expected_text = reference.decode(expected, skip_special_tokens=False)
+                if decoded[i] != expected_text:
+                    at = next((k for k, (a, b) in enumerate(zip(decoded[i], expected_text))
+                               if a != b), min(len(decoded[i]), len(expected_text)))
+                    problems.append("text %d %r: decoded %r, tokenizers %r (from character %d)" % (
+                        i, text[:40], decoded[i][max(0, at - 20):at + 40],
+                        expected_text[max(0, at - 20):at + 40], at))
+        # BOS: the token `tokenizers` puts before a text when adding special tokens.
+        plain = reference.encode("Hello", add_special_tokens=False).ids
+        special = reference.encode("Hello", add_special_tokens=True).ids
+        expected_bos = str(special[0]) if special[1:len(plain) + 1] == plain and \
+            len(special) > len(plain) else "-"
+        if info.get("bos") != expected_bos:
+            problems.append("bos %s, tokenizers adds %s" % (info.get("bos"), expected_bos))
+        eos = "-"
+        for candidate in ["<|endoftext|>", "</s>", "<|end_of_text|>", "<|im_end|>"]:
+            if reference.token_to_id(candidate) is not None:
+                eos = str(reference.token_to_id(candidate))
+                break
+        if info.get("eos") != eos:
+            problems.append("eos %s, expected %s" % (info.get("eos"), eos))
+        vocab = max(reference.get_vocab(with_added_tokens=True).values()) + 1
+        if info.get("vocab") != str(vocab):
+            problems.append("vocab %s, tokenizers %d" % (info.get("vocab"), vocab))
+        tokens = sum(len(x) for x in ids)
+        print("%-18s %-22s %4d texts %6d tokens: %s" % (
+            name, info.get("kind"), len(all_texts), tokens,
+            "identical" if not problems else "%d DIFFERENCES" % len(problems)))
+        for problem in problems[:10]:
+            print("  " + problem)
+        failures += len(problems)
+    print("hf-tokenizer check: %s" % ("PASS" if failures == 0 else "FAIL (%d)" % failures))
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
