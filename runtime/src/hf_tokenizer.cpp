@@ -585,7 +585,8 @@ Status Parser::parseModel(const JsonValue& model) {
   TFC_RETURN_IF_ERROR(object.string("type", &type, /*required=*/false));
   if (type.empty() && object.optional("merges") != nullptr) type = "BPE";  // older files
   if (type != "BPE") {
-    return reporter.unsupported(model, path + ".type",
+    const JsonValue* typeValue = object.optional("type");
+    return reporter.unsupported(typeValue ? *typeValue : model, path + ".type",
                                 "model type " + quote(type.empty() ? "(none)" : type) +
                                     " is not supported: tfc reads BPE tokenizers only "
                                     "(byte-level like GPT-2, LLaMA 3, Qwen2, or SentencePiece-"

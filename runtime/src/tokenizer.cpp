@@ -266,14 +266,25 @@ StatusOr<std::string> Gpt2Tokenizer::decode(const int32_t* ids, size_t count) co
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& spec) {
   if (spec == "bytes") return std::unique_ptr<Tokenizer>(std::make_unique<ByteTokenizer>());
+  // A file (or a name ending in .json) is a tokenizer.json; a folder is read by its
+  // tokenizer.json when it has one, else as GPT-2's (whose errors name vocab.json).
   struct stat info;
-  bool isDirectory = ::stat(spec.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-  if (!isDirectory || ::stat((spec + "/tokenizer.json").c_str(), &info) == 0) {
+  bool isFile = ::stat(spec.c_str(), &info) == 0 && !S_ISDIR(info.st_mode);
+  bool jsonName = spec.size() >= 5 && spec.compare(spec.size() - 5, 5, ".json") == 0;
+  if (isFile || jsonName || ::stat((spec + "/tokenizer.json").c_str(), &info) == 0) {
     TFC_ASSIGN_OR_RETURN(HfTokenizer hf, HfTokenizer::load(spec));
     return std::unique_ptr<Tokenizer>(std::make_unique<HfTokenizer>(std::move(hf)));
   }
   TFC_ASSIGN_OR_RETURN(Gpt2Tokenizer bpe, Gpt2Tokenizer::load(spec));
   return std::unique_ptr<Tokenizer>(std::make_unique<Gpt2Tokenizer>(std::move(bpe)));
+}
+
+std::vector<int32_t> Tokenizer::encodePrompt(std::string_view text) const {
+  std::vector<int32_t> ids;
+  if (std::optional<int32_t> bos = bosId()) ids.push_back(*bos);
+  std::vector<int32_t> encoded = encode(text);
+  ids.insert(ids.end(), encoded.begin(), encoded.end());
+  return ids;
 }
 
 StatusOr<std::string> Tokenizer::decodeText(const std::vector<int32_t>& ids) const {

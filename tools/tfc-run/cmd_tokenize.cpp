@@ -267,8 +267,8 @@ int runTokenize(const Invocation& invocation) {
   auto tokenizer = Tokenizer::load(options.tokenizer);
   if (!tokenizer.ok()) {
     return fail(std::string(tokenizer.status().message()) +
-                " (--tokenizer takes 'bytes' or a folder with GPT-2's vocab.json and merges.txt; "
-                "see tfc-run tokenize --help)");
+                " (--tokenizer takes 'bytes', a Hugging Face tokenizer.json or its folder, or a "
+                "folder with GPT-2's vocab.json and merges.txt; see tfc-run tokenize --help)");
   }
   const Tokenizer& tok = **tokenizer;
 

@@ -50,6 +50,9 @@ class Tokenizer {
   virtual std::string_view kind() const = 0;
   // The ids of |text|. Adds no BOS/EOS.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // The ids of a prompt to generate from: bosId() (when there is one), then encode(text),
+  // as the model saw texts in training.
+  std::vector<int32_t> encodePrompt(std::string_view text) const;
   // The concatenated raw bytes of |count| tokens at |ids| (which may end inside a UTF-8
   // sequence). INVALID_ARGUMENT naming the id and its position when one is outside
   // [0, vocabSize()).

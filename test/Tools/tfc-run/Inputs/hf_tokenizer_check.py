@@ -12,6 +12,9 @@ text with decode(skip_special_tokens=False), and bosId/eosId with what `tokenize
 adds and has. Prints one line per tokenizer and a verdict; exits 1 on any difference.
 
 usage: hf_tokenizer_check.py TOOL WORKDIR
+       hf_tokenizer_check.py token-file BIN TOKENIZER_DIR FILE...
+The second form checks a `tfc-run tokenize` output: BIN (llm.c .bin) must hold the FILEs
+encoded by `tokenizers`, joined by the end-of-text token.
 """
 
 import json
@@ -201,7 +204,34 @@ def run_tool(tool, spec, texts, path):
     return info, ids, decoded, errors
 
 
+def check_token_file(path, folder, files):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    header = np.fromfile(path, dtype="<i4", count=256)
+    dtype = "<u2" if header[1] == 1 else "<u4"
+    got = np.fromfile(path, dtype=dtype, offset=1024).astype(np.int64).tolist()
+    reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    eos = next(reference.token_to_id(t) for t in ["<|endoftext|>", "</s>", "<|end_of_text|>",
+                                                 "<|im_end|>"] if reference.token_to_id(t) is not None)
+    expected = []
+    for i, name in enumerate(files):
+        with open(name, encoding="utf-8") as f:
+            if i > 0:
+                expected.append(eos)
+            expected += reference.encode(f.read(), add_special_tokens=False).ids
+    if got != expected:
+        at = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b),
+                  min(len(got), len(expected)))
+        print("FAIL: %d tokens, tokenizers %d; first difference at %d: %s vs %s" % (
+            len(got), len(expected), at, got[at:at + 8], expected[at:at + 8]))
+        return 1
+    print("OK: %d tokens identical to tokenizers" % len(got))
+    return 0
+
+
 def main():
+    if sys.argv[1] == "token-file":
+        return check_token_file(sys.argv[2], sys.argv[3], sys.argv[4:])
     tool, workdir = sys.argv[1], sys.argv[2]
     os.makedirs(workdir, exist_ok=True)
     rng = random.Random(0)
