@@ -952,7 +952,12 @@ Status Parser::parsePostProcessor(const JsonValue& value, const std::string& pat
         !cls->items[1].asInt()) {
       return reporter.at(cls ? *cls : value, path + ".cls", "expected [token, id]");
     }
-    impl->bos = static_cast<int32_t>(*cls->items[1].asInt());
+    int64_t id = *cls->items[1].asInt();
+    if (id < 0 || id >= static_cast<int64_t>(impl->idToToken.size()) || !impl->hasToken[id]) {
+      return reporter.at(cls->items[1], path + ".cls[1]",
+                         "id " + std::to_string(id) + " is not in the vocabulary");
+    }
+    impl->bos = static_cast<int32_t>(id);
   } else if (type == "TemplateProcessing") {
     // "single": [{"SpecialToken": {"id": "<s>", ...}}, {"Sequence": {"id": "A", ...}}],
     // "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}
@@ -1023,8 +1028,9 @@ Status eosFromTokenizerConfig(const HfTokenizer::Files& files, const HfTokenizer
 }
 
 // generation_config.json's eos_token_id: an id or a list of them (the first stops).
-Status eosFromGenerationConfig(const HfTokenizer::Files& files, int32_t vocabSize,
+Status eosFromGenerationConfig(const HfTokenizer::Files& files, const HfTokenizer::Impl& impl,
                                std::optional<int32_t>* out) {
+  const int64_t vocabSize = static_cast<int64_t>(impl.idToToken.size());
   if (files.generationConfig.empty()) return Status();
   Reporter reporter{files.generationConfig, files.generationConfigName};
   JsonValue root;
@@ -1041,9 +1047,9 @@ Status eosFromGenerationConfig(const HfTokenizer::Files& files, int32_t vocabSiz
   if (eos == nullptr || eos->isNull()) return Status();
   const JsonValue* first = eos->kind == JsonValue::kArray && !eos->items.empty() ? &eos->items[0] : eos;
   std::optional<int64_t> id = first->asInt();
-  if (!id || *id < 0 || *id >= vocabSize) {
+  if (!id || *id < 0 || *id >= vocabSize || !impl.hasToken[*id]) {
     return reporter.at(*first, "eos_token_id",
-                       "expected a token id in [0, " + std::to_string(vocabSize) + ")");
+                       "expected the id of a token, in [0, " + std::to_string(vocabSize) + ")");
   }
   *out = static_cast<int32_t>(*id);
   return Status();
@@ -1111,8 +1117,7 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
 
   TFC_RETURN_IF_ERROR(eosFromTokenizerConfig(files, *impl, &impl->eos));
   if (!impl->eos) {
-    TFC_RETURN_IF_ERROR(eosFromGenerationConfig(
-        files, static_cast<int32_t>(impl->idToToken.size()), &impl->eos));
+    TFC_RETURN_IF_ERROR(eosFromGenerationConfig(files, *impl, &impl->eos));
   }
   if (!impl->eos) {
     for (const char* name : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<|im_end|>"}) {
