@@ -44,9 +44,9 @@ struct PreTokenizerStep {
   bool addPrefixSpace = false;  // kByteLevel
   bool useRegex = true;         // kByteLevel: split by GPT-2's pattern first
   internal::SplitPattern pattern = internal::SplitPattern::kGpt2;  // kSplit
-  std::string replacement;      // kMetaspace
+  std::string replacement;                                         // kMetaspace
   PrependScheme prependScheme = PrependScheme::kAlways;
-  bool split = true;            // kMetaspace: split before each replacement character
+  bool split = true;  // kMetaspace: split before each replacement character
 };
 
 struct DecoderStep {
@@ -141,14 +141,16 @@ Status parsePrependScheme(const Object& object, PrependScheme* out) {
     TFC_RETURN_IF_ERROR(object.boolean("add_prefix_space", &addPrefixSpace));
     scheme = addPrefixSpace ? "always" : "never";
   }
-  if (scheme == "always") *out = PrependScheme::kAlways;
-  else if (scheme == "first") *out = PrependScheme::kFirst;
-  else if (scheme == "never") *out = PrependScheme::kNever;
-  else {
-    return object.reporter.at(*object.optional("prepend_scheme"),
-                              object.memberPath("prepend_scheme"),
-                              "unknown prepend_scheme " + quote(scheme) +
-                                  " (known: always, first, never)");
+  if (scheme == "always") {
+    *out = PrependScheme::kAlways;
+  } else if (scheme == "first") {
+    *out = PrependScheme::kFirst;
+  } else if (scheme == "never") {
+    *out = PrependScheme::kNever;
+  } else {
+    return object.reporter.at(
+        *object.optional("prepend_scheme"), object.memberPath("prepend_scheme"),
+        "unknown prepend_scheme " + quote(scheme) + " (known: always, first, never)");
   }
   return Status();
 }
@@ -157,7 +159,8 @@ Status parsePrependScheme(const Object& object, PrependScheme* out) {
 Status parseReplacePattern(const Object& object, std::string* out) {
   const JsonValue* pattern = object.optional("pattern");
   std::string path = object.memberPath("pattern");
-  if (pattern == nullptr) return object.reporter.at(object.value, object.path, "missing \"pattern\"");
+  if (pattern == nullptr)
+    return object.reporter.at(object.value, object.path, "missing \"pattern\"");
   TFC_RETURN_IF_ERROR(checkObject(object.reporter, *pattern, path));
   Object p{object.reporter, *pattern, path};
   if (p.optional("String") == nullptr) {
@@ -232,7 +235,7 @@ struct HfTokenizer::Impl {
   std::vector<PreTokenizerStep> preTokenizer;
   std::vector<DecoderStep> decoder;
   std::optional<int32_t> bos, eos;
-  bool byteLevel = false;  // a ByteLevel decoder
+  bool byteLevel = false;   // a ByteLevel decoder
   bool splittable = false;  // nextSplit may split after newlines
 
   static constexpr size_t kMaxCachedWordBytes = 128;
@@ -243,8 +246,7 @@ struct HfTokenizer::Impl {
   // Splits |text| at the matches of the added tokens whose |normalized| is |normalized|:
   // calls onText(begin, end) for text between matches and onToken(id) for matches.
   template <typename OnText, typename OnToken>
-  void splitAdded(std::string_view text, bool normalized, OnText&& onText,
-                  OnToken&& onToken) const;
+  void splitAdded(std::string_view text, bool normalized, OnText&& onText, OnToken&& onToken) const;
   std::string normalize(std::string text) const;
   void preTokenize(std::vector<Piece>* pieces) const;
   void tokenizeWord(const std::string& word, std::vector<int32_t>* out) const;
@@ -279,8 +281,8 @@ void HfTokenizer::Impl::splitAdded(std::string_view text, bool normalized, OnTex
       size_t begin = 0;
       bool startSpace = start == 0 || !isWordChar(lastChar(text.substr(0, start), &begin));
       uint32_t next = internal::kInvalidCodePoint;
-      bool stopSpace = stop == text.size() || internal::decodeUtf8(text, stop, &next) == 0 ||
-                       !isWordChar(next);
+      bool stopSpace =
+          stop == text.size() || internal::decodeUtf8(text, stop, &next) == 0 || !isWordChar(next);
       if (!startSpace || !stopSpace) continue;
     }
     if (match->lstrip) {
@@ -312,11 +314,15 @@ void HfTokenizer::Impl::splitAdded(std::string_view text, bool normalized, OnTex
 std::string HfTokenizer::Impl::normalize(std::string text) const {
   for (const NormalizerStep& step : normalizer) {
     switch (step.kind) {
-      case NormalizerStep::kNfc: text = internal::toNfc(text); break;
+      case NormalizerStep::kNfc:
+        text = internal::toNfc(text);
+        break;
       case NormalizerStep::kPrepend:
         if (!text.empty()) text.insert(0, step.content);
         break;
-      case NormalizerStep::kReplace: replaceAll(&text, step.pattern, step.content); break;
+      case NormalizerStep::kReplace:
+        replaceAll(&text, step.pattern, step.content);
+        break;
     }
   }
   return text;
@@ -339,7 +345,9 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
     next.clear();
     for (Piece& piece : *pieces) {
       switch (step.kind) {
-        case PreTokenizerStep::kSplit: splitInto(piece, step.pattern); break;
+        case PreTokenizerStep::kSplit:
+          splitInto(piece, step.pattern);
+          break;
         case PreTokenizerStep::kByteLevel: {
           if (step.addPrefixSpace && piece.text[0] != ' ') piece.text.insert(0, " ");
           size_t first = next.size();
@@ -359,8 +367,8 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
         }
         case PreTokenizerStep::kMetaspace: {
           replaceAll(&piece.text, " ", step.replacement);
-          bool startsWithReplacement = piece.text.compare(0, step.replacement.size(),
-                                                          step.replacement) == 0;
+          bool startsWithReplacement =
+              piece.text.compare(0, step.replacement.size(), step.replacement) == 0;
           if (!startsWithReplacement &&
               (step.prependScheme == PrependScheme::kAlways ||
                (step.prependScheme == PrependScheme::kFirst && piece.atStart))) {
@@ -382,8 +390,9 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
         }
       }
     }
-    next.erase(std::remove_if(next.begin(), next.end(), [](const Piece& p) { return p.text.empty(); }),
-               next.end());
+    next.erase(
+        std::remove_if(next.begin(), next.end(), [](const Piece& p) { return p.text.empty(); }),
+        next.end());
     pieces->swap(next);
   }
 }
@@ -433,9 +442,9 @@ void HfTokenizer::Impl::mergeWord(const std::string& word, std::vector<int32_t>*
       symbols.push_back(it->second);
       continue;
     }
-    if (byteFallback &&
-        std::all_of(character.begin(), character.end(),
-                    [&](char c) { return byteFallbackIds[static_cast<unsigned char>(c)] >= 0; })) {
+    if (byteFallback && std::all_of(character.begin(), character.end(), [&](char c) {
+          return byteFallbackIds[static_cast<unsigned char>(c)] >= 0;
+        })) {
       // As `tokenizers` does, a pending unknown token waits until a vocabulary character.
       for (char c : character) symbols.push_back(byteFallbackIds[static_cast<unsigned char>(c)]);
       continue;
@@ -533,12 +542,13 @@ std::string HfTokenizer::Impl::decodeTokens(const int32_t* ids, size_t count,
         std::string stripChar;
         internal::appendUtf8(step.stripChar, &stripChar);
         for (std::string& token : tokens) {
-          for (size_t i = 0; i < step.start && token.compare(0, stripChar.size(), stripChar) == 0; ++i) {
+          for (size_t i = 0; i < step.start && token.compare(0, stripChar.size(), stripChar) == 0;
+               ++i) {
             token.erase(0, stripChar.size());
           }
-          for (size_t i = 0; i < step.stop && token.size() >= stripChar.size() &&
-                             token.compare(token.size() - stripChar.size(), stripChar.size(),
-                                           stripChar) == 0;
+          for (size_t i = 0;
+               i < step.stop && token.size() >= stripChar.size() &&
+               token.compare(token.size() - stripChar.size(), stripChar.size(), stripChar) == 0;
                ++i) {
             token.resize(token.size() - stripChar.size());
           }
@@ -596,8 +606,9 @@ Status Parser::parseModel(const JsonValue& model) {
     const JsonValue* value = object.optional(key);
     if (value != nullptr && !(value->kind == JsonValue::kString && value->text.empty())) {
       return reporter.unsupported(*value, object.memberPath(key),
-                                  std::string(key) + " is not supported (BPE with word "
-                                                     "prefixes or suffixes)");
+                                  std::string(key) +
+                                      " is not supported (BPE with word "
+                                      "prefixes or suffixes)");
     }
   }
   if (const JsonValue* dropout = object.optional("dropout")) {
@@ -617,8 +628,8 @@ Status Parser::parseModel(const JsonValue& model) {
     std::string entryPath = "model.vocab[" + quote(token) + "]";
     std::optional<int64_t> id = idValue.asInt();
     if (!id || *id < 0 || *id >= INT32_MAX) {
-      return reporter.at(idValue, entryPath, "expected an id in [0, 2^31 - 1), found " +
-                                                 quote(idValue.text));
+      return reporter.at(idValue, entryPath,
+                         "expected an id in [0, 2^31 - 1), found " + quote(idValue.text));
     }
     if (static_cast<size_t>(*id) >= impl->idToToken.size()) {
       // Ids far beyond the vocabulary's size would make the table huge: a vocabulary's ids
@@ -632,9 +643,9 @@ Status Parser::parseModel(const JsonValue& model) {
       impl->hasToken.resize(*id + 1, false);
     }
     if (impl->hasToken[*id]) {
-      return reporter.at(idValue, entryPath,
-                         "id " + std::to_string(*id) + " is also the id of " +
-                             quote(impl->idToToken[*id]));
+      return reporter.at(
+          idValue, entryPath,
+          "id " + std::to_string(*id) + " is also the id of " + quote(impl->idToToken[*id]));
     }
     if (!impl->vocab.emplace(token, static_cast<int32_t>(*id)).second) {
       return reporter.at(idValue, entryPath, "token appears twice");
@@ -673,9 +684,9 @@ Status Parser::parseModel(const JsonValue& model) {
       size_t space = merge.text.find(' ');
       if (space == std::string::npos || space == 0 || space + 1 == merge.text.size() ||
           merge.text.find(' ', space + 1) != std::string::npos) {
-        return reporter.at(merge, mergePath,
-                           "expected two tokens separated by one space, found " +
-                               quote(merge.text));
+        return reporter.at(
+            merge, mergePath,
+            "expected two tokens separated by one space, found " + quote(merge.text));
       }
       parts[0] = merge.text.substr(0, space);
       parts[1] = merge.text.substr(space + 1);
@@ -706,7 +717,8 @@ Status Parser::parseModel(const JsonValue& model) {
 }
 
 Status Parser::parseAddedTokens(const JsonValue& list) {
-  if (list.kind != JsonValue::kArray) return reporter.expect(list, "added_tokens", JsonValue::kArray);
+  if (list.kind != JsonValue::kArray)
+    return reporter.expect(list, "added_tokens", JsonValue::kArray);
   for (size_t i = 0; i < list.items.size(); ++i) {
     const JsonValue& entry = list.items[i];
     std::string path = "added_tokens[" + std::to_string(i) + "]";
@@ -746,8 +758,8 @@ Status Parser::parseAddedTokens(const JsonValue& list) {
     auto existing = impl->vocab.find(token.content);
     if (existing != impl->vocab.end() && existing->second != token.id) {
       return reporter.at(*idValue, path + ".id",
-                         quote(token.content) + " has id " + std::to_string(token.id) +
-                             " but id " + std::to_string(existing->second) + " in model.vocab");
+                         quote(token.content) + " has id " + std::to_string(token.id) + " but id " +
+                             std::to_string(existing->second) + " in model.vocab");
     }
     impl->idToToken[*id] = token.content;
     impl->hasToken[*id] = true;
@@ -820,13 +832,14 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
     std::string behavior;
     TFC_RETURN_IF_ERROR(object.string("behavior", &behavior));
     if (behavior != "Isolated") {
-      return reporter.unsupported(*object.optional("behavior"), path + ".behavior",
-                                  "Split behavior " + quote(behavior) +
-                                      " is not supported (only Isolated)");
+      return reporter.unsupported(
+          *object.optional("behavior"), path + ".behavior",
+          "Split behavior " + quote(behavior) + " is not supported (only Isolated)");
     }
     bool invert = false;
     TFC_RETURN_IF_ERROR(object.boolean("invert", &invert));
-    if (invert) return reporter.unsupported(value, path + ".invert", "inverted Split is not supported");
+    if (invert)
+      return reporter.unsupported(value, path + ".invert", "inverted Split is not supported");
     const JsonValue* pattern = object.optional("pattern");
     if (pattern == nullptr) return reporter.at(value, path, "missing \"pattern\"");
     TFC_RETURN_IF_ERROR(checkObject(reporter, *pattern, path + ".pattern"));
@@ -899,9 +912,11 @@ Status Parser::parseDecoder(const JsonValue& value, const std::string& path) {
     std::string content;
     TFC_RETURN_IF_ERROR(object.string("content", &content));
     std::optional<uint32_t> cp = singleChar(content);
-    if (!cp) return reporter.at(*object.optional("content"), path + ".content", "expected one character");
+    if (!cp)
+      return reporter.at(*object.optional("content"), path + ".content", "expected one character");
     step.stripChar = *cp;
-    for (auto [key, out] : {std::pair<const char*, size_t*>{"start", &step.start}, {"stop", &step.stop}}) {
+    for (auto [key, out] :
+         {std::pair<const char*, size_t*>{"start", &step.start}, {"stop", &step.stop}}) {
       const JsonValue* member = object.optional(key);
       std::optional<int64_t> count = member ? member->asInt() : std::nullopt;
       if (!count || *count < 0 || *count > 1000000) {
@@ -1003,9 +1018,9 @@ Status eosFromTokenizerConfig(const HfTokenizer::Files& files, const HfTokenizer
   std::string error;
   size_t offset = 0;
   if (!internal::parseJson(files.tokenizerConfig, &root, &error, &offset)) {
-    return Status::error(TFC_DATA_LOSS, "%s:%s: invalid JSON: %s",
-                         files.tokenizerConfigName.c_str(),
-                         internal::lineColumn(files.tokenizerConfig, offset).c_str(), error.c_str());
+    return Status::error(
+        TFC_DATA_LOSS, "%s:%s: invalid JSON: %s", files.tokenizerConfigName.c_str(),
+        internal::lineColumn(files.tokenizerConfig, offset).c_str(), error.c_str());
   }
   TFC_RETURN_IF_ERROR(checkObject(reporter, root, "(top level)"));
   const JsonValue* eos = root.get("eos_token");
@@ -1037,15 +1052,15 @@ Status eosFromGenerationConfig(const HfTokenizer::Files& files, const HfTokenize
   std::string error;
   size_t offset = 0;
   if (!internal::parseJson(files.generationConfig, &root, &error, &offset)) {
-    return Status::error(TFC_DATA_LOSS, "%s:%s: invalid JSON: %s",
-                         files.generationConfigName.c_str(),
-                         internal::lineColumn(files.generationConfig, offset).c_str(),
-                         error.c_str());
+    return Status::error(
+        TFC_DATA_LOSS, "%s:%s: invalid JSON: %s", files.generationConfigName.c_str(),
+        internal::lineColumn(files.generationConfig, offset).c_str(), error.c_str());
   }
   TFC_RETURN_IF_ERROR(checkObject(reporter, root, "(top level)"));
   const JsonValue* eos = root.get("eos_token_id");
   if (eos == nullptr || eos->isNull()) return Status();
-  const JsonValue* first = eos->kind == JsonValue::kArray && !eos->items.empty() ? &eos->items[0] : eos;
+  const JsonValue* first =
+      eos->kind == JsonValue::kArray && !eos->items.empty() ? &eos->items[0] : eos;
   std::optional<int64_t> id = first->asInt();
   if (!id || *id < 0 || *id >= vocabSize || !impl.hasToken[*id]) {
     return reporter.at(*first, "eos_token_id",
@@ -1106,10 +1121,9 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
     impl->idToToken[token.id] = token.content;
   }
   // Longest first, so that the first one matching at a position is the longest there.
-  std::stable_sort(impl->addedTokens.begin(), impl->addedTokens.end(),
-                   [](const AddedToken& a, const AddedToken& b) {
-                     return a.content.size() > b.content.size();
-                   });
+  std::stable_sort(
+      impl->addedTokens.begin(), impl->addedTokens.end(),
+      [](const AddedToken& a, const AddedToken& b) { return a.content.size() > b.content.size(); });
   impl->addedTokens.erase(
       std::remove_if(impl->addedTokens.begin(), impl->addedTokens.end(),
                      [](const AddedToken& token) { return token.content.empty(); }),
@@ -1138,7 +1152,8 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
       splitsPieces = true;
     }
     if ((step.kind == PreTokenizerStep::kByteLevel && step.addPrefixSpace) ||
-        (step.kind == PreTokenizerStep::kMetaspace && step.prependScheme != PrependScheme::kNever)) {
+        (step.kind == PreTokenizerStep::kMetaspace &&
+         step.prependScheme != PrependScheme::kNever)) {
       prependsText = true;
     }
   }
@@ -1148,8 +1163,8 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
       prependsText = true;
     }
   }
-  bool addedTokensSafe = std::none_of(
-      impl->addedTokens.begin(), impl->addedTokens.end(), [](const AddedToken& token) {
+  bool addedTokensSafe =
+      std::none_of(impl->addedTokens.begin(), impl->addedTokens.end(), [](const AddedToken& token) {
         return token.lstrip || token.content.find('\n') != std::string::npos;
       });
   impl->splittable = splitsPieces && !prependsText && addedTokensSafe;
@@ -1163,8 +1178,9 @@ StatusOr<HfTokenizer> HfTokenizer::load(const std::string& path) {
   if (!dir.empty() && dir.back() != '/') dir += '/';
   Files files;
   files.tokenizerJsonName = isDirectory ? dir + "tokenizer.json" : path;
-  TFC_ASSIGN_OR_RETURN(internal::FileContents json,
-                       internal::readFile(files.tokenizerJsonName, internal::FileMapping::kReadOnly));
+  TFC_ASSIGN_OR_RETURN(
+      internal::FileContents json,
+      internal::readFile(files.tokenizerJsonName, internal::FileMapping::kReadOnly));
   files.tokenizerJson = std::string_view(reinterpret_cast<const char*>(json.data), json.size);
   // The configuration files next to it, when they exist.
   internal::FileContents configs[2];
@@ -1174,8 +1190,10 @@ StatusOr<HfTokenizer> HfTokenizer::load(const std::string& path) {
   for (int i = 0; i < 2; ++i) {
     *names[i] = dir + baseNames[i];
     if (::stat(names[i]->c_str(), &info) != 0) continue;
-    TFC_ASSIGN_OR_RETURN(configs[i], internal::readFile(*names[i], internal::FileMapping::kReadOnly));
-    *contents[i] = std::string_view(reinterpret_cast<const char*>(configs[i].data), configs[i].size);
+    TFC_ASSIGN_OR_RETURN(configs[i],
+                         internal::readFile(*names[i], internal::FileMapping::kReadOnly));
+    *contents[i] =
+        std::string_view(reinterpret_cast<const char*>(configs[i].data), configs[i].size);
   }
   return fromContents(files);
 }
@@ -1188,14 +1206,20 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text) const {
   std::vector<int32_t> ids;
   std::vector<Piece> pieces;
   auto onToken = [&](int32_t id) { ids.push_back(id); };
-  impl_->splitAdded(text, /*normalized=*/false, [&](size_t begin, size_t end) {
-    std::string normalized = impl_->normalize(std::string(text.substr(begin, end - begin)));
-    impl_->splitAdded(normalized, /*normalized=*/true, [&](size_t b, size_t e) {
-      pieces.assign(1, Piece{normalized.substr(b, e - b), begin == 0 && b == 0});
-      impl_->preTokenize(&pieces);
-      for (const Piece& piece : pieces) impl_->tokenizeWord(piece.text, &ids);
-    }, onToken);
-  }, onToken);
+  impl_->splitAdded(
+      text, /*normalized=*/false,
+      [&](size_t begin, size_t end) {
+        std::string normalized = impl_->normalize(std::string(text.substr(begin, end - begin)));
+        impl_->splitAdded(
+            normalized, /*normalized=*/true,
+            [&](size_t b, size_t e) {
+              pieces.assign(1, Piece{normalized.substr(b, e - b), begin == 0 && b == 0});
+              impl_->preTokenize(&pieces);
+              for (const Piece& piece : pieces) impl_->tokenizeWord(piece.text, &ids);
+            },
+            onToken);
+      },
+      onToken);
   return ids;
 }
 
@@ -1203,11 +1227,11 @@ StatusOr<std::string> HfTokenizer::decode(const int32_t* ids, size_t count) cons
   const int32_t size = vocabSize();
   for (size_t i = 0; i < count; ++i) {
     if (ids[i] < 0 || ids[i] >= size || !impl_->hasToken[ids[i]]) {
-      return Status::error(TFC_INVALID_ARGUMENT,
-                           "token id %d (at position %zu) is %s", ids[i], i,
-                           ids[i] < 0 || ids[i] >= size
-                               ? ("outside the vocabulary [0, " + std::to_string(size) + ")").c_str()
-                               : "a hole in the vocabulary (no token has it)");
+      return Status::error(
+          TFC_INVALID_ARGUMENT, "token id %d (at position %zu) is %s", ids[i], i,
+          ids[i] < 0 || ids[i] >= size
+              ? ("outside the vocabulary [0, " + std::to_string(size) + ")").c_str()
+              : "a hole in the vocabulary (no token has it)");
     }
   }
   return impl_->decodeTokens(ids, count, /*wholeText=*/false);
@@ -1215,7 +1239,8 @@ StatusOr<std::string> HfTokenizer::decode(const int32_t* ids, size_t count) cons
 
 StatusOr<std::string> HfTokenizer::decodeText(const std::vector<int32_t>& ids) const {
   TFC_ASSIGN_OR_RETURN(std::string checked, decode(ids.data(), ids.size()));  // checks the ids
-  return internal::replaceInvalidUtf8(impl_->decodeTokens(ids.data(), ids.size(), /*wholeText=*/true));
+  return internal::replaceInvalidUtf8(
+      impl_->decodeTokens(ids.data(), ids.size(), /*wholeText=*/true));
 }
 
 int32_t HfTokenizer::vocabSize() const { return static_cast<int32_t>(impl_->idToToken.size()); }

@@ -69,12 +69,18 @@ std::optional<int64_t> JsonValue::asInt() const {
 
 const char* JsonValue::kindName(Kind kind) {
   switch (kind) {
-    case kNull: return "null";
-    case kBool: return "a boolean";
-    case kNumber: return "a number";
-    case kString: return "a string";
-    case kArray: return "an array";
-    case kObject: return "an object";
+    case kNull:
+      return "null";
+    case kBool:
+      return "a boolean";
+    case kNumber:
+      return "a number";
+    case kString:
+      return "a string";
+    case kArray:
+      return "an array";
+    case kObject:
+      return "an object";
   }
   return "?";
 }

@@ -17,10 +17,10 @@ namespace tfc::internal {
 struct JsonValue {
   enum Kind { kNull, kBool, kNumber, kString, kArray, kObject };
   Kind kind = kNull;
-  size_t offset = 0;      // of the value's first byte in the document
-  bool boolean = false;   // kBool
-  std::string text;       // kString: the decoded string; kNumber: the number as written
-  std::vector<JsonValue> items;                             // kArray
+  size_t offset = 0;             // of the value's first byte in the document
+  bool boolean = false;          // kBool
+  std::string text;              // kString: the decoded string; kNumber: the number as written
+  std::vector<JsonValue> items;  // kArray
   std::vector<std::pair<std::string, JsonValue>> members;  // kObject, in document order
 
   // The member |key| of an object (the last one when repeated), or null.

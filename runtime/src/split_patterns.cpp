@@ -133,9 +133,12 @@ std::optional<SplitPattern> splitPatternOf(std::string_view regex) {
 
 std::string_view splitPatternRegex(SplitPattern pattern) {
   switch (pattern) {
-    case SplitPattern::kGpt2: return kGpt2Regex;
-    case SplitPattern::kLlama3: return kLlama3Regex;
-    case SplitPattern::kQwen2: return kQwen2Regex;
+    case SplitPattern::kGpt2:
+      return kGpt2Regex;
+    case SplitPattern::kLlama3:
+      return kLlama3Regex;
+    case SplitPattern::kQwen2:
+      return kQwen2Regex;
   }
   return {};
 }
@@ -146,7 +149,7 @@ void splitByPattern(std::string_view text, SplitPattern pattern, std::vector<siz
   decodeChars(text, &chars);
   const size_t n = chars.size();
   for (size_t i = 0; i < n;) {
-    size_t end = pattern == SplitPattern::kGpt2   ? matchGpt2(chars, i)
+    size_t end = pattern == SplitPattern::kGpt2     ? matchGpt2(chars, i)
                  : pattern == SplitPattern::kLlama3 ? matchLlama3(chars, i, 3)
                                                     : matchLlama3(chars, i, 1);
     ends->push_back(end < n ? chars[end].offset : text.size());

@@ -218,9 +218,12 @@ std::string replaceInvalidUtf8(std::string_view bytes) {
     unsigned char lead = static_cast<unsigned char>(bytes[pos]);
     size_t neededLength = 0;
     unsigned char low = 0x80, high = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) neededLength = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) neededLength = 3;
-    else if (lead >= 0xF0 && lead <= 0xF4) neededLength = 4;
+    if (lead >= 0xC2 && lead <= 0xDF)
+      neededLength = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF)
+      neededLength = 3;
+    else if (lead >= 0xF0 && lead <= 0xF4)
+      neededLength = 4;
     if (lead == 0xE0) low = 0xA0;
     if (lead == 0xED) high = 0x9F;
     if (lead == 0xF0) low = 0x90;
@@ -268,7 +271,8 @@ uint8_t combiningClass(uint32_t cp) {
 std::string toNfc(std::string_view text) {
   // ASCII is NFC and composes with nothing that follows but combining marks, so an ASCII
   // text is its own NFC.
-  if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+  if (std::all_of(text.begin(), text.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
     return std::string(text);
   }
   std::vector<uint32_t> cps;
@@ -295,9 +299,8 @@ std::string toNfc(std::string_view text) {
     }
     size_t j = i;
     while (j < cps.size() && isMark(cps[j])) ++j;
-    std::stable_sort(cps.begin() + i, cps.begin() + j, [](uint32_t a, uint32_t b) {
-      return combiningClass(a) < combiningClass(b);
-    });
+    std::stable_sort(cps.begin() + i, cps.begin() + j,
+                     [](uint32_t a, uint32_t b) { return combiningClass(a) < combiningClass(b); });
     i = j;
   }
   composeInPlace(&cps);

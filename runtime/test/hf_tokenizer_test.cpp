@@ -40,20 +40,20 @@ constexpr std::string_view kSplitText = "I'LL pay 12345 $s!!\n\n  \tok\r\n x  y"
 
 TEST(SplitPatterns, Gpt2) {
   EXPECT_EQ(split(kSplitText, internal::SplitPattern::kGpt2),
-            (std::vector<std::string>{"I", "'", "LL", " pay", " 12345", " $", "s", "!!",
-                                      "\n\n  ", "\t", "ok", "\r\n", " x", " ", " y"}));
+            (std::vector<std::string>{"I", "'", "LL", " pay", " 12345", " $", "s", "!!", "\n\n  ",
+                                      "\t", "ok", "\r\n", " x", " ", " y"}));
 }
 
 TEST(SplitPatterns, Llama3) {
   EXPECT_EQ(split(kSplitText, internal::SplitPattern::kLlama3),
-            (std::vector<std::string>{"I", "'LL", " pay", " ", "123", "45", " $", "s",
-                                      "!!\n\n", "  ", "\tok", "\r\n", " x", " ", " y"}));
+            (std::vector<std::string>{"I", "'LL", " pay", " ", "123", "45", " $", "s", "!!\n\n",
+                                      "  ", "\tok", "\r\n", " x", " ", " y"}));
 }
 
 TEST(SplitPatterns, Qwen2) {
   EXPECT_EQ(split(kSplitText, internal::SplitPattern::kQwen2),
-            (std::vector<std::string>{"I", "'LL", " pay", " ", "1", "2", "3", "4", "5", " $",
-                                      "s", "!!\n\n", "  ", "\tok", "\r\n", " x", " ", " y"}));
+            (std::vector<std::string>{"I", "'LL", " pay", " ", "1", "2", "3", "4", "5", " $", "s",
+                                      "!!\n\n", "  ", "\tok", "\r\n", " x", " ", " y"}));
 }
 
 TEST(SplitPatterns, RecognizedByExactText) {
@@ -68,14 +68,14 @@ TEST(SplitPatterns, RecognizedByExactText) {
 }
 
 TEST(Unicode, Nfc) {
-  EXPECT_EQ(internal::toNfc("e\xCC\x81"), "\xC3\xA9");                  // e + U+0301 -> é
+  EXPECT_EQ(internal::toNfc("e\xCC\x81"), "\xC3\xA9");  // e + U+0301 -> é
   EXPECT_EQ(internal::toNfc("\xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8"), "\xEA\xB0\x81");  // Hangul
-  EXPECT_EQ(internal::toNfc("a\xCC\x82\xCC\xA3"), "\xE1\xBA\xAD");      // reordered, composed
+  EXPECT_EQ(internal::toNfc("a\xCC\x82\xCC\xA3"), "\xE1\xBA\xAD");       // reordered, composed
   EXPECT_EQ(internal::toNfc("q\xCC\x87\xCC\xA3"), "q\xCC\xA3\xCC\x87");  // ordered only
-  EXPECT_EQ(internal::toNfc("\xE2\x84\xAB"), "\xC3\x85");               // U+212B -> Å
-  EXPECT_EQ(internal::toNfc("o\xCC\x88\xCC\x81"), "\xC3\xB6\xCC\x81");  // blocked second mark
-  EXPECT_EQ(internal::toNfc("\xCD\x84"), "\xCC\x88\xCC\x81");           // excluded U+0344
-  EXPECT_EQ(internal::toNfc("A\xCC\x8A\xCC\x81"), "\xC7\xBA");          // two steps
+  EXPECT_EQ(internal::toNfc("\xE2\x84\xAB"), "\xC3\x85");                // U+212B -> Å
+  EXPECT_EQ(internal::toNfc("o\xCC\x88\xCC\x81"), "\xC3\xB6\xCC\x81");   // blocked second mark
+  EXPECT_EQ(internal::toNfc("\xCD\x84"), "\xCC\x88\xCC\x81");            // excluded U+0344
+  EXPECT_EQ(internal::toNfc("A\xCC\x8A\xCC\x81"), "\xC7\xBA");           // two steps
   EXPECT_EQ(internal::toNfc("plain ascii"), "plain ascii");
   EXPECT_EQ(internal::toNfc("x\xFF\xCC\x81"), "x\xFF\xCC\x81");  // an invalid byte blocks
 }
@@ -132,24 +132,28 @@ struct Parts {
 
 std::string tokenizerJson(const Parts& parts) {
   return "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null, \"added_tokens\": " +
-         parts.added + ", \"normalizer\": " + parts.normalizer + ", \"pre_tokenizer\": " +
-         parts.preTokenizer + ", \"post_processor\": " + parts.post + ", \"decoder\": " +
-         parts.decoder + ", \"model\": " + parts.model + "}";
+         parts.added + ", \"normalizer\": " + parts.normalizer +
+         ", \"pre_tokenizer\": " + parts.preTokenizer + ", \"post_processor\": " + parts.post +
+         ", \"decoder\": " + parts.decoder + ", \"model\": " + parts.model + "}";
 }
 
 // GPT-2 style: "Ġt", "he", "Ġthe" (ids 256..258), <|endoftext|> 259.
 Parts byteLevelParts() {
   Parts parts;
-  parts.model = "{\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"fuse_unk\": false, "
-                "\"byte_fallback\": false, \"ignore_merges\": false, \"vocab\": " +
-                byteLevelVocab({"Ġt", "he", "Ġthe", "<|endoftext|>"}) +
-                ", \"merges\": [\"Ġ t\", [\"h\", \"e\"], \"Ġt he\"]}";
-  parts.preTokenizer = "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": "
-                       "true, \"use_regex\": true}";
-  parts.decoder = "{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "
-                  "\"use_regex\": true}";
-  parts.added = "[{\"id\": 259, \"content\": \"<|endoftext|>\", \"single_word\": false, "
-                "\"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}]";
+  parts.model =
+      "{\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"fuse_unk\": false, "
+      "\"byte_fallback\": false, \"ignore_merges\": false, \"vocab\": " +
+      byteLevelVocab({"Ġt", "he", "Ġthe", "<|endoftext|>"}) +
+      ", \"merges\": [\"Ġ t\", [\"h\", \"e\"], \"Ġt he\"]}";
+  parts.preTokenizer =
+      "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": "
+      "true, \"use_regex\": true}";
+  parts.decoder =
+      "{\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, "
+      "\"use_regex\": true}";
+  parts.added =
+      "[{\"id\": 259, \"content\": \"<|endoftext|>\", \"single_word\": false, "
+      "\"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true}]";
   return parts;
 }
 
@@ -167,8 +171,8 @@ std::string sentencePieceModel(const std::string& extraMerges = "") {
   }
   vocab += "}";
   return "{\"type\": \"BPE\", \"dropout\": null, \"unk_token\": \"<unk>\", \"fuse_unk\": true, "
-         "\"byte_fallback\": true, \"vocab\": " + vocab +
-         ", \"merges\": [\"▁ a\", \"▁a b\"" + extraMerges + "]}";
+         "\"byte_fallback\": true, \"vocab\": " +
+         vocab + ", \"merges\": [\"▁ a\", \"▁a b\"" + extraMerges + "]}";
 }
 constexpr int32_t kSpace = 259, kA = 260, kB = 261, kC = 262, kSpaceA = 263, kSpaceAB = 264;
 
@@ -184,15 +188,17 @@ const std::string kSentencePieceDecoder =
 Parts llama2Parts() {
   Parts parts;
   parts.model = sentencePieceModel();
-  parts.normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
-                     "\"prepend\": \"▁\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": "
-                     "\" \"}, \"content\": \"▁\"}]}";
+  parts.normalizer =
+      "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", "
+      "\"prepend\": \"▁\"}, {\"type\": \"Replace\", \"pattern\": {\"String\": "
+      "\" \"}, \"content\": \"▁\"}]}";
   parts.decoder = kSentencePieceDecoder;
   parts.added = kSentencePieceAdded;
-  parts.post = "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
-               "\"<s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], "
-               "\"pair\": [], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [1], "
-               "\"tokens\": [\"<s>\"]}}}";
+  parts.post =
+      "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
+      "\"<s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}], "
+      "\"pair\": [], \"special_tokens\": {\"<s>\": {\"id\": \"<s>\", \"ids\": [1], "
+      "\"tokens\": [\"<s>\"]}}}";
   return parts;
 }
 
@@ -286,16 +292,19 @@ TEST(HfTokenizer, UnknownCharactersWithoutByteFallback) {
 TEST(HfTokenizer, MetaspacePrependSchemes) {
   Parts parts = llama2Parts();
   parts.normalizer = "null";
-  parts.preTokenizer = "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
-                       "\"first\", \"split\": false}";
+  parts.preTokenizer =
+      "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
+      "\"first\", \"split\": false}";
   auto first = fromJson(tokenizerJson(parts));
   ASSERT_OK(first);
   // Only the text's first segment gets a "▁".
   EXPECT_EQ(first->encode("a</s>a"), (std::vector<int32_t>{kSpaceA, 2, kA}));
-  parts.preTokenizer = "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
-                       "\"always\", \"split\": true}";
-  parts.decoder = "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
-                  "\"always\", \"split\": true}";
+  parts.preTokenizer =
+      "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
+      "\"always\", \"split\": true}";
+  parts.decoder =
+      "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
+      "\"always\", \"split\": true}";
   auto always = fromJson(tokenizerJson(parts));
   ASSERT_OK(always);
   EXPECT_EQ(always->encode("a</s>a"), (std::vector<int32_t>{kSpaceA, 2, kSpaceA}));
@@ -304,8 +313,9 @@ TEST(HfTokenizer, MetaspacePrependSchemes) {
   // The Metaspace decoder drops the first token's "▁" in a whole text only.
   EXPECT_EQ(*always->decodeText({kSpaceA, kSpaceA}), "a a");
   EXPECT_EQ(*always->decode({kSpaceA, kSpaceA}), " a a");
-  parts.preTokenizer = "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
-                       "\"never\", \"split\": true}";
+  parts.preTokenizer =
+      "{\"type\": \"Metaspace\", \"replacement\": \"▁\", \"prepend_scheme\": "
+      "\"never\", \"split\": true}";
   auto never = fromJson(tokenizerJson(parts));
   ASSERT_OK(never);
   EXPECT_EQ(never->encode("a b"), (std::vector<int32_t>{kA, kSpace, kB}));
@@ -313,8 +323,8 @@ TEST(HfTokenizer, MetaspacePrependSchemes) {
 
 TEST(HfTokenizer, AddedTokenOptions) {
   Parts parts = byteLevelParts();
-  parts.model = "{\"type\": \"BPE\", \"vocab\": " +
-                byteLevelVocab({"<t>", "<tool>", "<w>", "ab"}) + ", \"merges\": [\"a b\"]}";
+  parts.model = "{\"type\": \"BPE\", \"vocab\": " + byteLevelVocab({"<t>", "<tool>", "<w>", "ab"}) +
+                ", \"merges\": [\"a b\"]}";
   parts.added =
       "[{\"id\": 256, \"content\": \"<t>\", \"special\": true},"
       " {\"id\": 257, \"content\": \"<tool>\", \"special\": false, \"lstrip\": true, "
@@ -352,9 +362,10 @@ TEST(HfTokenizer, NextSplitChangesNoId) {
   parts.preTokenizer =
       "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": "
       "{\"Regex\": \"" +
-      std::string("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
-                  "\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
-                  "\\\\s+(?!\\\\S)|\\\\s+") +
+      std::string(
+          "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|"
+          "\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|"
+          "\\\\s+(?!\\\\S)|\\\\s+") +
       "\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", "
       "\"add_prefix_space\": false, \"use_regex\": false}]}";
   auto tokenizer = fromJson(tokenizerJson(parts));
@@ -433,12 +444,14 @@ TEST(HfTokenizer, ErrorsNameTheFileAndPlace) {
       {"Unigram", "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", TFC_UNIMPLEMENTED,
        "model type 'Unigram'"},
       {"merge of unknown tokens", with([](Parts& p) {
-         p.model = "{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, "
-                   "\"merges\": [\"a b\", \"b c\"]}";
+         p.model =
+             "{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, "
+             "\"merges\": [\"a b\", \"b c\"]}";
        }),
        TFC_DATA_LOSS, "model.merges[1]: token 'c' is not in model.vocab"},
       {"merge result not in the vocabulary", with([](Parts& p) {
-         p.model = "{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [[\"a\", \"b\"]]}";
+         p.model =
+             "{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [[\"a\", \"b\"]]}";
        }),
        TFC_DATA_LOSS, "model.merges[0]: the merged token 'ab' is not in model.vocab"},
       {"malformed merge", with([](Parts& p) {
@@ -457,19 +470,21 @@ TEST(HfTokenizer, ErrorsNameTheFileAndPlace) {
          p.model = "{\"type\": \"BPE\", \"vocab\": {\"a\": 2000000000}, \"merges\": []}";
        }),
        TFC_DATA_LOSS, "is far beyond the vocabulary's 1 entries"},
-      {"added token id taken", with([](Parts& p) {
-         p.added = "[{\"id\": 5, \"content\": \"<x>\", \"special\": true}]";
-       }),
+      {"added token id taken",
+       with([](Parts& p) { p.added = "[{\"id\": 5, \"content\": \"<x>\", \"special\": true}]"; }),
        TFC_DATA_LOSS, "added_tokens[0].id: id 5 of '<x>' is already the id of"},
       {"unknown regex", with([](Parts& p) {
-         p.preTokenizer = "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+\"}, "
-                          "\"behavior\": \"Isolated\", \"invert\": false}";
+         p.preTokenizer =
+             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+\"}, "
+             "\"behavior\": \"Isolated\", \"invert\": false}";
        }),
        // Quoted with its backslashes escaped, as the file writes it.
-       TFC_UNIMPLEMENTED, "pre_tokenizer.pattern.Regex: the pre-tokenization regex '\\\\w+' is not"},
+       TFC_UNIMPLEMENTED,
+       "pre_tokenizer.pattern.Regex: the pre-tokenization regex '\\\\w+' is not"},
       {"Split behavior", with([](Parts& p) {
-         p.preTokenizer = "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"x\"}, "
-                          "\"behavior\": \"Removed\", \"invert\": false}";
+         p.preTokenizer =
+             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"x\"}, "
+             "\"behavior\": \"Removed\", \"invert\": false}";
        }),
        TFC_UNIMPLEMENTED, "pre_tokenizer.behavior: Split behavior 'Removed' is not supported"},
       {"normalizer", with([](Parts& p) {
@@ -481,8 +496,9 @@ TEST(HfTokenizer, ErrorsNameTheFileAndPlace) {
       {"no decoder", with([](Parts& p) { p.decoder = "null"; }), TFC_UNIMPLEMENTED,
        "without a decoder"},
       {"suffix", with([](Parts& p) {
-         p.model = "{\"type\": \"BPE\", \"vocab\": {}, \"merges\": [], "
-                   "\"end_of_word_suffix\": \"</w>\"}";
+         p.model =
+             "{\"type\": \"BPE\", \"vocab\": {}, \"merges\": [], "
+             "\"end_of_word_suffix\": \"</w>\"}";
        }),
        TFC_UNIMPLEMENTED, "model.end_of_word_suffix: end_of_word_suffix is not supported"},
       {"dropout", with([](Parts& p) {
@@ -490,8 +506,9 @@ TEST(HfTokenizer, ErrorsNameTheFileAndPlace) {
        }),
        TFC_UNIMPLEMENTED, "model.dropout: BPE dropout is not supported"},
       {"unknown unk_token", with([](Parts& p) {
-         p.model = "{\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], "
-                   "\"unk_token\": \"<unk>\"}";
+         p.model =
+             "{\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], "
+             "\"unk_token\": \"<unk>\"}";
        }),
        TFC_DATA_LOSS, "model.unk_token: '<unk>' is not in model.vocab"},
       {"bad type", with([](Parts& p) { p.preTokenizer = "{\"type\": 3}"; }), TFC_DATA_LOSS,

@@ -3,7 +3,8 @@
 //   tfc-runtime-tokenizer-tool SPEC TEXTS
 // loads the tokenizer SPEC (as Tokenizer::load does) and prints
 //   kind KIND vocab N bos ID|- eos ID|-
-// then, for each text of the file TEXTS (texts separated by 0xFF bytes, which UTF-8 never has), two lines:
+// then, for each text of the file TEXTS (texts separated by 0xFF bytes, which UTF-8 never has), two
+// lines:
 //   ids ID ID ...              encode(text)
 //   text HEX                   decodeText(ids), as hex bytes
 // After each text it checks, and reports as "error: ..." lines, what a caller relies on:
