@@ -230,7 +230,10 @@ struct HfTokenizer::Impl {
   std::optional<int32_t> unkId;
   std::array<int32_t, 256> byteFallbackIds{};  // <0xAB> -> id, -1 when absent
 
-  std::vector<AddedToken> addedTokens;
+  std::vector<AddedToken> addedTokens;  // by decreasing length of content
+  // [normalized][first byte]: the indices in addedTokens of the tokens that start with the
+  // byte, so that most text positions are passed over with one lookup.
+  std::array<std::vector<uint32_t>, 256> addedByFirstByte[2];
   std::vector<NormalizerStep> normalizer;
   std::vector<PreTokenizerStep> preTokenizer;
   std::vector<DecoderStep> decoder;
@@ -264,9 +267,11 @@ void HfTokenizer::Impl::splitAdded(std::string_view text, bool normalized, OnTex
     const AddedToken* match = nullptr;
     size_t matchStart = pos;
     for (; matchStart < text.size() && match == nullptr; ++matchStart) {
-      for (const AddedToken& token : addedTokens) {  // sorted by decreasing length
-        if (token.normalized == normalized &&
-            text.compare(matchStart, token.content.size(), token.content) == 0) {
+      const auto& candidates =
+          addedByFirstByte[normalized][static_cast<unsigned char>(text[matchStart])];
+      for (uint32_t index : candidates) {  // by decreasing length
+        const AddedToken& token = addedTokens[index];
+        if (text.compare(matchStart, token.content.size(), token.content) == 0) {
           match = &token;
           break;
         }
@@ -1128,6 +1133,11 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
       std::remove_if(impl->addedTokens.begin(), impl->addedTokens.end(),
                      [](const AddedToken& token) { return token.content.empty(); }),
       impl->addedTokens.end());
+  for (size_t i = 0; i < impl->addedTokens.size(); ++i) {
+    const AddedToken& token = impl->addedTokens[i];
+    impl->addedByFirstByte[token.normalized][static_cast<unsigned char>(token.content[0])]
+        .push_back(static_cast<uint32_t>(i));
+  }
 
   TFC_RETURN_IF_ERROR(eosFromTokenizerConfig(files, *impl, &impl->eos));
   if (!impl->eos) {
