@@ -19,8 +19,7 @@ void bindTokenizer(py::module_& m) {
           return Tokenizer::load(spec);
         }();
         return std::shared_ptr<Tokenizer>(
-            valueOrThrow(std::move(loaded), {spec, spec + "/tokenizer.json", spec + "/vocab.json",
-                                             spec + "/merges.txt"}));
+            valueOrThrow(std::move(loaded), {spec, spec + "/vocab.json", spec + "/merges.txt"}));
       }, py::arg("spec"),
          "'bytes' for the byte tokenizer (token i is byte i), a Hugging Face tokenizer.json "
          "(BPE) or a folder with one, else a folder with a GPT-2 BPE tokenizer (vocab.json, "
