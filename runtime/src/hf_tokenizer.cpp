@@ -156,6 +156,25 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
         case PreTokenizerStep::kSplit:
           splitInto(piece, step.pattern);
           break;
+        case PreTokenizerStep::kDigits: {
+          // Digits (\p{N}) apart from the rest: each one, or each run of them.
+          size_t begin = 0;
+          bool lastDigit = false;
+          for (size_t pos = 0; pos < piece.text.size();) {
+            uint32_t cp = 0;
+            size_t length = internal::decodeUtf8(piece.text, pos, &cp);
+            bool digit = length > 0 && internal::classify(cp) == internal::kNumber;
+            if (length == 0) length = 1;
+            if (pos > begin && (digit != lastDigit || (digit && step.individualDigits))) {
+              next.push_back({piece.text.substr(begin, pos - begin), piece.atStart && begin == 0});
+              begin = pos;
+            }
+            lastDigit = digit;
+            pos += length;
+          }
+          next.push_back({piece.text.substr(begin), piece.atStart && begin == 0});
+          break;
+        }
         case PreTokenizerStep::kByteLevel: {
           if (step.addPrefixSpace && piece.text[0] != ' ') piece.text.insert(0, " ");
           size_t first = next.size();

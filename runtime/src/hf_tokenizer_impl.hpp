@@ -40,13 +40,14 @@ struct NormalizerStep {
 };
 
 struct PreTokenizerStep {
-  enum Kind { kByteLevel, kSplit, kMetaspace } kind = kByteLevel;
+  enum Kind { kByteLevel, kSplit, kMetaspace, kDigits } kind = kByteLevel;
   bool addPrefixSpace = false;  // kByteLevel
   bool useRegex = true;         // kByteLevel: split by GPT-2's pattern first
   internal::SplitPattern pattern = internal::SplitPattern::kGpt2;  // kSplit
   std::string replacement;                                         // kMetaspace
   PrependScheme prependScheme = PrependScheme::kAlways;
-  bool split = true;  // kMetaspace: split before each replacement character
+  bool split = true;              // kMetaspace: split before each replacement character
+  bool individualDigits = false;  // kDigits: each digit a piece (else each run of digits)
 };
 
 struct DecoderStep {

@@ -435,11 +435,16 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
     TFC_RETURN_IF_ERROR(parsePrependScheme(object, &step.prependScheme));
     TFC_RETURN_IF_ERROR(object.boolean("split", &step.split));
     impl->preTokenizer.push_back(std::move(step));
+  } else if (type == "Digits") {
+    PreTokenizerStep step;
+    step.kind = PreTokenizerStep::kDigits;
+    TFC_RETURN_IF_ERROR(object.boolean("individual_digits", &step.individualDigits));
+    impl->preTokenizer.push_back(step);
   } else {
     return reporter.unsupported(value, path + ".type",
                                 "pre-tokenizer " + quote(type) +
                                     " is not supported (supported: ByteLevel, Split, Metaspace, "
-                                    "Sequence)");
+                                    "Digits, Sequence)");
   }
   return Status();
 }

@@ -347,6 +347,22 @@ TEST(HfTokenizer, AddedTokenOptions) {
   EXPECT_EQ(tokenizer->tokenId("<tool>"), 257);
 }
 
+TEST(HfTokenizer, DigitsPreTokenizer) {
+  Parts parts = byteLevelParts();
+  parts.model = "{\"type\": \"BPE\", \"vocab\": " + byteLevelVocab({"12", "a1"}) +
+                ", \"merges\": [\"1 2\", \"a 1\"]}";
+  parts.added = "[]";
+  parts.preTokenizer = "{\"type\": \"Digits\", \"individual_digits\": false}";
+  auto runs = fromJson(tokenizerJson(parts));
+  ASSERT_OK(runs);
+  // "a", "12" (a run of digits; "a 1" cannot merge across pieces), "b".
+  EXPECT_EQ(runs->encode("a12b"), (std::vector<int32_t>{'a', 256, 'b'}));
+  parts.preTokenizer = "{\"type\": \"Digits\", \"individual_digits\": true}";
+  auto single = fromJson(tokenizerJson(parts));
+  ASSERT_OK(single);
+  EXPECT_EQ(single->encode("a12b"), (std::vector<int32_t>{'a', '1', '2', 'b'}));
+}
+
 TEST(HfTokenizer, NfcNormalizer) {
   Parts parts = byteLevelParts();
   parts.normalizer = "{\"type\": \"NFC\"}";

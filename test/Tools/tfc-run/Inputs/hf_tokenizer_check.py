@@ -73,6 +73,8 @@ def test_texts(rng):
         "tools: <tool>x</tool> a <tool> b  <tool>  c", "word<tool>word",
         "normalized: hello world, hello worlds", "@@ ### $$$ ... !!! ???\n\n\n---",
         "x\u00a0y \u200bz \u200d", "\u0000 control \u0007 \u001b[0m",
+        "separators \u001c\u001d\u001e\u001f \u0085 \u000b\u000c x\u0085y",
+        "single words: word swordfish words word_word word. (word) wordword",
     ]
     texts += make_corpus(rng, 40)
     return texts
@@ -128,6 +130,13 @@ def configs(corpus):
                                                     ("<s>", t.token_to_id("<s>"))),
         alphabet=byte_alphabet,
         added=[AddedToken("word", single_word=True, normalized=False)]))
+
+    # Digits one by one before ByteLevel's regex.
+    out.append(train(
+        "digits", corpus, models.BPE(),
+        None, pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                       pre_tokenizers.ByteLevel(add_prefix_space=False)]),
+        decoders.ByteLevel(), ["<|endoftext|>"], 600, alphabet=byte_alphabet))
 
     # LLaMA 3: Split by its regex, then ByteLevel without a regex; ignore_merges.
     llama3_specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]
