@@ -226,9 +226,9 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
 
 void HfTokenizer::Impl::tokenizeWord(const std::string& word, std::vector<int32_t>* out) const {
   if (ignoreMerges) {
-    auto it = vocab.find(word);
-    if (it != vocab.end()) {
-      out->push_back(it->second);
+    int32_t id = modelId(word);
+    if (id >= 0) {
+      out->push_back(id);
       return;
     }
   }
@@ -262,11 +262,11 @@ void HfTokenizer::Impl::mergeWord(const std::string& word, std::vector<int32_t>*
     if (length == 0) length = 1;  // an invalid byte: its own character
     character.assign(word, pos, length);
     pos += length;
-    auto it = vocab.find(character);
-    if (it != vocab.end()) {
+    int32_t id = modelId(character);
+    if (id >= 0) {
       if (pendingUnk) symbols.push_back(*pendingUnk);
       pendingUnk.reset();
-      symbols.push_back(it->second);
+      symbols.push_back(id);
       continue;
     }
     if (byteFallback && std::all_of(character.begin(), character.end(), [&](char c) {

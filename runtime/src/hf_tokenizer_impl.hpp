@@ -79,6 +79,8 @@ struct HfTokenizer::Impl {
   std::unordered_map<std::string, int32_t> vocab;  // model vocabulary and added tokens
   std::vector<std::string> idToToken;
   std::vector<bool> hasToken;  // ids without a token are holes
+  // Ids of model.vocab: the BPE model sees those only (|vocab| has the added tokens too).
+  std::vector<bool> inModel;
   internal::BpeMerges merges;
   bool byteFallback = false;
   bool ignoreMerges = false;
@@ -110,6 +112,14 @@ struct HfTokenizer::Impl {
   void preTokenize(std::vector<Piece>* pieces) const;
   void tokenizeWord(const std::string& word, std::vector<int32_t>* out) const;
   void mergeWord(const std::string& word, std::vector<int32_t>* out) const;
+  // The id of |token| in model.vocab, or -1.
+  int32_t modelId(const std::string& token) const {
+    auto it = vocab.find(token);
+    return it != vocab.end() && static_cast<size_t>(it->second) < inModel.size() &&
+                   inModel[it->second]
+               ? it->second
+               : -1;
+  }
   std::string decodeTokens(const int32_t* ids, size_t count, bool wholeText) const;
 };
 

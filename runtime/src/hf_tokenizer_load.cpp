@@ -217,6 +217,7 @@ Status Parser::parseModel(const JsonValue& model) {
     impl->idToToken[*id] = token;
     impl->hasToken[*id] = true;
   }
+  impl->inModel = impl->hasToken;
   impl->byteFallbackIds.fill(-1);
   for (int b = 0; b < 256; ++b) {
     char name[8];
