@@ -13,8 +13,12 @@ adds and has. Prints one line per tokenizer and a verdict; exits 1 on any differ
 
 usage: hf_tokenizer_check.py TOOL WORKDIR
        hf_tokenizer_check.py token-file BIN TOKENIZER_DIR FILE...
+       hf_tokenizer_check.py generate OUT ERR TOKENIZER_DIR PROMPT
 The second form checks a `tfc-run tokenize` output: BIN (llm.c .bin) must hold the FILEs
-encoded by `tokenizers`, joined by the end-of-text token.
+encoded by `tokenizers`, joined by the end-of-text token. The third checks the stdout OUT
+and stderr ERR of `tfc-run generate --prompt PROMPT`: the prompt's length is that of
+`tokenizers`' encode with special tokens (BOS first), and the streamed text (raw bytes)
+completes the prompt's text as `tokenizers` decodes prompt and generated ids together.
 """
 
 import json
@@ -238,7 +242,37 @@ def check_token_file(path, folder, files):
     return 0
 
 
+def check_generate(out_path, err_path, folder, prompt):
+    import re  # pylint: disable=import-outside-toplevel
+
+    reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    with open(out_path, "rb") as f:
+        out = f.read()
+    with open(err_path, encoding="utf-8", errors="replace") as f:
+        err = f.read()
+    text, _, ids_line = out[:-1].rpartition(b"\n")
+    generated = [int(x) for x in ids_line.split()]
+    prompt_ids = reference.encode(prompt, add_special_tokens=True).ids
+    match = re.search(r"prompt (\d+) tokens", err)
+    problems = []
+    if not match or int(match.group(1)) != len(prompt_ids):
+        problems.append("prompt length: %s, tokenizers %d" % (match and match.group(1), len(prompt_ids)))
+    full = reference.decode(prompt_ids + generated, skip_special_tokens=False)
+    start = reference.decode(prompt_ids, skip_special_tokens=False).encode("utf-8")
+    streamed = (start + text).decode("utf-8", "replace")
+    if streamed != full:
+        problems.append("streamed %r, tokenizers %r" % (streamed, full))
+    for problem in problems:
+        print("FAIL: " + problem)
+    if not problems:
+        print("OK: %d prompt tokens, %d generated, streamed text identical to tokenizers" % (
+            len(prompt_ids), len(generated)))
+    return 1 if problems else 0
+
+
 def main():
+    if sys.argv[1] == "generate":
+        return check_generate(*sys.argv[2:6])
     if sys.argv[1] == "token-file":
         return check_token_file(sys.argv[2], sys.argv[3], sys.argv[4:])
     tool, workdir = sys.argv[1], sys.argv[2]
