@@ -283,7 +283,21 @@ void HfTokenizer::Impl::mergeWord(const std::string& word, std::vector<int32_t>*
     // Without an unknown token the character is dropped, as in `tokenizers`.
   }
   if (pendingUnk) symbols.push_back(*pendingUnk);
-  internal::bpeMerge(std::move(symbols), merges, out);
+  // A symbol that is part of no merge keeps its neighbours apart for good, so the runs
+  // between such symbols merge alone: the same result, with the working memory of a run
+  // rather than of the whole word (a SentencePiece-style text between added tokens is one
+  // word; its newlines are such symbols).
+  std::vector<int32_t> run;
+  for (int32_t symbol : symbols) {
+    if (static_cast<size_t>(symbol) < mergeable.size() && mergeable[symbol]) {
+      run.push_back(symbol);
+      continue;
+    }
+    internal::bpeMerge(std::move(run), merges, out);
+    run.clear();
+    out->push_back(symbol);
+  }
+  internal::bpeMerge(std::move(run), merges, out);
 }
 
 std::string HfTokenizer::Impl::decodeTokens(const int32_t* ids, size_t count,

@@ -82,6 +82,8 @@ struct HfTokenizer::Impl {
   // Ids of model.vocab: the BPE model sees those only (|vocab| has the added tokens too).
   std::vector<bool> inModel;
   internal::BpeMerges merges;
+  // Ids that are a part of some merge; the others never merge with a neighbour.
+  std::vector<bool> mergeable;
   bool byteFallback = false;
   bool ignoreMerges = false;
   bool fuseUnk = false;

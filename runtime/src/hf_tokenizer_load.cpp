@@ -241,6 +241,7 @@ Status Parser::parseModel(const JsonValue& model) {
     return reporter.expect(*merges, "model.merges", JsonValue::kArray);
   }
   impl->merges.reserve(merges->items.size());
+  impl->mergeable.assign(impl->idToToken.size(), false);
   for (size_t rank = 0; rank < merges->items.size(); ++rank) {
     const JsonValue& merge = merges->items[rank];
     std::string mergePath = "model.merges[" + std::to_string(rank) + "]";
@@ -274,6 +275,8 @@ Status Parser::parseModel(const JsonValue& model) {
       }
       ids[k] = *id;
     }
+    impl->mergeable[ids[0]] = true;
+    impl->mergeable[ids[1]] = true;
     // A repeated pair keeps its first rank, as `tokenizers` does.
     impl->merges.emplace(internal::bpePairKey(ids[0], ids[1]),
                          internal::BpeMerge{static_cast<int32_t>(rank), ids[2]});
