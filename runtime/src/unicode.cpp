@@ -30,6 +30,10 @@ struct Composition {
   uint32_t second;
   uint32_t composite;
 };
+struct CodePointRange {
+  uint32_t first;
+  uint32_t last;
+};
 
 #include "unicode_nfc_tables.inc"
 
@@ -110,6 +114,59 @@ void composeInPlace(std::vector<uint32_t>* cps) {
     c[out++] = cp;
   }
   c.resize(out);
+}
+
+// NFC of |text| by the book: full canonical decomposition, canonical ordering, composition;
+// appended to |out|.
+void appendNfc(std::string_view text, std::string* out) {
+  std::vector<uint32_t> cps;
+  cps.reserve(text.size());
+  std::vector<unsigned char> invalidBytes;  // the bytes behind kInvalidCodePoint, in order
+  for (size_t pos = 0; pos < text.size();) {
+    uint32_t cp = 0;
+    size_t length = decodeUtf8(text, pos, &cp);
+    if (length == 0) {
+      cps.push_back(kInvalidCodePoint);
+      invalidBytes.push_back(static_cast<unsigned char>(text[pos]));
+      pos += 1;
+      continue;
+    }
+    decompose(cp, &cps);
+    pos += length;
+  }
+  // Canonical ordering: a stable sort of each run of non-starters by combining class.
+  for (size_t i = 0; i < cps.size();) {
+    auto isMark = [](uint32_t cp) { return cp != kInvalidCodePoint && combiningClass(cp) != 0; };
+    if (!isMark(cps[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < cps.size() && isMark(cps[j])) ++j;
+    std::stable_sort(cps.begin() + i, cps.begin() + j,
+                     [](uint32_t a, uint32_t b) { return combiningClass(a) < combiningClass(b); });
+    i = j;
+  }
+  composeInPlace(&cps);
+  size_t nextInvalid = 0;
+  for (uint32_t cp : cps) {
+    if (cp == kInvalidCodePoint) {
+      *out += static_cast<char>(invalidBytes[nextInvalid++]);
+    } else {
+      appendUtf8(cp, out);
+    }
+  }
+}
+
+// Whether NFC may change the text at |cp| or compose it with what precedes it (see
+// kNfcUnsafe). Before any other character, NFC of a text is NFC of the parts.
+bool nfcUnsafe(uint32_t cp) {
+  if (cp < 0x300) return false;
+  const CodePointRange* begin = std::begin(kNfcUnsafe);
+  const CodePointRange* end = std::end(kNfcUnsafe);
+  const CodePointRange* it = std::lower_bound(
+      begin, end, cp, [](const CodePointRange& r, uint32_t value) { return r.last < value; });
+  return it != end && it->first <= cp;
 }
 
 }  // namespace
@@ -269,50 +326,33 @@ uint8_t combiningClass(uint32_t cp) {
 }
 
 std::string toNfc(std::string_view text) {
-  // ASCII is NFC and composes with nothing that follows but combining marks, so an ASCII
-  // text is its own NFC.
-  if (std::all_of(text.begin(), text.end(),
-                  [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-    return std::string(text);
-  }
-  std::vector<uint32_t> cps;
-  cps.reserve(text.size());
-  std::vector<unsigned char> invalidBytes;  // the bytes behind kInvalidCodePoint, in order
+  // The text in chunks that each start before a character NFC keeps as it is and leaves
+  // as a boundary: a chunk without other characters is copied, the others normalized.
+  std::string out;
+  out.reserve(text.size());
+  size_t chunk = 0;
+  bool changes = false;  // the chunk has a character that NFC may change
   for (size_t pos = 0; pos < text.size();) {
     uint32_t cp = 0;
     size_t length = decodeUtf8(text, pos, &cp);
-    if (length == 0) {
-      cps.push_back(kInvalidCodePoint);
-      invalidBytes.push_back(static_cast<unsigned char>(text[pos]));
-      pos += 1;
-      continue;
+    // An ill-formed byte is kept as it is and composes with nothing: a boundary.
+    bool unsafe = length != 0 && nfcUnsafe(cp);
+    if (!unsafe && pos > chunk) {
+      if (changes) {
+        appendNfc(text.substr(chunk, pos - chunk), &out);
+      } else {
+        out.append(text, chunk, pos - chunk);
+      }
+      chunk = pos;
+      changes = false;
     }
-    decompose(cp, &cps);
-    pos += length;
+    changes = changes || unsafe;
+    pos += length == 0 ? 1 : length;
   }
-  // Canonical ordering: a stable sort of each run of non-starters by combining class.
-  for (size_t i = 0; i < cps.size();) {
-    auto isMark = [](uint32_t cp) { return cp != kInvalidCodePoint && combiningClass(cp) != 0; };
-    if (!isMark(cps[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < cps.size() && isMark(cps[j])) ++j;
-    std::stable_sort(cps.begin() + i, cps.begin() + j,
-                     [](uint32_t a, uint32_t b) { return combiningClass(a) < combiningClass(b); });
-    i = j;
-  }
-  composeInPlace(&cps);
-  std::string out;
-  out.reserve(text.size());
-  size_t nextInvalid = 0;
-  for (uint32_t cp : cps) {
-    if (cp == kInvalidCodePoint) {
-      out += static_cast<char>(invalidBytes[nextInvalid++]);
-    } else {
-      appendUtf8(cp, &out);
-    }
+  if (changes) {
+    appendNfc(text.substr(chunk), &out);
+  } else {
+    out.append(text, chunk, std::string_view::npos);
   }
   return out;
 }
