@@ -197,6 +197,53 @@ def configs(corpus):
     return out
 
 
+# Characters that NFC decomposes, reorders or composes: marks of several combining classes,
+# Hangul jamo and syllables, singletons, composition exclusions, Greek, Indic, kana.
+NFC_POOL = [0x41, 0x61, 0x65, 0x6F, 0x300, 0x301, 0x302, 0x308, 0x323, 0x327, 0x345, 0x344,
+            0x340, 0x1100, 0x1161, 0x11A8, 0xAC00, 0xAC01, 0x212B, 0x2126, 0xE9, 0xC5, 0x1E0A,
+            0x1E0C, 0x307, 0x1F00, 0x3B1, 0x313, 0x342, 0x915, 0x93C, 0x929, 0xFB01, 0x3099,
+            0x304B, 0x309A, 0x30AB, 0xB47, 0xB3E, 0xCC6, 0xCC2, 0xCD5, 0x1B05, 0x1B35, 0x20,
+            0x4E00, 0x1D15E, 0x1D165, 0x1D16E, 0x5B8, 0x5B7, 0x591, 0xFB2, 0xF80, 0xF71, 0xF72]
+
+
+def nfc_config(rng):
+    """A byte-level tokenizer without merges behind NFC (its ids are the NFC text's bytes),
+    and random texts of NFC_POOL's characters."""
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet(),
+                                               key=lambda c: BYTE_OF[c]))}
+    data = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+            "normalizer": {"type": "NFC"},
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                              "trim_offsets": True, "use_regex": False},
+            "post_processor": None,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                        "use_regex": False},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                      "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                      "vocab": vocab, "merges": []}}
+    texts = ["".join(chr(rng.choice(NFC_POOL)) for _ in range(rng.randrange(1, 12)))
+             for _ in range(2000)]
+    return data, texts
+
+
+def byte_of():
+    """GPT-2's bytes_to_unicode, inverted: stand-in character -> byte."""
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) +
+          list(range(ord("®"), ord("ÿ") + 1)))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+BYTE_OF = byte_of()
+
+
 def run_tool(tool, spec, texts, path):
     with open(path, "wb") as f:
         f.write(b"\xff".join(t.encode("utf-8") for t in texts))
@@ -281,9 +328,10 @@ def main():
     corpus = make_corpus(rng, 400)
     texts = test_texts(rng)
     whole = "\n".join(texts)
-    all_texts = texts + [whole]
+    nfc_data, nfc_texts = nfc_config(rng)
     failures = 0
-    for name, data in configs(corpus):
+    for name, data in configs(corpus) + [("nfc-random", nfc_data)]:
+        all_texts = nfc_texts if name == "nfc-random" else texts + [whole]
         folder = os.path.join(workdir, name)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
