@@ -27,6 +27,9 @@
 //   decoder does at the start of a text only (Strip's leading cut, Metaspace's first
 //   token) and keeps bytes of byte-fallback tokens that are not valid UTF-8 as they are.
 //   decodeText() does all of it as `tokenizers` does.
+// - Added tokens have the ids the file gives them. `tokenizers` renumbers those that are
+//   not in model.vocab to follow its size, which in real files gives the same ids.
+// - single_word's word characters are letters, digits and '_' (`tokenizers`: \w).
 //
 // Thread-safety: immutable after loading; encode() and decode() may run on several threads.
 #ifndef TFC_RUNTIME_HF_TOKENIZER_HPP_

@@ -159,6 +159,24 @@ def configs(corpus):
         alphabet=byte_alphabet,
         added=[AddedToken("<tool>", lstrip=True, rstrip=True, normalized=False)]))
 
+    # Whole words in the vocabulary that no merge makes (as in LLaMA 3's, converted from
+    # tiktoken): ignore_merges makes each one token.
+    # They take the ids after the vocabulary's, and the added tokens after them keep
+    # following the vocabulary (`tokenizers` numbers added tokens that are not in the
+    # vocabulary after it, whatever the file says).
+    name, data = out[-1]
+    vocab = data["model"]["vocab"]
+    next_id = 1 + max(vocab.values())
+    for word in [" tokenizer", " привет", "Hello", " 😀"]:
+        token = "".join(chr(BYTE_TO_CHAR[b]) for b in word.encode("utf-8"))
+        if token not in vocab:
+            vocab[token] = next_id
+            next_id += 1
+    for added_token in data["added_tokens"]:
+        if added_token["content"] not in vocab:
+            added_token["id"] = next_id
+            next_id += 1
+
     # Qwen2: NFC, Split by its regex (single digits), ByteLevel; no BOS.
     out.append(train(
         "qwen2", corpus, models.BPE(),
@@ -242,6 +260,7 @@ def byte_of():
 
 
 BYTE_OF = byte_of()
+BYTE_TO_CHAR = {b: ord(c) for c, b in BYTE_OF.items()}
 
 
 def run_tool(tool, spec, texts, path):
