@@ -115,8 +115,9 @@ Status parsePrependScheme(const Object& object, PrependScheme* out) {
 Status parseReplacePattern(const Object& object, std::string* out) {
   const JsonValue* pattern = object.optional("pattern");
   std::string path = object.memberPath("pattern");
-  if (pattern == nullptr)
+  if (pattern == nullptr) {
     return object.reporter.at(object.value, object.path, "missing \"pattern\"");
+  }
   TFC_RETURN_IF_ERROR(checkObject(object.reporter, *pattern, path));
   Object p{object.reporter, *pattern, path};
   if (p.optional("String") == nullptr) {
@@ -285,8 +286,9 @@ Status Parser::parseModel(const JsonValue& model) {
 }
 
 Status Parser::parseAddedTokens(const JsonValue& list) {
-  if (list.kind != JsonValue::kArray)
+  if (list.kind != JsonValue::kArray) {
     return reporter.expect(list, "added_tokens", JsonValue::kArray);
+  }
   for (size_t i = 0; i < list.items.size(); ++i) {
     const JsonValue& entry = list.items[i];
     std::string path = "added_tokens[" + std::to_string(i) + "]";
@@ -707,11 +709,11 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
     TFC_RETURN_IF_ERROR(eosFromGenerationConfig(files, *impl, &impl->eos));
   }
   if (!impl->eos) {
+    // By the tokens' contents as the file writes them (|vocab| has added tokens unnormalized).
     for (const char* name : {"<|endoftext|>", "</s>", "<|end_of_text|>", "<|im_end|>"}) {
-      auto it = std::find_if(impl->addedTokens.begin(), impl->addedTokens.end(),
-                             [&](const AddedToken& token) { return token.content == name; });
-      if (it != impl->addedTokens.end()) {
-        impl->eos = it->id;
+      auto it = impl->vocab.find(name);
+      if (it != impl->vocab.end()) {
+        impl->eos = it->second;
         break;
       }
     }

@@ -82,8 +82,8 @@ class HfTokenizer final : public Tokenizer {
   // One more than the largest id of the vocabulary and the added tokens.
   int32_t vocabSize() const override;
   // From tokenizer_config.json's eos_token, else generation_config.json's eos_token_id
-  // (the first, when a list), else the first added token among <|endoftext|>, </s>,
-  // <|end_of_text|> and <|im_end|>.
+  // (the first, when a list), else the first token of <|endoftext|>, </s>,
+  // <|end_of_text|> and <|im_end|> that the tokenizer has.
   std::optional<int32_t> eosId() const override;
   // The special token the post-processor puts before a single text (LLaMA's <s>,
   // <|begin_of_text|>), if it puts one.
