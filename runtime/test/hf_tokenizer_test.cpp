@@ -417,6 +417,16 @@ TEST(HfTokenizer, EndOfTextFromConfigFiles) {
                       "tokenizer_config.json:1:15", "eos_token: '<nope>' is not a token"));
 }
 
+TEST(HfTokenizer, EndOfTextByName) {
+  // </s> matched in normalized text (as "▁</s>" behind Prepend) is still found by name.
+  Parts parts = llama2Parts();
+  parts.added = "[{\"id\": 2, \"content\": \"</s>\", \"special\": true, \"normalized\": true}]";
+  auto tokenizer = fromJson(tokenizerJson(parts));
+  ASSERT_OK(tokenizer);
+  EXPECT_EQ(tokenizer->eosId(), 2);
+  EXPECT_EQ(tokenizer->encode("a </s>"), (std::vector<int32_t>{kSpaceA, 2}));
+}
+
 TEST(HfTokenizer, LoadFromFolderOrFile) {
   TempDir dir;
   writeBytes(dir.path() + "/tokenizer.json", tokenizerJson(llama2Parts()));
