@@ -224,9 +224,9 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
   }
 }
 
-void HfTokenizer::Impl::tokenizeWord(const std::string& word, std::vector<int32_t>* out) const {
+void HfTokenizer::Impl::tokenizeWord(std::string_view word, std::vector<int32_t>* out) const {
   if (ignoreMerges) {
-    int32_t id = modelId(word);
+    int32_t id = modelId(std::string(word));
     if (id >= 0) {
       out->push_back(id);
       return;
@@ -235,7 +235,7 @@ void HfTokenizer::Impl::tokenizeWord(const std::string& word, std::vector<int32_
   bool cacheable = word.size() <= kMaxCachedWordBytes;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cacheMutex);
-    auto it = cache.find(word);
+    auto it = cache.find(std::string(word));
     if (it != cache.end()) {
       out->insert(out->end(), it->second.begin(), it->second.end());
       return;
@@ -246,57 +246,56 @@ void HfTokenizer::Impl::tokenizeWord(const std::string& word, std::vector<int32_
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cacheMutex);
     if (cache.size() >= kMaxCacheEntries) cache.clear();
-    cache.emplace(word, std::vector<int32_t>(out->begin() + start, out->end()));
+    cache.emplace(std::string(word), std::vector<int32_t>(out->begin() + start, out->end()));
   }
 }
 
 // The word's characters as tokens (byte fallback or the unknown token for those that are
 // not in the vocabulary), merged: BPE::merge_word of `tokenizers`.
-void HfTokenizer::Impl::mergeWord(const std::string& word, std::vector<int32_t>* out) const {
-  std::vector<int32_t> symbols;
-  std::optional<int32_t> pendingUnk;  // `tokenizers` adds an unknown token once it ends
+void HfTokenizer::Impl::mergeWord(std::string_view word, std::vector<int32_t>* out) const {
+  // A symbol that is part of no merge keeps its neighbours apart for good, so the runs
+  // between such symbols are merged alone: the same result, with the working memory of a
+  // run rather than of the whole word (a SentencePiece-style text between added tokens is
+  // one word; its newlines are such symbols).
+  std::vector<int32_t> run;
+  auto add = [&](int32_t symbol) {
+    if (static_cast<size_t>(symbol) < mergeable.size() && mergeable[symbol]) {
+      run.push_back(symbol);
+      return;
+    }
+    internal::bpeMerge(std::move(run), merges, out);
+    run.clear();
+    out->push_back(symbol);
+  };
+  int32_t pendingUnk = -1;  // `tokenizers` adds an unknown token once its run ends
   std::string character;
   for (size_t pos = 0; pos < word.size();) {
     uint32_t cp = 0;
     size_t length = internal::decodeUtf8(word, pos, &cp);
     if (length == 0) length = 1;  // an invalid byte: its own character
-    character.assign(word, pos, length);
+    character.assign(word.substr(pos, length));
     pos += length;
     int32_t id = modelId(character);
     if (id >= 0) {
-      if (pendingUnk) symbols.push_back(*pendingUnk);
-      pendingUnk.reset();
-      symbols.push_back(id);
+      if (pendingUnk >= 0) add(pendingUnk);
+      pendingUnk = -1;
+      add(id);
       continue;
     }
     if (byteFallback && std::all_of(character.begin(), character.end(), [&](char c) {
           return byteFallbackIds[static_cast<unsigned char>(c)] >= 0;
         })) {
       // As `tokenizers` does, a pending unknown token waits until a vocabulary character.
-      for (char c : character) symbols.push_back(byteFallbackIds[static_cast<unsigned char>(c)]);
+      for (char c : character) add(byteFallbackIds[static_cast<unsigned char>(c)]);
       continue;
     }
     if (unkId) {
-      if (pendingUnk && !fuseUnk) symbols.push_back(*pendingUnk);
+      if (pendingUnk >= 0 && !fuseUnk) add(pendingUnk);
       pendingUnk = *unkId;
     }
     // Without an unknown token the character is dropped, as in `tokenizers`.
   }
-  if (pendingUnk) symbols.push_back(*pendingUnk);
-  // A symbol that is part of no merge keeps its neighbours apart for good, so the runs
-  // between such symbols merge alone: the same result, with the working memory of a run
-  // rather than of the whole word (a SentencePiece-style text between added tokens is one
-  // word; its newlines are such symbols).
-  std::vector<int32_t> run;
-  for (int32_t symbol : symbols) {
-    if (static_cast<size_t>(symbol) < mergeable.size() && mergeable[symbol]) {
-      run.push_back(symbol);
-      continue;
-    }
-    internal::bpeMerge(std::move(run), merges, out);
-    run.clear();
-    out->push_back(symbol);
-  }
+  if (pendingUnk >= 0) add(pendingUnk);
   internal::bpeMerge(std::move(run), merges, out);
 }
 
@@ -429,7 +428,12 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text) const {
         impl_->splitAdded(
             normalized, /*normalized=*/true,
             [&](size_t b, size_t e) {
-              pieces.assign(1, Piece{normalized.substr(b, e - b), begin == 0 && b == 0});
+              std::string_view segment = std::string_view(normalized).substr(b, e - b);
+              if (impl_->preTokenizer.empty()) {  // one word (LLaMA 2): no copy
+                impl_->tokenizeWord(segment, &ids);
+                return;
+              }
+              pieces.assign(1, Piece{std::string(segment), begin == 0 && b == 0});
               impl_->preTokenize(&pieces);
               for (const Piece& piece : pieces) impl_->tokenizeWord(piece.text, &ids);
             },

@@ -112,8 +112,8 @@ struct HfTokenizer::Impl {
   void splitAdded(std::string_view text, bool normalized, OnText&& onText, OnToken&& onToken) const;
   std::string normalize(std::string text) const;
   void preTokenize(std::vector<Piece>* pieces) const;
-  void tokenizeWord(const std::string& word, std::vector<int32_t>* out) const;
-  void mergeWord(const std::string& word, std::vector<int32_t>* out) const;
+  void tokenizeWord(std::string_view word, std::vector<int32_t>* out) const;
+  void mergeWord(std::string_view word, std::vector<int32_t>* out) const;
   // The id of |token| in model.vocab, or -1.
   int32_t modelId(const std::string& token) const {
     auto it = vocab.find(token);
