@@ -111,6 +111,10 @@ def train(name, corpus, model, normalizer, pre_tokenizer, decoder, special, voca
     return name, data
 
 
+def sp_model():
+    return models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True)
+
+
 def configs(corpus):
     byte_alphabet = pre_tokenizers.ByteLevel.alphabet()
     out = []
@@ -193,7 +197,7 @@ def configs(corpus):
     bos = lambda t: processors.TemplateProcessing(  # noqa: E731
         single="<s> $A", pair="<s> $A <s> $B:1", special_tokens=[("<s>", t.token_to_id("<s>"))])
     out.append(train(
-        "llama2", corpus, models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True),
+        "llama2", corpus, sp_model(),
         normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")]),
         None, sp_decoder, ["<unk>", "<s>", "</s>"], 900, post=bos, byte_tokens=True,
         added=[AddedToken("hello world", normalized=True)]))
@@ -201,14 +205,14 @@ def configs(corpus):
     # Newer SentencePiece-style files: Metaspace (prepend "first", no split) and the
     # same decoder.
     out.append(train(
-        "metaspace-first", corpus, models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True),
+        "metaspace-first", corpus, sp_model(),
         None, pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False),
         sp_decoder, ["<unk>", "<s>", "</s>"], 900, post=bos, byte_tokens=True))
 
     # Metaspace splitting at each "▁" with its own decoder (which keeps byte-fallback
     # tokens as text, as `tokenizers` does).
     out.append(train(
-        "metaspace-always", corpus, models.BPE(byte_fallback=True, unk_token="<unk>", fuse_unk=True),
+        "metaspace-always", corpus, sp_model(),
         None, pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
         decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True),
         ["<unk>", "<s>", "</s>"], 700, post=bos, byte_tokens=True))
@@ -290,8 +294,8 @@ def check_token_file(path, folder, files):
     dtype = "<u2" if header[1] == 1 else "<u4"
     got = np.fromfile(path, dtype=dtype, offset=1024).astype(np.int64).tolist()
     reference = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
-    eos = next(reference.token_to_id(t) for t in ["<|endoftext|>", "</s>", "<|end_of_text|>",
-                                                 "<|im_end|>"] if reference.token_to_id(t) is not None)
+    names = ["<|endoftext|>", "</s>", "<|end_of_text|>", "<|im_end|>"]
+    eos = next(reference.token_to_id(t) for t in names if reference.token_to_id(t) is not None)
     expected = []
     for i, name in enumerate(files):
         with open(name, encoding="utf-8") as f:
@@ -322,7 +326,8 @@ def check_generate(out_path, err_path, folder, prompt):
     match = re.search(r"prompt (\d+) tokens", err)
     problems = []
     if not match or int(match.group(1)) != len(prompt_ids):
-        problems.append("prompt length: %s, tokenizers %d" % (match and match.group(1), len(prompt_ids)))
+        problems.append("prompt length: %s, tokenizers %d" % (
+            match and match.group(1), len(prompt_ids)))
     full = reference.decode(prompt_ids + generated, skip_special_tokens=False)
     start = reference.decode(prompt_ids, skip_special_tokens=False).encode("utf-8")
     streamed = (start + text).decode("utf-8", "replace")
