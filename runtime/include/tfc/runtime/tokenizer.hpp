@@ -1,5 +1,6 @@
 // Tokenizers of the runtime: what generation, `tfc-run tokenize` and embedders need of one
-// (the Tokenizer interface), GPT-2's byte-level BPE, and the plain byte tokenizer.
+// (the Tokenizer interface), GPT-2's byte-level BPE from vocab.json and merges.txt, and the
+// plain byte tokenizer. Hugging Face tokenizer.json files: hf_tokenizer.hpp.
 //
 // GPT-2's byte-level BPE tokenizer, behaving as Hugging Face's GPT2Tokenizer and OpenAI's
 // encoder.py do: text is split by GPT-2's pre-tokenization pattern
