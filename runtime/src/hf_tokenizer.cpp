@@ -58,6 +58,73 @@ uint32_t lastChar(std::string_view text, size_t* begin) {
   return cp;
 }
 
+// Splits |piece| at the occurrences of |literal| (non-overlapping, left to right) as
+// `tokenizers`' NormalizedString::split does with |behavior|; appends the pieces to |out|.
+void splitAtLiteral(const Piece& piece, const std::string& literal,
+                    PreTokenizerStep::Behavior behavior, std::vector<Piece>* out) {
+  using Behavior = PreTokenizerStep::Behavior;
+  struct Span {
+    size_t begin, end;
+    bool match;
+  };
+  std::vector<Span> spans;  // the text cut into matches and what lies between them
+  size_t prev = 0;
+  for (size_t found = piece.text.find(literal); found != std::string::npos;
+       found = piece.text.find(literal, found + literal.size())) {
+    if (found != prev) spans.push_back({prev, found, false});
+    spans.push_back({found, found + literal.size(), true});
+    prev = found + literal.size();
+  }
+  if (prev != piece.text.size()) spans.push_back({prev, piece.text.size(), false});
+  std::vector<Span> kept;
+  bool previousMatch = false;
+  switch (behavior) {
+    case Behavior::kIsolated:
+      kept = spans;
+      break;
+    case Behavior::kRemoved:
+      for (const Span& span : spans) {
+        if (!span.match) kept.push_back(span);
+      }
+      break;
+    case Behavior::kContiguous:
+      for (const Span& span : spans) {
+        if (span.match == previousMatch && !kept.empty()) {
+          kept.back().end = span.end;
+        } else {
+          kept.push_back(span);
+        }
+        previousMatch = span.match;
+      }
+      break;
+    case Behavior::kMergedWithPrevious:
+      for (const Span& span : spans) {
+        if (span.match && !previousMatch && !kept.empty()) {
+          kept.back().end = span.end;
+        } else {
+          kept.push_back(span);
+        }
+        previousMatch = span.match;
+      }
+      break;
+    case Behavior::kMergedWithNext:
+      for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
+        if (it->match && !previousMatch && !kept.empty()) {
+          kept.back().begin = it->begin;
+        } else {
+          kept.push_back(*it);
+        }
+        previousMatch = it->match;
+      }
+      std::reverse(kept.begin(), kept.end());
+      break;
+  }
+  for (const Span& span : kept) {
+    out->push_back(
+        {piece.text.substr(span.begin, span.end - span.begin), piece.atStart && span.begin == 0});
+  }
+}
+
 }  // namespace
 
 template <typename OnText, typename OnToken>
@@ -155,6 +222,9 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
       switch (step.kind) {
         case PreTokenizerStep::kSplit:
           splitInto(piece, step.pattern);
+          break;
+        case PreTokenizerStep::kSplitString:
+          splitAtLiteral(piece, step.literal, step.behavior, &next);
           break;
         case PreTokenizerStep::kDigits: {
           // Digits (\p{N}) apart from the rest: each one, or each run of them.

@@ -398,37 +398,63 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
     impl->preTokenizer.push_back(step);
   } else if (type == "Split") {
     PreTokenizerStep step;
-    step.kind = PreTokenizerStep::kSplit;
-    std::string behavior;
-    TFC_RETURN_IF_ERROR(object.string("behavior", &behavior));
-    if (behavior != "Isolated") {
-      return reporter.unsupported(
-          *object.optional("behavior"), path + ".behavior",
-          "Split behavior " + quote(behavior) + " is not supported (only Isolated)");
-    }
     bool invert = false;
     TFC_RETURN_IF_ERROR(object.boolean("invert", &invert));
-    if (invert)
+    if (invert) {
       return reporter.unsupported(value, path + ".invert", "inverted Split is not supported");
+    }
+    std::string behavior;
+    TFC_RETURN_IF_ERROR(object.string("behavior", &behavior));
+    using Behavior = PreTokenizerStep::Behavior;
+    static const std::pair<const char*, Behavior> kBehaviors[] = {
+        {"Isolated", Behavior::kIsolated},
+        {"Removed", Behavior::kRemoved},
+        {"MergedWithPrevious", Behavior::kMergedWithPrevious},
+        {"MergedWithNext", Behavior::kMergedWithNext},
+        {"Contiguous", Behavior::kContiguous}};
+    auto known = std::find_if(std::begin(kBehaviors), std::end(kBehaviors),
+                              [&](const auto& entry) { return behavior == entry.first; });
+    if (known == std::end(kBehaviors)) {
+      return reporter.at(*object.optional("behavior"), path + ".behavior",
+                         "unknown Split behavior " + quote(behavior));
+    }
+    step.behavior = known->second;
     const JsonValue* pattern = object.optional("pattern");
     if (pattern == nullptr) return reporter.at(value, path, "missing \"pattern\"");
     TFC_RETURN_IF_ERROR(checkObject(reporter, *pattern, path + ".pattern"));
     Object patternObject{reporter, *pattern, path + ".pattern"};
-    std::string regex;
-    if (patternObject.optional("Regex") == nullptr) {
-      return reporter.unsupported(*pattern, path + ".pattern",
-                                  "only {\"Regex\": ...} Split patterns are supported");
+    if (patternObject.optional("String") != nullptr) {
+      // A literal, as Gemma's files split at " ": any behavior.
+      step.kind = PreTokenizerStep::kSplitString;
+      TFC_RETURN_IF_ERROR(patternObject.string("String", &step.literal));
+      if (step.literal.empty()) {
+        return reporter.at(*pattern, path + ".pattern.String", "empty pattern");
+      }
+      impl->preTokenizer.push_back(std::move(step));
+      return Status();
     }
+    step.kind = PreTokenizerStep::kSplit;
+    if (patternObject.optional("Regex") == nullptr) {
+      return reporter.at(*pattern, path + ".pattern",
+                         "expected {\"Regex\": ...} or {\"String\": ...}");
+    }
+    std::string regex;
     TFC_RETURN_IF_ERROR(patternObject.string("Regex", &regex));
-    std::optional<internal::SplitPattern> known = internal::splitPatternOf(regex);
-    if (!known) {
+    std::optional<internal::SplitPattern> knownRegex = internal::splitPatternOf(regex);
+    if (!knownRegex) {
       return reporter.unsupported(*patternObject.optional("Regex"), path + ".pattern.Regex",
                                   "the pre-tokenization regex " + quote(regex) +
                                       " is not one tfc knows (GPT-2's, LLaMA 3's, Qwen2's); "
                                       "tfc matches those by hand-written code, not by a "
                                       "regex engine");
     }
-    step.pattern = *known;
+    // Every character is in some match of these patterns: only Isolated keeps the text.
+    if (step.behavior != Behavior::kIsolated) {
+      return reporter.unsupported(
+          *object.optional("behavior"), path + ".behavior",
+          "Split behavior " + quote(behavior) + " is not supported with a regex (only Isolated)");
+    }
+    step.pattern = *knownRegex;
     impl->preTokenizer.push_back(step);
   } else if (type == "Metaspace") {
     PreTokenizerStep step;

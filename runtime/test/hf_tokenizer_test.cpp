@@ -363,6 +363,36 @@ TEST(HfTokenizer, DigitsPreTokenizer) {
   EXPECT_EQ(single->encode("a12b"), (std::vector<int32_t>{'a', '1', '2', 'b'}));
 }
 
+// Split at a literal with each delimiter behavior. The pieces of "a  b c " from `tokenizers`
+// (pre_tokenizers.Split(" ", behavior).pre_tokenize_str): each two-byte piece has a token.
+TEST(HfTokenizer, SplitAtALiteral) {
+  // Byte b is token b; "aĠ" 256, "Ġb" 257, "bĠ" 258, "cĠ" 259, "Ġc" 260, "ĠĠ" 261.
+  const std::pair<const char*, std::vector<int32_t>> cases[] = {
+      {"Isolated", {'a', ' ', ' ', 'b', ' ', 'c', ' '}},  // a,  ,  , b,  , c,
+      {"Removed", {'a', 'b', 'c'}},                       // a, b, c
+      {"MergedWithPrevious", {256, ' ', 258, 259}},       // "a ", " ", "b ", "c "
+      {"MergedWithNext", {'a', ' ', 257, 260, ' '}},      // a, " ", " b", " c", " "
+      {"Contiguous", {'a', 261, 'b', ' ', 'c', ' '}},     // a, "  ", b, " ", c, " "
+  };
+  for (const auto& [behavior, ids] : cases) {
+    SCOPED_TRACE(behavior);
+    Parts parts = byteLevelParts();
+    parts.added = "[]";
+    parts.preTokenizer = std::string(
+                             "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+                             "\"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"") +
+                         behavior +
+                         "\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": "
+                         "false, \"use_regex\": false}]}";
+    parts.model =
+        "{\"type\": \"BPE\", \"vocab\": " + byteLevelVocab({"aĠ", "Ġb", "bĠ", "cĠ", "Ġc", "ĠĠ"}) +
+        ", \"merges\": [\"a Ġ\", \"Ġ b\", \"b Ġ\", \"c Ġ\", \"Ġ c\", \"Ġ Ġ\"]}";
+    auto tokenizer = fromJson(tokenizerJson(parts));
+    ASSERT_OK(tokenizer);
+    EXPECT_EQ(tokenizer->encode("a  b c "), ids);
+  }
+}
+
 TEST(HfTokenizer, NfcNormalizer) {
   Parts parts = byteLevelParts();
   parts.normalizer = "{\"type\": \"NFC\"}";
@@ -509,10 +539,18 @@ TEST(HfTokenizer, ErrorsNameTheFileAndPlace) {
        "pre_tokenizer.pattern.Regex: the pre-tokenization regex '\\\\w+' is not"},
       {"Split behavior", with([](Parts& p) {
          p.preTokenizer =
-             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"x\"}, "
+             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"'s|'t|'re|'ve|'m|'ll|'d| "
+             "?\\\\p{L}+| ?\\\\p{N}+| ?[^\\\\s\\\\p{L}\\\\p{N}]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
              "\"behavior\": \"Removed\", \"invert\": false}";
        }),
-       TFC_UNIMPLEMENTED, "pre_tokenizer.behavior: Split behavior 'Removed' is not supported"},
+       TFC_UNIMPLEMENTED,
+       "pre_tokenizer.behavior: Split behavior 'Removed' is not supported with a regex"},
+      {"unknown Split behavior", with([](Parts& p) {
+         p.preTokenizer =
+             "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
+             "\"behavior\": \"Sideways\", \"invert\": false}";
+       }),
+       TFC_DATA_LOSS, "pre_tokenizer.behavior: unknown Split behavior 'Sideways'"},
       {"normalizer", with([](Parts& p) {
          p.normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFKC\"}]}";
        }),

@@ -10,8 +10,8 @@
 //   end_of_word_suffix must be unset).
 // - normalizer: null, NFC, Prepend, Replace (string pattern), Sequence of those.
 // - pre_tokenizer: null, ByteLevel (add_prefix_space, use_regex: GPT-2's pattern),
-//   Split (behavior Isolated, not inverted; the regex must be GPT-2's, LLaMA 3's or
-//   Qwen2's, recognized by its exact text), Metaspace (replacement, prepend_scheme,
+//   Split (not inverted) by a regex with behavior Isolated (GPT-2's, LLaMA 3's or Qwen2's,
+//   recognized by its exact text) or by a string with any behavior (Gemma), Metaspace (replacement, prepend_scheme,
 //   split), Digits (individual_digits), Sequence of those.
 // - added_tokens: matched in the raw text (normalized: false) or in the normalized text
 //   (normalized: true), leftmost-longest, honoring lstrip, rstrip and single_word.

@@ -209,6 +209,18 @@ def configs(corpus):
         None, pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False),
         sp_decoder, ["<unk>", "<s>", "</s>"], 900, post=bos, byte_tokens=True))
 
+    # Gemma-style: spaces replaced by "▁" first, a Split at " " merged with the previous
+    # piece, the decoder without Strip.
+    out.append(train(
+        "gemma", corpus, sp_model(),
+        normalizers.Replace(" ", "▁"),
+        pre_tokenizers.Sequence([
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="never", split=False),
+            pre_tokenizers.Split(" ", behavior="merged_with_previous")]),
+        decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                           decoders.Fuse()]),
+        ["<pad>", "<eos>", "<bos>", "<unk>"], 800, byte_tokens=True))
+
     # Metaspace splitting at each "▁" with its own decoder (which keeps byte-fallback
     # tokens as text, as `tokenizers` does).
     out.append(train(
