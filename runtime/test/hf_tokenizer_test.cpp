@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "json_value.hpp"
@@ -427,6 +428,34 @@ TEST(HfTokenizer, NextSplitChangesNoId) {
     at = cut;
   }
   EXPECT_EQ(pieces, tokenizer->encode(text));
+}
+
+TEST(HfTokenizer, ConcurrentEncode) {
+  auto tokenizer = fromJson(tokenizerJson(byteLevelParts()));
+  ASSERT_OK(tokenizer);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i) {
+    texts.push_back("the the " + std::to_string(i) + " \xC3\xA9the<|endoftext|>" +
+                    std::string(static_cast<size_t>(i % 7), 'e'));
+  }
+  std::vector<std::vector<int32_t>> expected;
+  for (const std::string& text : texts) expected.push_back(tokenizer->encode(text));
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          if (tokenizer->encode(texts[(i + t) % texts.size()]) !=
+              expected[(i + t) % texts.size()]) {
+            ++mismatches[t];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 TEST(HfTokenizer, EndOfTextFromConfigFiles) {
