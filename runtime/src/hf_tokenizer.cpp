@@ -58,24 +58,17 @@ uint32_t lastChar(std::string_view text, size_t* begin) {
   return cp;
 }
 
-// Splits |piece| at the occurrences of |literal| (non-overlapping, left to right) as
-// `tokenizers`' NormalizedString::split does with |behavior|; appends the pieces to |out|.
-void splitAtLiteral(const Piece& piece, const std::string& literal,
-                    PreTokenizerStep::Behavior behavior, std::vector<Piece>* out) {
+// A piece's text cut into the matches of a delimiter and what lies between them.
+struct Span {
+  size_t begin, end;
+  bool match;
+};
+
+// Splits |piece| by |spans| (which cover it, in order) as `tokenizers`'
+// NormalizedString::split does with |behavior|; appends the pieces to |out|.
+void splitBySpans(const Piece& piece, const std::vector<Span>& spans,
+                  PreTokenizerStep::Behavior behavior, std::vector<Piece>* out) {
   using Behavior = PreTokenizerStep::Behavior;
-  struct Span {
-    size_t begin, end;
-    bool match;
-  };
-  std::vector<Span> spans;  // the text cut into matches and what lies between them
-  size_t prev = 0;
-  for (size_t found = piece.text.find(literal); found != std::string::npos;
-       found = piece.text.find(literal, found + literal.size())) {
-    if (found != prev) spans.push_back({prev, found, false});
-    spans.push_back({found, found + literal.size(), true});
-    prev = found + literal.size();
-  }
-  if (prev != piece.text.size()) spans.push_back({prev, piece.text.size(), false});
   std::vector<Span> kept;
   bool previousMatch = false;
   switch (behavior) {
@@ -123,6 +116,38 @@ void splitAtLiteral(const Piece& piece, const std::string& literal,
     out->push_back(
         {piece.text.substr(span.begin, span.end - span.begin), piece.atStart && span.begin == 0});
   }
+}
+
+// The occurrences of |literal| in |piece| (non-overlapping, left to right).
+std::vector<Span> literalSpans(const Piece& piece, const std::string& literal) {
+  std::vector<Span> spans;
+  size_t prev = 0;
+  for (size_t found = piece.text.find(literal); found != std::string::npos;
+       found = piece.text.find(literal, found + literal.size())) {
+    if (found != prev) spans.push_back({prev, found, false});
+    spans.push_back({found, found + literal.size(), true});
+    prev = found + literal.size();
+  }
+  if (prev != piece.text.size()) spans.push_back({prev, piece.text.size(), false});
+  return spans;
+}
+
+// Each punctuation character of |piece| a match of its own.
+std::vector<Span> punctuationSpans(const Piece& piece) {
+  std::vector<Span> spans;
+  size_t prev = 0;
+  for (size_t pos = 0; pos < piece.text.size();) {
+    uint32_t cp = 0;
+    size_t length = internal::decodeUtf8(piece.text, pos, &cp);
+    if (length != 0 && internal::isPunctuation(cp)) {
+      if (pos != prev) spans.push_back({prev, pos, false});
+      spans.push_back({pos, pos + length, true});
+      prev = pos + length;
+    }
+    pos += length == 0 ? 1 : length;
+  }
+  if (prev != piece.text.size()) spans.push_back({prev, piece.text.size(), false});
+  return spans;
 }
 
 }  // namespace
@@ -224,7 +249,10 @@ void HfTokenizer::Impl::preTokenize(std::vector<Piece>* pieces) const {
           splitInto(piece, step.pattern);
           break;
         case PreTokenizerStep::kSplitString:
-          splitAtLiteral(piece, step.literal, step.behavior, &next);
+          splitBySpans(piece, literalSpans(piece, step.literal), step.behavior, &next);
+          break;
+        case PreTokenizerStep::kPunctuation:
+          splitBySpans(piece, punctuationSpans(piece), step.behavior, &next);
           break;
         case PreTokenizerStep::kDigits: {
           // Digits (\p{N}) apart from the rest: each one, or each run of them.

@@ -40,13 +40,21 @@ struct NormalizerStep {
 };
 
 struct PreTokenizerStep {
-  enum Kind { kByteLevel, kSplit, kSplitString, kMetaspace, kDigits } kind = kByteLevel;
+  enum Kind {
+    kByteLevel,
+    kSplit,
+    kSplitString,
+    kMetaspace,
+    kDigits,
+    kPunctuation
+  } kind = kByteLevel;
   // What becomes of the delimiters a split finds (`tokenizers`' SplitDelimiterBehavior).
   enum class Behavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext, kContiguous };
-  Behavior behavior = Behavior::kIsolated;  // kSplit (always kIsolated), kSplitString
-  std::string literal;                      // kSplitString: the delimiter
-  bool addPrefixSpace = false;              // kByteLevel
-  bool useRegex = true;                     // kByteLevel: split by GPT-2's pattern first
+  // kSplit (always kIsolated), kSplitString, kPunctuation
+  Behavior behavior = Behavior::kIsolated;
+  std::string literal;          // kSplitString: the delimiter
+  bool addPrefixSpace = false;  // kByteLevel
+  bool useRegex = true;         // kByteLevel: split by GPT-2's pattern first
   internal::SplitPattern pattern = internal::SplitPattern::kGpt2;  // kSplit
   std::string replacement;                                         // kMetaspace
   PrependScheme prependScheme = PrependScheme::kAlways;

@@ -374,6 +374,27 @@ Status Parser::parseNormalizer(const JsonValue& value, const std::string& path) 
   return Status();
 }
 
+// A split's "behavior" (absent: Isolated, the default of `tokenizers`).
+Status parseBehavior(const Object& object, PreTokenizerStep::Behavior* out) {
+  using Behavior = PreTokenizerStep::Behavior;
+  static const std::pair<const char*, Behavior> kBehaviors[] = {
+      {"Isolated", Behavior::kIsolated},
+      {"Removed", Behavior::kRemoved},
+      {"MergedWithPrevious", Behavior::kMergedWithPrevious},
+      {"MergedWithNext", Behavior::kMergedWithNext},
+      {"Contiguous", Behavior::kContiguous}};
+  std::string behavior = "Isolated";
+  TFC_RETURN_IF_ERROR(object.string("behavior", &behavior, /*required=*/false));
+  auto known = std::find_if(std::begin(kBehaviors), std::end(kBehaviors),
+                            [&](const auto& entry) { return behavior == entry.first; });
+  if (known == std::end(kBehaviors)) {
+    return object.reporter.at(*object.optional("behavior"), object.memberPath("behavior"),
+                              "unknown split behavior " + quote(behavior));
+  }
+  *out = known->second;
+  return Status();
+}
+
 Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path) {
   if (value.isNull()) return Status();
   TFC_RETURN_IF_ERROR(checkObject(reporter, value, path));
@@ -405,20 +426,8 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
     }
     std::string behavior;
     TFC_RETURN_IF_ERROR(object.string("behavior", &behavior));
+    TFC_RETURN_IF_ERROR(parseBehavior(object, &step.behavior));
     using Behavior = PreTokenizerStep::Behavior;
-    static const std::pair<const char*, Behavior> kBehaviors[] = {
-        {"Isolated", Behavior::kIsolated},
-        {"Removed", Behavior::kRemoved},
-        {"MergedWithPrevious", Behavior::kMergedWithPrevious},
-        {"MergedWithNext", Behavior::kMergedWithNext},
-        {"Contiguous", Behavior::kContiguous}};
-    auto known = std::find_if(std::begin(kBehaviors), std::end(kBehaviors),
-                              [&](const auto& entry) { return behavior == entry.first; });
-    if (known == std::end(kBehaviors)) {
-      return reporter.at(*object.optional("behavior"), path + ".behavior",
-                         "unknown Split behavior " + quote(behavior));
-    }
-    step.behavior = known->second;
     const JsonValue* pattern = object.optional("pattern");
     if (pattern == nullptr) return reporter.at(value, path, "missing \"pattern\"");
     TFC_RETURN_IF_ERROR(checkObject(reporter, *pattern, path + ".pattern"));
@@ -467,6 +476,11 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
     TFC_RETURN_IF_ERROR(parsePrependScheme(object, &step.prependScheme));
     TFC_RETURN_IF_ERROR(object.boolean("split", &step.split));
     impl->preTokenizer.push_back(std::move(step));
+  } else if (type == "Punctuation") {
+    PreTokenizerStep step;
+    step.kind = PreTokenizerStep::kPunctuation;
+    TFC_RETURN_IF_ERROR(parseBehavior(object, &step.behavior));
+    impl->preTokenizer.push_back(step);
   } else if (type == "Digits") {
     PreTokenizerStep step;
     step.kind = PreTokenizerStep::kDigits;
@@ -476,7 +490,7 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
     return reporter.unsupported(value, path + ".type",
                                 "pre-tokenizer " + quote(type) +
                                     " is not supported (supported: ByteLevel, Split, Metaspace, "
-                                    "Digits, Sequence)");
+                                    "Digits, Punctuation, Sequence)");
   }
   return Status();
 }

@@ -36,6 +36,7 @@ struct CodePointRange {
 };
 
 #include "unicode_nfc_tables.inc"
+#include "unicode_punctuation_tables.inc"
 
 // Hangul syllables, decomposed and composed by arithmetic (Unicode 3.12).
 constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
@@ -314,6 +315,18 @@ std::array<int16_t, 512> codePointToByte() {
   const std::array<uint32_t, 256> forward = byteToCodePoint();
   for (int b = 0; b < 256; ++b) table[forward[b]] = static_cast<int16_t>(b);
   return table;
+}
+
+bool isPunctuation(uint32_t cp) {
+  if (cp < 0x80) {
+    return (cp >= '!' && cp <= '/') || (cp >= ':' && cp <= '@') || (cp >= '[' && cp <= '`') ||
+           (cp >= '{' && cp <= '~');
+  }
+  const CodePointRange* begin = std::begin(kPunctuation);
+  const CodePointRange* end = std::end(kPunctuation);
+  const CodePointRange* it = std::lower_bound(
+      begin, end, cp, [](const CodePointRange& r, uint32_t value) { return r.last < value; });
+  return it != end && it->first <= cp;
 }
 
 uint8_t combiningClass(uint32_t cp) {

@@ -40,6 +40,10 @@ std::array<uint32_t, 256> byteToCodePoint();
 // The inverse: code point (< 512) -> byte, -1 for code points that stand for no byte.
 std::array<int16_t, 512> codePointToByte();
 
+// Punctuation as `tokenizers`' Punctuation pre-tokenizer sees it: ASCII's punctuation
+// characters (symbols like $ + < = > ^ ` | ~ included) and the general categories P*.
+bool isPunctuation(uint32_t cp);
+
 // The canonical combining class of |cp| (0 for starters).
 uint8_t combiningClass(uint32_t cp);
 // Unicode Normalization Form C of well-formed UTF-8 |text| (ill-formed bytes are kept as

@@ -394,6 +394,30 @@ TEST(HfTokenizer, SplitAtALiteral) {
   }
 }
 
+TEST(HfTokenizer, PunctuationPreTokenizer) {
+  // `tokenizers`: Punctuation("contiguous").pre_tokenize_str("a,b!! «c» $x") is a , b !!
+  // " " « c » " " $ x. "b !" merges first: only "!!" as a piece of its own is token 256.
+  Parts parts = byteLevelParts();
+  parts.added = "[]";
+  parts.model = "{\"type\": \"BPE\", \"vocab\": " + byteLevelVocab({"!!", "b!"}) +
+                ", \"merges\": [\"b !\", \"! !\"]}";
+  parts.preTokenizer =
+      "{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Punctuation\", \"behavior\": "
+      "\"Contiguous\"}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": "
+      "false}]}";
+  auto tokenizer = fromJson(tokenizerJson(parts));
+  ASSERT_OK(tokenizer);
+  // « and » are two bytes each (C2 AB, C2 BB).
+  EXPECT_EQ(
+      tokenizer->encode("a,b!! \xC2\xAB"
+                        "c\xC2\xBB $x"),
+      (std::vector<int32_t>{'a', ',', 'b', 256, ' ', 0xC2, 0xAB, 'c', 0xC2, 0xBB, ' ', '$', 'x'}));
+  EXPECT_TRUE(internal::isPunctuation('$'));      // ASCII's, though Unicode's Sc
+  EXPECT_TRUE(internal::isPunctuation(0x00AB));   // « Pi
+  EXPECT_FALSE(internal::isPunctuation(0x00A2));  // ¢ Sc outside ASCII
+  EXPECT_FALSE(internal::isPunctuation('a'));
+}
+
 TEST(HfTokenizer, NfcNormalizer) {
   Parts parts = byteLevelParts();
   parts.normalizer = "{\"type\": \"NFC\"}";
@@ -579,7 +603,7 @@ TEST(HfTokenizer, ErrorsNameTheFileAndPlace) {
              "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
              "\"behavior\": \"Sideways\", \"invert\": false}";
        }),
-       TFC_DATA_LOSS, "pre_tokenizer.behavior: unknown Split behavior 'Sideways'"},
+       TFC_DATA_LOSS, "pre_tokenizer.behavior: unknown split behavior 'Sideways'"},
       {"normalizer", with([](Parts& p) {
          p.normalizer = "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFKC\"}]}";
        }),

@@ -12,7 +12,7 @@
 // - pre_tokenizer: null, ByteLevel (add_prefix_space, use_regex: GPT-2's pattern),
 //   Split (not inverted) by a regex with behavior Isolated (GPT-2's, LLaMA 3's or Qwen2's,
 //   recognized by its exact text) or by a string with any behavior (Gemma), Metaspace (replacement, prepend_scheme,
-//   split), Digits (individual_digits), Sequence of those.
+//   split), Digits (individual_digits), Punctuation (behavior), Sequence of those.
 // - added_tokens: matched in the raw text (normalized: false) or in the normalized text
 //   (normalized: true), leftmost-longest, honoring lstrip, rstrip and single_word.
 // - decoder: ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence of those.

@@ -146,6 +146,14 @@ def configs(corpus):
                                        pre_tokenizers.ByteLevel(add_prefix_space=False)]),
         decoders.ByteLevel(), ["<|endoftext|>"], 600, alphabet=byte_alphabet))
 
+    # Punctuation apart (each character), then ByteLevel without its regex.
+    out.append(train(
+        "punctuation", corpus, models.BPE(),
+        None, pre_tokenizers.Sequence([pre_tokenizers.Punctuation(),
+                                       pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                                use_regex=False)]),
+        decoders.ByteLevel(), ["<|endoftext|>"], 600, alphabet=byte_alphabet))
+
     # LLaMA 3: Split by its regex, then ByteLevel without a regex; ignore_merges.
     llama3_specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]
     out.append(train(
