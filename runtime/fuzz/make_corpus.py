@@ -173,6 +173,15 @@ w('hf_tokenizer', 'metaspace', hf(
     added=sp_added + [added(len(sp_vocab), '<tool>', special=False, lstrip=True, rstrip=True,
                             normalized=False)],
     post=sp_post, text='ab  ab <tool> c<s>a'))
+w('hf_tokenizer', 'gemma_split_string', hf(
+    sp_model, normalizer={'type': 'Replace', 'pattern': {'String': ' '}, 'content': '\u2581'},
+    pre={'type': 'Sequence', 'pretokenizers': [
+        {'type': 'Split', 'pattern': {'String': '\u2581'}, 'behavior': 'MergedWithPrevious',
+         'invert': False},
+        {'type': 'Punctuation', 'behavior': 'Contiguous'},
+        {'type': 'Digits', 'individual_digits': True}]},
+    decoder={'type': 'Sequence', 'decoders': sp_decoder['decoders'][:3]},
+    added=sp_added, text='Hello,, ab  c!! 123'))
 w('hf_tokenizer', 'wordpiece', hf({'type': 'WordPiece', 'vocab': {'[UNK]': 0}, 'unk_token': '[UNK]'},
                                   decoder={'type': 'WordPiece'}))
 model, vocab = bpe([('a', 'b')])
