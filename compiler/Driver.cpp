@@ -115,6 +115,12 @@ struct Options {
       cl::desc("Also build the training entries from `loss`: loss_grad and "
                "train_step with this optimizer (adamw or sgd)"),
       cl::value_desc("adamw|sgd"), cl::init(""), cl::cat(category)};
+  cl::opt<std::string> precision{
+      "precision",
+      cl::desc("Store parameters and the KV cache in this type and compute "
+               "in it (accumulating in f32): f32 (default), bf16 or f16; for "
+               "generation artifacts, not with --optimizer"),
+      cl::value_desc("f32|bf16|f16"), cl::init("f32"), cl::cat(category)};
   cl::list<std::string> noDecay{
       "no-decay",
       cl::desc("With --optimizer: parameters (names or prefix*) that get no "
@@ -313,6 +319,15 @@ int compilerMain(int argc, char **argv) {
     return fail("unknown --optimizer='" + options.optimizer +
                 "' (expected adamw or sgd)");
   pipeline.optimizer = options.optimizer;
+  if (options.precision != "f32" && options.precision != "bf16" &&
+      options.precision != "f16")
+    return fail("unknown --precision='" + options.precision +
+                "' (expected f32, bf16 or f16)");
+  if (options.precision != "f32" && !options.optimizer.empty())
+    return fail("--precision=" + options.precision +
+                " is for generation artifacts and cannot be combined with "
+                "--optimizer (mixed-precision training is not built yet)");
+  pipeline.precision = options.precision;
   pipeline.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
   pipeline.fuse = !options.noFuse;
   pipeline.remat = !options.noRemat;
@@ -417,6 +432,9 @@ int compilerMain(int argc, char **argv) {
     if (!options.optimizer.empty())
       return fail("'" + options.input + "' is a planned program (phase " +
                   phaseName(reached) + "); --optimizer needs the graph");
+    if (options.precision != "f32")
+      return fail("'" + options.input + "' is a planned program (phase " +
+                  phaseName(reached) + "); --precision needs the graph");
     if (auto planned =
             (*module)->getAttrOfType<mlir::StringAttr>(attr::kTarget);
         planned && planned.getValue() != pipeline.target->name())

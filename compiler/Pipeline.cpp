@@ -68,6 +68,11 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
   // graph: the training entries when asked for, then the cleanup that every
   // later phase relies on (folded reshapes and transposes, no duplicated
   // loads, no dead gradient ops).
+  if (runs(Phase::Graph) && options.precision != "f32") {
+    TfcConvertPrecisionOptions precision;
+    precision.precision = options.precision;
+    pm.addPass(createTfcConvertPrecision(precision));
+  }
   if (runs(Phase::Graph) && !options.optimizer.empty()) {
     pm.addPass(createTfcAutodiff());
     TfcTrainStepOptions trainStep;
@@ -114,7 +119,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
 void describePipeline(llvm::raw_ostream &os) {
   os << "Phases (--compile-to=<phase>; each includes the ones before):\n"
         "  input   parse and verify the tfc module\n"
-        "  graph   with --optimizer: tfc-autodiff, tfc-train-step;\n"
+        "  graph   with --precision=bf16|f16: tfc-convert-precision;\n"
+        "          with --optimizer: tfc-autodiff, tfc-train-step;\n"
         "          canonicalize, cse                       (-O1 and above)\n"
         "          tfc-remat: recompute cheap forward values in the backward\n"
         "            instead of keeping them (--no-remat, --remat-budget)\n"

@@ -70,6 +70,9 @@ struct PipelineOptions {
   /// When set ("adamw" or "sgd"), the graph phase first differentiates the
   /// `loss` entry (tfc-autodiff) and builds `train_step` (tfc-train-step).
   std::string optimizer;
+  /// "bf16" or "f16": the graph phase first converts parameters, state and
+  /// the entries using them to it (tfc-convert-precision); "f32": nothing.
+  std::string precision = "f32";
   /// Parameters excluded from weight decay (names or `prefix*`).
   std::vector<std::string> noDecay;
   /// The -O2 graph optimizations, each switchable (--no-fuse, ...).

@@ -39,6 +39,52 @@ def TfcSummary : Pass<"tfc-summary", "mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Precision
+//===----------------------------------------------------------------------===//
+
+def TfcConvertPrecision : Pass<"tfc-convert-precision", "mlir::ModuleOp"> {
+  let summary = "Stores parameters and state in bf16 or f16 and computes in it";
+  let description = [{
+    What `model.to(torch.bfloat16)` does for inference: every f32
+    `tfc.param` and `tfc.state` (the KV cache) becomes `precision`, and every
+    entry that loads or stores them computes in it. The ops accumulate in f32
+    inside (dot products, sums, norms, softmax) and round once at their end;
+    f32 operands that an op cannot mix with 16-bit ones (a scale constant)
+    are cast to `precision`, and those it can (rotary's frequencies, sample's
+    temperature) stay f32. Entries keep their signatures: f32 results (the
+    logits, the loss) are cast back at the return, so callers and the
+    runtime see the same entry points; entries that use neither parameters
+    nor state (`sample`) are untouched. For generation artifacts: training
+    entries are refused (mixed-precision training keeps f32 master weights,
+    a different transformation).
+
+    ```mlir
+    tfc.param @w : tensor<4x4xf32> = "normal(0.0, 0.02)"
+    func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+      %w = tfc.load @w : tensor<4x4xf32>
+      %y = tfc.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      return %y : tensor<2x4xf32>
+    }
+    ```
+    becomes, with `precision=bf16`,
+    ```mlir
+    tfc.param @w : tensor<4x4xbf16> = "normal(0.0, 0.02)"
+    func.func @forward(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+      %xb = tfc.cast %x : tensor<2x4xf32> -> tensor<2x4xbf16>
+      %w = tfc.load @w : tensor<4x4xbf16>
+      %y = tfc.matmul %xb, %w : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+      %r = tfc.cast %y : tensor<2x4xbf16> -> tensor<2x4xf32>
+      return %r : tensor<2x4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The 16-bit type: bf16 or f16">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//
 

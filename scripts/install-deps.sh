@@ -22,10 +22,14 @@ fi
 
 # Python for the tests: NumPy (the reference of the end-to-end numerics) and psutil (lit
 # needs it to enforce its per-test time limit, test/lit.cfg.py); the Python bindings'
-# build (scikit-build-core, pybind11) and tests (pytest); Hugging Face's tokenizers (the
-# reference of test/Tools/tfc-run/hf-tokenizer.test).
+# build (scikit-build-core, pybind11) and tests (pytest); PyTorch and transformers, the
+# reference of the Hugging Face model tests (test/e2e/hf; about 3 GB, a minute or two);
+# safetensors and ml_dtypes (its NumPy bfloat16) write the Hugging Face checkpoints of
+# test/Tools/tfc-run/hf-weights.test; Hugging Face's tokenizers, the reference of
+# test/Tools/tfc-run/hf-tokenizer.test.
 PY=${PYTHON:-python3}
-for mod in numpy psutil pytest pybind11 scikit_build_core tokenizers; do
+for mod in numpy psutil pytest pybind11 scikit_build_core torch transformers safetensors \
+           ml_dtypes tokenizers; do
   if ! "$PY" -c "import $mod" 2>/dev/null; then
     echo "tfc: installing $mod for $PY"
     "$PY" -m pip install -q "$mod" 2>/dev/null || "$PY" -m pip install -q --break-system-packages "$mod"

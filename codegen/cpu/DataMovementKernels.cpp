@@ -161,7 +161,8 @@ void emitIota(OpBuilder &b, IotaOp op, Value output) {
 ///   y[i]       = x[i] cos a - x[i + D/2] sin a
 ///   y[i + D/2] = x[i + D/2] cos a + x[i] sin a
 /// The angle and its cosine/sine are computed in f64 and rounded to f32:
-/// p * f_i in f32 loses digits once positions reach the thousands.
+/// p * f_i in f32 loses digits once positions reach the thousands. With a
+/// `frequencies` operand, f_i is its entry i instead.
 void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
                 Value output) {
   Location loc = op.getLoc();
@@ -172,6 +173,8 @@ void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
   Type f64 = b.getF64Type(), f32 = b.getF32Type();
   Value offset = op.getOffset() ? toI64(b, loc, loadScalar(b, loc, operands[1]))
                                 : i64Const(b, loc, 0);
+  Value frequencies =
+      op.getFrequencies() ? operands[op.getOffset() ? 2 : 1] : Value();
   // f_i = exp(i * c) with c = -2 ln(theta) / D.
   double theta = op.getTheta().convertToDouble();
   Value c = floatConst(b, loc, f64, -2.0 * std::log(theta) / d);
@@ -184,9 +187,15 @@ void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
     Value p = b.create<arith::SIToFPOp>(loc, f64, pos);
     Value base = b.create<arith::MulIOp>(loc, r, indexConst(b, loc, d));
     forRange(b, loc, half, [&](OpBuilder &b, Location loc, Value i) {
-      Value fi = b.create<arith::SIToFPOp>(
-          loc, f64, b.create<arith::IndexCastOp>(loc, b.getI64Type(), i));
-      Value freq = b.create<math::ExpOp>(loc, b.create<arith::MulFOp>(loc, fi, c));
+      Value freq;
+      if (frequencies) {
+        freq = b.create<arith::ExtFOp>(
+            loc, f64, b.create<memref::LoadOp>(loc, frequencies, i).getResult());
+      } else {
+        Value fi = b.create<arith::SIToFPOp>(
+            loc, f64, b.create<arith::IndexCastOp>(loc, b.getI64Type(), i));
+        freq = b.create<math::ExpOp>(loc, b.create<arith::MulFOp>(loc, fi, c));
+      }
       Value angle = b.create<arith::MulFOp>(loc, p, freq);
       Value cos = b.create<arith::TruncFOp>(
           loc, f32, b.create<math::CosOp>(loc, angle));

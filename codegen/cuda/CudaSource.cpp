@@ -869,8 +869,9 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
 FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
                                    ArrayRef<MemRefType> operands,
                                    ArrayRef<MemRefType> results) {
-  // x [B, H, T, D]; p = offset + t; f_i = exp(i * c), c = -2 ln(theta) / D;
-  // the angle and its cosine and sine in f64, rounded to f32, as on the CPU.
+  // x [B, H, T, D]; p = offset + t; f_i = exp(i * c), c = -2 ln(theta) / D,
+  // or the `frequencies` operand's entry i; the angle and its cosine and
+  // sine in f64, rounded to f32, as on the CPU.
   ArrayRef<int64_t> shape = operands[0].getShape();
   int64_t d = shape.back(), half = d / 2, t = shape[shape.size() - 2];
   double c = -2.0 * std::log(rot.getTheta().convertToDouble()) / double(d);
@@ -884,8 +885,12 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
      << "LL;\n"
      << "    const long long pos = " << (rot.getOffset() ? "(long long)in1[0] + " : "")
      << "row % " << t << "LL;\n"
-     << "    const double angle = (double)pos * exp((double)k * "
-     << llvm::formatv("{0:e17}", c).str() << ");\n"
+     << "    const double angle = (double)pos * "
+     << (rot.getFrequencies()
+             ? std::string("(double)in") + (rot.getOffset() ? "2" : "1") +
+                   "[k]"
+             : "exp((double)k * " + llvm::formatv("{0:e17}", c).str() + ")")
+     << ";\n"
      << "    const float co = (float)cos(angle);\n"
      << "    const float si = " << (rot.getInverse() ? "-" : "")
      << "(float)sin(angle);\n"

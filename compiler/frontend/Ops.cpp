@@ -250,14 +250,23 @@ Tensor attention(Tensor query, Tensor key, Tensor value,
   return g.infer<AttentionOp>(operands, list);
 }
 
-Tensor rotary(Tensor x, float theta, std::optional<Tensor> offset) {
-  Graph &g = offset ? graphOf({x, *offset}) : x.graph();
+Tensor rotary(Tensor x, float theta, std::optional<Tensor> offset,
+              std::optional<Tensor> frequencies) {
+  Graph &g = x.graph();
+  Builder b = attrs(g);
   SmallVector<Value> operands = {x.value()};
-  if (offset)
-    operands.push_back(offset->value());
+  for (const std::optional<Tensor> &p : {offset, frequencies}) {
+    if (p) {
+      graphOf({x, *p});
+      operands.push_back(p->value());
+    }
+  }
   return g.infer<RotaryOp>(
       operands,
-      {attrs(g).getNamedAttr("theta", attrs(g).getF32FloatAttr(theta))});
+      {b.getNamedAttr("theta", b.getF32FloatAttr(theta)),
+       b.getNamedAttr("operandSegmentSizes",
+                      b.getDenseI32ArrayAttr({1, offset ? 1 : 0,
+                                              frequencies ? 1 : 0}))});
 }
 
 Tensor embedding(Tensor table, Tensor ids) {

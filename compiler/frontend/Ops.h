@@ -89,8 +89,10 @@ struct AttentionOptions {
 /// [B, H, Tq, Dv]; Hkv divides H (grouped-query attention).
 Tensor attention(Tensor query, Tensor key, Tensor value,
                  const AttentionOptions &options = {});
-/// Rotary embedding (rotate-half) of x [B, H, T, D] at positions offset + t.
-Tensor rotary(Tensor x, float theta, std::optional<Tensor> offset = {});
+/// Rotary embedding (rotate-half) of x [B, H, T, D] at positions offset + t,
+/// with frequencies theta^(-2i/D) or, when given, `frequencies` ([D/2] f32).
+Tensor rotary(Tensor x, float theta, std::optional<Tensor> offset = {},
+              std::optional<Tensor> frequencies = {});
 /// table [V, D] gathered by integer ids -> ids.shape + [D].
 Tensor embedding(Tensor table, Tensor ids);
 

@@ -534,6 +534,15 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
   float theta = adaptor.getTheta().convertToFloat();
   if (!std::isfinite(theta) || theta <= 1.0f)
     return diag("theta must be finite and > 1, got ", theta);
+  if (Value f = adaptor.getFrequencies()) {
+    auto freq = tensorOf(f);
+    int64_t half = x.getDimSize(3) / 2;
+    if (!freq || freq.getRank() != 1 || freq.getDimSize(0) != half ||
+        !freq.getElementType().isF32())
+      return diag("operand 'frequencies' must be a [", half,
+                  "] f32 tensor (one per pair of the head dim ",
+                  x.getDimSize(3), "), got ", f.getType());
+  }
   inferred.push_back(x);
   return success();
 }

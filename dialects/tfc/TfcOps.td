@@ -426,7 +426,7 @@ def TFC_AttentionOp : TFC_InferOp<"attention", [TFC_VJP]> {
   }];
 }
 
-def TFC_RotaryOp : TFC_InferOp<"rotary", [TFC_VJP]> {
+def TFC_RotaryOp : TFC_InferOp<"rotary", [AttrSizedOperandSegments, TFC_VJP]> {
   let summary = "rotary position embedding (rotate-half convention)";
   let description = [{
     `x` is [B, H, T, D] with D even. Token t has position p = offset + t
@@ -436,15 +436,22 @@ def TFC_RotaryOp : TFC_InferOp<"rotary", [TFC_VJP]> {
     matching Hugging Face's LLaMA (`rotate_half`). With `inverse` the
     rotation is by -p f: the transpose, which is rotary's VJP.
 
+    `frequencies`, a [D/2] f32 tensor, replaces theta^(-2i/D) by its entry i:
+    the frequencies of a scaled rotary embedding (Hugging Face's
+    `rope_scaling`, e.g. LLaMA 3's), computed by the frontend. theta then
+    only documents the base they came from.
+
     ```mlir
     %qr = tfc.rotary %q offset %pos theta = 1.000000e+04 : (tensor<1x8x1x16xf32>, tensor<i32>) -> tensor<1x8x1x16xf32>
+    %kr = tfc.rotary %k frequencies %f theta = 5.000000e+05 : (tensor<1x8x4x16xf32>, tensor<8xf32>) -> tensor<1x8x4x16xf32>
     ```
   }];
   let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_I32Scalar>:$offset,
+                       Optional<TFC_FloatTensor>:$frequencies,
                        F32Attr:$theta, UnitAttr:$inverse);
   let results = (outs TFC_FloatTensor:$result);
   let assemblyFormat = [{
-    $x (`offset` $offset^)? `theta` `=` $theta (`inverse` $inverse^)? attr-dict `:` functional-type(operands, results)
+    $x (`offset` $offset^)? (`frequencies` $frequencies^)? `theta` `=` $theta (`inverse` $inverse^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

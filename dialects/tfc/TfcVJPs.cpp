@@ -444,7 +444,8 @@ LogicalResult RotaryOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                  SmallVectorImpl<Value> &out) {
   // A rotation's transpose is the rotation by the opposite angle.
   out.assign(getNumOperands(), Value());
-  out[0] = b.create<RotaryOp>(getLoc(), grads[0], getOffset(), getThetaAttr(),
+  out[0] = b.create<RotaryOp>(getLoc(), grads[0], getOffset(),
+                              getFrequencies(), getThetaAttr(),
                               getInverse() ? UnitAttr() : b.getUnitAttr());
   return success();
 }

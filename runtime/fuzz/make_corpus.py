@@ -31,6 +31,22 @@ w('safetensors', 'trailing_bytes', st({'x': ('U8', [1], b'\x05')}, extra=b'\0\0\
 w('safetensors', 'empty_file', b'')
 w('safetensors', 'header_past_end', struct.pack('<Q', 1 << 20) + b'{}')
 
+# safetensors_index: model.safetensors.index.json as save_pretrained writes it, and refusals
+def index(weight_map, meta=None, indent=2):
+    return json.dumps({'metadata': meta if meta is not None else {'total_size': 1024},
+                       'weight_map': weight_map}, indent=indent).encode()
+w('safetensors_index', 'two_shards', index({
+    'lm_head.weight': 'model-00002-of-00002.safetensors',
+    'model.embed_tokens.weight': 'model-00001-of-00002.safetensors',
+    'model.layers.0.self_attn.q_proj.weight': 'model-00001-of-00002.safetensors'}))
+w('safetensors_index', 'nested_metadata', index({'w': 'sub/a.safetensors'},
+    {'total_size': 1.5e3, 'x': [None, True, False, {'k': 'v'}], 's': '\u00e9'}, indent=None))
+w('safetensors_index', 'escaping_shard', index({'w': '../other/model.safetensors'}))
+w('safetensors_index', 'duplicate_tensor',
+  b'{"weight_map": {"w": "a.safetensors", "w": "b.safetensors"}}')
+w('safetensors_index', 'no_weight_map', b'{"metadata": {"total_size": 0}}')
+w('safetensors_index', 'truncated', index({'w': 'a.safetensors'})[:-7])
+
 # npy (NumPy writes them)
 def npy(a, version=None):
     f = io.BytesIO()

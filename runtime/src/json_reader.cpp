@@ -199,7 +199,7 @@ bool JsonReader::readString(std::string* out) {
   }
 }
 
-bool JsonReader::readNumberText(std::string_view* out, bool integerOnly) {
+bool JsonReader::scanNumber(std::string_view* out, size_t* integerLength) {
   if (failed_) return false;
   skipWhitespace();
   size_t start = position_;
@@ -226,18 +226,51 @@ bool JsonReader::readNumberText(std::string_view* out, bool integerOnly) {
     while (position_ < text_.size() && isDigit(text_[position_])) ++position_;
   }
   *out = text_.substr(start, position_ - start);
-  if (integerOnly && position_ != integerEnd) {
+  *integerLength = integerEnd - start;
+  return true;
+}
+
+bool JsonReader::readNumberText(std::string_view* out) {
+  if (failed_) return false;
+  skipWhitespace();
+  size_t start = position_;
+  size_t integerLength = 0;
+  if (!scanNumber(out, &integerLength)) return false;
+  if (integerLength != out->size()) {
     position_ = start;
     return failValue("expected an integer, found " + quoteForMessage(*out, 40));
   }
   return true;
 }
 
+bool JsonReader::skipValue() {
+  if (failed_) return false;
+  char c = peek();
+  if (c == '{') {
+    return readObject([this](const std::string&) { return skipValue(); });
+  }
+  if (c == '[') return readArray([this] { return skipValue(); });
+  if (c == '"') {
+    std::string ignored;
+    return readString(&ignored);
+  }
+  for (std::string_view literal : {"true", "false", "null"}) {
+    if (text_.substr(position_, literal.size()) == literal) {
+      position_ += literal.size();
+      return true;
+    }
+  }
+  std::string_view number;
+  size_t integerLength = 0;
+  if (c == '-' || isDigit(c)) return scanNumber(&number, &integerLength);
+  return fail("expected a JSON value");
+}
+
 bool JsonReader::readUint64(uint64_t* out) {
   skipWhitespace();
   size_t start = position_;
   std::string_view number;
-  if (!readNumberText(&number, /*integerOnly=*/true)) return false;
+  if (!readNumberText(&number)) return false;
   if (number[0] == '-') {
     position_ = start;
     return failValue("expected a non-negative integer, found " + std::string(number));
@@ -258,7 +291,7 @@ bool JsonReader::readInt64(int64_t* out) {
   skipWhitespace();
   size_t start = position_;
   std::string_view number;
-  if (!readNumberText(&number, /*integerOnly=*/true)) return false;
+  if (!readNumberText(&number)) return false;
   bool negative = number[0] == '-';
   // Accumulate negatively so that INT64_MIN is representable.
   int64_t value = 0;
@@ -281,7 +314,8 @@ bool JsonReader::readInt64(int64_t* out) {
 }
 
 bool JsonReader::readNumber(std::string_view* out) {
-  return readNumberText(out, /*integerOnly=*/false);
+  size_t integerLength = 0;
+  return scanNumber(out, &integerLength);
 }
 
 bool JsonReader::readLiteral(std::string_view* out) {

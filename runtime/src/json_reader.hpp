@@ -52,6 +52,9 @@ class JsonReader {
   // Reads an integral number (no fraction, no exponent) that fits in int64_t/uint64_t.
   bool readInt64(int64_t* out);
   bool readUint64(uint64_t* out);
+  // Reads any value (object, array, string, number, true, false, null) and drops it, for
+  // members whose content does not matter; nesting is bounded as everywhere.
+  bool skipValue();
   // Reads any JSON number, fraction and exponent included, as its text.
   bool readNumber(std::string_view* out);
   // Reads true, false or null, as its text.
@@ -59,7 +62,10 @@ class JsonReader {
 
  private:
   void skipWhitespace();
-  bool readNumberText(std::string_view* out, bool integerOnly);
+  // Scans a number of any form (fraction and exponent allowed) into |out|; the integer
+  // part's length (sign included) goes to |integerLength|.
+  bool scanNumber(std::string_view* out, size_t* integerLength);
+  bool readNumberText(std::string_view* out);
   bool readHex4(uint32_t* out);
   bool enter();
   void leave() { --depth_; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "init.hpp"
+#include "tensor_match.hpp"
 #include "thread_pool.hpp"
 #include "tfc/runtime/runtime.h"
 #include "tfc/runtime/safetensors.hpp"
@@ -60,14 +61,6 @@ Status parseInits(const std::string& path, const char* what, const tfc_tensor_de
 // |path|. Separate from the loading so that it can be tested and fuzzed (runtime/fuzz).
 Status validateArtifactTable(const std::string& path, const tfc_artifact_t* table,
                              std::vector<InitSpec>* paramInits, std::vector<InitSpec>* stateInits);
-
-// Matches |count| tensors described by |descs| with the tensors of |file| by name, checking
-// dtypes and shapes: returns for each description the file's tensor (null when the file
-// lacks it and |allowMissing|). Every problem is listed in one error naming the file.
-// |what| is "parameter" or "state tensor".
-StatusOr<std::vector<const SafetensorsTensorInfo*>> matchSafetensors(
-    const SafetensorsFile& file, const tfc_tensor_desc_t* descs, int32_t count, const char* what,
-    bool allowMissing, bool allowUnexpected);
 
 // Copies |count| tensors described by |descs| from |file| by name into |buffers|: all checks
 // first (matchSafetensors), then the copies, so nothing changes on failure.

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <set>
 
 #include "file_util.hpp"
 #include "runtime_internal.hpp"
@@ -127,75 +126,6 @@ Status parseInits(const std::string& path, const char* what, const tfc_tensor_de
     out->push_back(*spec);
   }
   return Status();
-}
-
-StatusOr<std::vector<const SafetensorsTensorInfo*>> matchSafetensors(
-    const SafetensorsFile& file, const tfc_tensor_desc_t* descs, int32_t count, const char* what,
-    bool allowMissing, bool allowUnexpected) {
-  std::vector<std::string> problems;
-  tfc_status_code_t code = TFC_OK;
-  auto problem = [&](tfc_status_code_t problemCode, std::string text) {
-    if (code == TFC_OK) code = problemCode;
-    problems.push_back(std::move(text));
-  };
-  std::vector<const SafetensorsTensorInfo*> sources(static_cast<size_t>(count), nullptr);
-  std::set<std::string_view> known;
-  std::vector<std::string_view> missingNames;
-  for (int32_t i = 0; i < count; ++i) {
-    const tfc_tensor_desc_t& desc = descs[i];
-    known.insert(desc.name);
-    std::string name = quoteForMessage(desc.name);
-    std::vector<int64_t> shape = descShape(desc);
-    const SafetensorsTensorInfo* info = file.find(desc.name);
-    if (info == nullptr) {
-      missingNames.emplace_back(desc.name);
-      if (!allowMissing) {
-        problem(TFC_NOT_FOUND, "missing " + std::string(what) + " " + name + " (" +
-                                   tfc_dtype_name(static_cast<tfc_dtype_t>(desc.dtype)) + " " +
-                                   formatShape(shape) + ")");
-      }
-      continue;
-    }
-    bool good = true;
-    if (info->dtype != static_cast<tfc_dtype_t>(desc.dtype)) {
-      problem(TFC_INVALID_ARGUMENT, "tensor " + name + " has dtype " +
-                                        tfc_dtype_name(info->dtype) + ", expected " +
-                                        tfc_dtype_name(static_cast<tfc_dtype_t>(desc.dtype)));
-      good = false;
-    }
-    if (info->shape != shape) {
-      problem(TFC_INVALID_ARGUMENT, "tensor " + name + " has shape " + formatShape(info->shape) +
-                                        ", expected " + formatShape(shape));
-      good = false;
-    }
-    if (good) sources[static_cast<size_t>(i)] = info;
-  }
-  for (const SafetensorsTensorInfo& info : file.tensors()) {
-    if (known.count(info.name) != 0 || allowUnexpected) continue;
-    std::string text = "unexpected tensor " + quoteForMessage(info.name) + " (no " + what +
-                       " of that name";
-    std::string closest = closestName(info.name, missingNames);
-    if (!closest.empty()) text += "; did you mean '" + closest + "'?";
-    text += ")";
-    problem(TFC_INVALID_ARGUMENT, std::move(text));
-  }
-  if (!problems.empty()) {
-    std::string message = file.path() + ": ";
-    if (problems.size() == 1) {
-      message += problems[0];
-    } else {
-      message += std::to_string(problems.size()) + " problems:";
-      constexpr size_t kMaxListed = 20;
-      for (size_t i = 0; i < problems.size() && i < kMaxListed; ++i) {
-        message += "\n  " + problems[i];
-      }
-      if (problems.size() > kMaxListed) {
-        message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
-      }
-    }
-    return Status(code, message);
-  }
-  return sources;
 }
 
 Status bindFromSafetensors(const SafetensorsFile& file, const tfc_tensor_desc_t* descs,

@@ -1,6 +1,11 @@
 #include "checkpoint.hpp"
 
+#include <sys/stat.h>
+
+#include <cctype>
+#include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "print.hpp"
@@ -9,8 +14,83 @@
 
 namespace tfc::run {
 
+namespace {
+
+std::string lowercase(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// A single file refused for its names or dtypes may be a Hugging Face checkpoint, which
+// loads from its directory: say so.
+Status withPretrainedHint(Status status) {
+  if (status.ok()) return status;
+  std::string message = status.message();
+  if (message.find(" has dtype ") == std::string::npos &&
+      message.find("missing parameter ") == std::string::npos) {
+    return status;
+  }
+  return Status::error(status.code(), "%s\n(a Hugging Face checkpoint? pass its directory as "
+                       "--weights: dtypes then convert, a prefix such as 'transformer.' is "
+                       "dropped and buffers are skipped)", message.c_str());
+}
+
+}  // namespace
+
+bool isPretrainedCheckpoint(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return true;
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+}
+
+Status loadPretrainedWeights(const std::string& path, Params& params) {
+  auto tensors = params.loadPretrained(path);
+  if (!tensors.ok()) return std::move(tensors).takeStatus();
+  Artifact artifact = Artifact::share(tfc_params_artifact(params.get()));
+  std::vector<std::string> skipped;
+  std::map<std::pair<tfc_dtype_t, tfc_dtype_t>, size_t> conversions;
+  for (const PretrainedTensor& tensor : *tensors) {
+    if (tensor.paramIndex < 0) {
+      skipped.push_back(tensor.name);
+      continue;
+    }
+    auto to = static_cast<tfc_dtype_t>(artifact.param(tensor.paramIndex).dtype);
+    if (tensor.dtype != to) ++conversions[{tensor.dtype, to}];
+  }
+  if (!skipped.empty()) {
+    constexpr size_t kNamesShown = 4;
+    std::string names;
+    for (size_t i = 0; i < skipped.size() && i < kNamesShown; ++i) {
+      names += (i > 0 ? ", '" : "'") + skipped[i] + "'";
+    }
+    if (skipped.size() > kNamesShown) {
+      names += ", ... (" + std::to_string(skipped.size() - kNamesShown) + " more)";
+    }
+    print(stderr, "tfc-run: note: {}: skipped {} {} of the model: {}\n", path, skipped.size(),
+          skipped.size() == 1 ? "tensor that is not a parameter"
+                              : "tensors that are not parameters",
+          names);
+  }
+  if (!conversions.empty()) {
+    std::string text;
+    for (const auto& [dtypes, count] : conversions) {
+      text += (text.empty() ? "" : ", ") + std::to_string(count) + " tensor" +
+              (count == 1 ? "" : "s") + " " + lowercase(tfc_dtype_name(dtypes.first)) + " -> " +
+              lowercase(tfc_dtype_name(dtypes.second));
+    }
+    print(stderr, "tfc-run: note: {}: converted {}\n", path, text);
+  }
+  return Status();
+}
+
+Status loadWeights(const std::string& path, Params& params) {
+  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params);
+  return withPretrainedHint(params.loadSafetensors(path));
+}
+
 Status loadParameters(const std::string& path, const Artifact& artifact, Params& params,
                       bool allowUnexpected) {
+  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params);
   auto file = SafetensorsFile::open(path);
   if (!file.ok()) return std::move(file).takeStatus();
   const auto& metadata = file->metadata();
@@ -52,9 +132,9 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
   if (!status.ok()) {
     // The runtime names each tensor (with the closest parameter name); say how to go on.
     if (!unexpected.empty())
-      return Status::error(status.code(), "%s (--allow-unexpected ignores tensors that are "
-                           "not parameters)", status.message());
-    return status;
+      status = Status::error(status.code(), "%s (--allow-unexpected ignores tensors that are "
+                             "not parameters)", status.message());
+    return withPretrainedHint(std::move(status));
   }
   if (stateTensors > 0) {
     print(stderr,

@@ -16,9 +16,25 @@ namespace tfc::run {
 // plain weights, or a training checkpoint of this model, whose state tensors ("state.*":
 // optimizer moments, the step) are skipped with a one-line note on stderr. A checkpoint of
 // another model is refused naming both module hashes. Any other tensor that is not a
-// parameter is refused (naming it) unless |allowUnexpected|.
+// parameter is refused (naming it) unless |allowUnexpected|. A Hugging Face checkpoint
+// (isPretrainedCheckpoint) is loaded by loadPretrainedWeights instead.
 Status loadParameters(const std::string& path, const Artifact& artifact, Params& params,
                       bool allowUnexpected);
+
+// True if |path| is a directory or an index (*.json): a Hugging Face checkpoint as
+// save_pretrained writes it, rather than one .safetensors file.
+bool isPretrainedCheckpoint(const std::string& path);
+
+// Loads the Hugging Face checkpoint at |path| (Params::loadPretrained: shards, converted
+// dtypes, a dropped "transformer."-like prefix, buffers skipped) and notes on stderr, one
+// line each, the tensors skipped (how many, the first few names) and the dtype conversions
+// ("converted 147 tensors bf16 -> f32").
+Status loadPretrainedWeights(const std::string& path, Params& params);
+
+// --weights for every command: loadPretrainedWeights for a Hugging Face checkpoint,
+// otherwise Params::loadSafetensors (strict names and dtypes; for train, which takes no
+// training checkpoint as --weights).
+Status loadWeights(const std::string& path, Params& params);
 
 }  // namespace tfc::run
 

@@ -184,7 +184,7 @@ int runCall(const Invocation& invocation) {
 const Command kCallCommand = {
     "call",
     "run one entry point on .npy inputs and write its outputs as .npy",
-    R"(usage: tfc-run MODEL.so call ENTRY (--weights W.safetensors | --init-seed S)
+    R"(usage: tfc-run MODEL.so call ENTRY (--weights W.safetensors|DIR | --init-seed S)
                           [--in NAME=FILE.npy | --in NAME=VALUE]... [--out-dir DIR]
                           [--state-in S.safetensors] [--state-out S.safetensors]
                           [--weights-out W.safetensors] [--threads N] [--device N] [--repeat N]
@@ -200,9 +200,13 @@ can save them with --weights-out.
 
 options:
   ENTRY                  the entry point to call (forward, loss, prefill, decode, ...)
-  --weights FILE         parameters from a .safetensors file (names, dtypes and shapes
-                         must match the model exactly), or a training checkpoint of this
-                         model (its state.* tensors are ignored, with a note)
+  --weights FILE|DIR     parameters from a .safetensors file (names, dtypes and shapes
+                         must match the model exactly), a training checkpoint of this
+                         model (its state.* tensors are ignored, with a note), or a Hugging
+                         Face checkpoint: a directory with model.safetensors or
+                         model.safetensors.index.json and its shards, or the index itself
+                         (F32/BF16/F16 converted to the model's dtype, a "transformer."-like
+                         prefix dropped, buffers that are not parameters skipped, with notes)
   --allow-unexpected     ignore tensors of --weights that are not parameters of the model
   --init-seed S          instead of --weights, initialize parameters with seed S
   --in NAME=FILE|VALUE   one input (repeat for each)
@@ -216,6 +220,7 @@ options:
 
 examples:
   tfc-run gpt2.so call forward --weights gpt2.safetensors --in tokens=tokens.npy --out-dir out
+  tfc-run llama.so call forward --weights ~/models/TinyLlama-1.1B --in tokens=tokens.npy
   tfc-run gpt2.so call decode --weights gpt2.safetensors --in token=t.npy --in pos=5 \
       --state-in cache.safetensors --state-out cache.safetensors
   tfc-run tiny.so call train_step --weights w.safetensors --in tokens=batch.npy \

@@ -44,6 +44,10 @@ only the model's parameters, under the names the model gives them (Hugging Face'
 the library's gpt2 and llama presets): no optimizer state, no step. A checkpoint of another
 model is refused, naming both module hashes. The output is written atomically.
 
+CKPT may also be a Hugging Face checkpoint directory (model.safetensors, or shards under
+model.safetensors.index.json): the output is then its parameters in the model's dtypes, one
+file that loads without conversion (and maps in place) from then on.
+
 options:
   -o, --output FILE      the .safetensors file to write (required)
   --allow-unexpected     ignore tensors that are neither parameters nor checkpoint state
@@ -51,6 +55,7 @@ options:
 examples:
   tfc-run gpt2.so export ckpt.safetensors -o gpt2-trained.safetensors
   tfc-run gpt2.so generate --weights gpt2-trained.safetensors --prompt-tokens "1 2 3"
+  tfc-run llama.so export ~/models/TinyLlama-1.1B -o tinyllama-f32.safetensors
 )",
     true,
     {{"--output", "-o", true, false}, {"--allow-unexpected", nullptr, false, false}},

@@ -476,7 +476,7 @@ int runGenerate(const Invocation& invocation) {
 const Command kGenerateCommand = {
     "generate",
     "generate tokens: prefill the prompt into the KV cache, then decode and sample",
-    R"(usage: tfc-run MODEL.so generate --weights W.safetensors
+    R"(usage: tfc-run MODEL.so generate --weights W.safetensors|DIR
                           (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR)
                           --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
                           [--seed S] [--stop-token ID]... [--threads N] [--device N] [--quiet]
@@ -503,8 +503,11 @@ stderr: the settings, and after the run the prefill and decode speeds (wall cloc
 the model and weights is timed apart), as llama.cpp prints them.
 
 options:
-  --weights FILE         parameters from a .safetensors file (tfc-run MODEL.so init makes one),
-                         or a training checkpoint of this model (its state is ignored)
+  --weights FILE|DIR     parameters from a .safetensors file (tfc-run MODEL.so init makes one),
+                         a training checkpoint of this model (its state is ignored), or a
+                         Hugging Face checkpoint directory (model.safetensors, or shards
+                         under model.safetensors.index.json), converted to the model's
+                         dtype; see `tfc-run help call`
   --allow-unexpected     ignore tensors of --weights that are not parameters of the model
   --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
   --prompt TEXT          the prompt as text, encoded with --tokenizer

@@ -421,7 +421,7 @@ int runProfile(const Invocation& invocation) {
 const Command kProfileCommand = {
     "profile",
     "time an entry kernel by kernel against each kernel's roofline floor",
-    R"(usage: tfc-run MODEL.so profile ENTRY [--weights W.safetensors | --init-seed S]
+    R"(usage: tfc-run MODEL.so profile ENTRY [--weights W.safetensors|DIR | --init-seed S]
                           [--in NAME=FILE.npy | --in NAME=VALUE]... [--repeat N] [--warmup N]
                           [--threads N] [--device N] [--top K] [--json FILE] [--plot FILE.png]
                           [--peak-gflops X --bandwidth-gbs Y]
@@ -448,7 +448,8 @@ depend on their values.
 
 options:
   ENTRY                  the entry to profile (forward, train_step, decode, ...)
-  --weights FILE         parameters (or a training checkpoint of this model)
+  --weights FILE|DIR     parameters (or a training checkpoint of this model, or a Hugging
+                         Face checkpoint directory, as for `call`)
   --allow-unexpected     ignore tensors of --weights that are not parameters
   --init-seed S          initialize the parameters with seed S (default 0)
   --in NAME=FILE|VALUE   one input, as for `call` (repeat for each)

@@ -297,7 +297,7 @@ int runSeedExperiment(const Invocation& invocation) {
 
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
-  Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
+  Status status = args.has("--weights") ? loadWeights(args.get("--weights"), *params)
                                         : params->init(initSeed);
   if (!status.ok()) return fail(status);
   tfc_context_options_t contextOptions;
@@ -550,7 +550,8 @@ options:
   --task T             palindrome (default) or pointer_index
   --seed S             seed of the data streams (default 0)
   --init-seed S        seed of the parameter initializers (default: --seed)
-  --weights FILE       start from these parameters instead
+  --weights FILE|DIR   start from these parameters instead (a .safetensors file, or a
+                       Hugging Face checkpoint directory as for `call`)
   --epochs N           default 10
   --steps-per-epoch N  default 64
   --batches N          batches generated before the split (default 256)

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "png_plot.hpp"
 #include "print.hpp"
@@ -300,7 +301,7 @@ int runTrain(const Invocation& invocation) {
     }
     print(stderr, "resuming from {} at step {}\n", resumePath, trainer->step());
   } else {
-    Status status = args.has("--weights") ? params->loadSafetensors(args.get("--weights"))
+    Status status = args.has("--weights") ? loadWeights(args.get("--weights"), *params)
                                           : params->init(settings.initSeed);
     if (!status.ok()) return fail(status);
   }
@@ -393,7 +394,7 @@ std::vector<OptionSpec> trainOptions() {
 
 const std::string& trainHelp() {
   static const std::string text =
-      std::string(R"(usage: tfc-run MODEL.so train (--weights W.safetensors | --init-seed S | --resume CKPT)
+      std::string(R"(usage: tfc-run MODEL.so train (--weights W.safetensors|DIR | --init-seed S | --resume CKPT)
                           --data FILE --steps N --save CKPT.safetensors
                           [--batch B --seq T] [hyper-parameters] [--seed S]
                           [--eval-data FILE [--eval-every K] [--eval-batches M]]
@@ -419,7 +420,9 @@ decays to --min-lr at that step); --steps is the step to reach, not a count. A N
 the run without saving (exit 1); Ctrl-C saves at the current step and exits (130).
 
 options:
-  --weights FILE      start from these parameters
+  --weights FILE|DIR  start from these parameters: a .safetensors file of the model's
+                      names and dtypes, or a Hugging Face checkpoint directory (shards,
+                      dtypes converted; see `tfc-run help call`) to fine-tune
   --init-seed S       start from the model's initializers with seed S
   --resume CKPT       continue from a checkpoint of this model
   --data FILE         training tokens

@@ -1,6 +1,7 @@
 //===- tfc-trace.cpp - trace a model of the library into tfc IR -----------===//
 //
 //   tfc-trace gpt2 --set n_layer=4 -o gpt2.mlir
+//   tfc-trace --hf path/to/hf-model --set batch=1 -o model.mlir
 //
 // Builds the model's entry functions with the C++ tracing frontend and writes
 // the verified module as MLIR text, exactly as tfc-opt prints it. Errors
@@ -8,6 +9,7 @@
 // exit 1 without touching the output file.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/frontend/models/HuggingFace.h"
 #include "compiler/frontend/models/Model.h"
 #include "support/OutputFile.h"
 
@@ -37,6 +39,11 @@ static cl::opt<std::string> outputFile("o",
                                        cl::desc("Output file ('-': stdout)"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(traceCategory));
+static cl::opt<std::string> hfPath(
+    "hf",
+    cl::desc("Build the model a Hugging Face config.json describes (a model "
+             "directory or the file); --set overrides its values"),
+    cl::value_desc("dir"), cl::cat(traceCategory));
 static cl::opt<bool> listModels("list-models",
                                 cl::desc("List the models and exit"),
                                 cl::cat(traceCategory));
@@ -50,16 +57,18 @@ static int error(const llvm::Twine &message) {
   return 1;
 }
 
-static std::string kindHint(ModelOption::Kind kind) {
-  switch (kind) {
+static std::string kindHint(const ModelOption &option) {
+  switch (option.kind) {
   case ModelOption::Kind::Size:
-    return "integer >= 1";
+    return option.allowZero ? "integer >= 0" : "integer >= 1";
   case ModelOption::Kind::Number:
     return "number";
   case ModelOption::Kind::Flag:
     return "0 or 1";
   case ModelOption::Kind::Preset:
     return "preset name";
+  case ModelOption::Kind::Choice:
+    return llvm::join(option.choices, " | ");
   }
   return "";
 }
@@ -72,7 +81,7 @@ static void describeModel(const ModelInfo &model, llvm::raw_ostream &os) {
     std::string lhs = "  " + option.key + "=" + option.defaultValue;
     os << lhs;
     os.indent(lhs.size() < 26 ? 26 - lhs.size() : 1);
-    os << option.help << " (" << kindHint(option.kind) << ")\n";
+    os << option.help << " (" << kindHint(option) << ")\n";
   }
   for (const ModelPreset &preset : model.presets) {
     std::vector<std::string> values;
@@ -96,11 +105,16 @@ static std::string helpText() {
     describeModel(model, os);
     os << "\n";
   }
+  os << "Hugging Face models (--hf DIR): " << supportedHuggingFaceArchitectures()
+     << ";\nthe config's fields set the options above, --set overrides them "
+        "(batch, seq,\nn_ctx, ...), and `tfc-run --weights DIR` loads the "
+        "checkpoint beside it.\n\n";
   os << "Examples:\n"
      << "  tfc-trace gpt2 -o gpt2.mlir\n"
      << "  tfc-trace gpt2 --set preset=gpt2-124m --set batch=1 -o gpt2-124m.mlir\n"
      << "  tfc-trace llama --set n_head=8 --set n_kv_head=2 | tfc-opt --tfc-summary\n"
-     << "  tfc-trace encdec --mlir-print-debuginfo   (locations name the layer)\n";
+     << "  tfc-trace encdec --mlir-print-debuginfo   (locations name the layer)\n"
+     << "  tfc-trace --hf ./TinyLlama --set batch=1 --set n_ctx=512 -o tl.mlir\n";
   return text;
 }
 
@@ -141,17 +155,35 @@ int main(int argc, char **argv) {
     describeModel(*model, llvm::outs());
     return 0;
   }
-  if (modelName.empty())
-    return error("no model given (known: " + modelList() +
-                 "); see tfc-trace --help");
-  const ModelInfo *model = findModel(modelName);
-  if (!model)
-    return error("unknown model '" + modelName + "' (known: " + modelList() +
-                 ")");
+  std::vector<std::string> allSettings;
+  const ModelInfo *model = nullptr;
+  if (!hfPath.empty()) {
+    if (!modelName.empty())
+      return error("give either a MODEL or --hf, not both");
+    try {
+      HuggingFaceModel hf = readHuggingFaceConfig(hfPath);
+      model = hf.model;
+      allSettings = hf.settings;
+      for (const std::string &note : hf.notes)
+        llvm::errs() << "tfc-trace: note: " << note << "\n";
+    } catch (const TraceError &e) {
+      return error(e.what());
+    }
+  } else {
+    if (modelName.empty())
+      return error("no model given (known: " + modelList() +
+                   "; or --hf DIR); see tfc-trace --help");
+    model = findModel(modelName);
+    if (!model)
+      return error("unknown model '" + modelName + "' (known: " +
+                   modelList() + ")");
+  }
+  // The user's settings come last, so they override the config's.
+  allSettings.insert(allSettings.end(), settings.begin(), settings.end());
 
   std::string text;
   try {
-    ModelConfig config = configureModel(*model, settings);
+    ModelConfig config = configureModel(*model, allSettings);
     mlir::MLIRContext context;
     loadDialects(context);
     mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -163,7 +195,7 @@ int main(int argc, char **argv) {
   } catch (const TraceError &e) {
     return error(e.what());
   } catch (const std::exception &e) {
-    return error(llvm::Twine("internal error while tracing '") + modelName +
+    return error(llvm::Twine("internal error while tracing '") + model->name +
                  "': " + e.what());
   }
 

@@ -13,8 +13,10 @@
 //   ln_f.{weight,bias} (C)
 //
 // The LM head is tied to wte (logits = h @ wte^T). Pre-norm blocks, GELU with
-// the tanh approximation, layer norm eps 1e-5, causal attention scaled by
-// 1/sqrt(head dim). Initialization as HF: normal(0, 0.02), the two c_proj
+// the tanh approximation (HF's gelu_new; activation=gelu for the exact one),
+// layer norm eps layer_norm_eps, causal attention scaled by 1/sqrt(head dim).
+// wpe has n_positions rows (n_ctx unless set), the MLP n_inner (4C unless
+// set). Initialization as HF: normal(0, 0.02), the two c_proj
 // weights normal(0, 0.02/sqrt(2 n_layer)), biases zeros, norm weights ones.
 //
 //===----------------------------------------------------------------------===//
@@ -26,10 +28,10 @@
 namespace tfc::frontend {
 namespace {
 
-constexpr float kLayerNormEps = 1e-5f;
-
 struct GPT2Config {
-  int64_t nLayer, nHead, nEmbd, vocab, nCtx;
+  int64_t nLayer, nHead, nEmbd, vocab, nCtx, nPositions, nInner;
+  float layerNormEps;
+  GeluApprox activation;
 };
 
 class GPT2 : public CausalLM {
@@ -42,7 +44,7 @@ public:
     {
       auto scope = g.scope("embeddings");
       Tensor wte = tokenEmbeddings();
-      Tensor wpe = g.param("wpe.weight", {c.nCtx, C}, DType::F32,
+      Tensor wpe = g.param("wpe.weight", {c.nPositions, C}, DType::F32,
                            normalInit(0.02));
       Tensor tok = embedding(wte, tokens);         // (B, T, C)
       Tensor positions = iota(g, {T}, DType::I32); // (T)
@@ -82,7 +84,7 @@ private:
     auto scope = g.scope(name.substr(name.rfind('.') + 1));
     Tensor w = g.param(name + ".weight", {c.nEmbd}, DType::F32, "ones");
     Tensor b = g.param(name + ".bias", {c.nEmbd}, DType::F32, "zeros");
-    return frontend::layerNorm(x, w, b, kLayerNormEps);
+    return frontend::layerNorm(x, w, b, c.layerNormEps);
   }
 
   /// Conv1D: x (..., in) @ W (in, out) + b (out).
@@ -113,10 +115,10 @@ private:
   /// x (B, T, C) -> (B, T, C)
   Tensor mlp(const std::string &h, Tensor x) {
     auto scope = g.scope("mlp");
-    const int64_t C = c.nEmbd;
-    Tensor u = conv1d(h + ".mlp.c_fc", x, C, 4 * C, 0.02); // (B, T, 4C)
-    u = gelu(u, GeluApprox::Tanh);
-    return conv1d(h + ".mlp.c_proj", u, 4 * C, C, residualStd()); // (B, T, C)
+    const int64_t C = c.nEmbd, F = c.nInner;
+    Tensor u = conv1d(h + ".mlp.c_fc", x, C, F, 0.02); // (B, T, F)
+    u = gelu(u, c.activation);
+    return conv1d(h + ".mlp.c_proj", u, F, C, residualStd()); // (B, T, C)
   }
 
   Graph &g;
@@ -124,11 +126,23 @@ private:
 };
 
 void validate(const ModelConfig &cfg) {
+  cfg.require(cfg.size("n_layer") <= kMaxLayers,
+              "n_layer (" + cfg.text("n_layer") + ") must be at most " +
+                  llvm::Twine(kMaxLayers));
   int64_t nEmbd = cfg.size("n_embd"), nHead = cfg.size("n_head"),
           nCtx = cfg.size("n_ctx");
   cfg.require(nEmbd % nHead == 0, "n_embd (" + llvm::Twine(nEmbd) +
                                       ") must be divisible by n_head (" +
                                       llvm::Twine(nHead) + ")");
+  int64_t nPositions = cfg.size("n_positions");
+  cfg.require(nPositions == 0 || nCtx <= nPositions,
+              "n_ctx (" + llvm::Twine(nCtx) +
+                  ") must not exceed n_positions (" + llvm::Twine(nPositions) +
+                  "), the rows of wpe");
+  double eps = cfg.number("layer_norm_eps");
+  cfg.require(eps >= 0 && eps < 1, "layer_norm_eps (" +
+                                       cfg.text("layer_norm_eps") +
+                                       ") must be in [0, 1)");
   cfg.require(cfg.size("seq") <= nCtx,
               "seq (" + llvm::Twine(cfg.size("seq")) +
                   ") must not exceed n_ctx (" + llvm::Twine(nCtx) + ")");
@@ -141,9 +155,18 @@ void validate(const ModelConfig &cfg) {
 }
 
 void build(Graph &g, const ModelConfig &cfg) {
-  GPT2Config config{cfg.size("n_layer"), cfg.size("n_head"),
-                    cfg.size("n_embd"), cfg.size("vocab_size"),
-                    cfg.size("n_ctx")};
+  int64_t nCtx = cfg.size("n_ctx"), nEmbd = cfg.size("n_embd");
+  int64_t nPositions = cfg.size("n_positions"), nInner = cfg.size("n_inner");
+  GPT2Config config{cfg.size("n_layer"),
+                    cfg.size("n_head"),
+                    nEmbd,
+                    cfg.size("vocab_size"),
+                    nCtx,
+                    nPositions ? nPositions : nCtx,
+                    nInner ? nInner : 4 * nEmbd,
+                    (float)cfg.number("layer_norm_eps"),
+                    cfg.text("activation") == "gelu" ? GeluApprox::None
+                                                     : GeluApprox::Tanh};
   GPT2 model(g, config);
   DropoutSites dropout(cfg.number("dropout"));
   model.dropout = &dropout;
@@ -166,8 +189,15 @@ ModelInfo gpt2Model() {
       {"n_head", K::Size, "4", "attention heads (must divide n_embd)"},
       {"n_embd", K::Size, "64", "model width C"},
       {"vocab_size", K::Size, "256", "vocabulary size V"},
-      {"n_ctx", K::Size, "64",
-       "maximum context: rows of wpe and length of the KV cache"},
+      {"n_ctx", K::Size, "64", "maximum context: length of the KV cache"},
+      {"n_positions", K::Size, "0", "rows of wpe (0: n_ctx)", {},
+       /*allowZero=*/true},
+      {"n_inner", K::Size, "0", "MLP width (0: 4 n_embd)", {},
+       /*allowZero=*/true},
+      {"layer_norm_eps", K::Number, "1e-5", "layer norm epsilon"},
+      {"activation", K::Choice, "gelu_new",
+       "MLP activation: GELU with the tanh approximation, or exact",
+       {"gelu_new", "gelu"}},
       {"batch", K::Size, "2", "batch size B of forward, loss and training"},
       {"gen_batch", K::Size, "1",
        "batch size of prefill, decode and sample (generation; the KV cache)"},

@@ -14,24 +14,74 @@
 //   model.norm.weight (D)
 //   lm_head.weight (V, D)                 (absent with tie_embeddings=1)
 //
+// with `.bias` next to q/k/v/o_proj (attention_bias=1: LLaMA's
+// `attention_bias`), to q/k/v_proj only (qkv_bias=1: Qwen2) and to the MLP's
+// three projections (mlp_bias=1). Dh is head_dim, or D / H when it is 0.
+//
 // Pre-norm blocks with RMSNorm, rotary positions (rotate-half, theta
-// rope_theta) on queries and keys, grouped-query attention (n_kv_head divides
+// rope_theta, optionally scaled as HF's rope_scaling of type linear or
+// llama3) on queries and keys, grouped-query attention (n_kv_head divides
 // n_head), SwiGLU MLP: down(silu(gate(x)) * up(x)). Init as HF: normal(0,
-// 0.02) for every linear and the embeddings, norm weights ones.
+// 0.02) for every linear and the embeddings, norm weights ones, biases zeros.
+// The same model serves HF's MistralForCausalLM (a sliding window that the
+// context never exceeds) and Qwen2ForCausalLM (qkv_bias).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/frontend/models/Common.h"
 #include "compiler/frontend/models/Model.h"
 
+#include <cmath>
+
 namespace tfc::frontend {
 namespace {
 
-struct LlamaConfig {
-  int64_t nLayer, nHead, nKvHead, dim, hiddenDim, vocab, nCtx;
-  float rmsEps, ropeTheta;
-  bool tieEmbeddings;
-  int64_t headDim() const { return dim / nHead; }
+/// HF's `rope_scaling`: how the rotary frequencies theta^(-2i/Dh) change.
+struct RopeScaling {
+  std::string type; ///< "none", "linear" or "llama3"
+  double factor, lowFreqFactor, highFreqFactor;
+  int64_t originalContext;
 };
+
+struct LlamaConfig {
+  int64_t nLayer, nHead, nKvHead, dim, hiddenDim, vocab, nCtx, headDimOption;
+  float rmsEps, ropeTheta;
+  bool tieEmbeddings, attentionBias, qkvBias, mlpBias;
+  RopeScaling rope;
+  int64_t headDim() const {
+    return headDimOption ? headDimOption : dim / nHead;
+  }
+};
+
+/// The Dh/2 rotary frequencies of a scaled rotary embedding, as HF's
+/// `_compute_linear_scaling_rope_parameters` and
+/// `_compute_llama3_parameters` compute them (in double here, rounded once).
+std::vector<double> scaledRopeFrequencies(int64_t headDim, double theta,
+                                          const RopeScaling &rope) {
+  std::vector<double> freqs;
+  for (int64_t i = 0; i < headDim; i += 2) {
+    double base = 1.0 / std::pow(theta, double(i) / double(headDim));
+    if (rope.type == "linear") {
+      freqs.push_back(base / rope.factor);
+      continue;
+    }
+    // llama3: long wavelengths (low frequencies) are slowed by `factor`,
+    // short ones kept, and the band between interpolated smoothly.
+    double context = double(rope.originalContext);
+    double lowWavelen = context / rope.lowFreqFactor;
+    double highWavelen = context / rope.highFreqFactor;
+    double wavelen = 2.0 * M_PI / base;
+    double f = base;
+    if (wavelen > lowWavelen) {
+      f = base / rope.factor;
+    } else if (wavelen >= highWavelen) {
+      double smooth = (context / wavelen - rope.lowFreqFactor) /
+                      (rope.highFreqFactor - rope.lowFreqFactor);
+      f = (1.0 - smooth) * base / rope.factor + smooth * base;
+    }
+    freqs.push_back(f);
+  }
+  return freqs;
+}
 
 class Llama : public CausalLM {
 public:
@@ -77,11 +127,24 @@ private:
     return frontend::rmsNorm(x, w, c.rmsEps);
   }
 
-  /// torch.nn.Linear without bias: x (..., in) @ W^T, W (out, in).
-  Tensor proj(const std::string &name, Tensor x, int64_t in, int64_t out) {
+  /// torch.nn.Linear: x (..., in) @ W^T (+ b), W (out, in), b (out).
+  Tensor proj(const std::string &name, Tensor x, int64_t in, int64_t out,
+              bool bias) {
     Tensor w = g.param(name + ".weight", {out, in}, DType::F32,
                        normalInit(0.02));
-    return linear(x, w, {}, /*transposeWeight=*/true);
+    std::optional<Tensor> b;
+    if (bias)
+      b = g.param(name + ".bias", {out}, DType::F32, "zeros");
+    return linear(x, w, b, /*transposeWeight=*/true);
+  }
+
+  /// The scaled rotary frequencies as a constant, or none for theta's own.
+  std::optional<Tensor> ropeFrequencies() {
+    if (c.rope.type == "none")
+      return std::nullopt;
+    std::vector<double> f =
+        scaledRopeFrequencies(c.headDim(), c.ropeTheta, c.rope);
+    return constant(g, {(int64_t)f.size()}, DType::F32, f);
   }
 
   /// x (B, T, D) -> (B, T, D)
@@ -90,29 +153,32 @@ private:
     auto scope = g.scope("self_attn");
     const std::string p = layer + ".self_attn.";
     const int64_t D = c.dim, Dh = c.headDim();
-    Tensor q = proj(p + "q_proj", x, D, c.nHead * Dh);   // (B, T, H*Dh)
-    Tensor k = proj(p + "k_proj", x, D, c.nKvHead * Dh); // (B, T, Hkv*Dh)
-    Tensor v = proj(p + "v_proj", x, D, c.nKvHead * Dh); // (B, T, Hkv*Dh)
+    const bool qkvBias = c.attentionBias || c.qkvBias;
+    Tensor q = proj(p + "q_proj", x, D, c.nHead * Dh, qkvBias); // (B, T, H*Dh)
+    Tensor k = proj(p + "k_proj", x, D, c.nKvHead * Dh, qkvBias);
+    Tensor v = proj(p + "v_proj", x, D, c.nKvHead * Dh, qkvBias);
     q = splitHeads(q, c.nHead);                          // (B, H, T, Dh)
     k = splitHeads(k, c.nKvHead);                        // (B, Hkv, T, Dh)
     v = splitHeads(v, c.nKvHead);                        // (B, Hkv, T, Dh)
     std::optional<Tensor> offset;
     if (cache)
       offset = cache->pos;
-    q = rotary(q, c.ropeTheta, offset);
-    k = rotary(k, c.ropeTheta, offset);
+    std::optional<Tensor> freqs = ropeFrequencies();
+    q = rotary(q, c.ropeTheta, offset, freqs);
+    k = rotary(k, c.ropeTheta, offset, freqs);
     Tensor y = causalSelfAttention(g, index, q, k, v, cache); // (B, H, T, Dh)
     y = mergeHeads(y);                                        // (B, T, H*Dh)
-    return proj(p + "o_proj", y, c.nHead * Dh, D);            // (B, T, D)
+    return proj(p + "o_proj", y, c.nHead * Dh, D, c.attentionBias);
   }
 
   /// SwiGLU: x (B, T, D) -> (B, T, D)
   Tensor mlp(const std::string &layer, Tensor x) {
     auto scope = g.scope("mlp");
     const std::string p = layer + ".mlp.";
-    Tensor gate = proj(p + "gate_proj", x, c.dim, c.hiddenDim); // (B, T, F)
-    Tensor up = proj(p + "up_proj", x, c.dim, c.hiddenDim);     // (B, T, F)
-    return proj(p + "down_proj", silu(gate) * up, c.hiddenDim, c.dim);
+    const int64_t D = c.dim, F = c.hiddenDim;
+    Tensor gate = proj(p + "gate_proj", x, D, F, c.mlpBias); // (B, T, F)
+    Tensor up = proj(p + "up_proj", x, D, F, c.mlpBias);     // (B, T, F)
+    return proj(p + "down_proj", silu(gate) * up, F, D, c.mlpBias);
   }
 
   Graph &g;
@@ -120,17 +186,31 @@ private:
 };
 
 void validate(const ModelConfig &cfg) {
+  cfg.require(cfg.size("n_layer") <= kMaxLayers,
+              "n_layer (" + cfg.text("n_layer") + ") must be at most " +
+                  llvm::Twine(kMaxLayers));
   int64_t dim = cfg.size("dim"), nHead = cfg.size("n_head"),
           nKvHead = cfg.size("n_kv_head"), nCtx = cfg.size("n_ctx");
-  cfg.require(dim % nHead == 0, "dim (" + llvm::Twine(dim) +
-                                    ") must be divisible by n_head (" +
-                                    llvm::Twine(nHead) + ")");
+  int64_t headDim = cfg.size("head_dim");
+  if (headDim == 0) {
+    cfg.require(dim % nHead == 0, "dim (" + llvm::Twine(dim) +
+                                      ") must be divisible by n_head (" +
+                                      llvm::Twine(nHead) +
+                                      ") when head_dim is 0");
+    headDim = dim / nHead;
+  }
   cfg.require(nHead % nKvHead == 0,
               "n_kv_head (" + llvm::Twine(nKvHead) +
                   ") must divide n_head (" + llvm::Twine(nHead) + ")");
-  cfg.require((dim / nHead) % 2 == 0,
-              "the head dim dim/n_head (" + llvm::Twine(dim / nHead) +
-                  ") must be even for rotary embeddings");
+  cfg.require(headDim % 2 == 0, "the head dim (" + llvm::Twine(headDim) +
+                                    ") must be even for rotary embeddings");
+  int64_t window = cfg.size("sliding_window");
+  cfg.require(window == 0 || window >= nCtx,
+              "sliding_window (" + llvm::Twine(window) +
+                  ") is shorter than n_ctx (" + llvm::Twine(nCtx) +
+                  "): sliding-window attention is not supported; set "
+                  "n_ctx to at most " + llvm::Twine(window) +
+                  " so that the window never binds");
   cfg.require(cfg.size("seq") <= nCtx,
               "seq (" + llvm::Twine(cfg.size("seq")) +
                   ") must not exceed n_ctx (" + llvm::Twine(nCtx) + ")");
@@ -143,6 +223,24 @@ void validate(const ModelConfig &cfg) {
   cfg.require(theta > 1 && theta < 1.0e30,
               "rope_theta (" + cfg.text("rope_theta") +
                   ") must be > 1 (and < 1e30)");
+  const std::string &scaling = cfg.text("rope_scaling");
+  if (scaling != "none") {
+    double factor = cfg.number("rope_factor");
+    cfg.require(factor >= 1, "rope_factor (" + cfg.text("rope_factor") +
+                                 ") must be >= 1");
+  }
+  if (scaling == "llama3") {
+    double low = cfg.number("rope_low_freq_factor"),
+           high = cfg.number("rope_high_freq_factor");
+    cfg.require(low > 0 && high > low,
+                "rope_low_freq_factor (" + cfg.text("rope_low_freq_factor") +
+                    ") and rope_high_freq_factor (" +
+                    cfg.text("rope_high_freq_factor") +
+                    ") must satisfy 0 < low < high");
+  }
+  cfg.require(!(cfg.flag("attention_bias") && cfg.flag("qkv_bias")),
+              "attention_bias and qkv_bias are exclusive (attention_bias "
+              "already puts biases on q, k and v)");
 }
 
 void build(Graph &g, const ModelConfig &cfg) {
@@ -153,9 +251,17 @@ void build(Graph &g, const ModelConfig &cfg) {
                      cfg.size("hidden_dim"),
                      cfg.size("vocab_size"),
                      cfg.size("n_ctx"),
+                     cfg.size("head_dim"),
                      (float)cfg.number("rms_eps"),
                      (float)cfg.number("rope_theta"),
-                     cfg.flag("tie_embeddings")};
+                     cfg.flag("tie_embeddings"),
+                     cfg.flag("attention_bias"),
+                     cfg.flag("qkv_bias"),
+                     cfg.flag("mlp_bias"),
+                     {cfg.text("rope_scaling"), cfg.number("rope_factor"),
+                      cfg.number("rope_low_freq_factor"),
+                      cfg.number("rope_high_freq_factor"),
+                      cfg.size("rope_original_context")}};
   Llama model(g, config);
   addCausalLMEntries(g, model,
                      {cfg.size("batch"), cfg.size("gen_batch"), cfg.size("seq"),
@@ -173,15 +279,33 @@ ModelInfo llamaModel() {
                  "rotary, grouped-query attention, SwiGLU)";
   info.options = {
       {"n_layer", K::Size, "2", "number of decoder layers"},
-      {"n_head", K::Size, "4", "query heads (must divide dim)"},
+      {"n_head", K::Size, "4", "query heads H"},
       {"n_kv_head", K::Size, "2",
        "key/value heads (must divide n_head; < n_head is GQA)"},
       {"dim", K::Size, "64", "model width D"},
       {"hidden_dim", K::Size, "176", "SwiGLU hidden width F"},
       {"vocab_size", K::Size, "256", "vocabulary size V"},
       {"n_ctx", K::Size, "64", "maximum context: length of the KV cache"},
+      {"head_dim", K::Size, "0", "per-head width Dh (0: dim / n_head)", {},
+       /*allowZero=*/true},
       {"rms_eps", K::Number, "1e-5", "RMSNorm epsilon"},
       {"rope_theta", K::Number, "10000", "rotary base theta"},
+      {"rope_scaling", K::Choice, "none",
+       "rotary scaling as HF's rope_scaling type",
+       {"none", "linear", "llama3"}},
+      {"rope_factor", K::Number, "8", "rope_scaling's factor"},
+      {"rope_low_freq_factor", K::Number, "1",
+       "llama3 scaling's low_freq_factor"},
+      {"rope_high_freq_factor", K::Number, "4",
+       "llama3 scaling's high_freq_factor"},
+      {"rope_original_context", K::Size, "8192",
+       "llama3 scaling's original_max_position_embeddings"},
+      {"attention_bias", K::Flag, "0", "1: biases on q, k, v and o_proj"},
+      {"qkv_bias", K::Flag, "0", "1: biases on q, k and v_proj only (Qwen2)"},
+      {"mlp_bias", K::Flag, "0", "1: biases on gate, up and down_proj"},
+      {"sliding_window", K::Size, "0",
+       "attention window (Mistral); must be 0 (none) or >= n_ctx", {},
+       /*allowZero=*/true},
       {"tie_embeddings", K::Flag, "0",
        "1: the LM head reuses model.embed_tokens.weight (no lm_head.weight)"},
       {"batch", K::Size, "2", "batch size B of forward, loss and training"},

@@ -83,8 +83,10 @@ void ModelConfig::set(llvm::StringRef key, llvm::StringRef value) {
   case ModelOption::Kind::Size: {
     int64_t v;
     // Sizes end up as tensor dimensions: keep them well inside int32.
-    if (value.getAsInteger(10, v) || v < 1 || v > (int64_t(1) << 31) - 1)
-      throw bad("an integer from 1 to 2147483647");
+    int64_t low = opt.allowZero ? 0 : 1;
+    if (value.getAsInteger(10, v) || v < low || v > (int64_t(1) << 31) - 1)
+      throw bad(opt.allowZero ? "an integer from 0 to 2147483647"
+                                     : "an integer from 1 to 2147483647");
     break;
   }
   case ModelOption::Kind::Number: {
@@ -104,6 +106,10 @@ void ModelConfig::set(llvm::StringRef key, llvm::StringRef value) {
         names.push_back(preset.name);
       throw bad(("one of: " + llvm::join(names, ", ")).c_str());
     }
+    break;
+  case ModelOption::Kind::Choice:
+    if (!llvm::is_contained(opt.choices, value))
+      throw bad(("one of: " + llvm::join(opt.choices, ", ")).c_str());
     break;
   }
   values_[key] = value.str();

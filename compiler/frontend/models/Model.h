@@ -26,11 +26,16 @@ struct ModelOption {
     Number, ///< a finite real number; the model checks its range
     Flag,   ///< 0/1/true/false
     Preset, ///< the name of one of the model's presets
+    Choice, ///< one of `choices`
   };
   std::string key;
   Kind kind;
   std::string defaultValue;
   std::string help;
+  /// The values a Choice takes.
+  std::vector<std::string> choices = {};
+  /// A Size that may also be 0 (its help says what 0 means).
+  bool allowZero = false;
 };
 
 /// Values that `--set preset=NAME` applies; the user's own --set win.
@@ -88,6 +93,10 @@ public:
   /// "n_layer, n_head, ..." for error messages.
   std::string optionList() const;
 };
+
+/// The most layers a model may have: tracing is linear in them, and a
+/// mistyped count (2^31) would trace for hours; no checkpoint comes near it.
+constexpr int64_t kMaxLayers = 1024;
 
 /// Every model of the library, in a fixed order.
 const std::vector<ModelInfo> &allModels();

@@ -297,6 +297,36 @@ void bindModel(py::module_& m) {
          "nothing changes on failure. Aligned tensors are used in place from a private "
          "copy-on-write mapping of the file (writes never reach it); copy=True copies every "
          "tensor instead, for a file that may be rewritten in place meanwhile.")
+      .def("load_pretrained", [](PyParams& p, const std::string& path, bool copy) {
+        std::vector<PretrainedTensor> tensors;
+        check(withoutGil([&] {
+                auto loaded = p.params.loadPretrained(path, copy);
+                if (!loaded.ok()) return std::move(loaded).takeStatus();
+                tensors = std::move(*loaded);
+                return Status();
+              }, p.mutex),
+              {path});
+        py::list report;
+        for (const PretrainedTensor& tensor : tensors) {
+          py::dict entry;
+          entry["name"] = tensor.name;
+          entry["file"] = tensor.file;
+          entry["dtype"] = dtypeName(tensor.dtype);
+          entry["param"] = tensor.paramIndex < 0
+                               ? py::object(py::none())
+                               : py::object(py::str(p.artifact.param(tensor.paramIndex).name));
+          report.append(std::move(entry));
+        }
+        return report;
+      }, py::arg("path"), py::kw_only(), py::arg("copy") = false,
+         "Loads a Hugging Face checkpoint as save_pretrained wrote it: a directory with "
+         "model.safetensors or model.safetensors.index.json and its shards, the index, or one "
+         ".safetensors file. float32, bfloat16 and float16 tensors are converted to the "
+         "parameters' dtypes; a tensor 'P.name' binds parameter 'name' when there is no tensor "
+         "'name' (GPT-2's 'transformer.' prefix); tensors that are not parameters are skipped. "
+         "Nothing changes on failure. Returns one dict per tensor of the checkpoint: name, "
+         "file, dtype (as in the file) and param (the parameter it was loaded into, or None "
+         "when skipped).")
       .def("save", [](PyParams& p, const std::string& path) {
         check(withoutGil([&] { return p.params.saveSafetensors(path); }, p.mutex));
       }, py::arg("path"), "Writes every parameter (all must be set) to a .safetensors file, "

@@ -1028,6 +1028,16 @@ func.func @rotary_theta(%x: tensor<1x2x8x4xf32>) {
 
 // -----
 
+// Tests that rotary's frequencies are one f32 per pair of the head dim.
+func.func @rotary_frequencies(%x: tensor<1x2x8x4xf32>, %f: tensor<4xf32>) {
+  // expected-error @+2 {{'tfc.rotary' op operand 'frequencies' must be a [2] f32 tensor (one per pair of the head dim 4), got 'tensor<4xf32>'}}
+  // expected-error @+1 {{'tfc.rotary' op failed to infer returned types}}
+  %0 = tfc.rotary %x frequencies %f theta = 1.0e4 : (tensor<1x2x8x4xf32>, tensor<4xf32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
 // Tests that rotary's theta must be finite.
 func.func @rotary_theta_inf(%x: tensor<1x2x8x4xf32>) {
   // expected-error @+2 {{'tfc.rotary' op theta must be finite and > 1, got INF}}

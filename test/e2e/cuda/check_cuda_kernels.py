@@ -100,11 +100,12 @@ def embedding_grad(g, ids, rows):
     return out
 
 
-def rotary(x, offset, theta, inverse):
+def rotary(x, offset, theta, inverse, freq=None):
     d = x.shape[-1]
     half = d // 2
     pos = offset + np.arange(x.shape[-2])[:, None]
-    freq = theta ** (-2.0 * np.arange(half) / d)
+    if freq is None:
+        freq = theta ** (-2.0 * np.arange(half) / d)
     ang = pos * freq
     co, si = np.cos(ang), np.sin(ang) * (-1 if inverse else 1)
     x1, x2 = x[..., :half], x[..., half:]
@@ -381,6 +382,14 @@ CASES = [
          "  return %0 : tensor<2x1x4x6xf32>",
          [((2, 1, 4, 6), "f32")], [((2, 1, 4, 6), "f32")],
          lambda x: [rotary(x, 0, 5e5, True)]),
+    Case("rotary at an offset, scaled frequencies",
+         "  %0 = tfc.rotary %x0 offset %x1 frequencies %x2 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>, tensor<4xf32>) -> tensor<1x2x3x8xf32>\n"
+         "  return %0 : tensor<1x2x3x8xf32>",
+         [((1, 2, 3, 8), "f32"), ((), "i32"), ((4,), "f32")], [((1, 2, 3, 8), "f32")],
+         lambda x, p, f: [rotary(x, int(p), 1e4, False, f.astype(np.float64))],
+         draw=lambda rng, shape: (np.array(1000) if shape == () else
+                                  np.abs(rng.standard_normal(shape)) * 0.1 if shape == (4,)
+                                  else rng.standard_normal(shape))),
     Case("attention causal, grouped-query (H 4, Hkv 2)",
          "  %0 = tfc.attention %x0, %x1, %x2 causal : (tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>) -> tensor<2x4x5x8xf32>\n"
          "  return %0 : tensor<2x4x5x8xf32>",

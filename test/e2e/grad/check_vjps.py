@@ -167,11 +167,13 @@ def attention_grads(q, k, v, G, causal=False, offset=None, scale=None):
     return dq, fold(dkk), fold(dvv)
 
 
-def rotary(x, offset, theta, sign=1.0):
+def rotary(x, offset, theta, sign=1.0, freq=None):
     d, t = x.shape[-1], x.shape[-2]
     half = d // 2
     pos = offset + np.arange(t, dtype=np.float64)
-    ang = sign * pos[:, None] * theta ** (-2.0 * np.arange(half) / d)[None, :]
+    if freq is None:
+        freq = theta ** (-2.0 * np.arange(half) / d)
+    ang = sign * pos[:, None] * freq[None, :]
     c, s = np.cos(ang), np.sin(ang)
     x1, x2 = x[..., :half], x[..., half:]
     return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
@@ -536,6 +538,16 @@ def build_cases(g):
                  [f"%y = tfc.rotary %x{attrs} theta = {theta:.1e} : ({types}) -> {ty(x)}"],
                  shape, lambda P, I, o=off, t=theta: rotary(P["x"], o, t),
                  lambda P, I, R, o=off, t=theta: {"x": rotary(R, o, t, sign=-1.0)}))
+    # Scaled frequencies (HF rope_scaling): a constant operand, not differentiated.
+    x = g.normal(1, 2, 3, 8)
+    freq = np.array([0.9, 0.3, 0.05, 0.007])
+    dense = ", ".join(f"{f:.9e}" for f in np.float32(freq))
+    add(Case("rotary offset 5 frequencies", {"x": x}, {"pos": np.asarray(5, dtype=np.int32)},
+             [f"%f = tfc.constant dense<[{dense}]> : tensor<4xf32>",
+              f"%y = tfc.rotary %x offset %pos frequencies %f theta = 1.0e4 : "
+              f"({ty(x)}, tensor<i32>, tensor<4xf32>) -> {ty(x)}"],
+             x.shape, lambda P, I, f=np.float32(freq): rotary(P["x"], 5, 1e4, freq=f.astype(np.float64)),
+             lambda P, I, R, f=np.float32(freq): {"x": rotary(R, 5, 1e4, sign=-1.0, freq=f.astype(np.float64))}))
 
     # --- embedding: repeated ids accumulate ---
     def emb_grad(P, I, R):

@@ -151,12 +151,13 @@ def attention(q, k, v, causal, offset=None, scale=None):
     return out
 
 
-def rotary(x, offset, theta):
+def rotary(x, offset, theta, freq=None):
     d = x.shape[-1]
     half = d // 2
     t = x.shape[-2]
     pos = offset + np.arange(t, dtype=np.float64)
-    freq = theta ** (-2.0 * np.arange(half) / d)
+    if freq is None:
+        freq = theta ** (-2.0 * np.arange(half) / d)
     ang = pos[:, None] * freq[None, :]
     cos, sin = np.cos(ang), np.sin(ang)
     x1, x2 = x[..., :half], x[..., half:]
@@ -650,6 +651,16 @@ def build_cases(g):
                  [f"%y = tfc.rotary %x offset %pos theta = 5.0e5 : ({ty(x)}, tensor<i32>) -> {ty(x)}"],
                  {"y": "f32"}, lambda i, p=p: {"y": rotary(i["x"], p, 5e5)},
                  tol=dict(rtol=1e-5, atol=2e-6)))
+    # Scaled frequencies (HF rope_scaling), given as a [D/2] constant.
+    x, pos = g.normal(1, 2, 4, 8), g.scalar(7, np.int32)
+    freq = np.abs(g.normal(4)).astype(np.float32) + np.float32(0.01)
+    dense = ", ".join(f"{float(f):.9e}" for f in freq)
+    add(Case("rotary offset frequencies", {"x": x, "pos": pos},
+             [f"%f = tfc.constant dense<[{dense}]> : tensor<4xf32>",
+              f"%y = tfc.rotary %x offset %pos frequencies %f theta = 1.0e4 : "
+              f"({ty(x)}, tensor<i32>, tensor<4xf32>) -> {ty(x)}"],
+             {"y": "f32"}, lambda i, f=freq: {"y": rotary(i["x"], 7, 1e4, f.astype(np.float64))},
+             tol=dict(rtol=1e-5, atol=2e-6)))
 
     # --- embedding ---
     table = g.normal(11, 6)

@@ -220,6 +220,63 @@ void tfc_params_load_options_initialize(tfc_params_load_options_t* out_options);
 tfc_status_t tfc_params_load_safetensors(tfc_params_t* params, const char* path,
                                          const tfc_params_load_options_t* options);
 
+/* A checkpoint tensor as tfc_params_load_pretrained found it, reported to the caller. */
+typedef struct tfc_pretrained_tensor_t {
+  const char* name;    /* its name in the checkpoint */
+  const char* file;    /* the safetensors file that holds it, as opened */
+  tfc_dtype_t dtype;   /* its dtype there; converted when not the parameter's */
+  int32_t param_index; /* the parameter it was loaded into, or -1: not a parameter, skipped */
+} tfc_pretrained_tensor_t;
+
+typedef struct tfc_pretrained_load_options_t {
+  /* As tfc_params_load_options_t.copy: copy every tensor instead of using aligned tensors
+   * of the parameter's dtype in place from a copy-on-write mapping. Default false. */
+  bool copy;
+  /* Called once for every tensor of the checkpoint after a successful load (never on
+   * failure), shard by shard, each's tensors by name; the strings live during the call
+   * only. May be NULL (default). This is how a caller learns which tensors were skipped
+   * and which were converted. */
+  void (*on_tensor)(void* user_data, const tfc_pretrained_tensor_t* tensor);
+  void* user_data;
+} tfc_pretrained_load_options_t;
+
+void tfc_pretrained_load_options_initialize(tfc_pretrained_load_options_t* out_options);
+
+/* Loads a Hugging Face checkpoint as `save_pretrained` wrote it, unchanged. |path| is
+ *   - a directory holding model.safetensors, or else model.safetensors.index.json with its
+ *     shards ({"metadata": {...}, "weight_map": {"tensor": "shard file", ...}}; a shard is a
+ *     path relative to the directory that may not leave it: absolute paths and ".." are
+ *     refused; symbolic links, as in the Hugging Face cache, are followed);
+ *   - an index file (a path ending in ".json"), its shards next to it;
+ *   - a single .safetensors file.
+ * Unlike tfc_params_load_safetensors, which wants the artifact's own names and dtypes:
+ *   - Names: a parameter takes the tensor of its name. Else a tensor "P.N" binds parameter
+ *     "N" when P is a single leading component without dots ("transformer.wte.weight" for
+ *     "wte.weight": GPT2LMHeadModel saves its body under "transformer."); two such
+ *     candidates for one parameter are an error.
+ *   - Tensors that bind no parameter (buffers such as "h.0.attn.bias" or "rotary_emb.
+ *     inv_freq", a tied "lm_head.weight" the model does not have) are skipped, never an
+ *     error; options->on_tensor reports them.
+ *   - Dtypes: F32, BF16 and F16 tensors are converted on load to the parameter's dtype
+ *     (widening exactly; narrowing to nearest, ties to even, NaN kept). A converted tensor is
+ *     copied; a tensor of the parameter's dtype is held as tfc_params_load_safetensors holds
+ *     it (in place from a copy-on-write mapping when aligned, unless options->copy).
+ * Refused, nothing changed, every problem listed in one error naming the checkpoint: a
+ * parameter the checkpoint lacks (with its dtype and shape), a shape that differs or a
+ * dtype that does not convert (I64, BOOL, F64, ...; naming the tensor, its file, what was
+ * found and what was expected); for an index, malformed JSON (file:line:column), no
+ * "weight_map", a tensor listed twice, a shard path that is absolute or leaves the
+ * directory, a shard that cannot be read (naming a tensor it should hold), a listed tensor
+ * absent from its shard, and a tensor present in two shards.
+ *
+ * Memory: every shard is mapped (address space, not memory) and its header checked before
+ * anything changes; the data is then read one shard at a time, and the pages of tensors that
+ * were copied or converted are dropped right after, so that the peak is the parameters plus
+ * about one tensor. A shard none of whose tensors is used in place is unmapped when its turn
+ * is over. */
+tfc_status_t tfc_params_load_pretrained(tfc_params_t* params, const char* path,
+                                        const tfc_pretrained_load_options_t* options);
+
 /* Writes every parameter to a safetensors file at |path|, atomically. All must be set. */
 tfc_status_t tfc_params_save_safetensors(const tfc_params_t* params, const char* path);
 

@@ -125,6 +125,15 @@ class Artifact {
   internal::Handle<tfc_loaded_artifact_t, tfc_artifact_retain, tfc_artifact_release> handle_;
 };
 
+// One tensor of a Hugging Face checkpoint as Params::loadPretrained found it
+// (tfc_pretrained_tensor_t, with owned strings).
+struct PretrainedTensor {
+  std::string name;
+  std::string file;
+  tfc_dtype_t dtype = TFC_DTYPE_INVALID;
+  int32_t paramIndex = -1;  // -1: not a parameter, skipped
+};
+
 // The parameter values of a model.
 class Params {
  public:
@@ -150,6 +159,23 @@ class Params {
   Status loadSafetensors(const std::string& path,
                          const tfc_params_load_options_t* options = nullptr) {
     return Status(tfc_params_load_safetensors(get(), path.c_str(), options));
+  }
+  // Loads a Hugging Face checkpoint (a directory, an index or one file; see
+  // tfc_params_load_pretrained) and returns every tensor of it, loaded or skipped.
+  StatusOr<std::vector<PretrainedTensor>> loadPretrained(const std::string& path,
+                                                         bool copy = false) {
+    std::vector<PretrainedTensor> tensors;
+    tfc_pretrained_load_options_t options;
+    tfc_pretrained_load_options_initialize(&options);
+    options.copy = copy;
+    options.user_data = &tensors;
+    options.on_tensor = [](void* userData, const tfc_pretrained_tensor_t* tensor) {
+      static_cast<std::vector<PretrainedTensor>*>(userData)->push_back(
+          PretrainedTensor{tensor->name, tensor->file, tensor->dtype, tensor->param_index});
+    };
+    Status status(tfc_params_load_pretrained(get(), path.c_str(), &options));
+    if (!status.ok()) return status;
+    return tensors;
   }
   Status saveSafetensors(const std::string& path) const {
     return Status(tfc_params_save_safetensors(get(), path.c_str()));
