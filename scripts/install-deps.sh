@@ -24,11 +24,12 @@ fi
 # (its bfloat16), psutil (lit needs it to enforce its per-test time limit,
 # test/lit.cfg.py), the Python bindings' build (scikit-build-core, pybind11) and tests
 # (pytest); PyTorch and transformers, the reference of the Hugging Face model tests
-# (test/e2e/hf; about 3 GB, a minute or two), and safetensors, which writes the checkpoints
-# of test/Tools/tfc-run/hf-weights.test.
+# (test/e2e/hf; about 3 GB, a minute or two), safetensors, which writes the checkpoints
+# of test/Tools/tfc-run/hf-weights.test, and Hugging Face's tokenizers, the reference of
+# test/Tools/tfc-run/hf-tokenizer.test.
 PY=${PYTHON:-python3}
 for mod in numpy ml_dtypes psutil pytest pybind11 scikit_build_core torch transformers \
-           safetensors; do
+           safetensors tokenizers; do
   if ! "$PY" -c "import $mod" 2>/dev/null; then
     echo "tfc: installing $mod for $PY"
     "$PY" -m pip install -q "$mod" 2>/dev/null || "$PY" -m pip install -q --break-system-packages "$mod"

@@ -82,3 +82,51 @@ def test_folder_without_merges_names_the_file(bpe, tmp_path):
     with pytest.raises(FileNotFoundError) as error:
         tfc.Tokenizer.load(str(tmp_path))
     assert error.value.filename == str(tmp_path / "merges.txt")
+
+
+def sentencepiece_tokenizer_json():
+    """A LLaMA 2-style tokenizer.json: <unk> <s> </s>, byte tokens, "▁a" and "▁ab"."""
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+    for token in ["▁", "a", "b", "▁a", "▁ab"]:
+        vocab[token] = len(vocab)
+    special = [{"id": i, "content": t, "special": True, "normalized": False, "lstrip": False,
+                "rstrip": False, "single_word": False} for i, t in enumerate(["<unk>", "<s>", "</s>"])]
+    return {
+        "version": "1.0", "added_tokens": special,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {"<s>": {"id": "<s>", "ids": [1],
+                                                                  "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "fuse_unk": True,
+                  "byte_fallback": True, "vocab": vocab, "merges": [["▁", "a"], ["▁a", "b"]]},
+    }
+
+
+def test_tokenizer_json(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps(sentencepiece_tokenizer_json()),
+                                             encoding="utf-8")
+    for spec in [tmp_path, tmp_path / "tokenizer.json"]:
+        tok = tfc.Tokenizer.load(str(spec))
+        assert (tok.kind, tok.vocab_size, tok.bos_id, tok.eos_id) == (
+            "hf-bpe-sentencepiece", 264, 1, 2)
+        ids = tok.encode("ab é</s>")
+        # "▁ab", "▁", é by byte fallback (C3 A9), </s>.
+        assert ids.tolist() == [263, 259, 3 + 0xC3, 3 + 0xA9, 2]
+        assert tok.decode(ids) == "ab é</s>"  # as tokenizers decodes: no leading space
+        assert tok.decode_bytes(ids[:3]) == b" ab \xc3"  # streaming: raw bytes
+
+
+def test_unsupported_tokenizer_json_names_the_model_type(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"type": "Unigram", "vocab": []}}))
+    with pytest.raises(Exception, match="model type 'Unigram' is not supported"):
+        tfc.Tokenizer.load(str(tmp_path))

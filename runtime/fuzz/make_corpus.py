@@ -106,6 +106,106 @@ w('tokenizer', 'missing_byte_token', json.dumps({'a': 0}).encode() + b'\0')
 w('tokenizer', 'duplicate_id', json.dumps({'a': 0, 'b': 0}).encode() + b'\0')
 w('tokenizer', 'not_json', b'{"a": 0,\0a b\n')
 
+# hf_tokenizer: tokenizer.json files in the shapes of real ones (small vocabularies), a NUL,
+# then a text to encode; and the errors next to them.
+def hf(model, normalizer=None, pre=None, decoder=None, added=(), post=None, text='Hello world'):
+    doc = {'version': '1.0', 'truncation': None, 'padding': None, 'added_tokens': list(added),
+           'normalizer': normalizer, 'pre_tokenizer': pre, 'post_processor': post,
+           'decoder': decoder, 'model': model}
+    return json.dumps(doc, ensure_ascii=False).encode() + b'\0' + text.encode()
+def added(i, content, special=True, **options):
+    token = {'id': i, 'content': content, 'single_word': False, 'lstrip': False, 'rstrip': False,
+             'normalized': not special, 'special': special}
+    token.update(options)
+    return token
+def bpe(merges, extra=(), pairs=False, **options):
+    vocab = {t: i for i, t in enumerate(base)}
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    for t in extra:
+        vocab.setdefault(t, len(vocab))
+    model = {'type': 'BPE', 'dropout': None, 'unk_token': None, 'continuing_subword_prefix': None,
+             'end_of_word_suffix': None, 'fuse_unk': False, 'byte_fallback': False,
+             'ignore_merges': False, 'vocab': vocab,
+             'merges': [[a, b] if pairs else a + ' ' + b for a, b in merges]}
+    model.update(options)
+    return model, vocab
+GPT2_RE = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+LLAMA3_RE = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+             r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+byte_level = {'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': True, 'use_regex': True}
+merges = [('h', 'e'), ('l', 'l'), ('he', 'll'), (G, 'w'), ('o', 'r'), (G + 'w', 'or')]
+model, vocab = bpe(merges, extra=['<|endoftext|>'])
+w('hf_tokenizer', 'gpt2', hf(model, pre=byte_level, decoder=byte_level,
+                             added=[added(vocab['<|endoftext|>'], '<|endoftext|>')],
+                             post={'type': 'ByteLevel', 'add_prefix_space': False, 'trim_offsets': False, 'use_regex': True},
+                             text="Hello world<|endoftext|> it's 12345 \u00e9\n\n  x"))
+model, vocab = bpe(merges, extra=['<|begin_of_text|>', '<|end_of_text|>'], pairs=True,
+                   ignore_merges=True)
+split = lambda regex: {'type': 'Split', 'pattern': {'Regex': regex}, 'behavior': 'Isolated',
+                       'invert': False}
+bos = vocab['<|begin_of_text|>']
+w('hf_tokenizer', 'llama3', hf(
+    model, pre={'type': 'Sequence', 'pretokenizers': [split(LLAMA3_RE), dict(byte_level, use_regex=False)]},
+    decoder=byte_level, added=[added(bos, '<|begin_of_text|>'), added(bos + 1, '<|end_of_text|>')],
+    post={'type': 'TemplateProcessing',
+          'single': [{'SpecialToken': {'id': '<|begin_of_text|>', 'type_id': 0}},
+                     {'Sequence': {'id': 'A', 'type_id': 0}}],
+          'pair': [], 'special_tokens': {'<|begin_of_text|>': {'id': '<|begin_of_text|>', 'ids': [bos],
+                                                               'tokens': ['<|begin_of_text|>']}}},
+    text='<|begin_of_text|>Hello WORLD\r\n 1234567 <tool>x'))
+model, vocab = bpe(merges, extra=['<|im_end|>'])
+w('hf_tokenizer', 'qwen2_nfc', hf(
+    model, normalizer={'type': 'NFC'},
+    pre={'type': 'Sequence', 'pretokenizers': [split(LLAMA3_RE.replace(r'\p{N}{1,3}', r'\p{N}')),
+                                                dict(byte_level, use_regex=False)]},
+    decoder=byte_level, added=[added(vocab['<|im_end|>'], '<|im_end|>')],
+    text='e\u0301 \u1100\u1161 A\u030a\u0301 42<|im_end|>'))
+sp_vocab = {'<unk>': 0, '<s>': 1, '</s>': 2}
+for b in range(256):
+    sp_vocab['<0x%02X>' % b] = len(sp_vocab)
+for t in ['\u2581', 'a', 'b', 'c', 'H', 'e', 'l', 'o', '\u2581a', '\u2581ab', 'll', 'He', 'Hell']:
+    sp_vocab[t] = len(sp_vocab)
+sp_model = {'type': 'BPE', 'dropout': None, 'unk_token': '<unk>', 'fuse_unk': True,
+            'byte_fallback': True, 'vocab': sp_vocab,
+            'merges': ['\u2581 a', '\u2581a b', 'l l', 'H e', 'He ll']}
+sp_decoder = {'type': 'Sequence', 'decoders': [
+    {'type': 'Replace', 'pattern': {'String': '\u2581'}, 'content': ' '}, {'type': 'ByteFallback'},
+    {'type': 'Fuse'}, {'type': 'Strip', 'content': ' ', 'start': 1, 'stop': 0}]}
+sp_added = [added(0, '<unk>'), added(1, '<s>'), added(2, '</s>')]
+sp_post = {'type': 'TemplateProcessing', 'single': [{'SpecialToken': {'id': '<s>', 'type_id': 0}},
+                                                    {'Sequence': {'id': 'A', 'type_id': 0}}],
+           'pair': [], 'special_tokens': {'<s>': {'id': '<s>', 'ids': [1], 'tokens': ['<s>']}}}
+w('hf_tokenizer', 'llama2', hf(
+    sp_model, normalizer={'type': 'Sequence', 'normalizers': [
+        {'type': 'Prepend', 'prepend': '\u2581'},
+        {'type': 'Replace', 'pattern': {'String': ' '}, 'content': '\u2581'}]},
+    decoder=sp_decoder, added=sp_added + [added(len(sp_vocab), 'hello world', special=False)],
+    post=sp_post, text='Hello ab</s>c \u00e9\U0001F600'))
+w('hf_tokenizer', 'metaspace', hf(
+    sp_model, pre={'type': 'Metaspace', 'replacement': '\u2581', 'prepend_scheme': 'first',
+                   'split': True},
+    decoder={'type': 'Metaspace', 'replacement': '\u2581', 'prepend_scheme': 'first', 'split': True},
+    added=sp_added + [added(len(sp_vocab), '<tool>', special=False, lstrip=True, rstrip=True,
+                            normalized=False)],
+    post=sp_post, text='ab  ab <tool> c<s>a'))
+w('hf_tokenizer', 'gemma_split_string', hf(
+    sp_model, normalizer={'type': 'Replace', 'pattern': {'String': ' '}, 'content': '\u2581'},
+    pre={'type': 'Sequence', 'pretokenizers': [
+        {'type': 'Split', 'pattern': {'String': '\u2581'}, 'behavior': 'MergedWithPrevious',
+         'invert': False},
+        {'type': 'Punctuation', 'behavior': 'Contiguous'},
+        {'type': 'Digits', 'individual_digits': True}]},
+    decoder={'type': 'Sequence', 'decoders': sp_decoder['decoders'][:3]},
+    added=sp_added, text='Hello,, ab  c!! 123'))
+w('hf_tokenizer', 'wordpiece', hf({'type': 'WordPiece', 'vocab': {'[UNK]': 0}, 'unk_token': '[UNK]'},
+                                  decoder={'type': 'WordPiece'}))
+model, vocab = bpe([('a', 'b')])
+model['merges'].append('b zz')
+w('hf_tokenizer', 'merge_part_missing', hf(model, pre=byte_level, decoder=byte_level))
+w('hf_tokenizer', 'unknown_regex', hf(bpe([])[0], pre=split(r'\w+'), decoder=byte_level))
+w('hf_tokenizer', 'not_json', b'{"model": {"type": "BPE", "vocab": {"a": 0,\0a')
+
 # artifact tables: bytes for FuzzedDataProvider (integers from the end, strings from the front)
 rng = random.Random(13)
 for i, n in enumerate([16, 64, 256, 512, 1024]):

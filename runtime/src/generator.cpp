@@ -253,7 +253,7 @@ StatusOr<GenerationStats> Generator::generateText(std::string_view prompt,
     return Status::error(TFC_FAILED_PRECONDITION,
                          "a text prompt needs a tokenizer (Generator::setTokenizer)");
   }
-  return generate(tokenizer_->encode(prompt), options, onToken);
+  return generate(tokenizer_->encodePrompt(prompt), options, onToken);
 }
 
 }  // namespace tfc

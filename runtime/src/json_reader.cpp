@@ -1,29 +1,12 @@
 #include "json_reader.hpp"
 
 #include "file_util.hpp"
+#include "unicode.hpp"
 
 namespace tfc::internal {
 namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-
-void appendUtf8(uint32_t codePoint, std::string* out) {
-  if (codePoint < 0x80) {
-    *out += static_cast<char>(codePoint);
-  } else if (codePoint < 0x800) {
-    *out += static_cast<char>(0xC0 | (codePoint >> 6));
-    *out += static_cast<char>(0x80 | (codePoint & 0x3F));
-  } else if (codePoint < 0x10000) {
-    *out += static_cast<char>(0xE0 | (codePoint >> 12));
-    *out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (codePoint & 0x3F));
-  } else {
-    *out += static_cast<char>(0xF0 | (codePoint >> 18));
-    *out += static_cast<char>(0x80 | ((codePoint >> 12) & 0x3F));
-    *out += static_cast<char>(0x80 | ((codePoint >> 6) & 0x3F));
-    *out += static_cast<char>(0x80 | (codePoint & 0x3F));
-  }
-}
 
 // Length of the UTF-8 sequence starting with |lead|, or 0 if |lead| cannot start one.
 size_t utf8SequenceLength(unsigned char lead) {
@@ -328,6 +311,24 @@ bool JsonReader::readInt64(int64_t* out) {
   }
   *out = value;
   return true;
+}
+
+bool JsonReader::readNumber(std::string_view* out) {
+  size_t integerLength = 0;
+  return scanNumber(out, &integerLength);
+}
+
+bool JsonReader::readLiteral(std::string_view* out) {
+  if (failed_) return false;
+  skipWhitespace();
+  for (std::string_view literal : {"true", "false", "null"}) {
+    if (text_.substr(position_, literal.size()) == literal) {
+      position_ += literal.size();
+      *out = literal;
+      return true;
+    }
+  }
+  return fail("expected a value");
 }
 
 }  // namespace tfc::internal

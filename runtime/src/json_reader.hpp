@@ -55,6 +55,10 @@ class JsonReader {
   // Reads any value (object, array, string, number, true, false, null) and drops it, for
   // members whose content does not matter; nesting is bounded as everywhere.
   bool skipValue();
+  // Reads any JSON number, fraction and exponent included, as its text.
+  bool readNumber(std::string_view* out);
+  // Reads true, false or null, as its text.
+  bool readLiteral(std::string_view* out);
 
  private:
   void skipWhitespace();

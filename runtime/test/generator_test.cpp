@@ -206,6 +206,41 @@ TEST_F(GeneratorTest, StreamsBytesAndTakesTextWithATokenizer) {
   EXPECT_EQ(expected[0], static_cast<char>(argmaxAfter(5)));
 }
 
+// The byte tokenizer with a BOS token (as LLaMA's tokenizer.json has <s>).
+class ByteTokenizerWithBos final : public Tokenizer {
+ public:
+  std::string_view kind() const override { return "bytes+bos"; }
+  std::vector<int32_t> encode(std::string_view text) const override { return bytes_.encode(text); }
+  using Tokenizer::decode;
+  StatusOr<std::string> decode(const int32_t* ids, size_t count) const override {
+    return bytes_.decode(ids, count);
+  }
+  int32_t vocabSize() const override { return bytes_.vocabSize(); }
+  std::optional<int32_t> eosId() const override { return std::nullopt; }
+  std::optional<int32_t> bosId() const override { return 7; }
+  size_t nextSplit(std::string_view text, size_t from) const override {
+    return bytes_.nextSplit(text, from);
+  }
+
+ private:
+  ByteTokenizer bytes_;
+};
+
+TEST_F(GeneratorTest, TextPromptsStartWithTheTokenizersBos) {
+  Generator generator = makeGenerator();
+  generator.setTokenizer(std::make_shared<ByteTokenizerWithBos>());
+  GenerationOptions options;
+  options.maxNewTokens = 1;
+  int32_t first = -1;
+  auto result = generator.generateText("\x05", options, [&](int32_t id, std::string_view) {
+    first = id;
+    return true;
+  });
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->promptTokens, 2);  // 7, 5
+  EXPECT_EQ(first, argmaxAfter(5));
+}
+
 TEST_F(GeneratorTest, RefusesBadPromptsAndModelsThatCannotGenerate) {
   Generator generator = makeGenerator();
   GenerationOptions options;

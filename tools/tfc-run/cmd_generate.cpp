@@ -105,8 +105,9 @@ int parseOptions(const Invocation& invocation, Options* options) {
                                "--tokenizer DIR");
   }
   if (args.has("--prompt") && !args.has("--tokenizer")) {
-    return usageError(command, "--prompt needs --tokenizer DIR (a folder with vocab.json and "
-                               "merges.txt), or give token ids with --prompt-tokens");
+    return usageError(command, "--prompt needs --tokenizer DIR (a folder with tokenizer.json, "
+                               "or with vocab.json and merges.txt), or give token ids with "
+                               "--prompt-tokens");
   }
   if (args.has("--prompt-tokens")) options->promptTokens = args.get("--prompt-tokens");
   if (args.has("--prompt")) options->promptText = args.get("--prompt");
@@ -407,7 +408,8 @@ int runGenerate(const Invocation& invocation) {
       return usageError(invocation.command, error);
     }
   } else {
-    for (int32_t id : tokenizer->encode(*options.promptText)) prompt.push_back(id);
+    // The tokenizer's BOS token first (LLaMA's <s>), as the model saw texts in training.
+    for (int32_t id : tokenizer->encodePrompt(*options.promptText)) prompt.push_back(id);
   }
   if (prompt.empty()) {
     return fail(std::string("the prompt is empty (") +
@@ -487,7 +489,7 @@ through prefill in chunks of the entry's length P (the last chunk padded with 0s
 new token comes from the model's sample entry and goes through decode at the next position.
 Step i samples with seed S + i, so the same seed gives the same tokens (at any --threads).
 Generation stops after N new tokens, at the model's context (n_ctx; said on stderr), or at
-<|endoftext|> when a tokenizer that has it is given, or at any --stop-token. When the model was compiled with a
+the tokenizer's end-of-text token (<|endoftext|>, </s>, ...) when one is given, or at any --stop-token. When the model was compiled with a
 batch B > 1, every row runs the same prompt and row 0 is reported.
 
 Encoder-decoder models (encdec): --prompt-tokens gives the S source digits; the decoder
@@ -509,9 +511,13 @@ options:
   --allow-unexpected     ignore tensors of --weights that are not parameters of the model
   --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
   --prompt TEXT          the prompt as text, encoded with --tokenizer
-  --tokenizer DIR        a GPT-2 BPE tokenizer (DIR/vocab.json, DIR/merges.txt), or `bytes`
-                         (token i is byte i): encodes --prompt, decodes the output, stops
-                         at <|endoftext|>
+  --tokenizer DIR        a Hugging Face tokenizer.json or its folder (BPE: GPT-2, LLaMA 2
+                         and 3, Mistral, Qwen2), a GPT-2 BPE tokenizer (DIR/vocab.json,
+                         DIR/merges.txt), or `bytes` (token i is byte i): encodes --prompt
+                         (after the tokenizer's BOS token, e.g. LLaMA's <s>, when its
+                         post-processor puts one first), decodes the output, stops at its
+                         end-of-text token (<|endoftext|>, </s>, ...; tokenizer_config.json's
+                         eos_token when the folder has one)
   --max-new-tokens N     how many tokens to generate at most (required for decoder-only models)
   --temperature T        0 (default): greedy; > 0: sample from softmax(logits / T)
   --top-k K              sample among the K most likely tokens only (default 0 = all)

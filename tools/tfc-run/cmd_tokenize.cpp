@@ -171,7 +171,7 @@ std::string parseOptions(const Args& args, Options* options) {
   if (std::count(args.positional.begin(), args.positional.end(), "-") > 1) {
     return "standard input (-) can be given once";
   }
-  if (!args.has("--tokenizer")) return "missing --tokenizer DIR|bytes";
+  if (!args.has("--tokenizer")) return "missing --tokenizer DIR|FILE.json|bytes";
   if (!args.has("--output")) return "missing -o FILE.bin (where to write the tokens)";
   options->tokenizer = args.get("--tokenizer");
   options->output = args.get("--output");
@@ -267,8 +267,8 @@ int runTokenize(const Invocation& invocation) {
   auto tokenizer = Tokenizer::load(options.tokenizer);
   if (!tokenizer.ok()) {
     return fail(std::string(tokenizer.status().message()) +
-                " (--tokenizer takes 'bytes' or a folder with GPT-2's vocab.json and merges.txt; "
-                "see tfc-run tokenize --help)");
+                " (--tokenizer takes 'bytes', a Hugging Face tokenizer.json or its folder, or a "
+                "folder with GPT-2's vocab.json and merges.txt; see tfc-run tokenize --help)");
   }
   const Tokenizer& tok = **tokenizer;
 
@@ -316,7 +316,7 @@ int runTokenize(const Invocation& invocation) {
 const Command kTokenizeCommand = {
     "tokenize",
     "encode text files into a token file for train (no model needed)",
-    R"(usage: tfc-run tokenize --tokenizer DIR|bytes IN.txt... -o train.bin
+    R"(usage: tfc-run tokenize --tokenizer DIR|FILE.json|bytes IN.txt... -o train.bin
                         [--val-fraction F] [--val-output val.bin]
 
 Reads the text files (- for standard input), encodes them with the tokenizer and writes the
@@ -327,9 +327,14 @@ options:
   --tokenizer SPEC    bytes: one token per byte (ids 0..255, any input), for byte-level
                       models (vocab_size=256): character-level training like nanoGPT's
                       shakespeare_char, with byte values as ids;
-                      DIR: a GPT-2 BPE tokenizer, a folder with vocab.json and merges.txt.
-                      Under it the text must be UTF-8: a file that is not is refused with
-                      the byte offset of the first bad sequence.
+                      FILE.json or DIR with tokenizer.json: a Hugging Face tokenizer (BPE:
+                      byte-level like GPT-2, LLaMA 3, Qwen2, or SentencePiece-style like
+                      LLaMA 2, Mistral; tokenizer_config.json next to it gives the
+                      end-of-text token); other kinds (WordPiece, Unigram) are refused;
+                      DIR without tokenizer.json: a GPT-2 BPE tokenizer, vocab.json and
+                      merges.txt.
+                      Under a BPE tokenizer the text must be UTF-8: a file that is not is
+                      refused with the byte offset of the first bad sequence.
   -o, --output FILE   the token file to write (required)
   --val-fraction F    hold out the last F of the tokens (0 <= F < 1; default 0: none) in
                       a validation file, as nanoGPT's prepare scripts do with 0.1: train
@@ -339,9 +344,10 @@ options:
                       tokens.bin -> tokens.val.bin)
 
 Files are joined in the order given. When the tokenizer has an end-of-text token (GPT-2's
-<|endoftext|>, id 50256), it is put between files, as nanoGPT's openwebtext preparation
+<|endoftext|>, id 50256; LLaMA's </s>), it is put between files, as nanoGPT's openwebtext preparation
 puts it between documents; the byte tokenizer has none and joins them as they are.
-"<|endoftext|>" written in the text is that one token too.
+"<|endoftext|>" written in the text is that one token too, as are a tokenizer.json's
+added tokens. No BOS token is added.
 
 output format: llm.c's .bin: 256 little-endian int32 (magic 20240520, version 1 when the
 vocabulary fits uint16 (<= 65536 tokens) or 2 for uint32, the token count, zeros), then
@@ -353,8 +359,9 @@ The GPT-2 files: vocab.json and merges.txt from Hugging Face's gpt2 model reposi
 vocab.bpe, the same contents under other names (rename them). vocab.json maps each token to
 its id (50257 of them), bytes written as GPT-2's printable stand-ins (a space is U+0120:
 "\u0120the" is " the"); merges.txt lists the merges "a b", one a line by priority, after a
-"#version" line. The model's vocab_size must cover the ids (train checks them): 256 for
-bytes, 50257 for GPT-2. See docs/tokenizers.md.
+"#version" line. A model repository's tokenizer.json (with tokenizer_config.json) is the
+other way. The model's vocab_size must cover the ids (train checks them): 256 for bytes,
+50257 for GPT-2. See docs/tokenizers.md.
 
 A summary goes to standard error: files, bytes, tokens, tokens per byte, the train and
 validation counts and the time; big inputs also report progress every few seconds.

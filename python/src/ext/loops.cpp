@@ -105,7 +105,7 @@ py::object generate(PyContext& c, py::handle prompt, int64_t maxNewTokens, doubl
     }
     std::string bytes = textBytes(prompt, "generate: prompt");
     py::gil_scoped_release release;
-    ids = tokenizer->encode(bytes);
+    ids = tokenizer->encodePrompt(bytes);  // BOS first, when the tokenizer has one
   } else {
     ids = tokenIds(prompt, "generate: prompt");
   }

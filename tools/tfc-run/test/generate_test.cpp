@@ -173,6 +173,45 @@ TEST_F(GenerateTest, ByteTokenizerAndStopTokens) {
               "--stop-token 'x' is not a token id");
 }
 
+// A tokenizer.json whose post-processor puts <s> (id 1) first, as LLaMA's do: a text prompt
+// starts with it. 16 tokens, the fake model's vocabulary.
+TEST_F(GenerateTest, TokenizerJsonPutsItsBosFirst) {
+  const std::string model = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_train.so";
+  ASSERT_EQ(run({model, "init", "-o", file("w.safetensors")}).code, 0);
+  std::string vocab =
+      R"({"<unk>": 0, "<s>": 1, "</s>": 2, "\u2581": 3, "a": 4, "b": 5, "\u2581a": 6)";
+  for (int id = 7; id < 16; ++id) {
+    vocab += ", \"" + std::string(1, static_cast<char>('c' + id - 7)) + "\": " + std::to_string(id);
+  }
+  vocab += "}";
+  std::ofstream(file("tokenizer.json"))
+      << (std::string(R"({"added_tokens": [{"id": 1, "content": "<s>", "special": true},
+                                 {"id": 2, "content": "</s>", "special": true}],
+                "normalizer": {"type": "Sequence", "normalizers": [
+                  {"type": "Prepend", "prepend": "\u2581"},
+                  {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+                "pre_tokenizer": null,
+                "post_processor": {"type": "TemplateProcessing",
+                  "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                             {"Sequence": {"id": "A", "type_id": 0}}],
+                  "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+                "decoder": {"type": "Sequence", "decoders": [
+                  {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                  {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+                "model": {"type": "BPE", "unk_token": "<unk>", "vocab": )" +
+                      vocab + R"(, "merges": ["\u2581 a"]}})"));
+  const std::vector<std::string> base = {
+      model, "generate",    "--weights", file("w.safetensors"), "--max-new-tokens",
+      "3",   "--tokenizer", dir_};
+  SplitResult text = run(with(base, {"--prompt", "a"}));
+  SplitResult ids = run(with(base, {"--prompt-tokens", "1 6"}));  // <s> "\u2581a"
+  ASSERT_EQ(text.code, 0) << text.err;
+  ASSERT_EQ(ids.code, 0) << ids.err;
+  EXPECT_EQ(text.out, ids.out);
+  // The bigram model's output depends on the last token only: the prompt's length shows.
+  EXPECT_TRUE(contains(text.err, "tfc-run: prefill       2 tokens in")) << text.err;
+}
+
 TEST_F(GenerateTest, ModelsThatCannotGenerate) {
   // The fake model has forward and decode but no prefill or sample, and is not an encdec.
   SplitResult result = run(with({kModel, "generate", "--weights", file("w.safetensors")}, kPrompt));

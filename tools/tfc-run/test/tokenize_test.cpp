@@ -215,7 +215,7 @@ TEST_F(TokenizeTest, FileErrorsNameTheFile) {
   result = run({"tokenize", "--tokenizer", file("nope"), input, "-o", file("out.bin")});
   EXPECT_EQ(result.code, 1);
   EXPECT_TRUE(contains(result.output, file("nope") + "/vocab.json")) << result.output;
-  EXPECT_TRUE(contains(result.output, "--tokenizer takes 'bytes' or a folder")) << result.output;
+  EXPECT_TRUE(contains(result.output, "--tokenizer takes 'bytes', a Hugging Face tokenizer.json or its folder")) << result.output;
   // A split that leaves one side empty depends on the data: a failure, not a usage error.
   result = run({"tokenize", "--tokenizer", "bytes", input, "-o", file("train.bin"),
                 "--val-fraction", "0.9"});
@@ -237,7 +237,7 @@ TEST_F(TokenizeTest, UsageErrors) {
   };
   std::vector<Case> cases = {
       {{"--tokenizer", "bytes", "-o", "x.bin"}, "missing IN.txt"},
-      {{input, "-o", "x.bin"}, "missing --tokenizer DIR|bytes"},
+      {{input, "-o", "x.bin"}, "missing --tokenizer DIR|FILE.json|bytes"},
       {{"--tokenizer", "bytes", input}, "missing -o FILE.bin"},
       {{"--tokenizer", "bytes", "-", "-", "-o", "x.bin"}, "standard input (-) can be given once"},
       {{"--tokenizer", "bytes", input, "-o", "x.bin", "--val-fraction", "1"},

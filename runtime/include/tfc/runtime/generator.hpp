@@ -123,7 +123,8 @@ class Generator {
   StatusOr<GenerationStats> generate(const std::vector<int32_t>& prompt,
                                      const GenerationOptions& options,
                                      const TokenCallback& onToken);
-  // The same with a text prompt, encoded by the tokenizer (FAILED_PRECONDITION without one).
+  // The same with a text prompt, encoded by the tokenizer's encodePrompt (its BOS token
+  // first, when it has one) (FAILED_PRECONDITION without a tokenizer).
   StatusOr<GenerationStats> generateText(std::string_view prompt, const GenerationOptions& options,
                                          const TokenCallback& onToken);
 

@@ -390,8 +390,8 @@ tfc_status_t tfc_context_call_device(tfc_context_t* context, int32_t entry_index
 typedef struct tfc_generator_s tfc_generator_t;
 
 typedef struct tfc_generator_options_t {
-  /* A tokenizer: "bytes" or a GPT-2 BPE folder (vocab.json, merges.txt); NULL (default) for
-   * none. With one, text prompts are accepted, tokens come with their bytes and generation
+  /* A tokenizer: "bytes", a Hugging Face tokenizer.json (or its folder), or a GPT-2 BPE
+   * folder (vocab.json, merges.txt); NULL (default) for none. With one, text prompts are accepted, tokens come with their bytes and generation
    * stops at its end-of-text token. */
   const char* tokenizer;
 } tfc_generator_options_t;
@@ -454,8 +454,8 @@ tfc_status_t tfc_generator_generate(tfc_generator_t* generator, const int32_t* p
                                     size_t prompt_length, const tfc_generate_options_t* options,
                                     tfc_token_callback_t callback, void* user_data,
                                     tfc_generate_stats_t* out_stats);
-/* The same with a text prompt of |length| bytes, encoded by the generator's tokenizer
- * (FAILED_PRECONDITION without one). */
+/* The same with a text prompt of |length| bytes, encoded by the generator's tokenizer after
+ * its BOS token, when it has one (FAILED_PRECONDITION without a tokenizer). */
 tfc_status_t tfc_generator_generate_text(tfc_generator_t* generator, const char* text,
                                          size_t length, const tfc_generate_options_t* options,
                                          tfc_token_callback_t callback, void* user_data,

@@ -1,5 +1,6 @@
 // Tokenizers of the runtime: what generation, `tfc-run tokenize` and embedders need of one
-// (the Tokenizer interface), GPT-2's byte-level BPE, and the plain byte tokenizer.
+// (the Tokenizer interface), GPT-2's byte-level BPE from vocab.json and merges.txt, and the
+// plain byte tokenizer. Hugging Face tokenizer.json files: hf_tokenizer.hpp.
 //
 // GPT-2's byte-level BPE tokenizer, behaving as Hugging Face's GPT2Tokenizer and OpenAI's
 // encoder.py do: text is split by GPT-2's pre-tokenization pattern
@@ -39,14 +40,20 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // The tokenizer |spec| names: "bytes" for ByteTokenizer (no files), else a folder with a
-  // GPT-2 BPE tokenizer (vocab.json and merges.txt). Errors name the folder and file.
+  // The tokenizer |spec| names: "bytes" for ByteTokenizer (no files); a tokenizer.json file
+  // or a folder with one for HfTokenizer (hf_tokenizer.hpp); else a folder with a GPT-2 BPE
+  // tokenizer (vocab.json and merges.txt). A folder with both kinds of files is read as
+  // tokenizer.json, which says more (normalization, added tokens). Errors name the file.
   static StatusOr<std::unique_ptr<Tokenizer>> load(const std::string& spec);
 
-  // A short name of the kind, for messages: "bytes", "gpt2-bpe".
+  // A short name of the kind, for messages: "bytes", "gpt2-bpe", "hf-bpe-bytelevel",
+  // "hf-bpe-sentencepiece".
   virtual std::string_view kind() const = 0;
   // The ids of |text|. Adds no BOS/EOS.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // The ids of a prompt to generate from: bosId() (when there is one), then encode(text),
+  // as the model saw texts in training.
+  std::vector<int32_t> encodePrompt(std::string_view text) const;
   // The concatenated raw bytes of |count| tokens at |ids| (which may end inside a UTF-8
   // sequence). INVALID_ARGUMENT naming the id and its position when one is outside
   // [0, vocabSize()).
@@ -54,10 +61,19 @@ class Tokenizer {
   StatusOr<std::string> decode(const std::vector<int32_t>& ids) const {
     return decode(ids.data(), ids.size());
   }
+  // The text of a whole sequence |ids|, as the tokenizer's reference library decodes it:
+  // valid UTF-8 (ill-formed bytes replaced by U+FFFD), and for tokenizer.json decoders
+  // what they do at the start of a text only (SentencePiece-style ones drop the space that
+  // encoding put before the first word). For showing a finished text; streaming joins
+  // decode()s.
+  virtual StatusOr<std::string> decodeText(const std::vector<int32_t>& ids) const;
   // Ids are 0..vocabSize()-1.
   virtual int32_t vocabSize() const = 0;
   // The end-of-text token that stops generation, if the tokenizer has one.
   virtual std::optional<int32_t> eosId() const = 0;
+  // The beginning-of-text token that the tokenizer's model expects before a text (LLaMA's
+  // <s> or <|begin_of_text|>), if it has one; encode() does not add it.
+  virtual std::optional<int32_t> bosId() const { return std::nullopt; }
   // The first offset p in [from, text.size()] at which |text| can be split without changing
   // its ids: encode(text[0, p)) followed by encode(text[p, end)) is encode(text).
   // text.size() when no such offset follows |from|. Lets a caller encode a long text in
