@@ -330,22 +330,8 @@ void HfTokenizer::Impl::tokenizeWord(std::string_view word, std::vector<int32_t>
       return;
     }
   }
-  bool cacheable = word.size() <= kMaxCachedWordBytes;
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    auto it = cache.find(std::string(word));
-    if (it != cache.end()) {
-      out->insert(out->end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
-  size_t start = out->size();
-  mergeWord(word, out);
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    if (cache.size() >= kMaxCacheEntries) cache.clear();
-    cache.emplace(std::string(word), std::vector<int32_t>(out->begin() + start, out->end()));
-  }
+  wordCache.tokens(word, out,
+                   [this](std::string_view w, std::vector<int32_t>* o) { mergeWord(w, o); });
 }
 
 // The word's characters as tokens (byte fallback or the unknown token for those that are

@@ -113,10 +113,7 @@ struct HfTokenizer::Impl {
   bool byteLevel = false;   // a ByteLevel decoder
   bool splittable = false;  // nextSplit may split after newlines
 
-  static constexpr size_t kMaxCachedWordBytes = 128;
-  static constexpr size_t kMaxCacheEntries = 1 << 16;
-  mutable std::mutex cacheMutex;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  internal::BpeWordCache wordCache;
 
   // Splits |text| at the matches of the added tokens whose |normalized| is |normalized|:
   // calls onText(begin, end) for text between matches and onToken(id) for matches.

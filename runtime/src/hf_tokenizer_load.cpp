@@ -142,6 +142,9 @@ struct Parser {
 
   Status parseModel(const JsonValue& model);
   Status parseAddedTokens(const JsonValue& list);
+  // A Sequence's steps: each element of the array |key| parsed by |parse|.
+  Status parseSequence(const Object& object, std::string_view key,
+                       Status (Parser::*parse)(const JsonValue&, const std::string&));
   Status parseNormalizer(const JsonValue& value, const std::string& path);
   Status parsePreTokenizer(const JsonValue& value, const std::string& path);
   Status parseDecoder(const JsonValue& value, const std::string& path);
@@ -339,6 +342,19 @@ Status Parser::parseAddedTokens(const JsonValue& list) {
   return Status();
 }
 
+Status Parser::parseSequence(const Object& object, std::string_view key,
+                             Status (Parser::*parse)(const JsonValue&, const std::string&)) {
+  const JsonValue* list = object.optional(key);
+  std::string listPath = object.memberPath(key);
+  if (list == nullptr || list->kind != JsonValue::kArray) {
+    return reporter.at(list ? *list : object.value, listPath, "expected an array");
+  }
+  for (size_t i = 0; i < list->items.size(); ++i) {
+    TFC_RETURN_IF_ERROR((this->*parse)(list->items[i], listPath + "[" + std::to_string(i) + "]"));
+  }
+  return Status();
+}
+
 Status Parser::parseNormalizer(const JsonValue& value, const std::string& path) {
   if (value.isNull()) return Status();
   TFC_RETURN_IF_ERROR(checkObject(reporter, value, path));
@@ -346,14 +362,7 @@ Status Parser::parseNormalizer(const JsonValue& value, const std::string& path) 
   std::string type;
   TFC_RETURN_IF_ERROR(object.type(&type));
   if (type == "Sequence") {
-    const JsonValue* list = object.optional("normalizers");
-    if (list == nullptr || list->kind != JsonValue::kArray) {
-      return reporter.at(list ? *list : value, path + ".normalizers", "expected an array");
-    }
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      TFC_RETURN_IF_ERROR(
-          parseNormalizer(list->items[i], path + ".normalizers[" + std::to_string(i) + "]"));
-    }
+    TFC_RETURN_IF_ERROR(parseSequence(object, "normalizers", &Parser::parseNormalizer));
   } else if (type == "NFC") {
     impl->normalizer.push_back({NormalizerStep::kNfc, "", ""});
   } else if (type == "Prepend") {
@@ -402,14 +411,7 @@ Status Parser::parsePreTokenizer(const JsonValue& value, const std::string& path
   std::string type;
   TFC_RETURN_IF_ERROR(object.type(&type));
   if (type == "Sequence") {
-    const JsonValue* list = object.optional("pretokenizers");
-    if (list == nullptr || list->kind != JsonValue::kArray) {
-      return reporter.at(list ? *list : value, path + ".pretokenizers", "expected an array");
-    }
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      TFC_RETURN_IF_ERROR(
-          parsePreTokenizer(list->items[i], path + ".pretokenizers[" + std::to_string(i) + "]"));
-    }
+    TFC_RETURN_IF_ERROR(parseSequence(object, "pretokenizers", &Parser::parsePreTokenizer));
   } else if (type == "ByteLevel") {
     PreTokenizerStep step;
     step.kind = PreTokenizerStep::kByteLevel;
@@ -502,14 +504,7 @@ Status Parser::parseDecoder(const JsonValue& value, const std::string& path) {
   TFC_RETURN_IF_ERROR(object.type(&type));
   DecoderStep step;
   if (type == "Sequence") {
-    const JsonValue* list = object.optional("decoders");
-    if (list == nullptr || list->kind != JsonValue::kArray) {
-      return reporter.at(list ? *list : value, path + ".decoders", "expected an array");
-    }
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      TFC_RETURN_IF_ERROR(
-          parseDecoder(list->items[i], path + ".decoders[" + std::to_string(i) + "]"));
-    }
+    TFC_RETURN_IF_ERROR(parseSequence(object, "decoders", &Parser::parseDecoder));
     return Status();
   } else if (type == "ByteLevel") {
     step.kind = DecoderStep::kByteLevel;
@@ -565,14 +560,7 @@ Status Parser::parsePostProcessor(const JsonValue& value, const std::string& pat
   std::string type;
   TFC_RETURN_IF_ERROR(object.type(&type));
   if (type == "Sequence") {
-    const JsonValue* list = object.optional("processors");
-    if (list == nullptr || list->kind != JsonValue::kArray) {
-      return reporter.at(list ? *list : value, path + ".processors", "expected an array");
-    }
-    for (size_t i = 0; i < list->items.size(); ++i) {
-      TFC_RETURN_IF_ERROR(
-          parsePostProcessor(list->items[i], path + ".processors[" + std::to_string(i) + "]"));
-    }
+    TFC_RETURN_IF_ERROR(parseSequence(object, "processors", &Parser::parsePostProcessor));
   } else if (type == "ByteLevel") {
     // Only offsets: nothing for ids.
   } else if (type == "RobertaProcessing") {

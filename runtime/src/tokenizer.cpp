@@ -35,10 +35,7 @@ struct Gpt2Tokenizer::Impl {
   internal::BpeMerges merges;
   std::optional<int32_t> eos;
 
-  static constexpr size_t kMaxCachedWordBytes = 128;
-  static constexpr size_t kMaxCacheEntries = 1 << 16;
-  mutable std::mutex cacheMutex;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  internal::BpeWordCache wordCache;
 
   void encodeOrdinary(std::string_view text, std::vector<int32_t>* out) const;
   void encodeWord(std::string_view word, std::vector<int32_t>* out) const;
@@ -60,22 +57,7 @@ void Gpt2Tokenizer::Impl::encodeWord(std::string_view word, std::vector<int32_t>
     out->push_back(byteIds[static_cast<unsigned char>(word[0])]);
     return;
   }
-  bool cacheable = word.size() <= kMaxCachedWordBytes;
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    auto it = cache.find(std::string(word));
-    if (it != cache.end()) {
-      out->insert(out->end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
-  size_t start = out->size();
-  bpe(word, out);
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cacheMutex);
-    if (cache.size() >= kMaxCacheEntries) cache.clear();
-    cache.emplace(std::string(word), std::vector<int32_t>(out->begin() + start, out->end()));
-  }
+  wordCache.tokens(word, out, [this](std::string_view w, std::vector<int32_t>* o) { bpe(w, o); });
 }
 
 // Byte-pair merging as in Hugging Face's GPT2Tokenizer.bpe(), from the word's bytes.
