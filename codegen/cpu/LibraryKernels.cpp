@@ -66,7 +66,7 @@ void convertElements(OpBuilder &b, Location loc, Value src, Value dst) {
 /// the online softmax's state) stays in f32. Other buffers pass unchanged.
 /// The conversions are linear in the buffers' sizes: small beside a
 /// product's work at large M, but at decode (M = 1) the widened weights and
-/// their allocation cost more than the product itself (gpt2-124m decodes 4x
+/// their allocation cost more than the product itself (gpt2-124m decodes 3.4x
 /// slower in bf16 than in f32). The fix is a library that reads 16-bit
 /// weights as it streams or packs them.
 void emitInF32(OpBuilder &b, Location loc, ValueRange operands,
