@@ -612,20 +612,26 @@ Status Parser::parsePostProcessor(const JsonValue& value, const std::string& pat
   return Status();
 }
 
+// Parses |text| (the file |name|) into |root|, which must be an object.
+Status parseJsonObject(std::string_view text, const std::string& name, const Reporter& reporter,
+                       JsonValue* root) {
+  std::string error;
+  size_t offset = 0;
+  if (!internal::parseJson(text, root, &error, &offset)) {
+    return Status::error(TFC_DATA_LOSS, "%s:%s: invalid JSON: %s", name.c_str(),
+                         internal::lineColumn(text, offset).c_str(), error.c_str());
+  }
+  return checkObject(reporter, *root, "(top level)");
+}
+
 // The token named by a tokenizer_config.json's eos_token: a string or {"content": ...}.
 Status eosFromTokenizerConfig(const HfTokenizer::Files& files, const HfTokenizer::Impl& impl,
                               std::optional<int32_t>* out) {
   if (files.tokenizerConfig.empty()) return Status();
   Reporter reporter{files.tokenizerConfig, files.tokenizerConfigName};
   JsonValue root;
-  std::string error;
-  size_t offset = 0;
-  if (!internal::parseJson(files.tokenizerConfig, &root, &error, &offset)) {
-    return Status::error(
-        TFC_DATA_LOSS, "%s:%s: invalid JSON: %s", files.tokenizerConfigName.c_str(),
-        internal::lineColumn(files.tokenizerConfig, offset).c_str(), error.c_str());
-  }
-  TFC_RETURN_IF_ERROR(checkObject(reporter, root, "(top level)"));
+  TFC_RETURN_IF_ERROR(
+      parseJsonObject(files.tokenizerConfig, files.tokenizerConfigName, reporter, &root));
   const JsonValue* eos = root.get("eos_token");
   if (eos == nullptr || eos->isNull()) return Status();
   std::string token;
@@ -652,14 +658,8 @@ Status eosFromGenerationConfig(const HfTokenizer::Files& files, const HfTokenize
   if (files.generationConfig.empty()) return Status();
   Reporter reporter{files.generationConfig, files.generationConfigName};
   JsonValue root;
-  std::string error;
-  size_t offset = 0;
-  if (!internal::parseJson(files.generationConfig, &root, &error, &offset)) {
-    return Status::error(
-        TFC_DATA_LOSS, "%s:%s: invalid JSON: %s", files.generationConfigName.c_str(),
-        internal::lineColumn(files.generationConfig, offset).c_str(), error.c_str());
-  }
-  TFC_RETURN_IF_ERROR(checkObject(reporter, root, "(top level)"));
+  TFC_RETURN_IF_ERROR(
+      parseJsonObject(files.generationConfig, files.generationConfigName, reporter, &root));
   const JsonValue* eos = root.get("eos_token_id");
   if (eos == nullptr || eos->isNull()) return Status();
   const JsonValue* first =
@@ -680,13 +680,7 @@ StatusOr<HfTokenizer> HfTokenizer::fromContents(const Files& files) {
   Parser parser{Reporter{files.tokenizerJson, files.tokenizerJsonName}, impl.get()};
   const Reporter& reporter = parser.reporter;
   JsonValue root;
-  std::string error;
-  size_t offset = 0;
-  if (!internal::parseJson(files.tokenizerJson, &root, &error, &offset)) {
-    return Status::error(TFC_DATA_LOSS, "%s:%s: invalid JSON: %s", files.tokenizerJsonName.c_str(),
-                         internal::lineColumn(files.tokenizerJson, offset).c_str(), error.c_str());
-  }
-  TFC_RETURN_IF_ERROR(checkObject(reporter, root, "(top level)"));
+  TFC_RETURN_IF_ERROR(parseJsonObject(files.tokenizerJson, files.tokenizerJsonName, reporter, &root));
   const JsonValue* model = root.get("model");
   if (model == nullptr) return reporter.at(root, "(top level)", "missing \"model\"");
   TFC_RETURN_IF_ERROR(parser.parseModel(*model));

@@ -145,14 +145,15 @@ Status openShards(Checkpoint& checkpoint, bool copy) {
 StatusOr<std::vector<SourceTensor>> collectTensors(const Checkpoint& checkpoint) {
   std::vector<SourceTensor> tensors;
   std::map<std::string_view, const std::string*> shardOf;
-  std::vector<std::string> problems;
+  ProblemList problems;
   for (const Shard& shard : checkpoint.shards) {
     const std::string* file = checkpoint.sharded ? &shard.name : nullptr;
     for (const SafetensorsTensorInfo& info : shard.parsed.front().tensors()) {
       auto [it, inserted] = shardOf.emplace(info.name, &shard.name);
       if (!inserted) {
-        problems.push_back("tensor " + quoteForMessage(info.name) + " is in two shards, " +
-                           quoteForMessage(*it->second) + " and " + quoteForMessage(shard.name));
+        problems.add(TFC_DATA_LOSS, "tensor " + quoteForMessage(info.name) +
+                                        " is in two shards, " + quoteForMessage(*it->second) +
+                                        " and " + quoteForMessage(shard.name));
         continue;
       }
       tensors.push_back({&info, file});
@@ -161,23 +162,12 @@ StatusOr<std::vector<SourceTensor>> collectTensors(const Checkpoint& checkpoint)
   for (const auto& [name, shardIndex] : checkpoint.index.tensors) {
     const Shard& shard = checkpoint.shards[shardIndex];
     if (shard.parsed.front().find(name) == nullptr) {
-      problems.push_back("the index lists tensor " + quoteForMessage(name) + " in " +
-                         quoteForMessage(shard.name) + ", which does not have it");
+      problems.add(TFC_DATA_LOSS, "the index lists tensor " + quoteForMessage(name) + " in " +
+                                      quoteForMessage(shard.name) + ", which does not have it");
     }
   }
   if (problems.empty()) return tensors;
-  std::string message = checkpoint.where + ": ";
-  if (problems.size() == 1) {
-    message += problems[0];
-  } else {
-    message += std::to_string(problems.size()) + " problems:";
-    constexpr size_t kMaxListed = 20;
-    for (size_t i = 0; i < problems.size() && i < kMaxListed; ++i) message += "\n  " + problems[i];
-    if (problems.size() > kMaxListed) {
-      message += "\n  ... and " + std::to_string(problems.size() - kMaxListed) + " more";
-    }
-  }
-  return Status(TFC_DATA_LOSS, message);
+  return problems.status(checkpoint.where);
 }
 
 Status loadPretrained(tfc_params_t* params, const std::string& path,

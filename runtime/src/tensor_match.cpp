@@ -12,34 +12,6 @@
 namespace tfc::internal {
 namespace {
 
-// The problems of one match, reported together.
-class Problems {
- public:
-  void add(tfc_status_code_t code, std::string text) {
-    if (code_ == TFC_OK) code_ = code;
-    texts_.push_back(std::move(text));
-  }
-  bool empty() const { return texts_.empty(); }
-
-  Status status(const std::string& where) const {
-    std::string message = where + ": ";
-    if (texts_.size() == 1) {
-      message += texts_[0];
-    } else {
-      message += std::to_string(texts_.size()) + " problems:";
-      constexpr size_t kMaxListed = 20;
-      for (size_t i = 0; i < texts_.size() && i < kMaxListed; ++i) message += "\n  " + texts_[i];
-      if (texts_.size() > kMaxListed) {
-        message += "\n  ... and " + std::to_string(texts_.size() - kMaxListed) + " more";
-      }
-    }
-    return Status(code_, message);
-  }
-
- private:
-  tfc_status_code_t code_ = TFC_OK;
-  std::vector<std::string> texts_;
-};
 
 std::string dtypeAndShape(const tfc_tensor_desc_t& desc) {
   return std::string(tfc_dtype_name(static_cast<tfc_dtype_t>(desc.dtype))) + " " +
@@ -71,7 +43,7 @@ StatusOr<TensorMatch> matchTensors(const std::string& where, const std::vector<S
     bound[i] = &tensors[found->second];
     used[found->second] = true;
   }
-  Problems problems;
+  ProblemList problems;
   if (rules.dropPrefix) {
     std::multimap<std::string_view, size_t> byStripped;
     for (size_t t = 0; t < tensors.size(); ++t) {

@@ -17,6 +17,36 @@
 
 namespace tfc::internal {
 
+// Problems found checking a checkpoint, reported together as one status: the first
+// problem's code, and the list (at most 20 shown) after |where|.
+class ProblemList {
+ public:
+  void add(tfc_status_code_t code, std::string text) {
+    if (code_ == TFC_OK) code_ = code;
+    texts_.push_back(std::move(text));
+  }
+  bool empty() const { return texts_.empty(); }
+
+  Status status(const std::string& where) const {
+    std::string message = where + ": ";
+    if (texts_.size() == 1) {
+      message += texts_[0];
+    } else {
+      message += std::to_string(texts_.size()) + " problems:";
+      constexpr size_t kMaxListed = 20;
+      for (size_t i = 0; i < texts_.size() && i < kMaxListed; ++i) message += "\n  " + texts_[i];
+      if (texts_.size() > kMaxListed) {
+        message += "\n  ... and " + std::to_string(texts_.size() - kMaxListed) + " more";
+      }
+    }
+    return Status(code_, message);
+  }
+
+ private:
+  tfc_status_code_t code_ = TFC_OK;
+  std::vector<std::string> texts_;
+};
+
 // A tensor of a checkpoint. |file| is the file that holds it, named in problems about it;
 // null when the checkpoint is one file, which the message's prefix names already.
 struct SourceTensor {
