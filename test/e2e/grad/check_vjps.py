@@ -85,10 +85,11 @@ FD_MAX = 256              # finite differences on at most this many elements per
 # backward decomposed), some cancelling, so within 8 ulps (2^-7 * 4) of its scale.
 BF16_LOSS_RTOL = 2.0 ** -8
 BF16_GRAD_RTOL = 2.0 ** -5
-# softmax's backward, y * (R - sum(y * R)), cancels in bf16 on short rows (2 to 5
-# elements here), where the result's max can be a tenth of its terms' (seed 3
-# gave 2e-2): twice the bound.
-BF16_SOFTMAX_GRAD_RTOL = 2.0 ** -4
+# softmax's backward, y * (R - sum(y * R)), cancels in bf16: sum(y * R) is rounded to
+# bf16 at the scale of its terms, and the result's max can be a tenth of theirs
+# (seed 3 gave 2e-2 on a short row; seed 622780 gave 8.0e-2 on [4, 9], the error
+# 0.011 against terms near 1): four times the bound.
+BF16_SOFTMAX_GRAD_RTOL = 2.0 ** -3
 # What the bf16 cases cover: the ops that matter to training.
 BF16_OPS = ("gelu", "silu", "matmul", "linear", "layer_norm", "rms_norm", "softmax",
             "log_softmax", "attention", "rotary", "embedding", "cross_entropy", "chain")
