@@ -9,7 +9,8 @@ pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools libfmt-dev
       libgtest-dev googletest ninja-build ccache cmake g++ python3 python3-pip
       clang libclang-rt-14-dev  # clang + compiler-rt: the runtime's libFuzzer targets
       libpng-dev    # tfc-run's --plot PNG
-      python3-dev)  # Python.h for the bindings (python/)
+      python3-dev   # Python.h for the bindings (python/)
+      openmpi-bin libopenmpi-dev)  # mpirun + MPI headers: data-parallel training (libtfc_comm_mpi.so)
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$p")
 done
