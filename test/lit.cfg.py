@@ -79,5 +79,20 @@ for _tool in ["tfc-kernels-tests"]:
     if os.path.exists(os.path.join(config.tfc_tools_dir, _tool)):
         config.available_features.add(_tool)
 
+# Data-parallel training over MPI (test/Tools/comm, test/e2e/data-parallel.test): needs
+# Open MPI's mpirun (scripts/install-deps.sh installs it) and the communicator plugin built
+# with it. CI runs as root, which mpirun refuses unless told; ranks may outnumber the cores.
+import shutil as _shutil
+if _shutil.which("mpirun") and os.path.exists(
+        os.path.join(config.tfc_obj_root, "lib", "libtfc_comm_mpi.so")):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+    config.substitutions.append(("%mpirun", "mpirun --oversubscribe"))
+else:
+    lit_config.warning("no mpirun or no libtfc_comm_mpi.so: the data-parallel (MPI) tests are "
+                       "UNSUPPORTED; run scripts/install-deps.sh and rebuild")
+
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -92,7 +92,43 @@ typedef struct tfc_host_api_t {
    * long), uploaded at its first use and kept as long as the host lives. NULL after a
    * failure, which the host reports when the entry returns. */
   void* (*device_constant)(void* user, const void* data, uint64_t bytes);
+  /* Collectives across the processes that run this artifact together (tfc.all_reduce and
+   * its kin, lowered by the CPU target). kind: TFC_COLLECTIVE_*; reduce: TFC_REDUCE_*;
+   * group: the op's group name ("dp"); counts as for each kind below. Blocking: returns once
+   * recv holds the result, 0 then; non-zero after host->report_error() (a peer that died or
+   * timed out). NULL in a host without a communicator: compiled code then reports an error. */
+  int32_t (*collective)(void* user, int32_t kind, int32_t reduce, const char* group,
+                        const void* send, void* recv, uint64_t count);
 } tfc_host_api_t;
+
+/* Collectives (tfc_host_api_t.collective), with the f32 element counts they take (n = the
+ * group's size):
+ *   ALL_REDUCE      send: count,     recv: count      recv = reduce over ranks of send;
+ *                                                    send may equal recv
+ *   REDUCE_SCATTER  send: count * n, recv: count      rank r gets block r of the reduction
+ *   ALL_GATHER      send: count,     recv: count * n  block r of recv is rank r's send
+ *   ALL_TO_ALL      send: count * n, recv: count * n  block s of rank r's recv is block r of
+ *                                                    rank s's send
+ *   BROADCAST       recv: count bytes from rank 0 of the group (send unused)
+ *   BARRIER         no data */
+enum {
+  TFC_COLLECTIVE_ALL_REDUCE = 0,
+  TFC_COLLECTIVE_REDUCE_SCATTER = 1,
+  TFC_COLLECTIVE_ALL_GATHER = 2,
+  TFC_COLLECTIVE_ALL_TO_ALL = 3,
+  TFC_COLLECTIVE_BROADCAST = 4,
+  TFC_COLLECTIVE_BARRIER = 5,
+};
+/* The key of tfc_artifact_t.metadata_json that holds the number of processes a data-parallel
+ * artifact was compiled for (tfc --dp=N): the runtime refuses to run it in a world of
+ * another size, before any step. Absent: one process. */
+#define TFC_METADATA_WORLD_SIZE "world_size"
+
+/* Reductions; the mean is the sum divided by the group's size. */
+enum {
+  TFC_REDUCE_SUM = 0,
+  TFC_REDUCE_MEAN = 1,
+};
 
 /* A parameter, a state tensor, or an entry point's input or output. */
 typedef struct tfc_tensor_desc_t {

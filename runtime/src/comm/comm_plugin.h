@@ -1,0 +1,52 @@
+/* Internal: the C interface between the runtime and a communicator plugin (libtfc_comm_mpi.so).
+ *
+ * Why a plugin: the runtime must build, link and run on a machine without MPI (DESIGN.md: C++17,
+ * the C library and dlopen). The MPI communicator lives in its own shared library, built only
+ * where CMake finds MPI, and the runtime dlopen()s it when the process was started by mpirun.
+ * The interface is plain C so that the plugin needs nothing of the runtime (no Status, no
+ * allocator) and the two cannot disagree on a C++ layout.
+ *
+ * The plugin exports TFC_COMM_PLUGIN_SYMBOL, a function that initializes the transport and
+ * fills a tfc_comm_plugin_t, or returns non-zero with a message in |error|.
+ */
+#ifndef TFC_RUNTIME_SRC_COMM_COMM_PLUGIN_H_
+#define TFC_RUNTIME_SRC_COMM_COMM_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tfc/artifact_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TFC_COMM_PLUGIN_VERSION 1u
+#define TFC_COMM_PLUGIN_SYMBOL "tfc_comm_plugin_open_v1"
+
+/* The collectives and reductions are the artifact ABI's (TFC_COLLECTIVE_*, TFC_REDUCE_*, with
+ * the counts written there); BROADCAST here takes its root from `root`. */
+
+typedef struct tfc_comm_plugin_t {
+  uint32_t version; /* TFC_COMM_PLUGIN_VERSION */
+  int32_t rank;
+  int32_t size;
+  void* impl;
+  /* Runs one collective on every rank of the world; returns 0, or non-zero with a message in
+   * |error| (which names the collective and the ranks) when it failed or did not complete
+   * within |timeout_s| seconds. After a timeout the transport is unusable (a collective cannot
+   * be cancelled): close() then aborts the job instead of finalizing it. */
+  int32_t (*run)(void* impl, int32_t kind, int32_t reduce, int32_t root, const void* send,
+                 void* recv, uint64_t count, double timeout_s, char* error, size_t error_size);
+  /* Finalizes the transport (or aborts the job after a failure) and frees impl. */
+  void (*close)(void* impl);
+} tfc_comm_plugin_t;
+
+typedef int32_t (*tfc_comm_plugin_open_fn_t)(tfc_comm_plugin_t* out, char* error,
+                                             size_t error_size);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TFC_RUNTIME_SRC_COMM_COMM_PLUGIN_H_ */

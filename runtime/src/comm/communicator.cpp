@@ -1,0 +1,219 @@
+// The communicator interface, its size-1 implementation and the loader of the MPI plugin.
+#include "tfc/runtime/communicator.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "comm/comm_plugin.h"
+
+namespace tfc {
+namespace {
+
+const char* kindName(int kind) {
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE: return "all_reduce";
+    case TFC_COLLECTIVE_REDUCE_SCATTER: return "reduce_scatter";
+    case TFC_COLLECTIVE_ALL_GATHER: return "all_gather";
+    case TFC_COLLECTIVE_ALL_TO_ALL: return "all_to_all";
+    case TFC_COLLECTIVE_BROADCAST: return "broadcast";
+    case TFC_COLLECTIVE_BARRIER: return "barrier";
+    default: return "collective";
+  }
+}
+
+class SingleCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  const char* transport() const override { return "single"; }
+
+ protected:
+  Status run(int kind, ReduceOp, int root, const void* send, void* recv, size_t count,
+             const std::string&) override {
+    if (kind == TFC_COLLECTIVE_BARRIER || kind == TFC_COLLECTIVE_BROADCAST) {
+      if (kind == TFC_COLLECTIVE_BROADCAST && root != 0) {
+        return Status::error(TFC_INVALID_ARGUMENT, "broadcast from rank %d in a world of 1",
+                             root);
+      }
+      return Status();
+    }
+    // Sum and mean over one rank are the value itself.
+    if (send != recv && count > 0) std::memmove(recv, send, count * sizeof(float));
+    return Status();
+  }
+};
+
+// A transport in a plugin (comm_plugin.h), wrapped in the C++ interface.
+class PluginCommunicator final : public Communicator {
+ public:
+  PluginCommunicator(const tfc_comm_plugin_t& plugin, const char* transport)
+      : plugin_(plugin), transport_(transport) {}
+  ~PluginCommunicator() override { plugin_.close(plugin_.impl); }
+  int rank() const override { return plugin_.rank; }
+  int size() const override { return plugin_.size; }
+  const char* transport() const override { return transport_; }
+
+ protected:
+  Status run(int kind, ReduceOp op, int root, const void* send, void* recv, size_t count,
+             const std::string& what) override {
+    if (broken_) {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "rank %d: %s%s%s: the %s communicator failed earlier and cannot be "
+                           "used again",
+                           plugin_.rank, kindName(kind), what.empty() ? "" : " of ",
+                           what.c_str(), transport_);
+    }
+    char error[1024] = {0};
+    int32_t rc = plugin_.run(plugin_.impl, kind, static_cast<int32_t>(op), root, send, recv,
+                             count, commTimeoutSeconds(), error, sizeof(error));
+    if (rc == 0) return Status();
+    broken_ = true;
+    return Status::error(TFC_FAILED_PRECONDITION, "%s%s%s: %s", kindName(kind),
+                         what.empty() ? "" : " of ", what.c_str(), error);
+  }
+
+ private:
+  tfc_comm_plugin_t plugin_;
+  const char* transport_;
+  bool broken_ = false;
+};
+
+// The folder of the running executable, for the plugin next to it (bin/../lib).
+std::string executableDir() {
+  std::vector<char> buf(PATH_MAX + 1, '\0');
+  ssize_t n = readlink("/proc/self/exe", buf.data(), PATH_MAX);
+  if (n <= 0) return "";
+  std::string path(buf.data(), static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+StatusOr<std::unique_ptr<Communicator>> openMpiPlugin() {
+  // TFC_COMM_MPI_PLUGIN names the file; else bin/../lib next to the executable (the build tree
+  // and an installed tree alike), else the loader's search path.
+  std::vector<std::string> candidates;
+  const char* named = std::getenv("TFC_COMM_MPI_PLUGIN");
+  if (named != nullptr && *named != '\0') {
+    candidates.push_back(named);
+  } else {
+    std::string dir = executableDir();
+    if (!dir.empty()) candidates.push_back(dir + "/../lib/libtfc_comm_mpi.so");
+    candidates.push_back("libtfc_comm_mpi.so");
+  }
+  std::string tried;
+  for (const std::string& path : candidates) {
+    // RTLD_GLOBAL: Open MPI loads its own components, which look up libmpi's symbols globally.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      tried += "\n  " + path + ": " + (why ? why : "not found");
+      continue;
+    }
+    auto open = reinterpret_cast<tfc_comm_plugin_open_fn_t>(dlsym(handle, TFC_COMM_PLUGIN_SYMBOL));
+    if (open == nullptr) {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "%s is not a tfc communicator plugin (no %s; a plugin of another "
+                           "tfc version?)",
+                           path.c_str(), TFC_COMM_PLUGIN_SYMBOL);
+    }
+    tfc_comm_plugin_t plugin{};
+    char error[1024] = {0};
+    if (open(&plugin, error, sizeof(error)) != 0) {
+      return Status::error(TFC_FAILED_PRECONDITION, "%s: %s", path.c_str(), error);
+    }
+    if (plugin.version != TFC_COMM_PLUGIN_VERSION) {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "%s: communicator plugin version %u, this runtime needs %u",
+                           path.c_str(), plugin.version, TFC_COMM_PLUGIN_VERSION);
+    }
+    // The handle stays open: the communicator lives until exit.
+    return std::unique_ptr<Communicator>(new PluginCommunicator(plugin, "mpi"));
+  }
+  return Status::error(TFC_FAILED_PRECONDITION,
+                       "this process runs under mpirun but the MPI communicator plugin could "
+                       "not be loaded (tfc was built without MPI? install Open MPI with "
+                       "scripts/install-deps.sh and rebuild, or set TFC_COMM_MPI_PLUGIN); "
+                       "tried:%s",
+                       tried.c_str());
+}
+
+bool launchedByMpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status Communicator::allReduce(const float* send, float* recv, size_t count, ReduceOp op,
+                               const std::string& what) {
+  return run(TFC_COLLECTIVE_ALL_REDUCE, op, 0, send, recv, count, what);
+}
+Status Communicator::reduceScatter(const float* send, float* recv, size_t count, ReduceOp op,
+                                   const std::string& what) {
+  return run(TFC_COLLECTIVE_REDUCE_SCATTER, op, 0, send, recv, count, what);
+}
+Status Communicator::allGather(const float* send, float* recv, size_t count,
+                               const std::string& what) {
+  if (size() == 1) return run(TFC_COLLECTIVE_ALL_REDUCE, ReduceOp::kSum, 0, send, recv, count, what);
+  return run(TFC_COLLECTIVE_ALL_GATHER, ReduceOp::kSum, 0, send, recv, count, what);
+}
+Status Communicator::allToAll(const float* send, float* recv, size_t count,
+                              const std::string& what) {
+  if (size() == 1) return run(TFC_COLLECTIVE_ALL_REDUCE, ReduceOp::kSum, 0, send, recv, count, what);
+  return run(TFC_COLLECTIVE_ALL_TO_ALL, ReduceOp::kSum, 0, send, recv, count, what);
+}
+Status Communicator::broadcast(void* data, size_t bytes, int root, const std::string& what) {
+  return run(TFC_COLLECTIVE_BROADCAST, ReduceOp::kSum, root, nullptr, data, bytes, what);
+}
+Status Communicator::barrier(const std::string& what) {
+  return run(TFC_COLLECTIVE_BARRIER, ReduceOp::kSum, 0, nullptr, nullptr, 0, what);
+}
+
+std::unique_ptr<Communicator> makeSingleCommunicator() {
+  return std::make_unique<SingleCommunicator>();
+}
+
+double commTimeoutSeconds() {
+  const char* v = std::getenv("TFC_COMM_TIMEOUT_S");
+  if (v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    double s = std::strtod(v, &end);
+    if (end != v && *end == '\0' && s > 0) return s;
+  }
+  return 300.0;
+}
+
+StatusOr<Communicator*> worldCommunicator() {
+  // Created once; never destroyed before exit, when the plugin finalizes MPI (or aborts the
+  // job after a failure).
+  static std::once_flag once;
+  static std::unique_ptr<Communicator>* world = nullptr;
+  static Status* failure = nullptr;
+  std::call_once(once, [] {
+    if (!launchedByMpirun()) {
+      world = new std::unique_ptr<Communicator>(makeSingleCommunicator());
+      return;
+    }
+    auto opened = openMpiPlugin();
+    if (opened.ok()) {
+      world = new std::unique_ptr<Communicator>(std::move(*opened));
+      // Finalize MPI at a normal exit (the plugin aborts instead after a failure).
+      std::atexit([] { world->reset(); });
+    } else {
+      failure = new Status(std::move(opened).takeStatus());
+    }
+  });
+  if (failure != nullptr) return Status(failure->code(), failure->message());
+  return world->get();
+}
+
+}  // namespace tfc

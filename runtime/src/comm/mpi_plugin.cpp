@@ -1,0 +1,174 @@
+// The MPI communicator plugin (libtfc_comm_mpi.so; comm_plugin.h says why a plugin).
+//
+// Every collective is MPI's non-blocking form (MPI_Iallreduce, ...) polled with MPI_Test
+// until it completes or the deadline passes: MPI's blocking collectives have no timeout, and a
+// peer that stopped (or died without mpirun noticing) would hang the others for ever. On a
+// timeout the message names the collective, this rank and the world; the request cannot be
+// cancelled, so close() aborts the job (MPI_Abort), which makes mpirun stop every rank.
+#include <mpi.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/comm_plugin.h"
+
+namespace {
+
+struct Impl {
+  int rank = 0;
+  int size = 1;
+  bool failed = false;
+};
+
+const char* kindName(int32_t kind) {
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE: return "MPI_Iallreduce";
+    case TFC_COLLECTIVE_REDUCE_SCATTER: return "MPI_Ireduce_scatter_block";
+    case TFC_COLLECTIVE_ALL_GATHER: return "MPI_Iallgather";
+    case TFC_COLLECTIVE_ALL_TO_ALL: return "MPI_Ialltoall";
+    case TFC_COLLECTIVE_BROADCAST: return "MPI_Ibcast";
+    case TFC_COLLECTIVE_BARRIER: return "MPI_Ibarrier";
+    default: return "collective";
+  }
+}
+
+std::string mpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+// Waits for |request| until |timeout_s| has passed. Spins briefly (a collective of small
+// tensors completes in microseconds), then sleeps 50 us between tests.
+int wait(Impl* impl, MPI_Request* request, int32_t kind, uint64_t count, double timeout_s,
+         char* error, size_t error_size) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    int rc = MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      std::snprintf(error, error_size, "rank %d of %d: %s failed: %s", impl->rank, impl->size,
+                    kindName(kind), mpiError(rc).c_str());
+      impl->failed = true;
+      return 1;
+    }
+    if (done) return 0;
+    if (polls > 2000) {
+      double waited = std::chrono::duration<double>(Clock::now() - start).count();
+      if (waited > timeout_s) {
+        std::snprintf(error, error_size,
+                      "rank %d of %d: %s of %llu elements did not complete within %.0f s "
+                      "(TFC_COMM_TIMEOUT_S): another rank of the %d died, stopped or is "
+                      "running a different program; aborting the job",
+                      impl->rank, impl->size, kindName(kind),
+                      static_cast<unsigned long long>(count), timeout_s, impl->size);
+        impl->failed = true;
+        return 1;
+      }
+      struct timespec pause = {0, 50 * 1000};
+      nanosleep(&pause, nullptr);
+    }
+  }
+}
+
+int32_t run(void* p, int32_t kind, int32_t reduce, int32_t root, const void* send, void* recv,
+            uint64_t count, double timeout_s, char* error, size_t error_size) {
+  Impl* impl = static_cast<Impl*>(p);
+  if (count > static_cast<uint64_t>(INT32_MAX)) {
+    std::snprintf(error, error_size, "rank %d: %s of %llu elements: more than MPI's int count",
+                  impl->rank, kindName(kind), static_cast<unsigned long long>(count));
+    return 1;
+  }
+  const int n = static_cast<int>(count);
+  const void* in = (send == recv) ? MPI_IN_PLACE : send;
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_SUCCESS;
+  float* out = static_cast<float*>(recv);
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE:
+      rc = MPI_Iallreduce(in, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+      break;
+    case TFC_COLLECTIVE_REDUCE_SCATTER:
+      rc = MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                     &request);
+      break;
+    case TFC_COLLECTIVE_ALL_GATHER:
+      rc = MPI_Iallgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD, &request);
+      break;
+    case TFC_COLLECTIVE_ALL_TO_ALL:
+      rc = MPI_Ialltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD, &request);
+      break;
+    case TFC_COLLECTIVE_BROADCAST:
+      rc = MPI_Ibcast(recv, n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
+      break;
+    case TFC_COLLECTIVE_BARRIER:
+      rc = MPI_Ibarrier(MPI_COMM_WORLD, &request);
+      break;
+    default:
+      std::snprintf(error, error_size, "unknown collective %d", kind);
+      return 1;
+  }
+  if (rc != MPI_SUCCESS) {
+    std::snprintf(error, error_size, "rank %d of %d: %s failed to start: %s", impl->rank,
+                  impl->size, kindName(kind), mpiError(rc).c_str());
+    impl->failed = true;
+    return 1;
+  }
+  if (wait(impl, &request, kind, count, timeout_s, error, error_size) != 0) return 1;
+  if (reduce == TFC_REDUCE_MEAN &&
+      (kind == TFC_COLLECTIVE_ALL_REDUCE || kind == TFC_COLLECTIVE_REDUCE_SCATTER)) {
+    // Sum, then one division: the same rounding as a single process's mean over the ranks'
+    // contributions summed in MPI's order.
+    const float scale = 1.0f / static_cast<float>(impl->size);
+    for (int i = 0; i < n; ++i) out[i] *= scale;
+  }
+  return 0;
+}
+
+void close(void* p) {
+  Impl* impl = static_cast<Impl*>(p);
+  if (impl->failed) {
+    // A pending collective cannot be cancelled and MPI_Finalize would wait for it: stop the job.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+  delete impl;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v1(
+    tfc_comm_plugin_t* out, char* error, size_t error_size) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS) {
+      std::snprintf(error, error_size, "MPI_Init_thread failed: %s", mpiError(rc).c_str());
+      return 1;
+    }
+  }
+  // Errors come back as codes (and become messages), not MPI's default abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  Impl* impl = new Impl;
+  MPI_Comm_rank(MPI_COMM_WORLD, &impl->rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &impl->size);
+  out->version = TFC_COMM_PLUGIN_VERSION;
+  out->rank = impl->rank;
+  out->size = impl->size;
+  out->impl = impl;
+  out->run = run;
+  out->close = close;
+  return 0;
+}

@@ -1,0 +1,132 @@
+// A check of the world communicator under mpirun (test/Tools/comm): every collective on
+// random data that each rank can recompute for every other rank (a seeded generator per rank),
+// compared with the reduction in double precision; one verdict line per rank.
+//
+//   mpirun -np 2 tfc-comm-tool check            # exit 0 and "rank r: PASS ..." on every rank
+//   mpirun -np 2 tfc-comm-tool stall R          # rank R stops answering (sleeps); the others
+//                                               # must fail within TFC_COMM_TIMEOUT_S
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tfc/runtime/communicator.hpp"
+
+namespace {
+
+std::vector<float> randomData(int rank, size_t n, uint32_t salt) {
+  std::mt19937 gen(1234u + 7919u * static_cast<uint32_t>(rank) + salt);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+int failures = 0;
+
+void expectNear(int rank, const char* what, const std::vector<float>& got,
+                const std::vector<double>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    worst = std::max(worst, std::fabs(got[i] - want[i]) / std::max(1.0, std::fabs(want[i])));
+  }
+  bool ok = got.size() == want.size() && worst <= 1e-6;
+  std::printf("rank %d: %s %s (max rel diff %.2e)\n", rank, ok ? "ok  " : "FAIL", what, worst);
+  if (!ok) ++failures;
+}
+
+int check(tfc::Communicator* comm) {
+  const int rank = comm->rank(), n = comm->size();
+  const size_t count = 1000;  // per block
+  // all-reduce, sum and mean, out of place and in place.
+  for (int mean = 0; mean < 2; ++mean) {
+    std::vector<float> in = randomData(rank, count, 1), out(count);
+    std::vector<double> want(count, 0.0);
+    for (int r = 0; r < n; ++r) {
+      std::vector<float> other = randomData(r, count, 1);
+      for (size_t i = 0; i < count; ++i) want[i] += other[i];
+    }
+    if (mean) for (double& w : want) w /= n;
+    tfc::ReduceOp op = mean ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
+    tfc::Status s = comm->allReduce(in.data(), out.data(), count, op, "test");
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    expectNear(rank, mean ? "all_reduce mean" : "all_reduce sum", out, want);
+    s = comm->allReduce(in.data(), in.data(), count, op, "test in place");
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    expectNear(rank, mean ? "all_reduce mean in place" : "all_reduce sum in place", in, want);
+  }
+  {  // reduce-scatter: block `rank` of the sum
+    std::vector<float> in = randomData(rank, count * n, 2), out(count);
+    std::vector<double> want(count, 0.0);
+    for (int r = 0; r < n; ++r) {
+      std::vector<float> other = randomData(r, count * n, 2);
+      for (size_t i = 0; i < count; ++i) want[i] += other[rank * count + i];
+    }
+    tfc::Status s = comm->reduceScatter(in.data(), out.data(), count, tfc::ReduceOp::kSum);
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    expectNear(rank, "reduce_scatter sum", out, want);
+  }
+  {  // all-gather: block r from rank r
+    std::vector<float> in = randomData(rank, count, 3), out(count * n);
+    std::vector<double> want;
+    for (int r = 0; r < n; ++r) for (float x : randomData(r, count, 3)) want.push_back(x);
+    tfc::Status s = comm->allGather(in.data(), out.data(), count);
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    expectNear(rank, "all_gather", out, want);
+  }
+  {  // all-to-all: block s of my recv is block `rank` of rank s's send
+    std::vector<float> in = randomData(rank, count * n, 4), out(count * n);
+    std::vector<double> want;
+    for (int s = 0; s < n; ++s) {
+      std::vector<float> other = randomData(s, count * n, 4);
+      for (size_t i = 0; i < count; ++i) want.push_back(other[rank * count + i]);
+    }
+    tfc::Status s = comm->allToAll(in.data(), out.data(), count);
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    expectNear(rank, "all_to_all", out, want);
+  }
+  {  // broadcast from the last rank, then a barrier
+    std::vector<float> data = randomData(rank, count, 5);
+    tfc::Status s = comm->broadcast(data.data(), count * sizeof(float), n - 1);
+    if (s.ok()) s = comm->barrier();
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    std::vector<float> root = randomData(n - 1, count, 5);
+    expectNear(rank, "broadcast", data, std::vector<double>(root.begin(), root.end()));
+  }
+  std::printf("rank %d of %d (%s): %s\n", rank, n, comm->transport(),
+              failures == 0 ? "PASS" : "FAIL");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::string mode = argc > 1 ? argv[1] : "check";
+  auto world = tfc::worldCommunicator();
+  if (!world.ok()) {
+    std::fprintf(stderr, "tfc-comm-tool: %s\n", world.status().message());
+    return 1;
+  }
+  tfc::Communicator* comm = *world;
+  if (mode == "check") return check(comm);
+  if (mode == "stall" && argc > 2) {
+    int stalled = std::atoi(argv[2]);
+    if (comm->rank() == stalled) {
+      // Stops answering: never joins the collective (as a hung or stopped process would).
+      sleep(static_cast<unsigned>(3 * tfc::commTimeoutSeconds() + 30));
+      return 0;
+    }
+    std::vector<float> v(16, 1.0f);
+    tfc::Status s = comm->allReduce(v.data(), v.data(), v.size(), tfc::ReduceOp::kSum, "test");
+    std::fprintf(stderr, "tfc-comm-tool: rank %d: %s\n", comm->rank(),
+                 s.ok() ? "the all-reduce completed without the stalled rank" : s.message());
+    return 1;
+  }
+  std::fprintf(stderr, "usage: tfc-comm-tool check | stall RANK\n");
+  return 2;
+}

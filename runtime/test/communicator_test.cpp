@@ -1,0 +1,72 @@
+// The size-1 communicator: every collective is the identity (a copy), and the world outside
+// mpirun is that communicator. The MPI communicator is checked under mpirun by
+// test/Tools/comm/communicator-mpi.test (runtime/test/comm_tool.cpp).
+#include "tfc/runtime/communicator.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+namespace tfc {
+namespace {
+
+std::vector<float> randomData(size_t n) {
+  std::mt19937 gen(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+TEST(SingleCommunicator, EveryCollectiveIsACopy) {
+  auto comm = makeSingleCommunicator();
+  EXPECT_EQ(comm->rank(), 0);
+  EXPECT_EQ(comm->size(), 1);
+  const std::vector<float> in = randomData(257);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+    std::vector<float> out(in.size(), 0.0f);
+    ASSERT_TRUE(comm->allReduce(in.data(), out.data(), in.size(), op).ok());
+    EXPECT_EQ(out, in);
+    std::vector<float> inPlace = in;
+    ASSERT_TRUE(comm->allReduce(inPlace.data(), inPlace.data(), in.size(), op).ok());
+    EXPECT_EQ(inPlace, in);
+    out.assign(in.size(), 0.0f);
+    ASSERT_TRUE(comm->reduceScatter(in.data(), out.data(), in.size(), op).ok());
+    EXPECT_EQ(out, in);
+  }
+  std::vector<float> out(in.size(), 0.0f);
+  ASSERT_TRUE(comm->allGather(in.data(), out.data(), in.size()).ok());
+  EXPECT_EQ(out, in);
+  out.assign(in.size(), 0.0f);
+  ASSERT_TRUE(comm->allToAll(in.data(), out.data(), in.size()).ok());
+  EXPECT_EQ(out, in);
+  std::vector<float> data = in;
+  EXPECT_TRUE(comm->broadcast(data.data(), data.size() * sizeof(float), 0).ok());
+  EXPECT_EQ(data, in);
+  EXPECT_TRUE(comm->barrier().ok());
+  Status bad = comm->broadcast(data.data(), 4, 1);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.message()).find("rank 1"), std::string::npos) << bad.message();
+}
+
+TEST(WorldCommunicator, OutsideMpirunIsOneRank) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) GTEST_SKIP();
+  auto world = worldCommunicator();
+  ASSERT_TRUE(world.ok()) << world.status().message();
+  EXPECT_EQ((*world)->size(), 1);
+  EXPECT_STREQ((*world)->transport(), "single");
+}
+
+TEST(CommTimeout, ReadsTheEnvironment) {
+  ::setenv("TFC_COMM_TIMEOUT_S", "2.5", 1);
+  EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 2.5);
+  ::setenv("TFC_COMM_TIMEOUT_S", "nonsense", 1);
+  EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 300.0);
+  ::unsetenv("TFC_COMM_TIMEOUT_S");
+  EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 300.0);
+}
+
+}  // namespace
+}  // namespace tfc
