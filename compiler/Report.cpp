@@ -57,6 +57,10 @@ void writeReport(mlir::ModuleOp module, llvm::StringRef input,
           // Matmul-like kernels are bound by arithmetic; the rest by memory.
           json.attribute("bytes_moved_matmul_like", computeBound);
           json.attribute("bytes_moved_other", read + written - computeBound);
+          // Collectives (tfc --dp): what one rank sends per call, by the
+          // ring all-reduce's 2 (n-1)/n x bytes.
+          if (func->hasAttr(attr::kLinkBytes))
+            json.attribute("link_bytes", intAttr(func, attr::kLinkBytes));
           json.attribute("arena_bytes", intAttr(func, attr::kArenaBytes));
           json.attribute("live_bound_bytes",
                          intAttr(func, attr::kLiveBoundBytes));

@@ -137,6 +137,12 @@ OpCost estimateCost(Operation *op) {
     cost.bytesWritten += tensorBytes(r.getType());
   for (Value v : op->getOperands())
     cost.bytesRead += tensorBytes(v.getType());
+  if (auto ar = llvm::dyn_cast<AllReduceOp>(op)) {
+    // Ring all-reduce (what MPI and NCCL use for large tensors): a
+    // reduce-scatter then an all-gather, each sending (n-1)/n of the tensor.
+    int64_t n = ar.getSize();
+    cost.linkBytes = 2 * (n - 1) * tensorBytes(ar.getX().getType()) / n;
+  }
   // Ops that touch only part of an operand.
   if (auto e = llvm::dyn_cast<EmbeddingOp>(op)) {
     cost.bytesRead = tensorBytes(e.getIds().getType()) + cost.bytesWritten;

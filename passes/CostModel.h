@@ -24,12 +24,16 @@ struct OpCost {
   int64_t flops = 0;
   int64_t bytesRead = 0;
   int64_t bytesWritten = 0;
+  /// Bytes one rank sends over the link between processes (collectives
+  /// only): a ring all-reduce of B bytes over n ranks sends 2 (n-1)/n B.
+  int64_t linkBytes = 0;
 
   int64_t bytes() const { return bytesRead + bytesWritten; }
   OpCost &operator+=(const OpCost &o) {
     flops += o.flops;
     bytesRead += o.bytesRead;
     bytesWritten += o.bytesWritten;
+    linkBytes += o.linkBytes;
     return *this;
   }
 };

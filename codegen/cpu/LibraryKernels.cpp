@@ -9,6 +9,7 @@
 #include "codegen/cpu/KernelEmitters.h"
 
 #include "dialects/tfc/TfcOps.h"
+#include "tfc/artifact_abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -238,6 +239,34 @@ bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
   return true;
 }
 
+/// tfc.all_reduce: a blocking call into the runtime's communicator through
+/// the kernel library (tfc_kernels_collective_f32 -> host->collective).
+bool emitAllReduce(OpBuilder &b, AllReduceOp op, ValueRange operands,
+                   ValueRange results) {
+  Location loc = op.getLoc();
+  auto module = op->getParentOfType<ModuleOp>();
+  std::string name = "tfc_group_" + op.getGroup().str();
+  auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
+  if (!global) {
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    std::string text = op.getGroup().str();
+    text.push_back('\0');
+    global = mb.create<LLVM::GlobalOp>(
+        module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
+        /*isConstant=*/true, LLVM::Linkage::Internal, name,
+        b.getStringAttr(text), /*alignment=*/0);
+  }
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value group = b.create<LLVM::AddressOfOp>(loc, ptr, global.getSymName());
+  int64_t count = numElements(op.getX().getType().getShape());
+  call(b, op, "tfc_kernels_collective_f32",
+       {i32(b, loc, TFC_COLLECTIVE_ALL_REDUCE),
+        i32(b, loc, op.getReduce() == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM),
+        group, pointerOf(b, loc, operands[0]), pointerOf(b, loc, results[0]),
+        i64(b, loc, count)});
+  return true;
+}
+
 } // namespace
 
 void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
@@ -276,7 +305,8 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
 
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
-  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp>(op))
+  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
+                 AllReduceOp>(op))
     return failure();
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
@@ -293,6 +323,9 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                   return emitAttentionGrad(b, a, ins, outs);
                 })
                 .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
+                .Case([&](AllReduceOp r) {
+                  return emitAllReduce(b, r, ins, outs);
+                })
                 .Default([](Operation *) { return false; });
       });
   return emitted;

@@ -624,6 +624,8 @@ LogicalResult EntryLowering::run() {
                  builder.getI64IntegerAttr(cost.bytesWritten));
   entry->setAttr(attr::kComputeBoundBytes,
                  builder.getI64IntegerAttr(computeBoundBytes));
+  if (cost.linkBytes > 0)
+    entry->setAttr(attr::kLinkBytes, builder.getI64IntegerAttr(cost.linkBytes));
   SmallVector<NamedAttribute> byKind;
   for (auto &[kind, entry] : costByKind)
     byKind.push_back(builder.getNamedAttr(

@@ -62,6 +62,8 @@ constexpr llvm::StringLiteral kFlops = "tfc.flops";
 constexpr llvm::StringLiteral kBytesRead = "tfc.bytes_read";
 constexpr llvm::StringLiteral kBytesWritten = "tfc.bytes_written";
 constexpr llvm::StringLiteral kComputeBoundBytes = "tfc.compute_bound_bytes";
+/// On a planned entry: bytes one rank sends to others per call (collectives).
+constexpr llvm::StringLiteral kLinkBytes = "tfc.link_bytes";
 constexpr llvm::StringLiteral kCostByKernel = "tfc.cost_by_kernel";
 /// On a kernel function: one launch's cost by the cost model, as
 /// array<i64: flops, bytes_read, bytes_written>, and the graph ops it

@@ -1217,5 +1217,19 @@ LogicalResult FusedOp::verifyRegions() {
   return verifyLinearBody(*this, body);
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  if (getGroup().empty())
+    return emitOpError("needs a non-empty group name (\"dp\")");
+  if (getReduce() != "sum" && getReduce() != "mean")
+    return emitOpError("reduce '") << getReduce() << "' is not 'sum' or 'mean'";
+  if (getSize() < 1)
+    return emitOpError("group size ") << getSize() << " must be at least 1";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/tfc/TfcOps.cpp.inc"

@@ -812,4 +812,38 @@ def TFC_YieldOp : TFC_Op<"yield", [Pure, Terminator, ReturnLike,
   let assemblyFormat = [{ ($values^ `:` type($values))? attr-dict }];
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives across processes (data parallel; issue 12)
+//===----------------------------------------------------------------------===//
+
+def TFC_AllReduceOp : TFC_Op<"all_reduce", [Pure, SameOperandsAndResultType, TFC_VJP]> {
+  let summary = "sum or mean of a tensor over the ranks of a process group";
+  let description = [{
+    Every rank of the group named `group` ("dp": the data-parallel ranks)
+    contributes `x`; each gets back the elementwise `reduce` ("sum" or
+    "mean") of all the contributions. The CPU target lowers it to a call into
+    the runtime's communicator (tfc_host_api_t.collective: MPI under
+    mpirun, a copy in one process). Every rank runs the same compiled graph,
+    so the collectives happen in the same order on every rank; that is why
+    the op may be Pure (CSE and DCE act alike on every rank).
+
+    Gradient (Megatron's conventions): the op is Megatron's `g`, an
+    all-reduce in the forward whose result is replicated, so the gradient
+    that reaches it is the same on every rank and is passed back as is
+    ("sum"), or divided by the group's size ("mean"): identity in the
+    backward. Megatron's `f` (identity forward, all-reduce backward) is not
+    an op yet. tfc-data-parallel inserts this op after autodiff, on the
+    gradients, so its own VJP is not used there.
+
+    ```mlir
+    %g = tfc.all_reduce %grad {group = "dp", reduce = "mean", size = 2 : i64} : tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, StrAttr:$group, StrAttr:$reduce,
+                       I64Attr:$size);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{ $x attr-dict `:` type($x) }];
+  let hasVerifier = 1;
+}
+
 #endif // TFC_OPS_TD

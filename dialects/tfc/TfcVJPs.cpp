@@ -596,3 +596,19 @@ LogicalResult CrossEntropyOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                         grads[0], getIgnoreIndexAttr());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // Megatron's g: y = reduce over ranks of x is replicated, so dL/dy is the
+  // same on every rank and dL/dx = dL/dy (sum) or dL/dy / n (mean); no
+  // communication in the backward.
+  G e{b, getLoc()};
+  out.assign(1, grads[0]);
+  if (getReduce() == "mean")
+    out[0] = e.mul(grads[0], e.c(grads[0], 1.0 / double(getSize())));
+  return success();
+}

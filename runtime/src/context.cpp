@@ -4,6 +4,8 @@
 #include <string>
 
 #include "cuda/executor.hpp"
+#include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
 #include "file_util.hpp"
 #include "runtime_internal.hpp"
 
@@ -33,6 +35,55 @@ void hostReportError(void* user, const char* message) {
   if (context->hasError) return;  // keep the first
   context->hasError = true;
   context->error = message != nullptr ? message : "(null message)";
+}
+
+// Collectives of compiled code (tfc.all_reduce, ...) go to the process's world communicator;
+// every group is the world for now (data parallel only).
+int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* group,
+                       const void* send, void* recv, uint64_t count) {
+  auto world = tfc::worldCommunicator();
+  tfc::Status status = world.ok() ? tfc::Status() : std::move(world).takeStatus();
+  if (status.ok()) {
+    tfc::Communicator* comm = *world;
+    const tfc::ReduceOp op = reduce == TFC_REDUCE_MEAN ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
+    const std::string what = std::string("group '") + (group ? group : "") + "'";
+    const auto* in = static_cast<const float*>(send);
+    auto* out = static_cast<float*>(recv);
+    switch (kind) {
+      case TFC_COLLECTIVE_ALL_REDUCE: status = comm->allReduce(in, out, count, op, what); break;
+      case TFC_COLLECTIVE_REDUCE_SCATTER:
+        status = comm->reduceScatter(in, out, count, op, what);
+        break;
+      case TFC_COLLECTIVE_ALL_GATHER: status = comm->allGather(in, out, count, what); break;
+      case TFC_COLLECTIVE_ALL_TO_ALL: status = comm->allToAll(in, out, count, what); break;
+      case TFC_COLLECTIVE_BROADCAST: status = comm->broadcast(recv, count, 0, what); break;
+      case TFC_COLLECTIVE_BARRIER: status = comm->barrier(what); break;
+      default:
+        status = tfc::Status::error(TFC_INVALID_ARGUMENT, "unknown collective kind %d", kind);
+    }
+  }
+  if (status.ok()) return 0;
+  hostReportError(user, status.message());
+  return 1;
+}
+
+// A data-parallel artifact runs only in a world of the size it was compiled for: the batch
+// each rank reads and the mean of the gradients depend on it.
+tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
+  const char* json = artifact->table->metadata_json;
+  std::optional<int64_t> compiled =
+      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_WORLD_SIZE);
+  if (!compiled) return tfc::Status();
+  TFC_ASSIGN_OR_RETURN(tfc::Communicator* world, tfc::worldCommunicator());
+  if (*compiled == world->size()) return tfc::Status();
+  return tfc::Status::error(
+      TFC_FAILED_PRECONDITION,
+      "%s was compiled for %lld processes (tfc --dp=%lld) but runs in a world of %d (%s); "
+      "start it with `mpirun -np %lld ...` or recompile with --dp=%d",
+      artifact->path.c_str(), static_cast<long long>(*compiled),
+      static_cast<long long>(*compiled), world->size(),
+      world->size() == 1 ? "not under mpirun" : "mpirun -np", static_cast<long long>(*compiled),
+      world->size());
 }
 
 void hostDeviceLaunch(void* user, int32_t kernel, uint32_t grid, uint32_t block,
@@ -265,6 +316,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
                            "tfc_context_create: the params belong to %s, not to %s",
                            params->artifact->path.c_str(), artifact->path.c_str());
   }
+  if (tfc::Status world = checkWorldSize(artifact); !world.ok()) return world.release();
   tfc_context_options_t defaults;
   tfc_context_options_initialize(&defaults);
   if (options == nullptr) options = &defaults;
@@ -343,6 +395,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->host.user = context;
   context->host.parallel_for = hostParallelFor;
   context->host.report_error = hostReportError;
+  context->host.collective = hostCollective;
   *out_context = context;
   return nullptr;
 }

@@ -46,6 +46,12 @@ void tfc_kernels_kernel_end(int32_t kernel);
 void tfc_kernels_parallel_for(int64_t n, int64_t grain,
                               void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx);
 
+/* ---- Collectives (tfc.all_reduce and its kin) ----
+ * Forwards to the host's collective (tfc_host_api_t; kind TFC_COLLECTIVE_*, reduce TFC_REDUCE_*,
+ * counts as written there), or records an error when the host has none. Blocking. */
+void tfc_kernels_collective_f32(int32_t kind, int32_t reduce, const char* group, const float* send,
+                                float* recv, int64_t count);
+
 /* ---- Device artifacts (tfc-cuda-launch-kernels) ----
  * A CUDA artifact's entries run on the host and call these with device addresses; they
  * forward to the host's device_launch, device_copy and device_constant (tfc_host_api_t),

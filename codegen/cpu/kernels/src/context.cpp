@@ -130,6 +130,19 @@ void* tfc_kernels_device_constant(const void* data, uint64_t bytes) {
   return h->device_constant(h->user, data, bytes);
 }
 
+void tfc_kernels_collective_f32(int32_t kind, int32_t reduce, const char* group, const float* send,
+                                float* recv, int64_t count) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->collective) {
+    tfc_kernels_error(
+        "a collective (tfc.all_reduce) ran in a host without a communicator; run the artifact "
+        "with a tfc runtime that has one (tfc-run, under mpirun for --dp)");
+    return;
+  }
+  // The host reports its own error (naming the collective and the ranks).
+  (void)h->collective(h->user, kind, reduce, group, send, recv, static_cast<uint64_t>(count));
+}
+
 void tfc_kernels_parallel_for(int64_t n, int64_t grain,
                               void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx) {
   tfc_kern::parallel_for(n, grain, fn, ctx);
