@@ -115,6 +115,13 @@ struct Options {
       cl::desc("Also build the training entries from `loss`: loss_grad and "
                "train_step with this optimizer (adamw or sgd)"),
       cl::value_desc("adamw|sgd"), cl::init(""), cl::cat(category)};
+  cl::opt<int64_t> dataParallel{
+      "dp",
+      cl::desc("With --optimizer: data parallel over N processes (mpirun -np "
+               "N tfc-run model.so train ...): the gradients are averaged "
+               "over the ranks (tfc-data-parallel); each rank reads its slice "
+               "of a global batch of N x the compiled batch"),
+      cl::value_desc("N"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
       cl::desc("Store parameters and the KV cache in this type and compute "
@@ -319,6 +326,13 @@ int compilerMain(int argc, char **argv) {
     return fail("unknown --optimizer='" + options.optimizer +
                 "' (expected adamw or sgd)");
   pipeline.optimizer = options.optimizer;
+  if (options.dataParallel < 0 || options.dataParallel > 65536)
+    return fail("--dp=" + std::to_string(options.dataParallel) +
+                ": give the number of processes, 1 or more");
+  if (options.dataParallel > 0 && options.optimizer.empty())
+    return fail("--dp=" + std::to_string(options.dataParallel) +
+                " averages the gradients of train_step: it needs --optimizer");
+  pipeline.dataParallel = options.dataParallel;
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +

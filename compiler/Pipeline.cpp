@@ -75,6 +75,11 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
   }
   if (runs(Phase::Graph) && !options.optimizer.empty()) {
     pm.addPass(createTfcAutodiff());
+    if (options.dataParallel > 0) {
+      TfcDataParallelOptions dp;
+      dp.size = options.dataParallel;
+      pm.addPass(createTfcDataParallel(dp));
+    }
     TfcTrainStepOptions trainStep;
     trainStep.optimizer = options.optimizer;
     trainStep.noDecay = options.noDecay;

@@ -70,6 +70,10 @@ struct PipelineOptions {
   /// When set ("adamw" or "sgd"), the graph phase first differentiates the
   /// `loss` entry (tfc-autodiff) and builds `train_step` (tfc-train-step).
   std::string optimizer;
+  /// > 0 with an optimizer: average the gradients over this many
+  /// data-parallel processes (tfc-data-parallel) and record it in the
+  /// artifact; 0: one process, no collectives.
+  int64_t dataParallel = 0;
   /// "bf16" or "f16": the graph phase first converts parameters, state and
   /// the entries using them to it (tfc-convert-precision); "f32": nothing.
   std::string precision = "f32";

@@ -131,6 +131,40 @@ def TfcAutodiff : Pass<"tfc-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def TfcDataParallel : Pass<"tfc-data-parallel", "mlir::ModuleOp"> {
+  let summary = "Averages the gradients over data-parallel ranks";
+  let description = [{
+    Run between `tfc-autodiff` and `tfc-train-step` (`tfc --dp=N`). In every
+    `<entry>_grad` entry, each gradient result (`tfc.grad_of`) and the loss
+    (result 0) become `tfc.all_reduce` with reduce "mean" over the group
+    `group` of `size` ranks, placed right after the op that makes the value
+    final; `train_step` then clips and applies the averaged gradients, so N
+    ranks of batch B train as one process of batch N x B. The module's
+    `tfc.metadata` gets `"world_size": N`, which the runtime checks.
+
+    Before:
+    ```mlir
+    %g = tfc.matmul %x, %dy ...
+    return %loss, %g : tensor<f32>, tensor<64x64xf32>
+    ```
+    After (size=2):
+    ```mlir
+    %g = tfc.matmul %x, %dy ...
+    %r = tfc.all_reduce %g {group = "dp", reduce = "mean", size = 2 : i64} : tensor<64x64xf32>
+    ...
+    return %l, %r : tensor<f32>, tensor<64x64xf32>
+    ```
+    One collective per gradient tensor: buckets (several gradients in one
+    call) and overlap with the backward are not done yet.
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", /*default=*/"1",
+           "The number of data-parallel processes (mpirun -np N)">,
+    Option<"group", "group", "std::string", /*default=*/"\"dp\"",
+           "The name of the process group">,
+  ];
+}
+
 def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
   let summary = "Builds `train_step`: forward, loss, backward, clipping, optimizer";
   let description = [{

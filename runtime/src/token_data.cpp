@@ -206,8 +206,11 @@ uint64_t SplitMix64::below(uint64_t bound) {
 
 void BatchSampler::next(int32_t* x, int32_t* y) {
   uint64_t range = data_->size() - static_cast<uint64_t>(seq_) - 1;  // offsets [0, len-T-1)
-  for (int64_t b = 0; b < batch_; ++b) {
-    uint64_t offset = rng_.below(range);
+  const int64_t first = static_cast<int64_t>(rank_) * batch_;
+  for (int64_t row = 0; row < batch_ * world_; ++row) {
+    uint64_t offset = rng_.below(range);  // drawn for every row, kept for this rank's
+    if (row < first || row >= first + batch_) continue;
+    const int64_t b = row - first;
     for (int64_t t = 0; t < seq_; ++t) {
       x[b * seq_ + t] = static_cast<int32_t>(data_->at(offset + static_cast<uint64_t>(t)));
       y[b * seq_ + t] = static_cast<int32_t>(data_->at(offset + static_cast<uint64_t>(t) + 1));

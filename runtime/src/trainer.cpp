@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "tfc/runtime/checkpoint.hpp"
+#include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/metadata.hpp"
 
 namespace tfc {
@@ -139,6 +140,19 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
   }
   trainer.batch_ = trainStep.dataDesc(0).shape[0];
   trainer.seq_ = trainStep.dataDesc(0).shape[1];
+  // Data parallel: the context already refused a world of another size than the compiled one;
+  // here a world of several processes running an artifact compiled for one is refused too
+  // (each would train its own copy of the model).
+  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+  trainer.rank_ = world->rank();
+  trainer.world_ = world->size();
+  if (trainer.world_ > 1 &&
+      !metadataInt(std::string(artifact.metadataJson()), TFC_METADATA_WORLD_SIZE).has_value()) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "%s was compiled for one process but runs in a world of %d (mpirun "
+                         "-np %d): compile it with tfc --dp=%d for data-parallel training",
+                         path.c_str(), trainer.world_, trainer.world_, trainer.world_);
+  }
   const int64_t vocab = modelVocabSize(artifact);
   TFC_ASSIGN_OR_RETURN(trainer.data_,
                        openTokens(options.dataPath, options.dataDtype, trainer.seq_, vocab));
@@ -149,7 +163,8 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
     trainer.lossEntry_ = std::make_unique<LossEntry>(std::move(loss));
   }
   trainer.sampler_ = std::make_unique<BatchSampler>(trainer.data_.get(), trainer.batch_,
-                                                    trainer.seq_, trainer.seed_);
+                                                    trainer.seq_, trainer.seed_, trainer.rank_,
+                                                    trainer.world_);
   return trainer;
 }
 
@@ -232,6 +247,11 @@ Status Trainer::save() {
   if (options_.savePath.empty()) {
     return Status::error(TFC_FAILED_PRECONDITION, "no checkpoint path to save to (savePath)");
   }
+  // Data parallel: every rank holds the same weights; rank 0 alone writes them.
+  if (rank_ != 0) {
+    lastCheckpoint_ = options_.savePath;
+    return Status();
+  }
   // A step can return a finite loss and still leave infinities behind (the update runs after
   // the loss): never write those over a good checkpoint.
   std::string broken = firstNonFinite(artifact_, params_, context_);
@@ -257,7 +277,7 @@ Status Trainer::save() {
 }
 
 Status Trainer::openLog() {
-  if (options_.logPath.empty() || log_) return Status();
+  if (options_.logPath.empty() || log_ || rank_ != 0) return Status();  // rank 0 logs
   if (resumed_) history_ = readLog(options_.logPath, step_);
   TFC_ASSIGN_OR_RETURN(TextOutputFile file,
                        TextOutputFile::open(options_.logPath, options_.logLabel));
@@ -294,7 +314,7 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
   };
 
   const int64_t first = step_ + 1, last = options_.steps;
-  const double tokensPerStep = static_cast<double>(batch_ * seq_);
+  const double tokensPerStep = static_cast<double>(batch_ * seq_ * world_);  // every rank's
   const Clock::time_point runStart = Clock::now();
   double smoothedRate = 0;
   for (int64_t step = first; step <= last; ++step) {

@@ -227,6 +227,7 @@ class ProgressPrinter {
 
   // The trainer's progress callback; an error (writing the plot) stops the run.
   Status report(const TrainProgress& progress) {
+    if (trainer_.rank() != 0) return Status();  // data parallel: rank 0 speaks and plots
     const TrainLogRow& row = progress.row;
     const int64_t steps = progress.lastStep;
     if (progress.event == TrainProgress::Event::kSaved) {
@@ -320,7 +321,15 @@ int runTrain(const Invocation& invocation) {
     for (int32_t d = 0; d < artifact->param(i).rank; ++d) count *= artifact->param(i).shape[d];
     paramCount += count;
   }
-  print(stderr,
+  const bool speaks = trainer->rank() == 0;  // data parallel: rank 0 alone prints
+  if (speaks && trainer->worldSize() > 1) {
+    print(stderr,
+          "data parallel: {} processes, each reads its slice of the global batch {} x {} = {} "
+          "rows\n",
+          trainer->worldSize(), trainer->worldSize(), trainer->batch(),
+          trainer->worldSize() * trainer->batch());
+  }
+  if (speaks) print(stderr,
         "training {}: {}, {} parameters, batch {} x seq {} = {} tokens/step, steps {}..{}\n"
         "  data {} ({}), sampler seed {}\n"
         "  lr {:g} ({}, warm-up {:g}, min {:g}), weight decay {:g}, grad clip {:g}\n",
@@ -361,10 +370,12 @@ int runTrain(const Invocation& invocation) {
           savePath);
     return 130;
   }
+  if (!speaks) return 0;
   const TrainLogRow& final = trainer->history().back();
   print("trained steps {}..{} in {} ({} tok/s): final loss {:.4f}{}\n", outcome->firstStep, steps,
         formatDuration(outcome->seconds),
-        formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T) /
+        formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T *
+                                       trainer->worldSize()) /
                    outcome->seconds),
         final.loss,
         std::isnan(final.evalLoss) ? "" : ", eval loss " + formatLogNumber(final.evalLoss));

@@ -101,8 +101,14 @@ class SplitMix64 {
 // exactly the batches an uninterrupted one would.
 class BatchSampler {
  public:
-  BatchSampler(const TokenData* data, int64_t batch, int64_t seq, uint64_t seed)
-      : data_(data), batch_(batch), seq_(seq), rng_(seed) {}
+  // Data parallel (|world| > 1): every rank draws the same global batch of world * batch rows
+  // from the same seed and keeps its own slice, rows [rank * batch, (rank + 1) * batch). So
+  // N ranks of batch B see exactly the batch one process of batch N * B would, which is what
+  // makes their mean gradient equal to that process's (llm.c's convention: each rank reads
+  // its own part of the data; the global batch is N x the compiled per-rank batch).
+  BatchSampler(const TokenData* data, int64_t batch, int64_t seq, uint64_t seed, int rank = 0,
+               int world = 1)
+      : data_(data), batch_(batch), seq_(seq), rank_(rank), world_(world), rng_(seed) {}
 
   // Fills x and y (each batch * seq int32).
   void next(int32_t* x, int32_t* y);
@@ -117,6 +123,7 @@ class BatchSampler {
  private:
   const TokenData* data_;
   int64_t batch_, seq_;
+  int rank_, world_;
   SplitMix64 rng_;
   uint64_t drawn_ = 0;
 };

@@ -106,6 +106,10 @@ class Trainer {
   StatusOr<std::map<std::string, std::string>> resume(const std::string& path);
 
   int64_t batch() const { return batch_; }
+  // Data parallel (mpirun): this process's rank and the number of processes; 0 and 1 alone.
+  // Only rank 0 writes the log and the checkpoints.
+  int rank() const { return rank_; }
+  int worldSize() const { return world_; }
   int64_t seq() const { return seq_; }
   // The step of the parameters (0, or the resumed checkpoint's).
   int64_t step() const { return step_; }
@@ -141,6 +145,7 @@ class Trainer {
   std::unique_ptr<LossEntry> lossEntry_;
   std::unique_ptr<TokenData> data_, evalData_;
   std::unique_ptr<BatchSampler> sampler_;
+  int rank_ = 0, world_ = 1;
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
   std::vector<TrainLogRow> history_;
