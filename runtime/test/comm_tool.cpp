@@ -5,8 +5,12 @@
 //   mpirun -np 2 tfc-comm-tool check            # exit 0 and "rank r: PASS ..." on every rank
 //   mpirun -np 2 tfc-comm-tool stall R          # rank R stops answering (sleeps); the others
 //                                               # must fail within TFC_COMM_TIMEOUT_S
+//   mpirun -np 2 tfc-comm-tool bench N          # the median time of an all-reduce of N floats
+//                                               # (docs/performance.md)
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -127,6 +131,32 @@ int main(int argc, char** argv) {
                  s.ok() ? "the all-reduce completed without the stalled rank" : s.message());
     return 1;
   }
-  std::fprintf(stderr, "usage: tfc-comm-tool check | stall RANK\n");
+  if (mode == "bench" && argc > 2) {
+    const size_t n = std::strtoull(argv[2], nullptr, 10);
+    std::vector<float> v = randomData(comm->rank(), n, 6);
+    std::vector<double> seconds;
+    for (int i = 0; i < 25; ++i) {
+      tfc::Status s = comm->barrier();
+      auto start = std::chrono::steady_clock::now();
+      if (s.ok()) s = comm->allReduce(v.data(), v.data(), n, tfc::ReduceOp::kMean, "bench");
+      if (!s.ok()) {
+        std::fprintf(stderr, "tfc-comm-tool: %s\n", s.message());
+        return 1;
+      }
+      seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    const double sent = 2.0 * (comm->size() - 1) / comm->size() * n * sizeof(float);
+    if (comm->rank() == 0) {
+      std::printf("all_reduce of %zu floats (%.2f MB) over %d ranks: median %.3f ms, min %.3f ms; "
+                  "%.2f MB sent per rank (ring), %.2f GB/s\n",
+                  n, n * 4e-6, comm->size(), median * 1e3, seconds[0] * 1e3, sent * 1e-6,
+                  sent / median * 1e-9);
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "usage: tfc-comm-tool check | stall RANK | bench COUNT\n");
   return 2;
 }

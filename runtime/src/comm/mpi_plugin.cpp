@@ -6,7 +6,7 @@
 // timeout the message names the collective, this rank and the world; the request cannot be
 // cancelled, so close() aborts the job (MPI_Abort), which makes mpirun stop every rank.
 #include <mpi.h>
-#include <time.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdio>
@@ -43,8 +43,11 @@ std::string mpiError(int code) {
   return std::string(text, static_cast<size_t>(length));
 }
 
-// Waits for |request| until |timeout_s| has passed. Spins briefly (a collective of small
-// tensors completes in microseconds), then sleeps 50 us between tests.
+// Waits for |request| until |timeout_s| has passed. Open MPI progresses a non-blocking
+// collective only inside MPI calls, so the loop keeps testing; between tests it yields the
+// core (sched_yield), which costs nothing when the rank has the core to itself and lets the
+// other ranks run when they outnumber the cores (mpirun --oversubscribe). A sleep here
+// instead (50 us) made the all-reduces of a small gpt2's step 3x slower.
 int wait(Impl* impl, MPI_Request* request, int32_t kind, uint64_t count, double timeout_s,
          char* error, size_t error_size) {
   using Clock = std::chrono::steady_clock;
@@ -59,7 +62,7 @@ int wait(Impl* impl, MPI_Request* request, int32_t kind, uint64_t count, double 
       return 1;
     }
     if (done) return 0;
-    if (polls > 2000) {
+    if (polls % 1024 == 1023) {
       double waited = std::chrono::duration<double>(Clock::now() - start).count();
       if (waited > timeout_s) {
         std::snprintf(error, error_size,
@@ -71,9 +74,8 @@ int wait(Impl* impl, MPI_Request* request, int32_t kind, uint64_t count, double 
         impl->failed = true;
         return 1;
       }
-      struct timespec pause = {0, 50 * 1000};
-      nanosleep(&pause, nullptr);
     }
+    sched_yield();
   }
 }
 
