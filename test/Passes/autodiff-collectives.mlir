@@ -1,0 +1,34 @@
+// RUN: tfc-opt %s -split-input-file -tfc-autodiff -verify-diagnostics | FileCheck %s
+
+// Tests the VJP of tfc.all_reduce (Megatron's g): the gradient passes through
+// unchanged for "sum" and divided by the group's size for "mean", with no
+// collective in the backward.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[Q:.*]] = tfc.constant dense<2.500000e-01> : tensor<f32>
+// CHECK: tfc.mul %{{.*}}, %[[Q]]
+// CHECK-NOT: tfc.all_reduce {{.*}}size = 4
+// CHECK: return
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = tfc.load @w : tensor<4xf32>
+  %y = tfc.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %r = tfc.all_reduce %y {group = "tp", reduce = "mean", size = 4 : i64} : tensor<4xf32>
+  %l = tfc.reduce_sum %r dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[D:.*]] = tfc.broadcast_to
+// CHECK-NEXT: tfc.mul %[[D]], %{{.*}}
+// CHECK-NEXT: %[[G:.*]] = tfc.mul %[[D]], %arg0
+// CHECK-NEXT: return %{{.*}}, %[[G]]
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = tfc.load @w : tensor<4xf32>
+  %y = tfc.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %r = tfc.all_reduce %y {group = "tp", reduce = "sum", size = 4 : i64} : tensor<4xf32>
+  %l = tfc.reduce_sum %r dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
