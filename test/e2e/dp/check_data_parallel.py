@@ -10,6 +10,7 @@ tensor); with AdamW, which turns gradients at rounding-noise level into O(lr) up
 tensor as a whole (||a - b|| / ||b||), the attention's key bias (exact gradient zero) only
 staying at noise level. Also checked:
   - only rank 0 prints the step lines and writes the checkpoint and the log;
+  - resuming from rank 0's checkpoint under mpirun continues bit-identically;
   - the loss in the log equals the single process's per step;
   - a world size other than the compiled one is refused before any step, with a message;
   - an artifact compiled for one process is refused under mpirun -np 2;
@@ -175,6 +176,20 @@ def main():
                   f"{opt} DP={world}: only rank 0 prints ({finals} final step lines)")
             print(f"      {opt} DP={world}: {seconds:.1f} s for {STEPS} steps with mpirun "
                   f"start-up; one process at batch {GLOBAL_BATCH}: {t_single:.1f} s")
+
+    # Resume under mpirun: 5 steps, then --resume to 10, gives the bytes of 10 straight (the
+    # checkpoint is rank 0's; every rank reads it and the sampler's position).
+    run(mpirun + ["-np", "2", tfc_run, models["adamw", 2], "train", "--data", p("train.bin"),
+                  "--init-seed", "0", "--seed", str(seed), "--steps", "5", "--total-steps",
+                  str(STEPS), *hyper["adamw"], "--save", p("half.safetensors")], env=env)
+    run(mpirun + ["-np", "2", tfc_run, models["adamw", 2], "train", "--data", p("train.bin"),
+                  "--resume", p("half.safetensors"), "--steps", str(STEPS), *hyper["adamw"],
+                  "--save", p("resumed.safetensors")], env=env)
+    straight, resumed = read_safetensors(p("adamw-dp2.safetensors")), read_safetensors(
+        p("resumed.safetensors"))
+    check(set(straight) == set(resumed) and
+          all(np.array_equal(straight[k], resumed[k]) for k in straight),
+          "adamw DP=2: 5 steps + --resume to 10 equal 10 straight, bit for bit")
 
     # A world of another size than the compiled one, before any step.
     wrong = train(2, "wrong1", expect=None, launch=False)
