@@ -190,23 +190,35 @@ int main(int argc, char** argv) {
   };
   printf("%-36s %8s %10s %10s %8s %10s %10s\n", "matmul", "threads", "ms", "GFLOP/s", "GB/s",
          "best GF/s", "cpu GF/s");
+  // Each shape with f32 B, then B as bf16 (weights read as 16 bits; GB/s counts the bytes
+  // read and written, so batch-1 decode's figure compares with the STREAM bandwidth).
   for (const MM& s : mms) {
     if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
     auto A = rnd((size_t)(s.m * s.k), 1), B = rnd((size_t)(s.k * s.n), 2);
+    std::vector<uint16_t> B16(B.size());
+    for (size_t i = 0; i < B.size(); ++i) {
+      uint32_t u;
+      memcpy(&u, &B[i], 4);
+      B16[i] = (uint16_t)(u >> 16);
+    }
     std::vector<float> C((size_t)(s.m * s.n));
-    for (int t : threads) {
-      Pool pool(t);
-      tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
-      double sec = median_seconds([&] {
-        tfc_k_matmul_f32(A.data(), B.data(), C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
-      });
-      tfc_kernels_set_host(nullptr);
-      double flops = 2.0 * s.m * s.n * s.k;
-      double bytes = 4.0 * (s.m * s.k + s.k * s.n + s.m * s.n);
-      printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", s.name, t, sec * 1e3,
-             flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
-             flops / (g_cpu / t) * 1e-9);
-      fflush(stdout);
+    for (int bt : {TFC_K_F32, TFC_K_BF16}) {
+      const void* bp = bt == TFC_K_F32 ? (const void*)B.data() : (const void*)B16.data();
+      const std::string name = std::string(s.name) + (bt == TFC_K_F32 ? "" : " bf16");
+      for (int t : threads) {
+        Pool pool(t);
+        tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+        double sec = median_seconds([&] {
+          tfc_k_matmul_bx_f32(A.data(), bp, bt, C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
+        });
+        tfc_kernels_set_host(nullptr);
+        double flops = 2.0 * s.m * s.n * s.k;
+        double bytes = 4.0 * (s.m * s.k + s.m * s.n) + (bt == TFC_K_F32 ? 4.0 : 2.0) * s.k * s.n;
+        printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", name.c_str(), t, sec * 1e3,
+               flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
+               flops / (g_cpu / t) * 1e-9);
+        fflush(stdout);
+      }
     }
   }
   // Fused epilogue: linear then a separate gelu pass, vs linear_ex with gelu applied to
