@@ -172,8 +172,10 @@ OpCost estimateCost(Operation *op) {
   } else if (llvm::isa<MoeFfnOp, MoeFfnGradOp>(op)) {
     // Only the experts some token chose are read: at most N * k of the E.
     auto ids = llvm::cast<ShapedType>(op->getOperand(1).getType());
-    unsigned numExperts = (op->getNumOperands() - (llvm::isa<MoeFfnOp>(op) ? 3 : 4));
-    int64_t E = numExperts / 3, used = std::min<int64_t>(E, ids.getNumElements());
+    unsigned leading = llvm::isa<MoeFfnOp>(op) ? 3 : 4; // x, ids, weights (, grad)
+    unsigned numExperts = op->getNumOperands() - leading;
+    int64_t E = numExperts / 3;
+    int64_t used = std::min<int64_t>(E, ids.getNumElements());
     int64_t expertBytes = 0;
     for (Value v : op->getOperands().take_back(numExperts))
       expertBytes += tensorBytes(v.getType());

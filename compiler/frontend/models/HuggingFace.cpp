@@ -204,8 +204,8 @@ void mapRope(const ConfigReader &c, Mapping &m) {
   }
 }
 
-/// LLaMA, Mistral, Qwen2 and Mixtral: one model of the library with the features
-/// each turns on. `defaults` are the architecture's Config class defaults.
+/// LLaMA, Mistral, Qwen2 and Mixtral: one model of the library with the
+/// features each turns on. `defaults` are the architecture's Config class defaults.
 struct LlamaDefaults {
   int64_t hidden, intermediate, layers, heads, vocab, context;
   double rmsEps;
