@@ -1,14 +1,15 @@
 //===- LibraryKernels.cpp - ops computed by the hand-written kernels ------===//
 //
-// matmul, linear, attention and sample call codegen/cpu/kernels (packed,
-// register-blocked, multi-threaded code). The emitters only compute sizes and
-// strides and pass pointers. The library computes in f32. A 16-bit B operand
-// of a product (the weight of linear, the rhs of matmul) goes to it as is,
-// with its element type (tfc_k_*_bx_f32), and is widened as the library reads
-// it: at decode the weights are read once at half the bytes. Other 16-bit
-// operands and results are widened into f32 buffers around the call and the
-// results rounded once (emitInF32): activations, O(M x K), small beside the
-// weights at small M, linear in size beside the product's work at large M.
+// matmul, linear, attention, sample and the mixture-of-experts ops call
+// codegen/cpu/kernels (packed, register-blocked, multi-threaded code). The
+// emitters only compute sizes and strides and pass pointers. The library
+// computes in f32. A 16-bit B operand of a product (the weight of linear, the
+// rhs of matmul) goes to it as is, with its element type (tfc_k_*_bx_f32), and
+// is widened as the library reads it: at decode the weights are read once at
+// half the bytes. Other 16-bit operands and results are widened into f32
+// buffers around the call and the results rounded once (emitInF32):
+// activations, O(M x K), small beside the weights at small M, linear in size
+// beside the product's work at large M.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/KernelEmitters.h"
@@ -258,6 +259,72 @@ bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
   return true;
 }
 
+/// A stack array of the buffers' addresses, for the kernels that take a
+/// variable number of matrices (the experts of tfc.moe_ffn).
+Value pointerArray(OpBuilder &b, Location loc, ValueRange buffers) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value array = b.create<LLVM::AllocaOp>(
+      loc, ptr, ptr, i64(b, loc, (int64_t)buffers.size()), /*alignment=*/8);
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    Value slot = b.create<LLVM::GEPOp>(loc, ptr, ptr, array,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    b.create<LLVM::StoreOp>(loc, pointerOf(b, loc, buffer), slot);
+  }
+  return array;
+}
+
+bool emitMoeRoute(OpBuilder &b, MoeRouteOp op, ValueRange operands,
+                  ValueRange results) {
+  Location loc = op.getLoc();
+  auto logits = op.getLogits().getType();
+  call(b, op, "tfc_k_moe_route_f32",
+       {pointerOf(b, loc, operands[0]), i64(b, loc, logits.getDimSize(0)),
+        i64(b, loc, logits.getDimSize(1)), i64(b, loc, op.getTopK()),
+        pointerOf(b, loc, results[0])});
+  return true;
+}
+
+/// N, D, F, E, k of a tfc.moe_ffn or tfc.moe_ffn_grad.
+template <typename Op>
+SmallVector<Value> moeShapeArgs(OpBuilder &b, Op op) {
+  Location loc = op.getLoc();
+  auto x = llvm::cast<RankedTensorType>(op.getX().getType());
+  auto w1 = llvm::cast<RankedTensorType>(op.getExperts()[0].getType());
+  return {i64(b, loc, x.getDimSize(0)), i64(b, loc, x.getDimSize(1)),
+          i64(b, loc, w1.getDimSize(0)),
+          i64(b, loc, (int64_t)op.getExperts().size() / 3),
+          i64(b, loc, op.getIds().getType().getDimSize(1))};
+}
+
+bool emitMoeFfn(OpBuilder &b, MoeFfnOp op, ValueRange operands,
+                ValueRange results) {
+  Location loc = op.getLoc();
+  SmallVector<Value> args = {pointerOf(b, loc, operands[0]),
+                             pointerOf(b, loc, operands[1]),
+                             pointerOf(b, loc, operands[2]),
+                             pointerArray(b, loc, operands.drop_front(3)),
+                             pointerOf(b, loc, results[0])};
+  args.append(moeShapeArgs(b, op));
+  call(b, op, "tfc_k_moe_ffn_f32", args);
+  return true;
+}
+
+bool emitMoeFfnGrad(OpBuilder &b, MoeFfnGradOp op, ValueRange operands,
+                    ValueRange results) {
+  Location loc = op.getLoc();
+  // (x, ids, weights, dy, experts[], dx, dweights, dexperts[], shapes...)
+  SmallVector<Value> args;
+  for (Value buffer : operands.take_front(4))
+    args.push_back(pointerOf(b, loc, buffer));
+  args.push_back(pointerArray(b, loc, operands.drop_front(4)));
+  args.push_back(pointerOf(b, loc, results[0]));
+  args.push_back(pointerOf(b, loc, results[1]));
+  args.push_back(pointerArray(b, loc, results.drop_front(2)));
+  args.append(moeShapeArgs(b, op));
+  call(b, op, "tfc_k_moe_ffn_grad_f32", args);
+  return true;
+}
+
 } // namespace
 
 void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
@@ -302,7 +369,8 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
 
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
-  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp>(op))
+  if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
+                 MoeRouteOp, MoeFfnOp, MoeFfnGradOp>(op))
     return failure();
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
@@ -344,6 +412,13 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                   return emitAttentionGrad(b, a, ins, outs);
                 })
                 .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
+                .Case([&](MoeRouteOp r) {
+                  return emitMoeRoute(b, r, ins, outs);
+                })
+                .Case([&](MoeFfnOp m) { return emitMoeFfn(b, m, ins, outs); })
+                .Case([&](MoeFfnGradOp m) {
+                  return emitMoeFfnGrad(b, m, ins, outs);
+                })
                 .Default([](Operation *) { return false; });
       });
   return emitted;

@@ -2,7 +2,8 @@
  *
  * Generated code (codegen/cpu) lowers most tfc ops to loops through MLIR and LLVM, and
  * calls these hand-written kernels for the ops where a packed, register-blocked or
- * sorting algorithm matters: matrix products, attention and sampling. All pointers are
+ * sorting algorithm matters: matrix products, attention, sampling and the grouped
+ * products of mixture-of-experts. All pointers are
  * dense row-major buffers; all sizes are element counts. The functions are C so that the
  * generated LLVM IR calls them with plain pointers and integers.
  *
@@ -139,6 +140,29 @@ void tfc_k_attention_grad_f32(const float* q, const float* k, const float* v,
  * renormalized, and one draw with a counter-based generator keyed by (seed, b). */
 void tfc_k_sample_f32(const float* logits, int64_t batch, int64_t vocab, float temperature,
                       int32_t top_k, float top_p, int64_t seed, int32_t* out_ids);
+
+/* ---- Mixture of experts ---- */
+
+/* For each row t of logits [N, E]: ids[t, 0..k) = the k experts with the largest f32
+ * softmax probability, the largest first, the lower index first on equal probabilities. */
+void tfc_k_moe_route_f32(const float* logits, int64_t n, int64_t experts, int64_t k,
+                         int32_t* ids);
+
+/* Dropless SwiGLU experts: y[t] = sum_j weights[t, e] * w2_e (silu(w1_e x[t]) *
+ * (w3_e x[t])) with e = ids[t, j]; x, y [N, D], ids [N, k], weights [N, E]; experts holds
+ * 3E pointers, per expert w1 [F, D], w3 [F, D], w2 [D, F] (torch.nn.Linear layout). Tokens
+ * are grouped by expert and each expert runs on its rows only. An id out of [0, E)
+ * reports an error. */
+void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
+                       const float* const* experts, float* y, int64_t n, int64_t d, int64_t f,
+                       int64_t num_experts, int64_t k);
+
+/* The gradients of tfc_k_moe_ffn_f32 given dy [N, D]: dx [N, D], dweights [N, E] (zero
+ * outside each token's chosen experts) and dexperts (3E pointers shaped as experts). */
+void tfc_k_moe_ffn_grad_f32(const float* x, const int32_t* ids, const float* weights,
+                            const float* dy, const float* const* experts, float* dx,
+                            float* dweights, float* const* dexperts, int64_t n, int64_t d,
+                            int64_t f, int64_t num_experts, int64_t k);
 
 /* ---- Counter-based random numbers (dropout, sampling) ---- */
 
