@@ -70,7 +70,18 @@ bool isComputeBound(Operation *op) {
     });
     return any;
   }
-  return llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp>(op);
+  return llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, MoeFfnOp,
+                   MoeFfnGradOp>(op);
+}
+
+/// The three products of the SwiGLU experts over the N * k (token, expert)
+/// pairs that routing made: 2 * 3 * D * F FLOPs each, plus the gate's silu
+/// and the weighted sum. Independent of the number of experts E.
+int64_t moeExpertFlops(Value x, ValueRange experts, int64_t topK) {
+  auto xs = llvm::cast<ShapedType>(x.getType()).getShape();
+  int64_t pairs = xs[0] * topK, D = xs[1];
+  int64_t F = llvm::cast<ShapedType>(experts[0].getType()).getShape()[0];
+  return pairs * (6 * D * F + (kTranscendental + 2) * F + 2 * D);
 }
 
 int64_t estimateFlops(Operation *op) {
@@ -103,6 +114,20 @@ int64_t estimateFlops(Operation *op) {
         return attentionFlops(a.getQuery(), a.getValue(), a.getKey(),
                               a.getCausal()) *
                5 / 2;
+      })
+      .Case([&](MoeRouteOp r) {
+        // Softmax over the E logits, then k passes to pick the largest.
+        return (4 + kTranscendental + r.getTopK()) * elements(r.getLogits());
+      })
+      .Case([&](MoeFfnOp m) {
+        return moeExpertFlops(m.getX(), m.getExperts(),
+                              m.getIds().getType().getDimSize(1));
+      })
+      .Case([&](MoeFfnGradOp m) {
+        // Recomputes the three forward products (the down product's output
+        // gives the weights' gradient), then two per matrix backward.
+        return 3 * moeExpertFlops(m.getX(), m.getExperts(),
+                                  m.getIds().getType().getDimSize(1));
       })
       .Case<ExpOp, LogOp, TanhOp, SinOp, CosOp, SigmoidOp, SiluOp, PowOp,
             GeluOp>([&](Operation *) { return kTranscendental * out; })
@@ -150,6 +175,17 @@ OpCost estimateCost(Operation *op) {
     cost.bytesRead = cost.bytesWritten + 4;
   } else if (auto s = llvm::dyn_cast<SliceOp>(op)) {
     cost.bytesRead = cost.bytesWritten;
+  } else if (llvm::isa<MoeFfnOp, MoeFfnGradOp>(op)) {
+    // Only the experts some token chose are read: at most N * k of the E.
+    auto ids = llvm::cast<ShapedType>(op->getOperand(1).getType());
+    unsigned leading = llvm::isa<MoeFfnOp>(op) ? 3 : 4; // x, ids, weights (, grad)
+    unsigned numExperts = op->getNumOperands() - leading;
+    int64_t E = numExperts / 3;
+    int64_t used = std::min<int64_t>(E, ids.getNumElements());
+    int64_t expertBytes = 0;
+    for (Value v : op->getOperands().take_back(numExperts))
+      expertBytes += tensorBytes(v.getType());
+    cost.bytesRead -= expertBytes - expertBytes / E * used;
   } else if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
     // Written in place into the cache: only the new rows move.
     cost.bytesRead = tensorBytes(kv.getUpdate().getType()) + 4;

@@ -1,9 +1,15 @@
 //===- LibraryKernels.cpp - ops computed by the hand-written kernels ------===//
 //
-// matmul, linear, attention and sample call codegen/cpu/kernels (packed,
-// register-blocked, multi-threaded code). The emitters only compute sizes and
-// strides and pass pointers. The library is f32: 16-bit floats are widened
-// into f32 buffers around the call and the results rounded once (emitInF32).
+// matmul, linear, attention, sample and the mixture-of-experts ops call
+// codegen/cpu/kernels (packed, register-blocked, multi-threaded code). The
+// emitters only compute sizes and strides and pass pointers. The library
+// computes in f32. A 16-bit B operand of a product (the weight of linear, the
+// rhs of matmul) goes to it as is, with its element type (tfc_k_*_bx_f32), and
+// is widened as the library reads it: at decode the weights are read once at
+// half the bytes. Other 16-bit operands and results are widened into f32
+// buffers around the call and the results rounded once (emitInF32):
+// activations, O(M x K), small beside the weights at small M, linear in size
+// beside the product's work at large M.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/KernelEmitters.h"
@@ -45,6 +51,13 @@ bool isHalf(Value buffer) {
   return t.isF16() || t.isBF16();
 }
 
+/// The library's code for a B operand's element type (TFC_K_F32, TFC_K_BF16,
+/// TFC_K_F16 in codegen/cpu/kernels/tfc_kernels.h).
+int32_t libraryElementType(Value buffer) {
+  Type t = llvm::cast<MemRefType>(buffer.getType()).getElementType();
+  return t.isBF16() ? 1 : t.isF16() ? 2 : 0;
+}
+
 /// dst = src element by element, converted to dst's element type (widening
 /// is exact; narrowing rounds to nearest even).
 void convertElements(OpBuilder &b, Location loc, Value src, Value dst) {
@@ -66,10 +79,10 @@ void convertElements(OpBuilder &b, Location loc, Value src, Value dst) {
 /// rounded once into the real results afterwards: every sum (dot products,
 /// the online softmax's state) stays in f32. Other buffers pass unchanged.
 /// The conversions are linear in the buffers' sizes: small beside a
-/// product's work at large M, but at decode (M = 1) the widened weights and
-/// their allocation cost more than the product itself (gpt2-124m decodes 3.4x
-/// slower in bf16 than in f32). The fix is a library that reads 16-bit
-/// weights as it streams or packs them.
+/// product's work at large M, but at decode (M = 1) widened weights and their
+/// allocation would cost more than the product itself (gpt2-124m decoded 3.4x
+/// slower in bf16 than in f32 that way), so products pass their B operand
+/// around this (libraryElementType).
 void emitInF32(OpBuilder &b, Location loc, ValueRange operands,
                ValueRange results,
                llvm::function_ref<void(ValueRange, ValueRange)> emit) {
@@ -161,13 +174,17 @@ bool emitMatmul(OpBuilder &b, MatmulOp op, ValueRange operands,
   };
   Value lhs = operands[0], rhs = operands[1];
   int64_t strideA = strideFor(lhs), strideB = strideFor(rhs);
-  call(b, op, "tfc_k_matmul_f32",
-       {pointerOf(b, loc, lhs), pointerOf(b, loc, rhs),
-        pointerOf(b, loc, results[0]), i64(b, loc, batchCount),
-        i64(b, loc, m), i64(b, loc, n), i64(b, loc, k),
-        i32(b, loc, op.getTransposeLhs()), i32(b, loc, op.getTransposeRhs()),
-        i64(b, loc, strideA), i64(b, loc, strideB), i64(b, loc, m * n),
-        i32(b, loc, 0)});
+  // f32 calls stay the f32 entry point (the same code as before 16-bit B).
+  int32_t rhsType = libraryElementType(rhs);
+  SmallVector<Value> args = {pointerOf(b, loc, lhs), pointerOf(b, loc, rhs)};
+  if (rhsType != 0)
+    args.push_back(i32(b, loc, rhsType));
+  args.append({pointerOf(b, loc, results[0]), i64(b, loc, batchCount),
+               i64(b, loc, m), i64(b, loc, n), i64(b, loc, k),
+               i32(b, loc, op.getTransposeLhs()),
+               i32(b, loc, op.getTransposeRhs()), i64(b, loc, strideA),
+               i64(b, loc, strideB), i64(b, loc, m * n), i32(b, loc, 0)});
+  call(b, op, rhsType ? "tfc_k_matmul_bx_f32" : "tfc_k_matmul_f32", args);
   for (Value t : temporaries)
     b.create<memref::DeallocOp>(loc, t);
   return true;
@@ -202,15 +219,19 @@ SmallVector<Value> attentionShapeArgs(OpBuilder &b, Op op, Value offsetBuffer) {
           f32(b, loc, op.getEffectiveScale())};
 }
 
+/// kvType: the library's code for K's and V's element type (0: f32).
 bool emitAttention(OpBuilder &b, AttentionOp op, ValueRange operands,
-                   ValueRange results) {
-  // (q, k, v, out, shapes...)
+                   ValueRange results, int32_t kvType = 0) {
+  // (q, k, v, [kv type,] out, shapes...)
   SmallVector<Value> args;
   for (Value buffer : operands.take_front(3))
     args.push_back(pointerOf(b, op.getLoc(), buffer));
+  if (kvType != 0)
+    args.push_back(i32(b, op.getLoc(), kvType));
   args.push_back(pointerOf(b, op.getLoc(), results[0]));
   args.append(attentionShapeArgs(b, op, op.getOffset() ? operands[3] : Value()));
-  call(b, op, "tfc_k_attention_f32", args);
+  call(b, op, kvType ? "tfc_k_attention_kvx_f32" : "tfc_k_attention_f32",
+       args);
   return true;
 }
 
@@ -236,6 +257,72 @@ bool emitSample(OpBuilder &b, SampleOp op, ValueRange operands,
         i64(b, loc, logits.getDimSize(1)), loadScalar(b, loc, operands[1]),
         loadScalar(b, loc, operands[2]), loadScalar(b, loc, operands[3]),
         loadScalar(b, loc, operands[4]), pointerOf(b, loc, results[0])});
+  return true;
+}
+
+/// A stack array of the buffers' addresses, for the kernels that take a
+/// variable number of matrices (the experts of tfc.moe_ffn).
+Value pointerArray(OpBuilder &b, Location loc, ValueRange buffers) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value array = b.create<LLVM::AllocaOp>(
+      loc, ptr, ptr, i64(b, loc, (int64_t)buffers.size()), /*alignment=*/8);
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    Value slot = b.create<LLVM::GEPOp>(loc, ptr, ptr, array,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    b.create<LLVM::StoreOp>(loc, pointerOf(b, loc, buffer), slot);
+  }
+  return array;
+}
+
+bool emitMoeRoute(OpBuilder &b, MoeRouteOp op, ValueRange operands,
+                  ValueRange results) {
+  Location loc = op.getLoc();
+  auto logits = op.getLogits().getType();
+  call(b, op, "tfc_k_moe_route_f32",
+       {pointerOf(b, loc, operands[0]), i64(b, loc, logits.getDimSize(0)),
+        i64(b, loc, logits.getDimSize(1)), i64(b, loc, op.getTopK()),
+        pointerOf(b, loc, results[0])});
+  return true;
+}
+
+/// N, D, F, E, k of a tfc.moe_ffn or tfc.moe_ffn_grad.
+template <typename Op>
+SmallVector<Value> moeShapeArgs(OpBuilder &b, Op op) {
+  Location loc = op.getLoc();
+  auto x = llvm::cast<RankedTensorType>(op.getX().getType());
+  auto w1 = llvm::cast<RankedTensorType>(op.getExperts()[0].getType());
+  return {i64(b, loc, x.getDimSize(0)), i64(b, loc, x.getDimSize(1)),
+          i64(b, loc, w1.getDimSize(0)),
+          i64(b, loc, (int64_t)op.getExperts().size() / 3),
+          i64(b, loc, op.getIds().getType().getDimSize(1))};
+}
+
+bool emitMoeFfn(OpBuilder &b, MoeFfnOp op, ValueRange operands,
+                ValueRange results) {
+  Location loc = op.getLoc();
+  SmallVector<Value> args = {pointerOf(b, loc, operands[0]),
+                             pointerOf(b, loc, operands[1]),
+                             pointerOf(b, loc, operands[2]),
+                             pointerArray(b, loc, operands.drop_front(3)),
+                             pointerOf(b, loc, results[0])};
+  args.append(moeShapeArgs(b, op));
+  call(b, op, "tfc_k_moe_ffn_f32", args);
+  return true;
+}
+
+bool emitMoeFfnGrad(OpBuilder &b, MoeFfnGradOp op, ValueRange operands,
+                    ValueRange results) {
+  Location loc = op.getLoc();
+  // (x, ids, weights, dy, experts[], dx, dweights, dexperts[], shapes...)
+  SmallVector<Value> args;
+  for (Value buffer : operands.take_front(4))
+    args.push_back(pointerOf(b, loc, buffer));
+  args.push_back(pointerArray(b, loc, operands.drop_front(4)));
+  args.push_back(pointerOf(b, loc, results[0]));
+  args.push_back(pointerOf(b, loc, results[1]));
+  args.push_back(pointerArray(b, loc, results.drop_front(2)));
+  args.append(moeShapeArgs(b, op));
+  call(b, op, "tfc_k_moe_ffn_grad_f32", args);
   return true;
 }
 
@@ -273,15 +360,16 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
                     Value bias, Value residual, Value y, bool transposeWeight,
                     LinearActivation activation) {
   Location loc = op->getLoc();
-  if (llvm::any_of(ValueRange{x, weight, y}, isHalf) ||
-      (bias && isHalf(bias)) || (residual && isHalf(residual))) {
-    SmallVector<Value> operands = {x, weight};
+  // The weight is passed as is (16-bit: tfc_k_linear_ex_bx_f32).
+  if (llvm::any_of(ValueRange{x, y}, isHalf) || (bias && isHalf(bias)) ||
+      (residual && isHalf(residual))) {
+    SmallVector<Value> operands = {x};
     for (Value v : {bias, residual})
       if (v)
         operands.push_back(v);
     emitInF32(b, loc, operands, y, [&](ValueRange in, ValueRange out) {
-      emitLinearCall(b, op, in[0], in[1], bias ? in[2] : Value(),
-                     residual ? in[bias ? 3 : 2] : Value(), out[0],
+      emitLinearCall(b, op, in[0], weight, bias ? in[1] : Value(),
+                     residual ? in[bias ? 2 : 1] : Value(), out[0],
                      transposeWeight, activation);
     });
     return;
@@ -296,26 +384,56 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
     return b.create<LLVM::ZeroOp>(loc,
                                   LLVM::LLVMPointerType::get(b.getContext()));
   };
-  call(b, op, "tfc_k_linear_ex_f32",
-       {pointerOf(b, loc, x), pointerOf(b, loc, weight), orNull(bias),
-        orNull(residual), pointerOf(b, loc, y), i64(b, loc, m), i64(b, loc, n),
-        i64(b, loc, k), i32(b, loc, transposeWeight),
-        i32(b, loc, static_cast<int32_t>(activation))});
+  int32_t weightType = libraryElementType(weight);
+  SmallVector<Value> args = {pointerOf(b, loc, x), pointerOf(b, loc, weight)};
+  if (weightType != 0)
+    args.push_back(i32(b, loc, weightType));
+  args.append({orNull(bias), orNull(residual), pointerOf(b, loc, y),
+               i64(b, loc, m), i64(b, loc, n), i64(b, loc, k),
+               i32(b, loc, transposeWeight),
+               i32(b, loc, static_cast<int32_t>(activation))});
+  call(b, op, weightType ? "tfc_k_linear_ex_bx_f32" : "tfc_k_linear_ex_f32",
+       args);
 }
 
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
-                 AllReduceOp>(op))
+                 MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp>(op))
     return failure();
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
+  if (auto matmul = llvm::dyn_cast<MatmulOp>(op)) {
+    // The rhs is passed as is (16-bit: tfc_k_matmul_bx_f32).
+    bool emitted = false;
+    emitInF32(b, op->getLoc(), operands.take_front(1), results,
+              [&](ValueRange ins, ValueRange outs) {
+                emitted = emitMatmul(b, matmul, {ins[0], operands[1]}, outs);
+              });
+    return emitted;
+  }
+  if (auto attention = llvm::dyn_cast<AttentionOp>(op)) {
+    // A 16-bit K and V (the KV cache) are passed as is: decode reads the
+    // visible cache once, instead of widening all of it every token.
+    Value k = operands[1], v = operands[2];
+    int32_t kvType = libraryElementType(k);
+    if (kvType != 0 && libraryElementType(v) == kvType) {
+      SmallVector<Value> widened = {operands[0]};
+      llvm::append_range(widened, operands.drop_front(3));
+      emitInF32(b, op->getLoc(), widened, results,
+                [&](ValueRange ins, ValueRange outs) {
+                  SmallVector<Value> all = {ins[0], k, v};
+                  llvm::append_range(all, ins.drop_front(1));
+                  emitAttention(b, attention, all, outs, kvType);
+                });
+      return true;
+    }
+  }
   bool emitted = false;
   emitInF32(
       b, op->getLoc(), operands, results, [&](ValueRange ins, ValueRange outs) {
         emitted =
             llvm::TypeSwitch<Operation *, bool>(op)
-                .Case([&](MatmulOp m) { return emitMatmul(b, m, ins, outs); })
                 .Case([&](AttentionOp a) {
                   return emitAttention(b, a, ins, outs);
                 })
@@ -323,6 +441,13 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                   return emitAttentionGrad(b, a, ins, outs);
                 })
                 .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
+                .Case([&](MoeRouteOp r) {
+                  return emitMoeRoute(b, r, ins, outs);
+                })
+                .Case([&](MoeFfnOp m) { return emitMoeFfn(b, m, ins, outs); })
+                .Case([&](MoeFfnGradOp m) {
+                  return emitMoeFfnGrad(b, m, ins, outs);
+                })
                 .Case([&](AllReduceOp r) {
                   return emitAllReduce(b, r, ins, outs);
                 })

@@ -1232,6 +1232,96 @@ FailureOr<KernelSource> emitSample(StringRef name, SampleOp op,
   return KernelSource{text, batch};
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts, correct first: one thread per token. moe_route is the
+// CPU kernel library's algorithm (f32 softmax, the k largest probabilities by
+// repeated scans, the lower index on ties). moe_ffn computes each of the
+// token's k experts on that token alone (never an expert the token did not
+// choose): per hidden unit f, h = silu(w1[f] . x) * (w3[f] . x), added as
+// weight * h * w2[:, f] into the token's f32 output row. No scratch memory
+// and no atomics; the parallelism is the number of tokens.
+//===----------------------------------------------------------------------===//
+
+FailureOr<KernelSource> emitMoeRoute(StringRef name, MoeRouteOp op,
+                                     ArrayRef<MemRefType> operands,
+                                     ArrayRef<MemRefType> results) {
+  int64_t rows = operands[0].getDimSize(0), E = operands[0].getDimSize(1);
+  int64_t k = op.getTopK();
+  std::string x = load(operands[0].getElementType(), "x[e]");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long n = " << rows << "LL;\n" << kGridStride
+     << "    const long long E = " << E << "LL;\n"
+     << "    const " << storageType(operands[0].getElementType())
+     << "* x = in0 + i * E;\n"
+     << "    float m = -__int_as_float(0x7f800000);\n"
+     << "    for (long long e = 0; e < E; ++e) { const float v = " << x
+     << "; m = v > m ? v : m; }\n"
+     << "    float sum = 0.0f;\n"
+     << "    for (long long e = 0; e < E; ++e) sum += expf(" << x << " - m);\n"
+     // The k choices by repeated scans over the experts not yet taken: the
+     // first largest probability (a NaN only when nothing else is left).
+     << "    bool taken[" << E << "];\n"
+     << "    for (long long e = 0; e < E; ++e) taken[e] = false;\n"
+     << "    for (long long j = 0; j < " << k << "LL; ++j) {\n"
+     << "      float bp = 0.0f; long long be = -1;\n"
+     << "      for (long long e = 0; e < E; ++e) {\n"
+     << "        if (taken[e]) continue;\n"
+     << "        const float p = expf(" << x << " - m) / sum;\n"
+     << "        if (be < 0 || p > bp || (bp != bp && p == p)) { bp = p; be = e; }\n"
+     << "      }\n"
+     << "      taken[be] = true;\n"
+     << "      out0[i * " << k << "LL + j] = (int)be;\n"
+     << "    }\n  }\n}\n";
+  return KernelSource{text, rows};
+}
+
+FailureOr<KernelSource> emitMoeFfn(StringRef name, MoeFfnOp op,
+                                   ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results) {
+  Type t = operands[0].getElementType();
+  if (!t.isF32())
+    return op.emitError("CUDA codegen: no kernel for 'tfc.moe_ffn' in ")
+           << t << " yet (f32 only)";
+  int64_t N = operands[0].getDimSize(0), D = operands[0].getDimSize(1);
+  int64_t k = operands[1].getDimSize(1), E = op.getNumExperts();
+  int64_t F = operands[3].getDimSize(0);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const float* const w1s[" << E << "] = {";
+  for (int64_t e = 0; e < E; ++e)
+    os << (e ? ", " : "") << "in" << 3 + 3 * e;
+  os << "};\n  const float* const w3s[" << E << "] = {";
+  for (int64_t e = 0; e < E; ++e)
+    os << (e ? ", " : "") << "in" << 4 + 3 * e;
+  os << "};\n  const float* const w2s[" << E << "] = {";
+  for (int64_t e = 0; e < E; ++e)
+    os << (e ? ", " : "") << "in" << 5 + 3 * e;
+  os << "};\n"
+     << "  const long long n = " << N << "LL;\n" << kGridStride
+     << "    const long long D = " << D << "LL, F = " << F << "LL, E = " << E
+     << "LL;\n"
+     << "    const float* x = in0 + i * D;\n"
+     << "    float* y = out0 + i * D;\n"
+     << "    for (long long d = 0; d < D; ++d) y[d] = 0.0f;\n"
+     << "    for (long long j = 0; j < " << k << "LL; ++j) {\n"
+     << "      const int e = in1[i * " << k << "LL + j];\n"
+     << "      if (e < 0 || e >= E) { tfc_report(TFC_ERROR_MOE_EXPERT); continue; }\n"
+     << "      const float w = in2[i * E + e];\n"
+     << "      const float* w1 = w1s[e]; const float* w3 = w3s[e]; "
+        "const float* w2 = w2s[e];\n"
+     << "      for (long long f = 0; f < F; ++f) {\n"
+     << "        float g = 0.0f, u = 0.0f;\n"
+     << "        for (long long c = 0; c < D; ++c) { g += w1[f * D + c] * x[c]; "
+        "u += w3[f * D + c] * x[c]; }\n"
+     << "        const float h = w * (g / (1.0f + expf(-g))) * u;\n"
+     << "        for (long long d = 0; d < D; ++d) y[d] += h * w2[d * F + f];\n"
+     << "      }\n    }\n  }\n}\n";
+  return KernelSource{text, N};
+}
+
 /// argmax along `dim`: the first maximum (the first NaN if any, as PyTorch
 /// treats NaN as the largest value), one thread per line.
 FailureOr<KernelSource> emitArgmax(StringRef name, ArgmaxOp op,
@@ -1404,6 +1494,10 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitDropout(name, d, operandTypes, resultTypes);
   if (auto sample = llvm::dyn_cast<SampleOp>(op))
     return emitSample(name, sample, operandTypes, resultTypes);
+  if (auto route = llvm::dyn_cast<MoeRouteOp>(op))
+    return emitMoeRoute(name, route, operandTypes, resultTypes);
+  if (auto moe = llvm::dyn_cast<MoeFfnOp>(op))
+    return emitMoeFfn(name, moe, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionOp>(op))
     return emitAttention(name, att, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionGradOp>(op))
@@ -1439,6 +1533,7 @@ llvm::StringRef kernelPrelude() {
 #define TFC_ERROR_KV_POSITION 2u
 #define TFC_ERROR_TARGET 3u
 #define TFC_ERROR_SAMPLE_NAN 4u
+#define TFC_ERROR_MOE_EXPERT 5u
 __device__ unsigned int tfc_error_code;
 __device__ __forceinline__ void tfc_report(unsigned int code) {
   atomicCAS(&tfc_error_code, 0u, code);

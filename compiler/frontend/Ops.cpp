@@ -381,4 +381,25 @@ Tensor kvCacheUpdate(Tensor cache, Tensor update, Tensor position,
       {attrs(g).getNamedAttr("dim", attrs(g).getI64IntegerAttr(dim))});
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+Tensor moeRoute(Tensor logits, int64_t topK) {
+  Graph &g = logits.graph();
+  return g.infer<MoeRouteOp>(
+      logits.value(),
+      {attrs(g).getNamedAttr("top_k", attrs(g).getI64IntegerAttr(topK))});
+}
+
+Tensor moeFfn(Tensor x, Tensor ids, Tensor weights, ArrayRef<Tensor> experts) {
+  Graph &g = graphOf({x, ids, weights});
+  SmallVector<Value> operands = {x.value(), ids.value(), weights.value()};
+  for (const Tensor &e : experts) {
+    graphOf({x, e});
+    operands.push_back(e.value());
+  }
+  return g.infer<MoeFfnOp>(operands);
+}
+
 } // namespace tfc::frontend

@@ -128,6 +128,15 @@ Tensor sample(Tensor logits, Tensor temperature, Tensor topK, Tensor topP,
 /// `update`.
 Tensor kvCacheUpdate(Tensor cache, Tensor update, Tensor position, int64_t dim);
 
+//===- Mixture of experts ----------------------------------------------------------===//
+
+/// Router logits [N, E] -> the top-k experts of each token [N, k] i32.
+Tensor moeRoute(Tensor logits, int64_t topK);
+/// Dropless SwiGLU experts: x [N, D], ids [N, k], weights [N, E] and per
+/// expert (w1 [F, D], w3 [F, D], w2 [D, F]) -> [N, D] (tfc.moe_ffn).
+Tensor moeFfn(Tensor x, Tensor ids, Tensor weights,
+              llvm::ArrayRef<Tensor> experts);
+
 } // namespace tfc::frontend
 
 #endif // TFC_COMPILER_FRONTEND_OPS_H

@@ -936,6 +936,112 @@ LogicalResult KvCacheUpdateOp::inferReturnTypes(
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult MoeRouteOp::inferReturnTypes(MLIRContext *context,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  OpDiag diag{loc, "moe_route"};
+  auto logits = tensorOf(adaptor.getLogits());
+  if (!logits)
+    return diag("operand 'logits' must be a ranked tensor");
+  if (logits.getRank() != 2)
+    return diag("operand 'logits' must be [N, E], got ", shapeOf(logits));
+  int64_t k = (int64_t)adaptor.getTopK();
+  if (k < 1 || k > logits.getDimSize(1))
+    return diag("top_k (", k, ") must be in [1, E] with E = ",
+                logits.getDimSize(1), " experts");
+  inferred.push_back(RankedTensorType::get({logits.getDimSize(0), k},
+                                           IntegerType::get(context, 32)));
+  return success();
+}
+
+namespace {
+
+/// The operand contract of tfc.moe_ffn (shared with tfc.moe_ffn_grad):
+/// x [N, D], ids [N, k], weights [N, E], then 3E experts (w1 [F, D],
+/// w3 [F, D], w2 [D, F]) all of x's element type.
+LogicalResult verifyMoeOperands(const OpDiag &diag, Value xValue,
+                                Value idsValue, Value weightsValue,
+                                ValueRange experts) {
+  if (failed(requireTensors(diag, {{"x", xValue},
+                                   {"ids", idsValue},
+                                   {"weights", weightsValue}})))
+    return failure();
+  auto x = tensorOf(xValue), ids = tensorOf(idsValue),
+       weights = tensorOf(weightsValue);
+  if (x.getRank() != 2)
+    return diag("operand 'x' must be [N, D], got ", shapeOf(x));
+  const int64_t N = x.getDimSize(0), D = x.getDimSize(1);
+  if (ids.getRank() != 2 || ids.getDimSize(0) != N)
+    return diag("operand 'ids' must be [N, k] with N = ", N, ", got ",
+                shapeOf(ids));
+  if (experts.empty() || experts.size() % 3 != 0)
+    return diag("expects 3 expert matrices per expert (w1, w3, w2), got ",
+                experts.size());
+  const int64_t E = experts.size() / 3;
+  if (ids.getDimSize(1) > E)
+    return diag("operand 'ids' chooses ", ids.getDimSize(1),
+                " experts per token but there are only ", E);
+  if (failed(sameElementType(diag, "x", x, "weights", weights)))
+    return failure();
+  if (weights.getRank() != 2 || weights.getDimSize(0) != N ||
+      weights.getDimSize(1) != E)
+    return diag("operand 'weights' has shape ", shapeOf(weights),
+                ", expected [", N, ", ", E, "] (N tokens, E experts)");
+  auto first = tensorOf(experts[0]);
+  if (!first || first.getRank() != 2 || first.getDimSize(1) != D)
+    return diag("expert 0's w1 must be [F, D] with D = ", D, ", got ",
+                experts[0].getType());
+  const int64_t F = first.getDimSize(0);
+  static const char *names[3] = {"w1", "w3", "w2"};
+  for (auto [i, value] : llvm::enumerate(experts)) {
+    auto t = tensorOf(value);
+    SmallVector<int64_t> expected =
+        i % 3 == 2 ? SmallVector<int64_t>{D, F} : SmallVector<int64_t>{F, D};
+    if (!t || t.getShape() != ArrayRef<int64_t>(expected) ||
+        t.getElementType() != x.getElementType())
+      return diag("expert ", i / 3, "'s ", names[i % 3], " has type ",
+                  value.getType(), ", expected ", formatShape(expected), " of ",
+                  x.getElementType());
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult MoeFfnOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  OpDiag diag{loc, "moe_ffn"};
+  if (failed(verifyMoeOperands(diag, adaptor.getX(), adaptor.getIds(),
+                               adaptor.getWeights(), adaptor.getExperts())))
+    return failure();
+  inferred.push_back(adaptor.getX().getType());
+  return success();
+}
+
+LogicalResult MoeFfnGradOp::verify() {
+  OpDiag diag{getLoc(), "moe_ffn_grad"};
+  if (failed(verifyMoeOperands(diag, getX(), getIds(), getWeights(),
+                               getExperts())))
+    return failure();
+  if (getGrad().getType() != getX().getType())
+    return diag("operand 'grad' has type ", getGrad().getType(),
+                ", expected x's ", getX().getType());
+  SmallVector<Type> expected = {getX().getType(), getWeights().getType()};
+  for (Value e : getExperts())
+    expected.push_back(e.getType());
+  if (TypeRange(getResults().getTypes()) != TypeRange(expected))
+    return diag("expects ", expected.size(),
+                " results of the types of x, weights and the experts");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//
 

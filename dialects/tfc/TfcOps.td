@@ -682,6 +682,85 @@ def TFC_KvCacheUpdateOp : TFC_InferOp<"kv_cache_update"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts (Mixtral's sparse MoE block)
+//===----------------------------------------------------------------------===//
+
+def TFC_MoeRouteOp : TFC_InferOp<"moe_route"> {
+  let summary = "the top-k experts of each token under its router logits";
+  let description = [{
+    `logits` is [N, E] (16-bit logits are widened). The result [N, k] i32 lists, per row, the k
+    experts with the largest softmax probability (softmax in f32, as
+    Hugging Face's MixtralTopKRouter), the largest first and the lower
+    index first on equal probabilities. The ids are not differentiable; the
+    routing weights are a softmax over the chosen logits, which the frontend
+    composes from differentiable ops.
+
+    ```mlir
+    %ids = tfc.moe_route %logits top_k = 2 : tensor<32x8xf32> -> tensor<32x2xi32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$logits, I64Attr:$top_k);
+  let results = (outs TFC_TensorOf<[I32], "i32">:$result);
+  let assemblyFormat = "$logits `top_k` `=` $top_k attr-dict `:` type($logits) `->` type($result)";
+}
+
+def TFC_MoeFfnOp : TFC_InferOp<"moe_ffn", [TFC_VJP]> {
+  let summary = "dropless SwiGLU experts, computed only for the tokens routed to them";
+  let description = [{
+    `x` is [N, D]; `ids` [N, k] i32 are each token's experts (distinct per
+    row, in [0, E)); `weights` [N, E] are the routing weights (only the
+    entries of the chosen experts are read); `experts` are 3E tensors, per
+    expert e in order: gate w1 [F, D], up w3 [F, D], down w2 [D, F] (the
+    layout of torch.nn.Linear, as Hugging Face's Mixtral checkpoints store
+    `block_sparse_moe.experts.{e}.w1/w3/w2.weight`). The result [N, D] is
+
+      y[n] = sum_j weights[n, e] * w2_e (silu(w1_e x[n]) * (w3_e x[n])),
+      e = ids[n, j].
+
+    Tokens are grouped by expert and each expert runs its three products on
+    its own rows only: the work grows with N * k, not with E, and no token
+    is dropped whatever the load.
+
+    ```mlir
+    %y = tfc.moe_ffn %x, %ids, %w experts %g0, %u0, %d0, %g1, %u1, %d1 : (tensor<32x64xf32>, tensor<32x1xi32>, tensor<32x2xf32>, tensor<176x64xf32>, tensor<176x64xf32>, tensor<64x176xf32>, tensor<176x64xf32>, tensor<176x64xf32>, tensor<64x176xf32>) -> tensor<32x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, TFC_TensorOf<[I32], "i32">:$ids,
+                       TFC_FloatTensor:$weights,
+                       Variadic<TFC_FloatTensor>:$experts);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $ids `,` $weights `experts` $experts attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumExperts() { return getExperts().size() / 3; }
+  }];
+}
+
+def TFC_MoeFfnGradOp : TFC_Op<"moe_ffn_grad", [Pure]> {
+  let summary = "gradients of tfc.moe_ffn w.r.t. x, the weights and the experts";
+  let description = [{
+    Given the operands of a `tfc.moe_ffn` and the gradient `grad` of its
+    result, computes the gradients of x [N, D], of weights [N, E] (zero
+    outside each token's chosen experts) and of the 3E expert matrices,
+    recomputing each expert's hidden activations on its own rows. Results
+    have the types of the corresponding operands.
+
+    ```mlir
+    %dx, %dw, %dg0, %du0, %dd0 = tfc.moe_ffn_grad %x, %ids, %w, %dy experts %g0, %u0, %d0 : (tensor<8x16xf32>, tensor<8x1xi32>, tensor<8x1xf32>, tensor<8x16xf32>, tensor<24x16xf32>, tensor<24x16xf32>, tensor<16x24xf32>) -> (tensor<8x16xf32>, tensor<8x1xf32>, tensor<24x16xf32>, tensor<24x16xf32>, tensor<16x24xf32>)
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, TFC_TensorOf<[I32], "i32">:$ids,
+                       TFC_FloatTensor:$weights, TFC_FloatTensor:$grad,
+                       Variadic<TFC_FloatTensor>:$experts);
+  let results = (outs Variadic<TFC_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $x `,` $ids `,` $weights `,` $grad `experts` $experts attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Backward ops: what VJPs use where a decomposition would lose a fusion that
 // every framework makes (softmax + cross-entropy, FlashAttention backward,
 // scatter-add of embedding rows).

@@ -440,6 +440,23 @@ LogicalResult AttentionOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult MoeFfnOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                 SmallVectorImpl<Value> &out) {
+  // Operands (x, ids, weights, experts...) -> results (dx, dweights,
+  // dexperts...): ids get none.
+  SmallVector<Type> types = {getX().getType(), getWeights().getType()};
+  for (Value e : getExperts())
+    types.push_back(e.getType());
+  auto grad = b.create<MoeFfnGradOp>(getLoc(), types, getX(), getIds(),
+                                     getWeights(), grads[0], getExperts());
+  out.assign(getNumOperands(), Value());
+  out[0] = grad.getResult(0);
+  out[2] = grad.getResult(1);
+  for (size_t i = 0; i < getExperts().size(); ++i)
+    out[3 + i] = grad.getResult(2 + i);
+  return success();
+}
+
 LogicalResult RotaryOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                  SmallVectorImpl<Value> &out) {
   // A rotation's transpose is the rotation by the opposite angle.

@@ -2,7 +2,8 @@
  *
  * Generated code (codegen/cpu) lowers most tfc ops to loops through MLIR and LLVM, and
  * calls these hand-written kernels for the ops where a packed, register-blocked or
- * sorting algorithm matters: matrix products, attention and sampling. All pointers are
+ * sorting algorithm matters: matrix products, attention, sampling and the grouped
+ * products of mixture-of-experts. All pointers are
  * dense row-major buffers; all sizes are element counts. The functions are C so that the
  * generated LLVM IR calls them with plain pointers and integers.
  *
@@ -89,6 +90,24 @@ void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
                          const float* residual, float* y, int64_t m, int64_t n, int64_t k,
                          int32_t trans_w, int32_t activation);
 
+/* Element types of the B (weight) operand of the *_bx_f32 products below. */
+enum { TFC_K_F32 = 0, TFC_K_BF16 = 1, TFC_K_F16 = 2 };
+
+/* tfc_k_matmul_f32 and tfc_k_linear_ex_f32 with a B (weight) operand of element type
+ * b_type / w_type (TFC_K_F32, TFC_K_BF16 or TFC_K_F16; stride_b counts its elements).
+ * A 16-bit B is widened to f32 as it is read: in registers on the small-M (decode) paths,
+ * while packing on the packed one. A product thus reads B's 16-bit bytes once (batch-1
+ * decode, bound by the weights' bytes, runs about twice as fast as with f32 weights) and
+ * sums in f32: the result is the f32 product of the widened values, with the f32 entry
+ * points' summation order. Other element types report an error. */
+void tfc_k_matmul_bx_f32(const float* a, const void* b, int32_t b_type, float* c,
+                         int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                         int32_t trans_b, int64_t stride_a, int64_t stride_b,
+                         int64_t stride_c, int32_t accumulate);
+void tfc_k_linear_ex_bx_f32(const float* x, const void* w, int32_t w_type, const float* bias,
+                            const float* residual, float* y, int64_t m, int64_t n, int64_t k,
+                            int32_t trans_w, int32_t activation);
+
 /* ---- Attention ---- */
 
 /* out[b,h,i,:] = softmax_j(scale * q[b,h,i,:] . k[b,h/g,j,:] + mask) v[b,h/g,j,:] with
@@ -99,6 +118,15 @@ void tfc_k_attention_f32(const float* q, const float* k, const float* v, float* 
                          int64_t batch, int64_t heads, int64_t kv_heads, int64_t tq,
                          int64_t tk, int64_t d, int64_t dv, int32_t causal, int64_t offset,
                          float scale);
+
+/* tfc_k_attention_f32 with K and V of element type kv_type (TFC_K_F32, TFC_K_BF16 or
+ * TFC_K_F16; a 16-bit KV cache): each block of keys and values is widened to f32 as it is
+ * read, so decode reads the visible cache once at half the bytes; all sums in f32. The
+ * result equals tfc_k_attention_f32's on the widened values, bit for bit. */
+void tfc_k_attention_kvx_f32(const float* q, const void* k, const void* v, int32_t kv_type,
+                             float* out, int64_t batch, int64_t heads, int64_t kv_heads,
+                             int64_t tq, int64_t tk, int64_t d, int64_t dv, int32_t causal,
+                             int64_t offset, float scale);
 
 /* The gradients of tfc_k_attention_f32: given its inputs, its output `out` and the
  * gradient `grad_out` (shaped like out), writes dq, dk, dv (shaped like q, k, v).
@@ -118,6 +146,29 @@ void tfc_k_attention_grad_f32(const float* q, const float* k, const float* v,
  * renormalized, and one draw with a counter-based generator keyed by (seed, b). */
 void tfc_k_sample_f32(const float* logits, int64_t batch, int64_t vocab, float temperature,
                       int32_t top_k, float top_p, int64_t seed, int32_t* out_ids);
+
+/* ---- Mixture of experts ---- */
+
+/* For each row t of logits [N, E]: ids[t, 0..k) = the k experts with the largest f32
+ * softmax probability, the largest first, the lower index first on equal probabilities. */
+void tfc_k_moe_route_f32(const float* logits, int64_t n, int64_t experts, int64_t k,
+                         int32_t* ids);
+
+/* Dropless SwiGLU experts: y[t] = sum_j weights[t, e] * w2_e (silu(w1_e x[t]) *
+ * (w3_e x[t])) with e = ids[t, j]; x, y [N, D], ids [N, k], weights [N, E]; experts holds
+ * 3E pointers, per expert w1 [F, D], w3 [F, D], w2 [D, F] (torch.nn.Linear layout). Tokens
+ * are grouped by expert and each expert runs on its rows only. An id out of [0, E)
+ * reports an error. */
+void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
+                       const float* const* experts, float* y, int64_t n, int64_t d, int64_t f,
+                       int64_t num_experts, int64_t k);
+
+/* The gradients of tfc_k_moe_ffn_f32 given dy [N, D]: dx [N, D], dweights [N, E] (zero
+ * outside each token's chosen experts) and dexperts (3E pointers shaped as experts). */
+void tfc_k_moe_ffn_grad_f32(const float* x, const int32_t* ids, const float* weights,
+                            const float* dy, const float* const* experts, float* dx,
+                            float* dweights, float* const* dexperts, int64_t n, int64_t d,
+                            int64_t f, int64_t num_experts, int64_t k);
 
 /* ---- Counter-based random numbers (dropout, sampling) ---- */
 

@@ -99,14 +99,24 @@ void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
                                         {"targets", {B, T}, DType::I32}};
   auto loss = [&](llvm::ArrayRef<Tensor> in) {
     Tensor logits = model.logits(model.hidden(in[0], nullptr));
+    std::optional<Tensor> aux = model.auxiliaryLoss();
     auto scope = g.scope("loss");
     // mean over targets != -100, () f32
-    return crossEntropy(logits, in[1], /*ignoreIndex=*/-100);
+    Tensor value = crossEntropy(logits, in[1], /*ignoreIndex=*/-100);
+    return aux ? value + *aux : value;
   };
   g.entry("loss", lossInputs, [&](llvm::ArrayRef<Tensor> in) {
     return Outputs{{"loss", loss(in)}};
   });
   addTrainingLoss(g, model.dropout, lossInputs, loss);
+
+  if (model.hasRouter()) {
+    g.entry("router_aux_loss", {{"tokens", {B, T}, DType::I32}},
+            [&](llvm::ArrayRef<Tensor> in) {
+              model.hidden(in[0], nullptr);
+              return Outputs{{"aux_loss", model.routerLoss()}};
+            });
+  }
 
   // Runs a chunk of P tokens from cache position `pos` and returns the
   // logits of its token n-1 (a last, partly filled chunk has n < P; the

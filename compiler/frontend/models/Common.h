@@ -12,6 +12,7 @@
 #include "compiler/frontend/Graph.h"
 #include "compiler/frontend/Ops.h"
 
+#include <optional>
 #include <string>
 
 namespace tfc::frontend {
@@ -77,6 +78,14 @@ public:
   virtual Tensor hidden(Tensor tokens, const KVCacheStep *cache) = 0;
   /// h (..., C) -> logits (..., V): the final norm and the LM head.
   virtual Tensor logits(Tensor h) = 0;
+  /// A term the training loss adds to the cross-entropy, computed from the
+  /// last hidden() (Mixtral: the weighted load-balancing loss), or none.
+  virtual std::optional<Tensor> auxiliaryLoss() { return std::nullopt; }
+  /// Whether the model routes tokens to experts; then routerLoss() is the
+  /// unweighted load-balancing loss of the last hidden() (served as the
+  /// `router_aux_loss` entry).
+  virtual bool hasRouter() const { return false; }
+  virtual Tensor routerLoss() { return Tensor(); }
 };
 
 /// Sizes of the entry points of a decoder-only LM.
@@ -101,6 +110,9 @@ void addTrainingLoss(Graph &g, DropoutSites *dropout,
 /// Adds the entry functions of a decoder-only LM to `g`:
 ///   forward(tokens (B,T) i32) -> logits (B,T,V)
 ///   loss(tokens (B,T) i32, targets (B,T) i32) -> loss () f32
+///     (the cross-entropy plus the model's auxiliaryLoss())
+///   router_aux_loss(tokens (B,T) i32) -> aux_loss () f32
+///     (only for models with a router)
 ///   prefill(tokens (B,P) i32, pos () i32, n () i32) -> logits (B,V)
 ///   decode(token (B,1) i32, pos () i32) -> logits (B,V)
 ///   sample(logits (B,V) f32, temperature () f32, top_k () i32,

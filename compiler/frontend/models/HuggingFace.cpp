@@ -204,8 +204,8 @@ void mapRope(const ConfigReader &c, Mapping &m) {
   }
 }
 
-/// LLaMA, Mistral and Qwen2: one model of the library with the features
-/// each turns on. `defaults` are the architecture's Config class defaults.
+/// LLaMA, Mistral, Qwen2 and Mixtral: one model of the library with the
+/// features each turns on. `defaults` are the architecture's Config class defaults.
 struct LlamaDefaults {
   int64_t hidden, intermediate, layers, heads, vocab, context;
   double rmsEps;
@@ -250,12 +250,26 @@ void mapLlamaFamily(const ConfigReader &c, Mapping &m, llvm::StringRef type,
 
   // A sliding window that never binds is plain causal attention.
   std::optional<int64_t> window;
-  if (type == "mistral" && c.find("sliding_window"))
+  if ((type == "mistral" || type == "mixtral") && c.find("sliding_window"))
     window = c.integer("sliding_window", std::nullopt);
   if (type == "qwen2" && c.boolean("use_sliding_window", false))
     window = c.integer("sliding_window", 4096);
   if (window)
     m.set("sliding_window", *window);
+
+  if (type == "mixtral") {
+    m.set("n_expert", c.integer("num_local_experts", 8));
+    m.set("n_expert_per_tok", c.integer("num_experts_per_tok", 2));
+    // HF adds the load-balancing loss to the loss only when the model is
+    // asked for router logits (output_router_logits); training a mixture
+    // without it lets routing collapse, so tfc's loss always has it.
+    m.set("router_aux_loss_coef", c.number("router_aux_loss_coef", 0.001));
+    double jitter = c.number("router_jitter_noise", 0.0);
+    if (jitter != 0)
+      c.fail("router_jitter_noise " + formatNumber(jitter) +
+             " is not supported (HF multiplies the MoE input by random "
+             "noise while training; set it to 0)");
+  }
 }
 
 struct Architecture {
@@ -279,6 +293,11 @@ const Architecture kArchitectures[] = {
     {"Qwen2ForCausalLM", "qwen2", "llama",
      [](const ConfigReader &c, Mapping &m) {
        mapLlamaFamily(c, m, "qwen2", {4096, 22016, 32, 32, 151936, 32768, 1e-6});
+     }},
+    {"MixtralForCausalLM", "mixtral", "mixtral",
+     [](const ConfigReader &c, Mapping &m) {
+       mapLlamaFamily(c, m, "mixtral",
+                      {4096, 14336, 32, 32, 32000, 131072, 1e-5});
      }},
 };
 
@@ -336,10 +355,6 @@ HuggingFaceModel readHuggingFaceConfig(const std::string &path) {
       arch = &candidate;
   llvm::StringRef what = name.empty() ? modelType : name;
   if (!arch) {
-    if (what == "MixtralForCausalLM" || what == "mixtral")
-      config.fail("architecture '" + what +
-                  "' (Mixture-of-Experts) is not supported yet (supported: " +
-                  supportedHuggingFaceArchitectures() + ")");
     config.fail("architecture '" + what + "' is not supported (supported: " +
                 supportedHuggingFaceArchitectures() + ")");
   }

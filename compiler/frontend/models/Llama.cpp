@@ -26,6 +26,22 @@
 // The same model serves HF's MistralForCausalLM (a sliding window that the
 // context never exceeds) and Qwen2ForCausalLM (qkv_bias).
 //
+// With n_expert > 0 (the `mixtral` model, HF's MixtralForCausalLM) the MLP
+// is Mixtral's sparse MoE block instead:
+//
+//   model.layers.{i}.block_sparse_moe.gate.weight (E, D)
+//   model.layers.{i}.block_sparse_moe.experts.{e}.w1.weight (F, D)  gate
+//   model.layers.{i}.block_sparse_moe.experts.{e}.w3.weight (F, D)  up
+//   model.layers.{i}.block_sparse_moe.experts.{e}.w2.weight (D, F)  down
+//
+// Router logits (N, E), the top-k experts by f32 softmax (tfc.moe_route),
+// routing weights = the softmax renormalized over the chosen k, which is the
+// softmax of the chosen logits (composed here from differentiable ops, so the
+// router learns through them), then the dropless grouped experts
+// (tfc.moe_ffn). The loss adds router_aux_loss_coef times the Switch
+// Transformer load-balancing loss over every layer's router logits, as HF's
+// `load_balancing_loss_func` (without an attention mask).
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/frontend/models/Common.h"
 #include "compiler/frontend/models/Model.h"
@@ -47,6 +63,8 @@ struct LlamaConfig {
   float rmsEps, ropeTheta;
   bool tieEmbeddings, attentionBias, qkvBias, mlpBias;
   RopeScaling rope;
+  int64_t nExpert = 0, nExpertPerTok = 0; ///< nExpert 0: a dense SwiGLU MLP
+  double routerAuxLossCoef = 0;
   int64_t headDim() const {
     return headDimOption ? headDimOption : dim / nHead;
   }
@@ -88,6 +106,7 @@ public:
   Llama(Graph &g, const LlamaConfig &config) : g(g), c(config) {}
 
   Tensor hidden(Tensor tokens, const KVCacheStep *cache) override {
+    routing.clear();
     Tensor x;
     {
       auto scope = g.scope("model.embed_tokens");
@@ -99,7 +118,7 @@ public:
       Tensor a = rmsNorm(layer + ".input_layernorm", x);
       x = x + selfAttention(layer, i, a, cache); // (B, T, D)
       Tensor m = rmsNorm(layer + ".post_attention_layernorm", x);
-      x = x + mlp(layer, m); // (B, T, D)
+      x = x + (c.nExpert ? sparseMoe(layer, m) : mlp(layer, m)); // (B, T, D)
     }
     return x;
   }
@@ -114,7 +133,39 @@ public:
     return linear(x, head, {}, /*transposeWeight=*/true); // (..., V)
   }
 
+  std::optional<Tensor> auxiliaryLoss() override {
+    if (!c.nExpert || c.routerAuxLossCoef == 0)
+      return std::nullopt;
+    return loadBalancingLoss() * c.routerAuxLossCoef;
+  }
+
+  bool hasRouter() const override { return c.nExpert > 0; }
+  Tensor routerLoss() override { return loadBalancingLoss(); }
+
 private:
+  /// A layer's routing, kept for the load-balancing loss.
+  struct Routing {
+    Tensor logits; ///< (N, E)
+    Tensor chosen; ///< (N, E) f32: 1 where the token chose the expert
+  };
+
+  /// HF's load_balancing_loss_func over the rows of every layer of the last
+  /// hidden(): E * sum_e f_e * P_e, f_e the fraction of (row, slot) choices
+  /// of expert e (summed over the k slots), P_e its mean probability. Only
+  /// P is differentiable: the counts are constants, as in torch.
+  Tensor loadBalancingLoss() {
+    auto scope = g.scope("router_aux_loss");
+    std::vector<Tensor> logits, chosen;
+    for (const Routing &r : routing) {
+      logits.push_back(r.logits);
+      chosen.push_back(r.chosen);
+    }
+    Tensor probs = softmax(concat(logits, 0), -1);               // (L*N, E)
+    Tensor meanProb = reduceMean(probs, {0});                    // (E)
+    Tensor fraction = reduceMean(concat(chosen, 0), {0});        // (E)
+    return reduceSum(fraction * meanProb, {0}) * double(c.nExpert); // ()
+  }
+
   Tensor tokenEmbeddings() {
     return g.param("model.embed_tokens.weight", {c.vocab, c.dim}, DType::F32,
                    normalInit(0.02));
@@ -181,8 +232,42 @@ private:
     return proj(p + "down_proj", silu(gate) * up, F, D, c.mlpBias);
   }
 
+  /// Mixtral's sparse MoE block: x (B, T, D) -> (B, T, D).
+  Tensor sparseMoe(const std::string &layer, Tensor x) {
+    auto scope = g.scope("block_sparse_moe");
+    const std::string p = layer + ".block_sparse_moe.";
+    const int64_t D = c.dim, F = c.hiddenDim, E = c.nExpert;
+    const int64_t N = x.dim(0) * x.dim(1);
+    Tensor flat = reshape(x, {N, D});
+    Tensor logits = proj(p + "gate", flat, D, E, false); // (N, E)
+    Tensor ids = moeRoute(logits, c.nExpertPerTok);      // (N, k) i32
+    // One-hot rows of the identity, summed over the k slots: (N, E).
+    std::vector<double> eye(E * E, 0.0);
+    for (int64_t e = 0; e < E; ++e)
+      eye[e * E + e] = 1.0;
+    Tensor chosen =
+        reduceSum(embedding(constant(g, {E, E}, DType::F32, eye), ids), {1});
+    routing.push_back({logits, chosen});
+    // softmax over the chosen logits = the top-k probabilities renormalized;
+    // the others get exp(-1e30 - max) = 0 exactly.
+    Tensor weights = softmax(logits + (chosen - 1.0) * 1.0e30, -1); // (N, E)
+    std::vector<Tensor> experts;
+    for (int64_t e = 0; e < E; ++e) {
+      std::string q = p + "experts." + std::to_string(e) + ".";
+      experts.push_back(
+          g.param(q + "w1.weight", {F, D}, DType::F32, normalInit(0.02)));
+      experts.push_back(
+          g.param(q + "w3.weight", {F, D}, DType::F32, normalInit(0.02)));
+      experts.push_back(
+          g.param(q + "w2.weight", {D, F}, DType::F32, normalInit(0.02)));
+    }
+    Tensor y = moeFfn(flat, ids, weights, experts); // (N, D)
+    return reshape(y, {x.dim(0), x.dim(1), D});
+  }
+
   Graph &g;
   LlamaConfig c;
+  std::vector<Routing> routing;
 };
 
 void validate(const ModelConfig &cfg) {
@@ -241,6 +326,19 @@ void validate(const ModelConfig &cfg) {
   cfg.require(!(cfg.flag("attention_bias") && cfg.flag("qkv_bias")),
               "attention_bias and qkv_bias are exclusive (attention_bias "
               "already puts biases on q, k and v)");
+  if (cfg.model().findOption("n_expert")) {
+    int64_t experts = cfg.size("n_expert"), topK = cfg.size("n_expert_per_tok");
+    cfg.require(topK <= experts, "n_expert_per_tok (" + llvm::Twine(topK) +
+                                     ") must not exceed n_expert (" +
+                                     llvm::Twine(experts) + ")");
+    cfg.require(!cfg.flag("mlp_bias"),
+                "mlp_bias is not supported with experts (Mixtral's experts "
+                "have no biases)");
+    double coef = cfg.number("router_aux_loss_coef");
+    cfg.require(coef >= 0, "router_aux_loss_coef (" +
+                               cfg.text("router_aux_loss_coef") +
+                               ") must be >= 0");
+  }
 }
 
 void build(Graph &g, const ModelConfig &cfg) {
@@ -262,6 +360,11 @@ void build(Graph &g, const ModelConfig &cfg) {
                       cfg.number("rope_low_freq_factor"),
                       cfg.number("rope_high_freq_factor"),
                       cfg.size("rope_original_context")}};
+  if (cfg.model().findOption("n_expert")) {
+    config.nExpert = cfg.size("n_expert");
+    config.nExpertPerTok = cfg.size("n_expert_per_tok");
+    config.routerAuxLossCoef = cfg.number("router_aux_loss_coef");
+  }
   Llama model(g, config);
   addCausalLMEntries(g, model,
                      {cfg.size("batch"), cfg.size("gen_batch"), cfg.size("seq"),
@@ -316,6 +419,29 @@ ModelInfo llamaModel() {
   };
   info.validate = validate;
   info.build = build;
+  return info;
+}
+
+} // namespace tfc::frontend
+
+namespace tfc::frontend {
+
+ModelInfo mixtralModel() {
+  using K = ModelOption::Kind;
+  ModelInfo info = llamaModel();
+  info.name = "mixtral";
+  info.summary = "Mixtral with Hugging Face MixtralForCausalLM names (LLaMA "
+                 "with a sparse mixture of SwiGLU experts per layer)";
+  for (ModelOption &o : info.options)
+    if (o.key == "hidden_dim")
+      o.help = "SwiGLU hidden width F of each expert";
+  info.options.insert(
+      info.options.begin() + 5,
+      {{"n_expert", K::Size, "4", "experts per layer E"},
+       {"n_expert_per_tok", K::Size, "2",
+        "experts each token is routed to (top-k)"},
+       {"router_aux_loss_coef", K::Number, "0.001",
+        "weight of the load-balancing loss added to the loss (0: none)"}});
   return info;
 }
 

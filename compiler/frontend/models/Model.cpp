@@ -37,8 +37,8 @@ std::string ModelInfo::optionList() const {
 }
 
 const std::vector<ModelInfo> &allModels() {
-  static const std::vector<ModelInfo> models = {gpt2Model(), llamaModel(),
-                                                encdecModel()};
+  static const std::vector<ModelInfo> models = {
+      gpt2Model(), llamaModel(), mixtralModel(), encdecModel()};
   return models;
 }
 

@@ -118,6 +118,7 @@ mlir::OwningOpRef<mlir::ModuleOp> traceModel(mlir::MLIRContext &context,
 // The models (one file each under models/).
 ModelInfo gpt2Model();
 ModelInfo llamaModel();
+ModelInfo mixtralModel();
 ModelInfo encdecModel();
 
 } // namespace tfc::frontend

@@ -20,6 +20,7 @@ const char* errorCodeMessage(unsigned code) {
     case 2: return "kv_cache_update: position out of range";
     case 3: return "cross_entropy: target out of range";
     case 4: return "sample: the logits contain NaN";
+    case 5: return "moe_ffn: expert id out of range";
     default: return nullptr;
   }
 }

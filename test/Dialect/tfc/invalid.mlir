@@ -1575,3 +1575,43 @@ func.func @fused_row_operand(%a: tensor<4x8xf32>, %c: tensor<4x1xf32>) -> tensor
   }
   return %0 : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that moe_route's top_k is at most the number of experts.
+func.func @moe_route_top_k(%l: tensor<8x4xf32>) {
+  // expected-error @+2 {{'tfc.moe_route' op top_k (5) must be in [1, E] with E = 4 experts}}
+  // expected-error @+1 {{'tfc.moe_route' op failed to infer returned types}}
+  %0 = tfc.moe_route %l top_k = 5 : tensor<8x4xf32> -> tensor<8x5xi32>
+  return
+}
+
+// -----
+
+// Tests that moe_ffn's experts come in (w1, w3, w2) triples.
+func.func @moe_ffn_triples(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: tensor<8x1xf32>, %a: tensor<6x4xf32>) {
+  // expected-error @+2 {{'tfc.moe_ffn' op expects 3 expert matrices per expert (w1, w3, w2), got 2}}
+  // expected-error @+1 {{'tfc.moe_ffn' op failed to infer returned types}}
+  %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<8x1xf32>, tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that moe_ffn names the expert matrix whose shape is wrong.
+func.func @moe_ffn_down_shape(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: tensor<8x1xf32>, %a: tensor<6x4xf32>) {
+  // expected-error @+2 {{'tfc.moe_ffn' op expert 0's w2 has type 'tensor<6x4xf32>', expected [4, 6] of 'f32'}}
+  // expected-error @+1 {{'tfc.moe_ffn' op failed to infer returned types}}
+  %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a, %a : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<8x1xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that moe_ffn's weights are [N, E].
+func.func @moe_ffn_weights(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: tensor<8x2xf32>, %a: tensor<6x4xf32>, %d: tensor<4x6xf32>) {
+  // expected-error @+2 {{'tfc.moe_ffn' op operand 'weights' has shape [8, 2], expected [8, 1] (N tokens, E experts)}}
+  // expected-error @+1 {{'tfc.moe_ffn' op failed to infer returned types}}
+  %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a, %d : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<8x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<8x4xf32>
+  return
+}

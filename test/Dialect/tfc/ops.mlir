@@ -950,3 +950,16 @@ func.func @fused(%a: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<2x3xf32>, tens
   }
   return %0#0, %0#1 : tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @moe
+// CHECK: tfc.moe_route %{{.*}} top_k = 2 : tensor<8x3xf32> -> tensor<8x2xi32>
+// CHECK: tfc.moe_ffn %{{.*}}, %{{.*}}, %{{.*}} experts
+// CHECK: tfc.moe_ffn_grad
+func.func @moe(%l: tensor<8x3xf32>, %x: tensor<8x4xf32>, %w: tensor<8x3xf32>, %a: tensor<6x4xf32>, %d: tensor<4x6xf32>) -> tensor<8x4xf32> {
+  %ids = tfc.moe_route %l top_k = 2 : tensor<8x3xf32> -> tensor<8x2xi32>
+  %y = tfc.moe_ffn %x, %ids, %w experts %a, %a, %d, %a, %a, %d, %a, %a, %d : (tensor<8x4xf32>, tensor<8x2xi32>, tensor<8x3xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<8x4xf32>
+  %g:11 = tfc.moe_ffn_grad %x, %ids, %w, %y experts %a, %a, %d, %a, %a, %d, %a, %a, %d : (tensor<8x4xf32>, tensor<8x2xi32>, tensor<8x3xf32>, tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> (tensor<8x4xf32>, tensor<8x3xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>)
+  return %y : tensor<8x4xf32>
+}

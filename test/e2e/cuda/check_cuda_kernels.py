@@ -7,7 +7,8 @@ run over every (block, thread) of a small grid on fresh random inputs. This
 checks each kernel's arithmetic, broadcasting, reduction and row indexing and
 its grid-stride loop; running on a GPU is scripts/gpu-check.sh's job.
 
-Every case with float tensors runs again in bf16 and in f16 (HALF_CASES).
+Every case with float tensors runs again in bf16 and in f16 (HALF_CASES), except
+moe_ffn (f32 only on CUDA for now: a 16-bit one is refused by name).
 
     check_cuda_kernels.py --bin-dir build/bin [--seed S] [--work-dir DIR] [--only SUBSTR]
 """
@@ -508,6 +509,57 @@ CASES = [
 ]
 
 
+def moe_route(logits, k):
+    """f32 softmax, the k largest probabilities, the lower index first on ties."""
+    x = np.asarray(logits, np.float32)
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    return np.argsort(-p, axis=-1, kind="stable")[:, :k]
+
+
+def moe_ffn(x, ids, w, *experts):
+    y = np.zeros_like(x)
+    for n in range(x.shape[0]):
+        for e in ids[n].astype(np.int64):
+            if not 0 <= e < len(experts) // 3:
+                continue
+            w1, w3, w2 = experts[3 * e: 3 * e + 3]
+            g, u = w1 @ x[n], w3 @ x[n]
+            y[n] += w[n, e] * (w2 @ (g / (1 + np.exp(-g)) * u))
+    return y
+
+
+MOE_EXPERTS = "tensor<5x4xf32>, tensor<5x4xf32>, tensor<4x5xf32>"
+MOE_TYPES = (f"(tensor<6x4xf32>, tensor<6x2xi32>, tensor<6x3xf32>, {MOE_EXPERTS}, "
+             f"{MOE_EXPERTS}, {MOE_EXPERTS}) -> tensor<6x4xf32>")
+MOE_INPUTS = [((6, 4), "f32"), ((6, 2), "i32"), ((6, 3), "f32")] + \
+    [s for _ in range(3) for s in (((5, 4), "f32"), ((5, 4), "f32"), ((4, 5), "f32"))]
+CASES += [
+    Case("moe_route top-2 of 5 (ties: the lower index)",
+         "  %0 = tfc.moe_route %x0 top_k = 2 : tensor<7x5xf32> -> tensor<7x2xi32>\n"
+         "  return %0 : tensor<7x2xi32>",
+         [((7, 5), "f32")], [((7, 2), "i32")], lambda l: [moe_route(l, 2)], rtol=0, atol=0,
+         draw=lambda rng, shape: np.concatenate([rng.standard_normal((5, 5)) * 2,
+                                                 np.full((1, 5), 0.5),
+                                                 [[1.0, 3.0, 0.0, 3.0, -1.0]]])),
+    # Expert 2 is chosen by no token: its matrices are never read.
+    Case("moe_ffn 3 experts top-2, one unused",
+         "  %0 = tfc.moe_ffn %x0, %x1, %x2 experts " +
+         ", ".join(f"%x{i}" for i in range(3, 12)) + f" : {MOE_TYPES}\n"
+         "  return %0 : tensor<6x4xf32>",
+         MOE_INPUTS, [((6, 4), "f32")], lambda *a: [moe_ffn(*a)],
+         draw=lambda rng, shape: (np.array([[0, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 1]])
+                                  if shape == (6, 2) else rng.standard_normal(shape))),
+    Case("moe_ffn expert id out of range reports",
+         "  %0 = tfc.moe_ffn %x0, %x1, %x2 experts " +
+         ", ".join(f"%x{i}" for i in range(3, 12)) + f" : {MOE_TYPES}\n"
+         "  return %0 : tensor<6x4xf32>",
+         MOE_INPUTS, [((6, 4), "f32")], lambda *a: [moe_ffn(*a)], error=5,
+         draw=lambda rng, shape: (np.array([[0, 1], [1, 3], [0, 2], [1, 0], [2, 0], [0, 1]])
+                                  if shape == (6, 2) else rng.standard_normal(shape))),
+]
+
+
 def half_variant(case, dt):
     """`case` with its f32 tensors of rank >= 1 in `dt` (bf16 or f16); 0-d f32
     operands (a sampling temperature, a loss gradient) and results (a loss)
@@ -540,7 +592,7 @@ def has_float_tensor(case):
 # Every op that has a float tensor again in bf16 and in f16 (casts apart:
 # those are listed below with their pairs of types).
 HALF_CASES = [half_variant(c, dt) for dt in ("bf16", "f16") for c in CASES
-              if has_float_tensor(c) and not c.name.startswith("cast ")
+              if has_float_tensor(c) and not c.name.startswith(("cast ", "moe_ffn"))
               and not (dt == "bf16" and "bf16" in c.name)] + [
     cast_case("f32", "f16"), cast_case("f16", "f32"), cast_case("bf16", "f32"),
     cast_case("bf16", "f16"), cast_case("f16", "bf16"),

@@ -17,7 +17,7 @@ Reference gradients (float64):
     (h = 1e-3: truncation ~h^4, so accurate to ~1e-10 relative) for every element,
     or for a random subset of 256 elements on the larger cases;
   * an analytic NumPy gradient where it is easy (elementwise, matmul, linear,
-    norms, softmax, attention, rotary, embedding, cross_entropy): it is itself
+    norms, softmax, attention, rotary, embedding, cross_entropy, moe_ffn): it is itself
     checked against the finite differences (rel 1e-7) and then used as the reference
     for every element.
 Non-smooth ops (relu, abs, leaky_relu, max, min) get inputs kept 0.1 away from their
@@ -75,6 +75,7 @@ def write_weights(path, tensors):
 
 TOOL_TIMEOUT_S = 300
 GRAD_RTOL = 1e-4          # max|tfc - ref| / max|ref| per gradient tensor
+FD_ZERO = 1e-9            # |FD| of a gradient that is zero analytically (rounding noise)
 LOSS_RTOL = 1e-5          # |loss - ref| / sum|op * R|
 SELF_RTOL = 1e-7          # analytic vs finite differences (both float64)
 FD_H = 1e-3
@@ -597,6 +598,52 @@ def build_cases(g):
              [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> {ttype((2, 4, 3))}"],
              (2, 4, 3), lambda P, I: P["table"][I["ids"]], emb_grad))
 
+    # --- moe_ffn: routing fixed (ids are integers); gradients of x, the
+    # routing weights (only the chosen entries get any) and every expert
+    # matrix, expert 3 chosen by no token (its gradients are zero: compared
+    # absolutely) ---
+    def moe_ffn_fn(P, I, names):
+        y = np.zeros_like(P["x"])
+        for n in range(y.shape[0]):
+            for e in I["ids"][n]:
+                w1, w3, w2 = (P[names[3 * e + j]] for j in range(3))
+                h1, h3 = w1 @ P["x"][n], w3 @ P["x"][n]
+                y[n] += P["w"][n, e] * (w2 @ (h1 * sigmoid(h1) * h3))
+        return y
+    N, D, F, E, K = 6, 4, 5, 4, 2
+    ids = np.stack([g.rng.permutation(3)[:K] for _ in range(N)]).astype(np.int32)
+    params = {"x": g.normal(N, D), "w": g.normal(N, E)}
+    names = []
+    for e in range(E):
+        for name, shape in (("w1", (F, D)), ("w3", (F, D)), ("w2", (D, F))):
+            names.append(f"{name}_{e}")
+            params[names[-1]] = g.normal(*shape, scale=0.7)
+    types = ", ".join(ty(a) for a in [params["x"], ids, params["w"]] +
+                      [params[n] for n in names])
+    def moe_ffn_grad(P, I, R, names):
+        G = {n: np.zeros_like(a) for n, a in P.items()}
+        for n in range(R.shape[0]):
+            x = P["x"][n]
+            for e in I["ids"][n]:
+                w1, w3, w2 = (P[names[3 * e + j]] for j in range(3))
+                h1, h3 = w1 @ x, w3 @ x
+                s = sigmoid(h1)
+                a = h1 * s * h3
+                G["w"][n, e] += R[n] @ (w2 @ a)
+                go = P["w"][n, e] * R[n]
+                da = w2.T @ go
+                dh3, dh1 = da * h1 * s, da * h3 * s * (1 + h1 * (1 - s))
+                G[names[3 * e + 2]] += np.outer(go, a)
+                G[names[3 * e]] += np.outer(dh1, x)
+                G[names[3 * e + 1]] += np.outer(dh3, x)
+                G["x"][n] += w1.T @ dh1 + w3.T @ dh3
+        return G
+    add(Case("moe_ffn 4 experts top-2 (expert 3 unused)", params, {"ids": ids},
+             [f"%y = tfc.moe_ffn %x, %ids, %w experts " + ", ".join("%" + n for n in names) +
+              f" : ({types}) -> {ty(params['x'])}"],
+             (N, D), lambda P, I, names=names: moe_ffn_fn(P, I, names),
+             lambda P, I, R, names=names: moe_ffn_grad(P, I, R, names)))
+
     # --- shape ops (linear: finite differences are exact up to rounding) ---
     x = g.normal(2, 3, 4)
     add(Case("reshape [2,3,4]->[4,6]", {"x": x}, {},
@@ -751,7 +798,9 @@ def reference_grads(case, P, I, R, rng):
             grads[name] = fd.reshape(a.shape)
             continue
         an = np.asarray(analytic[name], dtype=np.float64).reshape(-1)[idx]
-        scale = max(np.abs(np.asarray(analytic[name])).max(), 1e-30)
+        scale = float(np.abs(np.asarray(analytic[name])).max())
+        if scale == 0:  # an input the loss does not depend on: FD is rounding noise
+            scale = FD_ZERO / SELF_RTOL
         worst = max(worst, float(np.abs(an - fd).max()) / scale)
     if analytic is None:
         return grads, "finite differences (all elements)", True

@@ -25,6 +25,20 @@ that is not hidden / heads), MistralForCausalLM (with a sliding window the
 context never reaches) and Qwen2ForCausalLM (q/k/v biases, linear rope
 scaling).
 
+MixtralForCausalLM (2 layers, 4 experts, top-2, sharded) is checked further:
+  - the unweighted load-balancing loss (`tfc-run call router_aux_loss`)
+    against transformers' `aux_loss` (output_router_logits=True, no attention
+    mask) within 1e-5 relative;
+  - `tfc --optimizer=adamw`'s loss_grad: the loss (cross-entropy on the
+    shifted tokens + router_aux_loss_coef * aux) against transformers' loss
+    with labels within 1e-5 relative, and every parameter's gradient against
+    torch autograd within 1e-4 of its largest element (transformers' fused
+    experts.gate_up_proj / down_proj split into the checkpoint's w1, w3, w2).
+    Routing is piecewise constant: the smallest gap between a token's k-th
+    and (k+1)-th router probability is printed, and the gradients are not
+    compared when it is under 1e-5 (a near tie, where either side may route
+    differently).
+
 Two cases compile with `tfc --precision=bf16` (parameters, KV cache and
 compute in bf16) and compare with transformers running the same checkpoint in
 bf16: logits within 3e-2 of the largest |logit|, and ties up to 3e-2.
@@ -94,6 +108,10 @@ def cases():
                           initializer_range=0.1, resid_pdrop=0, embd_pdrop=0, attn_pdrop=0,
                           bos_token_id=0, eos_token_id=0),
              precision="bf16"),
+        Case("mixtral-4-experts-top2-sharded",
+             t.MixtralConfig(**common, num_key_value_heads=2, num_local_experts=4,
+                             num_experts_per_tok=2, router_aux_loss_coef=0.02),
+             shard="40KB"),
     ]
 
 
@@ -188,10 +206,97 @@ def run_case(case, seed, tools, work):
             return False, (f"greedy token {k} is {ours[k]}, transformers {theirs[k]} "
                            f"(not a tie: logit gap {gap:.2e} of the largest)")
         tie = f" up to token {k}, a near tie there (gap {gap:.1e})"
+    moe = ""
+    if isinstance(case.config, transformers.MixtralConfig):
+        ok, moe = check_mixtral(case, model, tools, d, hf_dir, mlir, tokens)
+        if not ok:
+            return False, moe
     dtype = str(case.dtype).replace("torch.", "")
     return True, (f"{dtype} checkpoint, {len(shards)} shard(s), --precision={case.precision}: "
                   f"logits within {err:.1e}, "
-                  f"greedy tokens identical{tie or f' ({NEW_TOKENS} of {NEW_TOKENS})'}")
+                  f"greedy tokens identical{tie or f' ({NEW_TOKENS} of {NEW_TOKENS})'}{moe}")
+
+
+def hf_gradients(model, tokens):
+    """transformers' loss (CE + coef * aux) and its gradients under the
+    checkpoint's names: the fused experts split into w1, w3 and w2."""
+    model.zero_grad()
+    with torch.enable_grad():
+        out = model(torch.tensor(tokens, dtype=torch.long),
+                    labels=torch.tensor(tokens, dtype=torch.long), output_router_logits=True)
+        out.loss.backward()
+    grads = {}
+    for name, p in model.named_parameters():
+        g = p.grad.detach().float().numpy()
+        if name.endswith(".mlp.gate.weight"):
+            grads[name.replace(".mlp.", ".block_sparse_moe.")] = g
+        elif name.endswith(".mlp.experts.gate_up_proj"):
+            prefix, f = name[:-len("gate_up_proj")].replace(".mlp.", ".block_sparse_moe."), g.shape[1] // 2
+            for e in range(g.shape[0]):
+                grads[f"{prefix}{e}.w1.weight"] = g[e, :f]
+                grads[f"{prefix}{e}.w3.weight"] = g[e, f:]
+        elif name.endswith(".mlp.experts.down_proj"):
+            prefix = name[:-len("down_proj")].replace(".mlp.", ".block_sparse_moe.")
+            for e in range(g.shape[0]):
+                grads[f"{prefix}{e}.w2.weight"] = g[e]
+        else:
+            grads[name] = g
+    margin = min(float((p[:, k - 1] - p[:, k]).min())
+                 for p in (torch.softmax(r.detach().float(), -1).sort(-1, descending=True)[0]
+                           for r in out.router_logits)
+                 for k in [model.config.num_experts_per_tok])
+    return float(out.loss.detach()), float(out.aux_loss.detach()), grads, margin
+
+
+def check_mixtral(case, model, tools, d, hf_dir, mlir, tokens):
+    """The load-balancing loss, the training loss and its gradients."""
+    tfc, tfc_run, _ = tools
+    tokens_npy = os.path.join(d, "tokens.npy")
+    r = harness.run_tool([tfc_run, os.path.join(d, "model.so"), "call", "router_aux_loss",
+                          "--weights", hf_dir, "--in", f"tokens={tokens_npy}",
+                          "--out-dir", d, "--threads", "2"])
+    if r.returncode != 0:
+        return False, f"tfc-run call router_aux_loss failed: {r.stderr.strip()}"
+    aux = float(np.load(os.path.join(d, "aux_loss.npy")))
+    want_loss, want_aux, want_grads, margin = hf_gradients(model, tokens)
+    aux_err = abs(aux - want_aux) / abs(want_aux)
+    if not aux_err <= 1e-5:
+        return False, f"router_aux_loss {aux:.7g}, transformers' aux_loss {want_aux:.7g}"
+
+    so = os.path.join(d, "train.so")
+    r = harness.run_tool([tfc, mlir, "-o", so, "--optimizer=adamw"] + harness.tfc_flags())
+    if r.returncode != 0:
+        return False, f"tfc --optimizer=adamw failed: {r.stderr.strip()}"
+    targets = np.full_like(tokens, -100)
+    targets[:, :-1] = tokens[:, 1:]
+    targets_npy = os.path.join(d, "targets.npy")
+    np.save(targets_npy, targets)
+    out = os.path.join(d, "grad")
+    r = harness.run_tool([tfc_run, so, "call", "loss_grad", "--weights", hf_dir,
+                          "--in", f"tokens={tokens_npy}", "--in", f"targets={targets_npy}",
+                          "--out-dir", out, "--threads", "2"])
+    if r.returncode != 0:
+        return False, f"tfc-run call loss_grad failed: {r.stderr.strip()}"
+    loss = float(np.load(os.path.join(out, "loss.npy")))
+    loss_err = abs(loss - want_loss) / abs(want_loss)
+    if not loss_err <= 1e-5:
+        return False, f"loss {loss:.7g}, transformers {want_loss:.7g} (CE + coef * aux)"
+    note = (f"; aux loss within {aux_err:.1e}, loss within {loss_err:.1e}, "
+            f"routing margin {margin:.1e}")
+    if margin < 1e-5:
+        return True, note + " (a near tie: gradients not compared)"
+    worst, worst_name = 0.0, ""
+    for name, want in want_grads.items():
+        path = os.path.join(out, f"grad.{name}.npy")
+        if not os.path.exists(path):
+            return False, f"loss_grad has no gradient for {name}"
+        got = np.load(path)
+        err = float(np.abs(got - want).max()) / max(float(np.abs(want).max()), 1e-30)
+        if err > worst:
+            worst, worst_name = err, name
+    if not worst <= 1e-4:
+        return False, f"gradient of {worst_name} differs by {worst:.2e} of its largest element"
+    return True, note + f", {len(want_grads)} gradients within {worst:.1e} ({worst_name})"
 
 
 def main():

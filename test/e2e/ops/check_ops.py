@@ -894,8 +894,64 @@ def build_cases(g):
              [f"%y = tfc.sample %l, %t, %k, %p, %seed : ({ty(logits)}, tensor<f32>, tensor<i32>, "
               f"tensor<f32>, tensor<i64>) -> {ttype((3,), 'i32')}"],
              {"y": "i32"}, lambda i: {"y": np.argmax(i["l"], -1)}))
+    add_moe_cases(g, add)
     build_half_cases(g, add)
     return cases
+
+
+def moe_route_ref(logits, k):
+    """HF's MixtralTopKRouter: softmax in f32, the k largest probabilities,
+    the lower index first among equal ones (a stable sort)."""
+    x = logits.astype(np.float32)
+    p = np.exp(x - x.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    return np.argsort(-p, axis=-1, kind="stable")[:, :k].astype(np.int32)
+
+
+def moe_ffn_ref(x, ids, w, experts):
+    """y[n] = sum_j w[n, e] * w2_e (silu(w1_e x[n]) * w3_e x[n]), e = ids[n, j]."""
+    y = np.zeros_like(x)
+    for n in range(x.shape[0]):
+        for e in ids[n]:
+            w1, w3, w2 = experts[3 * e: 3 * e + 3]
+            h1, h3 = w1 @ x[n], w3 @ x[n]
+            y[n] += w[n, e] * (w2 @ (h1 * sigmoid(h1) * h3))
+    return y
+
+
+def add_moe_cases(g, add):
+    # Routing: random logits, rows of equal logits (ties: lower index first)
+    # and rows whose two best are equal.
+    logits = g.normal(21, 6, scale=2)
+    logits[3] = 0.75
+    logits[7, 4] = logits[7, 1] = logits[7].max() + 1
+    for k in (1, 2, 6):
+        add(Case(f"moe_route top_k={k}", {"l": logits},
+                 [f"%y = tfc.moe_route %l top_k = {k} : {ty(logits)} -> {ttype((21, k), 'i32')}"],
+                 {"y": "i32"}, lambda i, k=k: {"y": moe_route_ref(i["l"], k)}))
+
+    # Experts: N = 9 tokens, D = 8, F = 5, E = 4, k = 2; expert 3 gets no token
+    # (and is skipped), the others several, in an order that is not sorted.
+    N, D, F, E, K = 9, 8, 5, 4, 2
+    x = g.normal(N, D)
+    ids = np.stack([g.rng.permutation(3)[:K] for _ in range(N)]).astype(np.int32)
+    w = g.normal(N, E)
+    experts, names = [], []
+    for e in range(E):
+        for name, shape in (("w1", (F, D)), ("w3", (F, D)), ("w2", (D, F))):
+            experts.append(g.normal(*shape, scale=0.5))
+            names.append(f"{name}_{e}")
+    inputs = {"x": x, "ids": ids, "w": w, **dict(zip(names, experts))}
+    types = ", ".join(ty(a) for a in inputs.values())
+    body = [f"%y = tfc.moe_ffn %x, %ids, %w experts " + ", ".join("%" + n for n in names) +
+            f" : ({types}) -> {ty(x)}"]
+    add(Case("moe_ffn 4 experts top-2, one expert unused", inputs, body, {"y": "f32"},
+             lambda i: {"y": moe_ffn_ref(i["x"], i["ids"], i["w"],
+                                         [i[n] for n in names])}))
+    bad = dict(inputs, ids=np.where(np.arange(N * K).reshape(N, K) == 5, 4, ids).astype(np.int32))
+    add(Case("moe_ffn expert id out of range -> error", bad, body, {"y": "f32"},
+             expect_error="expert id 4 of token 2 is out of range [0, 4)",
+             out_shapes={"y": (N, D)}))
 
 
 # ---------------------------------------------------------------------------

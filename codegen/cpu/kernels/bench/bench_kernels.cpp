@@ -1,6 +1,7 @@
 // tfc-kernels-bench: GFLOP/s of the CPU kernels on GPT-2 124M shapes, with 1 and 2
 // threads (a spinning std::thread pool stands in for the runtime's host). Prints the
-// median of several timed runs after one warm-up run. Not run by ctest.
+// median of several timed runs after one warm-up run; products also with bf16 B, and a
+// whole batch-1 decode pass (f32 vs bf16 weights) against a STREAM triad. Not run by ctest.
 //
 //   tfc-kernels-bench [--threads 1,2] [--min-time 0.3] [--filter SUBSTR] [--isa avx512]
 #include <math.h>
@@ -149,6 +150,96 @@ struct MM {
   bool tb;
 };
 
+// STREAM triad a = b + s c over the host's threads (one part per 64 Ki floats).
+struct Triad {
+  float *a, *b, *c;
+};
+void triad_part(void* ctx, int64_t begin, int64_t end) {
+  const Triad& t = *static_cast<const Triad*>(ctx);
+  for (int64_t i = begin * 65536; i < end * 65536; ++i) t.a[i] = t.b[i] + 3.f * t.c[i];
+}
+
+// Batch-1 decode of GPT-2 124M, its products only: per token the four linears of 12
+// layers (each its own weights, so nothing stays in cache) and the tied lm_head, with f32
+// and with bf16 weights, and a STREAM triad, in alternating rounds on the same threads (a
+// loaded machine slows all three alike). The floor is the weights' bytes / the triad's
+// bandwidth; bf16 should take about half the f32 time.
+void decode_pass(const std::vector<int>& threads, const std::string& filter) {
+  const char* name = "decode pass gpt2-124m";
+  if (!filter.empty() && std::string(name).find(filter) == std::string::npos) return;
+  struct Lin {
+    int64_t n, k;
+    bool tb;
+  };
+  std::vector<Lin> lins;
+  for (int l = 0; l < 12; ++l) {
+    lins.push_back({2304, 768, false});
+    lins.push_back({768, 768, false});
+    lins.push_back({3072, 768, false});
+    lins.push_back({768, 3072, false});
+  }
+  lins.push_back({50257, 768, true});
+  std::vector<std::vector<float>> w32;
+  std::vector<std::vector<uint16_t>> w16;
+  double bytes32 = 0;
+  uint32_t state = 12345;
+  for (const Lin& l : lins) {
+    std::vector<float> w((size_t)(l.n * l.k));
+    std::vector<uint16_t> h(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      state = state * 1664525u + 1013904223u;
+      w[i] = ((int32_t)(state >> 8) - (1 << 23)) * (0.02f / (1 << 23));
+      uint32_t u;
+      memcpy(&u, &w[i], 4);
+      h[i] = (uint16_t)(u >> 16);
+    }
+    bytes32 += 4.0 * w.size();
+    w32.push_back(std::move(w));
+    w16.push_back(std::move(h));
+  }
+  auto x = rnd(3072, 7);
+  std::vector<float> y(50257);
+  const int64_t tn = 16 << 20;  // triad arrays of 64 MiB
+  std::vector<float> ta(tn), tb = rnd(tn, 8), tc = rnd(tn, 9);
+  Triad tr{ta.data(), tb.data(), tc.data()};
+  printf("%-36s %8s %10s %10s %10s %8s %8s %10s\n", name, "threads", "f32 ms", "bf16 ms",
+         "f32/bf16", "f32 GB/s", "bf16 GB/s", "triad GB/s");
+  for (int t : threads) {
+    Pool pool(t);
+    tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+    auto pass = [&](int bt) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (size_t i = 0; i < lins.size(); ++i) {
+        const void* w = bt ? (const void*)w16[i].data() : (const void*)w32[i].data();
+        tfc_k_linear_ex_bx_f32(x.data(), w, bt, nullptr, nullptr, y.data(), 1, lins[i].n,
+                               lins[i].k, lins[i].tb, 0);
+      }
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::vector<double> f, h, s;
+    pass(0);
+    pass(1);
+    for (int r = 0; r < 9; ++r) {
+      f.push_back(pass(0));
+      h.push_back(pass(1));
+      auto t0 = std::chrono::steady_clock::now();
+      tfc_kernels_parallel_for(tn / 65536, 1, triad_part, &tr);
+      s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    tfc_kernels_set_host(nullptr);
+    for (auto* v : {&f, &h, &s}) std::sort(v->begin(), v->end());
+    const double mf = f[f.size() / 2], mh = h[h.size() / 2], ms = s[s.size() / 2];
+    const double triad = 12.0 * tn / ms;  // bytes/s: read b, c, write a
+    printf("%-36s %8d %10.2f %10.2f %10.2f %8.1f %8.1f %10.1f\n", "", t, mf * 1e3, mh * 1e3,
+           mf / mh, bytes32 / mf * 1e-9, bytes32 / 2 / mh * 1e-9, triad * 1e-9);
+    printf("%-36s %8s  floor (weights / triad): f32 %.2f ms (%.0f%% reached), bf16 %.2f ms "
+           "(%.0f%%)\n",
+           "", "", bytes32 / triad * 1e3, 100.0 * bytes32 / triad / mf, bytes32 / 2 / triad * 1e3,
+           100.0 * bytes32 / 2 / triad / mh);
+    fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,23 +281,35 @@ int main(int argc, char** argv) {
   };
   printf("%-36s %8s %10s %10s %8s %10s %10s\n", "matmul", "threads", "ms", "GFLOP/s", "GB/s",
          "best GF/s", "cpu GF/s");
+  // Each shape with f32 B, then B as bf16 (weights read as 16 bits; GB/s counts the bytes
+  // read and written, so batch-1 decode's figure compares with the STREAM bandwidth).
   for (const MM& s : mms) {
     if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
     auto A = rnd((size_t)(s.m * s.k), 1), B = rnd((size_t)(s.k * s.n), 2);
+    std::vector<uint16_t> B16(B.size());
+    for (size_t i = 0; i < B.size(); ++i) {
+      uint32_t u;
+      memcpy(&u, &B[i], 4);
+      B16[i] = (uint16_t)(u >> 16);
+    }
     std::vector<float> C((size_t)(s.m * s.n));
-    for (int t : threads) {
-      Pool pool(t);
-      tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
-      double sec = median_seconds([&] {
-        tfc_k_matmul_f32(A.data(), B.data(), C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
-      });
-      tfc_kernels_set_host(nullptr);
-      double flops = 2.0 * s.m * s.n * s.k;
-      double bytes = 4.0 * (s.m * s.k + s.k * s.n + s.m * s.n);
-      printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", s.name, t, sec * 1e3,
-             flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
-             flops / (g_cpu / t) * 1e-9);
-      fflush(stdout);
+    for (int bt : {TFC_K_F32, TFC_K_BF16}) {
+      const void* bp = bt == TFC_K_F32 ? (const void*)B.data() : (const void*)B16.data();
+      const std::string name = std::string(s.name) + (bt == TFC_K_F32 ? "" : " bf16");
+      for (int t : threads) {
+        Pool pool(t);
+        tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+        double sec = median_seconds([&] {
+          tfc_k_matmul_bx_f32(A.data(), bp, bt, C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
+        });
+        tfc_kernels_set_host(nullptr);
+        double flops = 2.0 * s.m * s.n * s.k;
+        double bytes = 4.0 * (s.m * s.k + s.m * s.n) + (bt == TFC_K_F32 ? 4.0 : 2.0) * s.k * s.n;
+        printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", name.c_str(), t, sec * 1e3,
+               flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
+               flops / (g_cpu / t) * 1e-9);
+        fflush(stdout);
+      }
     }
   }
   // Fused epilogue: linear then a separate gelu pass, vs linear_ex with gelu applied to
@@ -267,5 +370,6 @@ int main(int argc, char** argv) {
       fflush(stdout);
     }
   }
+  decode_pass(threads, filter);
   return 0;
 }

@@ -26,7 +26,9 @@ bool cpu_has_avx512() {
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // (F16C: the f16 weights' conversion; every AVX2 CPU has it.)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
 #else
   return false;
 #endif
@@ -96,7 +98,7 @@ void run_gemm(GemmArgs g) {
     one.batch = 1;
     for (int64_t b = 0; b < g.batch; ++b) {
       one.a = g.a + b * g.stride_a;
-      one.b = g.b + b * g.stride_b;
+      one.b = static_cast<const char*>(g.b) + b * g.stride_b * btype_bytes(g.b_type);
       one.accumulate = g.accumulate || b > 0;
       one.bias = b == 0 ? g.bias : nullptr;
       one.residual = b == g.batch - 1 ? g.residual : nullptr;  // epilogue on the total
@@ -136,18 +138,31 @@ int tfc_kernels_internal_set_isa(const char* name) {
 
 const char* tfc_kernels_internal_isa_name(void) { return tfc_kern::isa().name; }
 
-void tfc_k_matmul_f32(const float* a, const float* b, float* c, int64_t batch, int64_t m,
-                      int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
-                      int64_t stride_a, int64_t stride_b, int64_t stride_c,
-                      int32_t accumulate) {
+void tfc_k_matmul_bx_f32(const float* a, const void* b, int32_t b_type, float* c,
+                         int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
+                         int32_t trans_b, int64_t stride_a, int64_t stride_b,
+                         int64_t stride_c, int32_t accumulate) {
   if (m < 0 || n < 0 || k < 0 || batch < 0) {
     tfc_kernels_error("tfc_k_matmul_f32: negative size");
+    return;
+  }
+  if (b_type < TFC_K_F32 || b_type > TFC_K_F16) {
+    tfc_kernels_error("tfc_k_matmul_bx_f32: unknown element type of B");
     return;
   }
   tfc_kern::GemmArgs g{a,       b,        c,        nullptr,  batch,   m,
                        n,       k,        trans_a != 0, trans_b != 0, stride_a, stride_b,
                        stride_c, accumulate != 0};
+  g.b_type = b_type;
   tfc_kern::run_gemm(g);
+}
+
+void tfc_k_matmul_f32(const float* a, const float* b, float* c, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, int32_t trans_a, int32_t trans_b,
+                      int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                      int32_t accumulate) {
+  tfc_k_matmul_bx_f32(a, b, TFC_K_F32, c, batch, m, n, k, trans_a, trans_b, stride_a, stride_b,
+                      stride_c, accumulate);
 }
 
 void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* y, int64_t m,
@@ -159,9 +174,9 @@ void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* 
   tfc_k_linear_ex_f32(x, w, bias, nullptr, y, m, n, k, trans_w, 0);
 }
 
-void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
-                         const float* residual, float* y, int64_t m, int64_t n, int64_t k,
-                         int32_t trans_w, int32_t activation) {
+void tfc_k_linear_ex_bx_f32(const float* x, const void* w, int32_t w_type, const float* bias,
+                            const float* residual, float* y, int64_t m, int64_t n, int64_t k,
+                            int32_t trans_w, int32_t activation) {
   if (m < 0 || n < 0 || k < 0) {
     tfc_kernels_error("tfc_k_linear_ex_f32: negative size");
     return;
@@ -170,24 +185,48 @@ void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
     tfc_kernels_error("tfc_k_linear_ex_f32: unknown activation");
     return;
   }
+  if (w_type < TFC_K_F32 || w_type > TFC_K_F16) {
+    tfc_kernels_error("tfc_k_linear_ex_bx_f32: unknown element type of the weight");
+    return;
+  }
   tfc_kern::GemmArgs g{x, w, y, bias, 1, m, n, k, false, trans_w != 0, 0, 0, 0, false};
   g.residual = residual;
   g.act = activation;
+  g.b_type = w_type;
   tfc_kern::run_gemm(g);
+}
+
+void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
+                         const float* residual, float* y, int64_t m, int64_t n, int64_t k,
+                         int32_t trans_w, int32_t activation) {
+  tfc_k_linear_ex_bx_f32(x, w, TFC_K_F32, bias, residual, y, m, n, k, trans_w, activation);
+}
+
+void tfc_k_attention_kvx_f32(const float* q, const void* k, const void* v, int32_t kv_type,
+                             float* out, int64_t batch, int64_t heads, int64_t kv_heads,
+                             int64_t tq, int64_t tk, int64_t d, int64_t dv, int32_t causal,
+                             int64_t offset, float scale) {
+  if (batch < 0 || heads < 0 || kv_heads <= 0 || tq < 0 || tk < 0 || d <= 0 || dv < 0 ||
+      heads % kv_heads != 0) {
+    tfc_kernels_error("tfc_k_attention_f32: bad sizes (heads must be a multiple of kv_heads)");
+    return;
+  }
+  if (kv_type < TFC_K_F32 || kv_type > TFC_K_F16) {
+    tfc_kernels_error("tfc_k_attention_kvx_f32: unknown element type of K and V");
+    return;
+  }
+  tfc_kern::AttnArgs a{q, k, v, out, batch, heads, kv_heads, tq, tk, d, dv, causal != 0, offset,
+                       scale};
+  a.kv_type = kv_type;
+  tfc_kern::isa().attention(a);
 }
 
 void tfc_k_attention_f32(const float* q, const float* k, const float* v, float* out,
                          int64_t batch, int64_t heads, int64_t kv_heads, int64_t tq,
                          int64_t tk, int64_t d, int64_t dv, int32_t causal, int64_t offset,
                          float scale) {
-  if (batch < 0 || heads < 0 || kv_heads <= 0 || tq < 0 || tk < 0 || d <= 0 || dv < 0 ||
-      heads % kv_heads != 0) {
-    tfc_kernels_error("tfc_k_attention_f32: bad sizes (heads must be a multiple of kv_heads)");
-    return;
-  }
-  tfc_kern::AttnArgs a{q, k, v, out, batch, heads, kv_heads, tq, tk, d, dv, causal != 0, offset,
-                       scale};
-  tfc_kern::isa().attention(a);
+  tfc_k_attention_kvx_f32(q, k, v, TFC_K_F32, out, batch, heads, kv_heads, tq, tk, d, dv, causal,
+                          offset, scale);
 }
 
 }  // extern "C"

@@ -22,9 +22,13 @@
 
 namespace tfc_kern {
 
+// Element types of a product's B operand (the TFC_K_* codes of tfc_kernels.h).
+enum BType { kBF32 = 0, kBBf16 = 1, kBF16 = 2 };
+inline size_t btype_bytes(int t) { return t == kBF32 ? 4 : 2; }
+
 struct GemmArgs {
   const float* a;
-  const float* b;
+  const void* b;  // b_type elements; stride_b counts elements
   float* c;
   const float* bias;  // [n] or nullptr, added once to every row of C
   int64_t batch, m, n, k;
@@ -37,17 +41,24 @@ struct GemmArgs {
   // (stride_c apart) or nullptr; it may be C itself (in place).
   const float* residual = nullptr;
   int act = 0;
+  // B's element type (BType). A bf16 or f16 B is widened to f32 as the kernels read it
+  // (in registers on the small-M paths, while packing on the packed path): the product
+  // reads B's 16-bit bytes once, and every sum stays in f32.
+  int b_type = kBF32;
 };
 
 struct AttnArgs {
   const float* q;
-  const float* k;
-  const float* v;
+  const void* k;  // kv_type elements (BType), as v
+  const void* v;
   float* out;
   int64_t batch, heads, kv_heads, tq, tk, d, dv;
   bool causal;
   int64_t offset;
   float scale;
+  // K's and V's element type: a 16-bit KV cache is widened block by block as it is read
+  // (decode reads the whole visible cache every token).
+  int kv_type = kBF32;
 };
 
 struct IsaKernels {
@@ -102,6 +113,31 @@ inline float exp_f32(float x) {
   y = x > hi ? INFINITY : y;
   y = x < lo ? 0.0f : y;
   return x != x ? x : y;
+}
+
+// ---- 16-bit floats ----
+// Exact widenings of bf16 and IEEE half bit patterns (all values: subnormals, infinities,
+// NaN payloads; a signaling half NaN comes out quiet). `static`: internal linkage in every unit, so that no AVX-512 copy of them
+// can be kept for the baseline code (see the layout note at the top).
+static inline float bf16_to_f32(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+static inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  if (e == 0) {  // zero or subnormal: man * 2^-24, exact in f32
+    const float f = (float)man * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  // (a NaN is made quiet, as vcvtph2ps does: every ISA gives the same bits)
+  const uint32_t u = e == 0x1f ? sign | 0x7f800000u | (man ? (man | 0x200u) << 13 : 0u)
+                               : sign | (e + 112u) << 23 | man << 13;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
 }
 
 // ---- Context (src/context.cpp) ----

@@ -1,4 +1,4 @@
-// AVX2 + FMA kernels. Compiled with -mavx2 -mfma; only reached after a run-time CPU check
+// AVX2 + FMA (+ F16C) kernels. Compiled with -mavx2 -mfma -mf16c; only reached after a run-time CPU check
 // (api.cpp). See internal.h for the rules.
 #include <immintrin.h>
 #include <stdint.h>
@@ -26,6 +26,25 @@ struct V {
   static inline reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
   static inline mask make_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  // 16-bit floats: bf16 is the high half of an f32 (zero-extend, shift); f16 by F16C's
+  // vcvtph2ps. Partial loads go through a zeroed copy (AVX2 has no 16-bit masked load).
+  static inline reg bf16_bits(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  static inline __m128i load8(const uint16_t* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  }
+  static inline __m128i load8_part(const uint16_t* p, int n) {
+    uint16_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = 0; i < n; ++i) t[i] = p[i];
+    return load8(t);
+  }
+  static inline reg load_bf16(const uint16_t* p) { return bf16_bits(load8(p)); }
+  static inline reg load_f16(const uint16_t* p) { return _mm256_cvtph_ps(load8(p)); }
+  static inline reg load_bf16_part(const uint16_t* p, int n) { return bf16_bits(load8_part(p, n)); }
+  static inline reg load_f16_part(const uint16_t* p, int n) {
+    return _mm256_cvtph_ps(load8_part(p, n));
   }
   static inline float hsum(reg x) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));

@@ -38,6 +38,22 @@ struct V {
   static inline reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
   static inline reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
   static inline mask make_mask(int n) { return (mask)((1u << n) - 1u); }
+  // 16-bit floats: bf16 is the high half of an f32 (zero-extend, shift); f16 by vcvtph2ps.
+  static inline reg bf16_bits(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static inline reg load_bf16(const uint16_t* p) {
+    return bf16_bits(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static inline reg load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static inline reg load_bf16_part(const uint16_t* p, int n) {
+    return bf16_bits(_mm256_maskz_loadu_epi16(make_mask(n), p));
+  }
+  static inline reg load_f16_part(const uint16_t* p, int n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(make_mask(n), p));
+  }
   static inline float hsum(reg x) { return _mm512_reduce_add_ps(x); }
   static inline float hmax(reg x) { return _mm512_reduce_max_ps(x); }
   // exp(x): Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, Cephes polynomial, then

@@ -27,6 +27,10 @@ struct V {
   static inline reg div(reg a, reg b) { return a / b; }
   static inline reg max(reg a, reg b) { return a > b ? a : b; }
   static inline mask make_mask(int n) { return n > 0; }
+  static inline reg load_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
+  static inline reg load_f16(const uint16_t* p) { return f16_to_f32(*p); }
+  static inline reg load_bf16_part(const uint16_t* p, int n) { return n > 0 ? load_bf16(p) : 0.f; }
+  static inline reg load_f16_part(const uint16_t* p, int n) { return n > 0 ? load_f16(p) : 0.f; }
   static inline float hsum(reg x) { return x; }
   static inline float hmax(reg x) { return x; }
   static inline reg exp(reg x) { return expf(x); }

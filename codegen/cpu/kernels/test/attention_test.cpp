@@ -1,4 +1,5 @@
-// tfc_k_attention_f32 against a double-precision softmax(QK^T)V reference.
+// tfc_k_attention_f32 against a double-precision softmax(QK^T)V reference (and
+// tfc_k_attention_kvx_f32, a 16-bit KV cache, against it on the same values).
 #include <gtest/gtest.h>
 #include <math.h>
 #include <string.h>
@@ -79,6 +80,26 @@ class AttentionTest : public ::testing::TestWithParam<std::string> {
                           c.d, c.dv, c.causal, c.offset, scale);
     }
     EXPECT_EQ(memcmp(out.data(), outp.data(), out.size() * sizeof(float)), 0);
+    // A bf16 / f16 KV cache: the f32 result on the same (rounded) values, bit for bit,
+    // serial and with 3 threads.
+    for (int kt : {TFC_K_BF16, TFC_K_F16}) {
+      SCOPED_TRACE(::testing::Message() << "kv_type=" << kt);
+      std::vector<float> kr = k, vr = v;
+      const std::vector<uint16_t> k16 = round_to_16bit(kr, kt), v16 = round_to_16bit(vr, kt);
+      std::vector<float> want(ref.size(), NAN), got(ref.size(), NAN), gotp(ref.size(), NAN);
+      tfc_k_attention_f32(q.data(), kr.data(), vr.data(), want.data(), c.b, c.h, c.hkv, c.tq,
+                          c.tk, c.d, c.dv, c.causal, c.offset, scale);
+      tfc_k_attention_kvx_f32(q.data(), k16.data(), v16.data(), kt, got.data(), c.b, c.h, c.hkv,
+                              c.tq, c.tk, c.d, c.dv, c.causal, c.offset, scale);
+      EXPECT_EQ(tfc_kernels_take_error(), nullptr);
+      EXPECT_EQ(memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+      {
+        ScopedHost sh(host.api());
+        tfc_k_attention_kvx_f32(q.data(), k16.data(), v16.data(), kt, gotp.data(), c.b, c.h,
+                                c.hkv, c.tq, c.tk, c.d, c.dv, c.causal, c.offset, scale);
+      }
+      EXPECT_EQ(memcmp(got.data(), gotp.data(), got.size() * sizeof(float)), 0);
+    }
   }
 };
 

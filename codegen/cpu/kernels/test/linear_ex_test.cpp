@@ -160,6 +160,50 @@ TEST_P(LinearExTest, LinearIsLinearExWithoutEpilogue) {
   }
 }
 
+// A bf16 or f16 weight gives, bit for bit, the f32 result on the same (rounded) values,
+// for every epilogue, on every path (the f32 results are checked against the reference
+// above; 2 threads give the same bits).
+TEST_P(LinearExTest, SixteenBitWeights) {
+  TFC_SEED_TRACE(run_seed());
+  const bool slow = GetParam() == "scalar";
+  for (auto& s : kShapes) {
+    if (slow && s[0] * s[1] * s[2] > 5000000) continue;
+    for (int tw = 0; tw < 2; ++tw) {
+      for (int wt : {TFC_K_BF16, TFC_K_F16}) {
+        Inputs in = make_inputs(run_seed() + 77 + tw, s[0], s[1], s[2], tw);
+        std::vector<uint16_t> w16 = round_to_16bit(in.w, wt);
+        for (int act = 0; act < 4; ++act) {
+          for (int rm = 0; rm < 3; ++rm) {
+            SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " m=" << in.m << " n="
+                                              << in.n << " k=" << in.k << " tw=" << tw
+                                              << " w_type=" << wt << " act=" << kActName[act]
+                                              << " residual mode=" << rm);
+            std::vector<float> want = run(in, true, (ResMode)rm, act);
+            auto run16 = [&] {
+              std::vector<float> y((size_t)(in.m * in.n), 7.f);
+              const float* res = rm == kSeparate ? in.res.data() : nullptr;
+              if (rm == kInPlace) {
+                y = in.res;
+                res = y.data();
+              }
+              tfc_k_linear_ex_bx_f32(in.x.data(), w16.data(), wt, in.bias.data(), res, y.data(),
+                                     in.m, in.n, in.k, in.tw, act);
+              return y;
+            };
+            std::vector<float> got = run16();
+            EXPECT_EQ(tfc_kernels_take_error(), nullptr);
+            EXPECT_EQ(memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+            ThreadHost host(2);
+            ScopedHost sh(host.api());
+            std::vector<float> gotp = run16();
+            EXPECT_EQ(memcmp(got.data(), gotp.data(), got.size() * sizeof(float)), 0);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(LinearExTest, ZeroK) {
   // k == 0: y = act(bias) + residual.
   std::mt19937_64 rng(run_seed() + 3);

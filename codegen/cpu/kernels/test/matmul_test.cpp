@@ -2,6 +2,7 @@
 // this CPU runs, serial and with a 3-thread host (bit-identical: the K blocking depends on
 // K only and every output element is summed in the same order whatever the partition).
 #include <gtest/gtest.h>
+#include <immintrin.h>
 #include <string.h>
 
 #include <array>
@@ -51,14 +52,18 @@ class MatmulTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override { ASSERT_TRUE(tfc_kernels_internal_set_isa(GetParam().c_str())); }
   void TearDown() override { tfc_kernels_internal_set_isa(nullptr); }
 
-  void check(const MatmulCase& c, double tol = 1e-5) {
+  // b_type TFC_K_BF16 / TFC_K_F16: B is rounded to that type and passed as 16-bit bits to
+  // tfc_k_matmul_bx_f32; the reference uses the rounded values, and the result must equal
+  // tfc_k_matmul_f32's on them bit for bit (the widening is exact and the order the same).
+  void check(const MatmulCase& c, double tol = 1e-5, int b_type = TFC_K_F32) {
     const uint64_t seed = run_seed() ^ (uint64_t)(c.m * 1000003 + c.n * 1009 + c.k * 7 + c.batch +
                                                   c.ta * 2 + c.tb * 4);
     TFC_SEED_TRACE(run_seed());
     SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " batch=" << c.batch << " m=" << c.m
                                       << " n=" << c.n << " k=" << c.k << " ta=" << c.ta
                                       << " tb=" << c.tb << " sa=" << c.sa << " sb=" << c.sb
-                                      << " sc=" << c.sc << " acc=" << c.acc);
+                                      << " sc=" << c.sc << " acc=" << c.acc
+                                      << " b_type=" << b_type);
     std::mt19937_64 rng(seed);
     auto stride = [&](int64_t s, int64_t size) { return s < 0 ? size : (s == 0 ? 0 : size + s); };
     const int64_t sa = stride(c.sa, c.m * c.k), sb = stride(c.sb, c.k * c.n),
@@ -67,20 +72,30 @@ class MatmulTest : public ::testing::TestWithParam<std::string> {
     auto A = random_vec(rng, (size_t)(sa * (nb - 1) + c.m * c.k + 1));
     auto B = random_vec(rng, (size_t)(sb * (nb - 1) + c.k * c.n + 1));
     auto C0 = random_vec(rng, (size_t)(sc * (nb - 1) + c.m * c.n + 1));
+    std::vector<uint16_t> B16;
+    if (b_type != TFC_K_F32) B16 = round_to_16bit(B, b_type);
+    const void* bptr = b_type == TFC_K_F32 ? (const void*)B.data() : (const void*)B16.data();
     std::vector<double> ref;
     reference(A, B, C0, ref, c, sa, sb, sc);
     std::vector<float> C = C0;
-    tfc_k_matmul_f32(A.data(), B.data(), C.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa, sb,
-                     sc, c.acc);
+    tfc_k_matmul_bx_f32(A.data(), bptr, b_type, C.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa,
+                        sb, sc, c.acc);
     EXPECT_EQ(tfc_kernels_take_error(), nullptr);
     EXPECT_LE(rel_max_err(C.data(), ref.data(), C.size()), tol);
+    if (b_type != TFC_K_F32) {
+      std::vector<float> C32 = C0;
+      tfc_k_matmul_f32(A.data(), B.data(), C32.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa, sb,
+                       sc, c.acc);
+      EXPECT_EQ(memcmp(C.data(), C32.data(), C.size() * sizeof(float)), 0)
+          << "16-bit B differs from f32 B holding the same values";
+    }
     // With a 3-thread host: the same bits.
     ThreadHost host(3);
     std::vector<float> Cp = C0;
     {
       ScopedHost sh(host.api());
-      tfc_k_matmul_f32(A.data(), B.data(), Cp.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa, sb,
-                       sc, c.acc);
+      tfc_k_matmul_bx_f32(A.data(), bptr, b_type, Cp.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb,
+                          sa, sb, sc, c.acc);
     }
     EXPECT_EQ(memcmp(C.data(), Cp.data(), C.size() * sizeof(float)), 0)
         << "parallel result differs from serial";
@@ -126,6 +141,53 @@ TEST_P(MatmulTest, BatchStrides) {
       check({3, s[0], s[1], s[2], ta, tb, -1, -1, 0, false});   // one C: sum over batch
       check({3, s[0], s[1], s[2], ta, tb, -1, -1, 0, true});
     }
+  }
+}
+
+// bf16 and f16 B (weights read as 16 bits): every path (small M with rows of B or dot
+// products, packed tiles with one or several K blocks, vector tails) and batch strides.
+TEST_P(MatmulTest, SixteenBitB) {
+  const bool slow = GetParam() == "scalar";
+  for (int bt : {TFC_K_BF16, TFC_K_F16}) {
+    for (auto& s : kSizes) {
+      for (int t = 0; t < 4; ++t) {
+        check({1, s[0], s[1], s[2], (t & 1) != 0, (t & 2) != 0, -1, -1, -1, t == 1}, 1e-5, bt);
+      }
+    }
+    for (int tb = 0; tb < 2; ++tb) {
+      check({1, 1, slow ? 300 : 2304, 768, false, tb != 0, -1, -1, -1, false}, 1e-5, bt);
+      check({1, 3, 77, 1100, false, tb != 0, -1, -1, -1, false}, 1e-5, bt);
+      check({1, slow ? 17 : 70, slow ? 33 : 129, 1100, false, tb != 0, -1, -1, -1, false}, 1e-5,
+            bt);
+      check({3, 17, 33, 29, false, tb != 0, -1, -1, -1, false}, 1e-5, bt);
+      check({4, 3, 70, 20, false, tb != 0, -1, 0, -1, true}, 1e-5, bt);   // broadcast B
+      check({2, 40, 5, 64, true, tb != 0, 5, 3, 7, true}, 1e-5, bt);     // gaps
+      check({3, 2, 33, 29, false, tb != 0, -1, -1, 0, false}, 1e-5, bt);  // one C
+    }
+  }
+}
+
+TEST_P(MatmulTest, BadBType) {
+  float a = 1, b = 1, c = 0;
+  tfc_k_matmul_bx_f32(&a, &b, 3, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0);
+  EXPECT_NE(tfc_kernels_take_error(), nullptr);
+  tfc_k_linear_ex_bx_f32(&a, &b, -1, nullptr, nullptr, &c, 1, 1, 1, 0, 0);
+  EXPECT_NE(tfc_kernels_take_error(), nullptr);
+}
+
+// The scalar widening of IEEE half (the scalar ISA's loads and the packed path's tails)
+// against the CPU's own conversion, for every bit pattern.
+__attribute__((target("f16c"))) float hw_f16(uint16_t h) { return _cvtsh_ss(h); }
+
+TEST(SixteenBit, HalfWideningIsExact) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "no F16C";
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float a = tfc_kern::f16_to_f32((uint16_t)h), b = hw_f16((uint16_t)h);
+    uint32_t ua, ub;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    ASSERT_EQ(ua, ub) << "half bits 0x" << std::hex << h;
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +28,29 @@ std::vector<float> random_vec(std::mt19937_64& rng, size_t n, float lo, float hi
     } while (fabsf(x) < 1e-3f);
   }
   return v;
+}
+
+std::vector<uint16_t> round_to_16bit(std::vector<float>& x, int b_type) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t u;
+    memcpy(&u, &x[i], 4);
+    uint16_t h;
+    if (b_type == TFC_K_BF16) {
+      h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      x[i] = tfc_kern::bf16_to_f32(h);
+    } else {
+      const int e = (int)((u >> 23) & 0xffu) - 127 + 15;
+      if (e < 1 || e > 30) abort();  // outside half's normal range: not for these tests
+      uint32_t man = (u & 0x7fffffu) >> 13, rest = u & 0x1fffu;
+      uint32_t bits = ((uint32_t)e << 10) | man;
+      if (rest > 0x1000u || (rest == 0x1000u && (man & 1u))) ++bits;  // carries into e
+      h = (uint16_t)(((u >> 16) & 0x8000u) | bits);
+      x[i] = tfc_kern::f16_to_f32(h);
+    }
+    out[i] = h;
+  }
+  return out;
 }
 
 std::vector<std::string> available_isas() {

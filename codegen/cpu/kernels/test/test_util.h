@@ -20,6 +20,11 @@ uint64_t run_seed();
 // Uniform values in [-1, 1) excluding a small band around 0 (inputs are never zero).
 std::vector<float> random_vec(std::mt19937_64& rng, size_t n, float lo = -1.f, float hi = 1.f);
 
+// 16-bit copies of B operands (tfc_k_*_bx_f32): x rounded to nearest even into the bits
+// of bf16 (b_type TFC_K_BF16) or IEEE half (TFC_K_F16; |x| in half's normal range), and
+// x replaced by the rounded value, which the reference then uses.
+std::vector<uint16_t> round_to_16bit(std::vector<float>& x, int b_type);
+
 // ISAs this CPU can run ("avx512", "avx2", "scalar").
 std::vector<std::string> available_isas();
 
