@@ -314,8 +314,19 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
     smoothedRate = step == first ? rate : 0.9 * smoothedRate + 0.1 * rate;
     TrainProgress progress;
     progress.row = {step, result->loss, result->lr, result->gradNorm, rate, NAN};
+    // An f16 gradient overflow is expected now and then: train_step skipped the update and
+    // lowered the loss scale. Only a non-finite loss (the forward itself overflowed, which
+    // a lower scale cannot fix) stops the run.
     bool bad = !std::isfinite(result->loss) ||
-               (trainStep_->hasGradNorm() && !std::isfinite(result->gradNorm));
+               (trainStep_->hasGradNorm() && !std::isfinite(result->gradNorm) &&
+                !result->overflow);
+    if (result->overflow) {
+      progress.skipped = true;
+      progress.notice = "step " + std::to_string(step) +
+                        ": f16 gradient overflow, step skipped, loss scale " +
+                        numberText(result->lossScale) + " -> " +
+                        numberText(result->nextLossScale);
+    }
     if (!bad && lossEntry_ && (step % options_.evalEvery == 0 || step == last)) {
       auto evalLoss = evaluate();
       if (!evalLoss.ok()) {
