@@ -30,6 +30,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -132,8 +134,10 @@ struct AutocastPass : public tfc::impl::TfcAutocastBase<AutocastPass> {
       if (llvm::isa<ParamOp, StateOp>(op))
         b.setInsertionPointAfter(&op);
     auto scalar = RankedTensorType::get({}, b.getF32Type());
-    std::string init;
-    llvm::raw_string_ostream(init) << "constant(" << initScale.getValue() << ")";
+    // %.17g: the scale exactly (a power of two stays one).
+    std::string init =
+        llvm::formatv("constant({0})", llvm::format("%.17g", initScale.getValue()))
+            .str();
     if (!module.lookupSymbol(attr::kLossScaleState))
       b.create<StateOp>(module.getLoc(), attr::kLossScaleState, scalar, init);
     if (!module.lookupSymbol(attr::kGoodStepsState))
