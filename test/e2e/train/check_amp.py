@@ -20,7 +20,8 @@ against PyTorch's autocast, on a small GPT-2 (2 layers, n_embd 64, 4 heads).
   2. f16 dynamic loss scaling: one train_step with the default scale 65536 updates the
      weights (no overflow); one with --loss-scale 2^40 (the seeded gradients overflow f16)
      returns overflow 1, leaves every parameter and moment byte-identical, train.step 0,
-     and halves amp.loss_scale; `tfc-run train` with that scale reports
+     and halves amp.loss_scale; from 1999 good steps one more doubles the scale (GradScaler's
+     growth interval 2000); `tfc-run train` with that scale reports
      "step N: f16 gradient overflow, step skipped, loss scale A -> B" for each such step,
      keeps training once the scale is low enough, and every saved tensor is finite.
   3. --steps (default 300) steps of `tfc-run train` from the same init and data in f32,
@@ -151,7 +152,7 @@ class Check:
         print(f"  compiled --precision={precision} {' '.join(extra)} in {time.time() - t0:.1f} s")
         return so
 
-    def call(self, so, entry, weights, inputs, state_out=None, weights_out=None):
+    def call(self, so, entry, weights, inputs, state_out=None, weights_out=None, state_in=None):
         self.ncall += 1
         d = self.p(f"call{self.ncall:02d}_{entry}")
         os.makedirs(d, exist_ok=True)
@@ -162,6 +163,8 @@ class Check:
                 cli += ["--in", f"{n}={os.path.join(d, f'in_{n}.npy')}"]
             else:
                 cli += ["--in", f"{n}={a!r}"]
+        if state_in:
+            cli += ["--state-in", state_in]
         if state_out:
             cli += ["--state-out", state_out]
         if weights_out:
@@ -257,6 +260,22 @@ class Check:
                       int(state["train.step"]) == 1 and
                       float(state["amp.loss_scale"]) == scale and finite)
             self.res.verdict(f"f16 train_step, loss scale {name}", ok, detail)
+
+        # Growth: after 2000 good steps in a row the scale doubles and the count restarts
+        # (state carried from the good step above, with the count set to 1999).
+        state, _ = ref.read_safetensors(self.p("s_65536.safetensors"))
+        state = {k: np.array(v) for k, v in state.items()}
+        state["amp.good_steps"] = np.array(1999.0, np.float32)
+        ref.write_safetensors(self.p("s_1999.safetensors"), state)
+        o = self.call(so16, "train_step", self.p("w_65536.safetensors"), inp,
+                      state_in=self.p("s_1999.safetensors"), state_out=self.p("s_2000.safetensors"))
+        after, _ = ref.read_safetensors(self.p("s_2000.safetensors"))
+        self.res.verdict("f16 loss scale doubles after 2000 good steps",
+                         float(o["overflow"]) == 0 and float(o["next_loss_scale"]) == 131072 and
+                         float(after["amp.loss_scale"]) == 131072 and
+                         float(after["amp.good_steps"]) == 0 and int(after["train.step"]) == 2,
+                         f"good steps 1999 -> {float(after['amp.good_steps']):g}, loss scale "
+                         f"{float(o['loss_scale']):g} -> {float(after['amp.loss_scale']):g}")
 
         # The trainer: the message with the step, then training resumes.
         write_u16(self.p("train.bin"), corpus(50000, 1))
