@@ -191,7 +191,12 @@ StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& 
       TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context_.state(i));
       int64_t counter = 0;
       std::memcpy(&counter, ref.data, sizeof(counter));
-      if (counter != static_cast<int64_t>(step)) {
+      // With f16 loss scaling a skipped step does not advance train.step (the optimizer's
+      // step count), so it may trail the trainer's step, never lead it.
+      bool consistent = trainStep_->hasLossScale()
+                            ? counter >= 0 && counter <= static_cast<int64_t>(step)
+                            : counter == static_cast<int64_t>(step);
+      if (!consistent) {
         return Status::error(TFC_INVALID_ARGUMENT,
                              "%s: its metadata says step %llu but its state.train.step is %lld",
                              path.c_str(), static_cast<unsigned long long>(step),

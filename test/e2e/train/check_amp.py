@@ -23,7 +23,8 @@ against PyTorch's autocast, on a small GPT-2 (2 layers, n_embd 64, 4 heads).
      and halves amp.loss_scale; from 1999 good steps one more doubles the scale (GradScaler's
      growth interval 2000); `tfc-run train` with that scale reports
      "step N: f16 gradient overflow, step skipped, loss scale A -> B" for each such step,
-     keeps training once the scale is low enough, and every saved tensor is finite.
+     keeps training once the scale is low enough, and every saved tensor is finite; 30 steps
+     straight == 15 + --resume 15 byte for byte, with train.step trailing the skipped steps.
   3. --steps (default 300) steps of `tfc-run train` from the same init and data in f32,
      bf16 and f16: the final eval loss (20 batches) and the mean training loss of the
      last 50 steps within 2% of f32's.
@@ -296,6 +297,22 @@ class Check:
                          f"{skipped} skipped of 40 (first: '{notices[0] if notices else ''}', "
                          f"last: '{notices[-1] if notices else ''}'); checkpoint finite: {finite}, "
                          f"state.train.step {int(saved['state.train.step'])}")
+
+        # Resume across skipped steps (train.step trails the trainer's step): 30 steps
+        # straight == 15 + --resume 15, byte for byte.
+        common = [self.tfc_run, big, "train", "--data", self.p("train.bin"), "--batch",
+                  str(BATCH), "--seq", str(SEQ), "--lr", "3e-3", "--warmup", "5",
+                  "--schedule", "cosine"]
+        tool(common + ["--weights", wpath, "--steps", "30", "--save", self.p("st.safetensors")])
+        tool(common + ["--weights", wpath, "--steps", "15", "--total-steps", "30",
+                       "--save", self.p("sp.safetensors")])
+        tool(common + ["--resume", self.p("sp.safetensors"), "--steps", "30",
+                       "--save", self.p("sp.safetensors")])
+        a, b = (open(self.p(f), "rb").read() for f in ("st.safetensors", "sp.safetensors"))
+        saved, meta = ref.read_safetensors(self.p("sp.safetensors"))
+        self.res.verdict("f16 resume across skipped steps", a == b,
+                         f"30 straight {'==' if a == b else '!='} 15 + resume 15, byte for byte "
+                         f"(step {meta.get('step')}, train.step {int(saved['state.train.step'])})")
 
     # 3.
     def check_convergence(self, sos, steps):
