@@ -50,6 +50,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 namespace cl = llvm::cl;
 
 namespace tfc {
@@ -124,10 +126,17 @@ struct Options {
       cl::value_desc("N"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
-      cl::desc("Store parameters and the KV cache in this type and compute "
-               "in it (accumulating in f32): f32 (default), bf16 or f16; for "
-               "generation artifacts, not with --optimizer"),
+      cl::desc("f32 (default), bf16 or f16. Without --optimizer: store "
+               "parameters and the KV cache in this type and compute in it "
+               "(accumulating in f32). With --optimizer: mixed-precision "
+               "training (matmuls and attention in it, the rest and the "
+               "master weights f32; f16 with dynamic loss scaling)"),
       cl::value_desc("f32|bf16|f16"), cl::init("f32"), cl::cat(category)};
+  cl::opt<double> lossScale{
+      "loss-scale",
+      cl::desc("With --precision=f16 --optimizer: the initial dynamic loss "
+               "scale (default 65536, as torch.cuda.amp.GradScaler)"),
+      cl::value_desc("S"), cl::init(65536.0), cl::cat(category)};
   cl::list<std::string> noDecay{
       "no-decay",
       cl::desc("With --optimizer: parameters (names or prefix*) that get no "
@@ -342,11 +351,14 @@ int compilerMain(int argc, char **argv) {
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +
                 "' (expected f32, bf16 or f16)");
-  if (options.precision != "f32" && !options.optimizer.empty())
-    return fail("--precision=" + options.precision +
-                " is for generation artifacts and cannot be combined with "
-                "--optimizer (mixed-precision training is not built yet)");
+  if (options.lossScale.getNumOccurrences() &&
+      (options.precision != "f16" || options.optimizer.empty()))
+    return fail("--loss-scale is for f16 training (--precision=f16 "
+                "--optimizer=...)");
+  if (double scale = options.lossScale; !(scale > 0) || !std::isfinite(scale))
+    return fail("--loss-scale must be a positive finite number");
   pipeline.precision = options.precision;
+  pipeline.lossScale = options.lossScale;
   pipeline.noDecay.assign(options.noDecay.begin(), options.noDecay.end());
   pipeline.fuse = !options.noFuse;
   pipeline.remat = !options.noRemat;

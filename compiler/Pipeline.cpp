@@ -68,7 +68,13 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
   // graph: the training entries when asked for, then the cleanup that every
   // later phase relies on (folded reshapes and transposes, no duplicated
   // loads, no dead gradient ops).
-  if (runs(Phase::Graph) && options.precision != "f32") {
+  if (runs(Phase::Graph) && options.precision != "f32" &&
+      !options.optimizer.empty()) {
+    TfcAutocastOptions autocast;
+    autocast.precision = options.precision;
+    autocast.initScale = options.lossScale;
+    pm.addPass(createTfcAutocast(autocast));
+  } else if (runs(Phase::Graph) && options.precision != "f32") {
     TfcConvertPrecisionOptions precision;
     precision.precision = options.precision;
     pm.addPass(createTfcConvertPrecision(precision));
@@ -124,7 +130,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
 void describePipeline(llvm::raw_ostream &os) {
   os << "Phases (--compile-to=<phase>; each includes the ones before):\n"
         "  input   parse and verify the tfc module\n"
-        "  graph   with --precision=bf16|f16: tfc-convert-precision;\n"
+        "  graph   with --precision=bf16|f16: tfc-convert-precision, or\n"
+        "            with --optimizer tfc-autocast (mixed precision);\n"
         "          with --optimizer: tfc-autodiff, tfc-train-step;\n"
         "          canonicalize, cse                       (-O1 and above)\n"
         "          tfc-remat: recompute cheap forward values in the backward\n"

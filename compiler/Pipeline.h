@@ -74,9 +74,14 @@ struct PipelineOptions {
   /// data-parallel processes (tfc-data-parallel) and record it in the
   /// artifact; 0: one process, no collectives.
   int64_t dataParallel = 0;
-  /// "bf16" or "f16": the graph phase first converts parameters, state and
-  /// the entries using them to it (tfc-convert-precision); "f32": nothing.
+  /// "bf16" or "f16": without `optimizer`, the graph phase first converts
+  /// parameters, state and the entries using them to it
+  /// (tfc-convert-precision); with it, mixed-precision training: the loss
+  /// entries' matmuls and attention in it, f32 master weights
+  /// (tfc-autocast, before tfc-autodiff). "f32": nothing.
   std::string precision = "f32";
+  /// f16 training: the initial dynamic loss scale (tfc-autocast init-scale).
+  double lossScale = 65536.0;
   /// Parameters excluded from weight decay (names or `prefix*`).
   std::vector<std::string> noDecay;
   /// The -O2 graph optimizations, each switchable (--no-fuse, ...).

@@ -120,10 +120,23 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
       slot = slot ? b.create<AddOp>(g.getLoc(), slot, g).getResult() : g;
     };
     auto lossType = llvm::cast<RankedTensorType>(loss.getType());
-    grads[loss] = b.create<ConstantOp>(
-        loss.getLoc(),
-        DenseElementsAttr::get(lossType,
-                               b.getFloatAttr(lossType.getElementType(), 1.0)));
+    // f16 mixed precision (tfc-autocast): the backward starts from the loss
+    // scale S instead of 1, so small gradients stay above f16's smallest
+    // normal, and every parameter gradient is divided by S at the end.
+    Value lossScale;
+    auto scaleState = module.lookupSymbol<StateOp>(attr::kLossScaleState);
+    if (scaleState) {
+      lossScale = b.create<LoadOp>(loss.getLoc(), scaleState.getType(),
+                                   attr::kLossScaleState);
+      grads[loss] = lossScale.getType() == lossType
+                        ? lossScale
+                        : b.create<CastOp>(loss.getLoc(), lossType, lossScale);
+    } else {
+      grads[loss] = b.create<ConstantOp>(
+          loss.getLoc(),
+          DenseElementsAttr::get(lossType,
+                                 b.getFloatAttr(lossType.getElementType(), 1.0)));
+    }
     DenseSet<StringAttr> trainableNames;
     for (ParamOp p : trainable)
       trainableNames.insert(p.getSymNameAttr());
@@ -184,6 +197,8 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
     SmallVector<Value> returned = {loss};
     for (ParamOp p : trainable) {
       Value g = paramGrads.lookup(p.getSymNameAttr());
+      if (g && lossScale)
+        g = b.create<DivOp>(forward.getLoc(), g, lossScale);
       returned.push_back(g ? g : zerosLike(b, p.getLoc(), p.getType()));
     }
     b.create<func::ReturnOp>(forward.getLoc(), returned);

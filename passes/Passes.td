@@ -42,6 +42,48 @@ def TfcSummary : Pass<"tfc-summary", "mlir::ModuleOp"> {
 // Precision
 //===----------------------------------------------------------------------===//
 
+def TfcAutocast : Pass<"tfc-autocast", "mlir::ModuleOp"> {
+  let summary = "Mixed-precision training: matmuls and attention in bf16/f16, the rest f32";
+  let description = [{
+    What `torch.autocast` does, on the `loss` and `loss_train` entries and
+    before tfc-autodiff builds the backward from them: `tfc.matmul`,
+    `tfc.linear` and `tfc.attention` (PyTorch's lower-precision list) take
+    their f32 operands cast to `precision` and their results are cast back to
+    f32; embeddings, norms, softmax, cross-entropy and the loss stay f32, and
+    so do the parameters (f32 master weights) and the optimizer's moments.
+    The backward gets the same split through `tfc.cast`'s VJP. Generation
+    entries (`forward`, `prefill`, `decode`) are left in f32.
+
+    With `precision=f16` the module also gets dynamic loss scaling
+    (torch.cuda.amp.GradScaler): state `amp.loss_scale` (0-d f32, starts at
+    `init-scale`) and `amp.good_steps`; tfc-autodiff then seeds the backward
+    with the scale and divides the gradients by it, and tfc-train-step skips
+    the update of a step whose gradients are not finite and halves the scale
+    (doubling it after 2000 good steps).
+
+    ```mlir
+    func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+      %w = tfc.load @w : tensor<4x4xf32>
+      %y = tfc.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+      ...
+    ```
+    becomes, with `precision=bf16`,
+    ```mlir
+      %w = tfc.load @w : tensor<4x4xf32>
+      %xb = tfc.cast %x : tensor<2x4xf32> -> tensor<2x4xbf16>
+      %wb = tfc.cast %w : tensor<4x4xf32> -> tensor<4x4xbf16>
+      %yb = tfc.matmul %xb, %wb : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+      %y = tfc.cast %yb : tensor<2x4xbf16> -> tensor<2x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The 16-bit type of matmuls and attention: bf16 or f16">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "f16 only: the initial dynamic loss scale (GradScaler's 2^16)">,
+  ];
+}
+
 def TfcConvertPrecision : Pass<"tfc-convert-precision", "mlir::ModuleOp"> {
   let summary = "Stores parameters and state in bf16 or f16 and computes in it";
   let description = [{

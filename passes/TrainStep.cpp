@@ -158,17 +158,24 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
       hyper.push_back("momentum");
     SmallVector<Type> inputs(grad.getArgumentTypes());
     inputs.append(hyper.size(), f32);
+    // f16 mixed precision (tfc-autocast): dynamic loss scaling.
+    auto scaleState = module.lookupSymbol<StateOp>(attr::kLossScaleState);
+    auto goodState = module.lookupSymbol<StateOp>(attr::kGoodStepsState);
+    bool scaled = scaleState && goodState;
+    SmallVector<Type> outputTypes(scaled ? 6 : 3, f32);
     b.setInsertionPointAfter(grad);
     auto train = b.create<func::FuncOp>(
-        loc, "train_step", b.getFunctionType(inputs, {f32, f32, f32}));
+        loc, "train_step", b.getFunctionType(inputs, outputTypes));
     for (unsigned i = 0; i < grad.getNumArguments(); ++i)
       train.setArgAttrs(i, grad.getArgAttrDict(i));
     for (auto [i, name] : llvm::enumerate(hyper))
       train.setArgAttr(grad.getNumArguments() + i, attr::kName,
                        b.getStringAttr(name));
-    const char *outputs[] = {"loss", "lr", "grad_norm"};
-    for (auto [i, name] : llvm::enumerate(outputs))
-      train.setResultAttr(i, attr::kName, b.getStringAttr(name));
+    // The runtime binds these by name (runtime/src/train_step.cpp).
+    const char *outputs[] = {"loss",       "lr",         "grad_norm",
+                             "loss_scale", "next_loss_scale", "overflow"};
+    for (unsigned i = 0; i < outputTypes.size(); ++i)
+      train.setResultAttr(i, attr::kName, b.getStringAttr(outputs[i]));
 
     // Forward and backward: grad's body, inlined.
     Block *body = train.addEntryBlock();
@@ -199,14 +206,26 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     Value coef = a.min(a.c(1.0), a.div(clip, a.add(norm, a.c(1e-6))));
     Value gradScale = a.add(a.mul(on, coef), a.sub(a.c(1.0), on));
 
-    // The step counter t (1 for the first update) and the learning rate.
+    // ok = 1 when every gradient is finite, else 0 (the step is skipped).
+    // The sum of squares is inf or NaN exactly when some gradient is (or
+    // when it overflows f32 itself, which counts as an overflow too); step
+    // compares with >, so NaN gives 0. Without loss scaling, always 1.
+    Value ok = scaled ? a.step(a.sub(a.c(3.4e38), sumsq)) : Value();
+
+    // The step counter t (1 for the first update) and the learning rate. A
+    // skipped step does not count (GradScaler skips optimizer.step(), which
+    // advances Adam's step), so neither the bias correction nor the
+    // schedule moves.
     Value stepOld = b.create<LoadOp>(loc, i64, stepName);
+    Value one64 = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(i64, b.getI64IntegerAttr(1)));
     Value stepNew = b.create<AddOp>(
-        loc, stepOld,
-        b.create<ConstantOp>(loc, DenseElementsAttr::get(
-                                      i64, b.getI64IntegerAttr(1))));
+        loc, stepOld, scaled ? b.create<CastOp>(loc, i64, ok).getResult() : one64);
     b.create<StoreOp>(loc, stepNew, stepName);
     Value t = b.create<CastOp>(loc, f32, stepNew);
+    // A first step that is skipped leaves t = 0; its update is discarded,
+    // but 1 - beta^0 = 0 would still make it NaN, and NaN x 0 is NaN.
+    Value tc = scaled ? a.max(t, a.c(1.0)) : t;
     Value lr = hp("lr"), minLr = hp("min_lr"), warmup = hp("warmup"),
           total = hp("total_steps"), schedule = hp("schedule");
     // Warm-up factor min(1, t / warmup), 1 without warm-up.
@@ -230,8 +249,38 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
 
     // The update of every trainable parameter.
     Value wd = hp("weight_decay");
+    // On a skipped step the gradient is replaced by zeros *before* it is
+    // used, so every new value is finite, and the old values are kept
+    // (1 x new + 0 x old is new exactly, 0 x new + 1 x old is old). tfc has
+    // no select; a dynamic_slice picking row `ok` of [zeros; g] is one.
+    Value okIndex = scaled ? b.create<CastOp>(
+                                 loc, RankedTensorType::get({}, b.getI32Type()), ok)
+                                 .getResult()
+                           : Value();
+    auto finiteOr0 = [&](Value g) {
+      auto type = llvm::cast<RankedTensorType>(g.getType());
+      SmallVector<int64_t> rowShape = {1};
+      rowShape.append(type.getShape().begin(), type.getShape().end());
+      auto row = RankedTensorType::get(rowShape, type.getElementType());
+      Value zeros = b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(row, b.getFloatAttr(type.getElementType(), 0.0)));
+      Value gRow = b.create<ReshapeOp>(loc, row, g);
+      rowShape[0] = 2;
+      Value both = b.create<ConcatOp>(
+          loc, RankedTensorType::get(rowShape, type.getElementType()),
+          ValueRange{zeros, gRow}, /*dim=*/0);
+      Value picked = b.create<DynamicSliceOp>(loc, row, both, okIndex, /*dim=*/0);
+      return b.create<ReshapeOp>(loc, type, picked).getResult();
+    };
+    auto keepUnlessOk = [&](Value newValue, Value oldValue) {
+      return scaled ? a.add(a.mul(ok, newValue),
+                            a.mul(a.sub(a.c(1.0), ok), oldValue))
+                    : newValue;
+    };
     for (auto [i, tr] : llvm::enumerate(trained)) {
       Value g = a.mul(results[i + 1], gradScale);
+      if (scaled)
+        g = finiteOr0(g);
       Value p = b.create<LoadOp>(loc, tr.type, tr.param.getValue());
       bool decays = decaysByDefault(tr.param.getValue(), tr.type);
       Value pNew;
@@ -241,24 +290,41 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
         Value v = b.create<LoadOp>(loc, tr.type, tr.v);
         Value mNew = a.add(a.mul(b1, m), a.mul(a.sub(a.c(1.0), b1), g));
         Value vNew = a.add(a.mul(b2, v), a.mul(a.sub(a.c(1.0), b2), a.mul(g, g)));
-        Value c1 = a.sub(a.c(1.0), a.pow(b1, t));
-        Value c2 = a.sub(a.c(1.0), a.pow(b2, t));
+        Value c1 = a.sub(a.c(1.0), a.pow(b1, tc));
+        Value c2 = a.sub(a.c(1.0), a.pow(b2, tc));
         Value update = a.div(a.div(mNew, c1), a.add(a.sqrt(a.div(vNew, c2)), eps));
         Value decayed = decays ? a.mul(p, a.sub(a.c(1.0), a.mul(lrNow, wd))) : p;
         pNew = a.sub(decayed, a.mul(lrNow, update));
-        b.create<StoreOp>(loc, mNew, tr.m);
-        b.create<StoreOp>(loc, vNew, tr.v);
+        b.create<StoreOp>(loc, keepUnlessOk(mNew, m), tr.m);
+        b.create<StoreOp>(loc, keepUnlessOk(vNew, v), tr.v);
       } else {
         Value buf = b.create<LoadOp>(loc, tr.type, tr.m);
         if (decays)
           g = a.add(g, a.mul(wd, p));
         Value bufNew = a.add(a.mul(hp("momentum"), buf), g);
         pNew = a.sub(p, a.mul(lrNow, bufNew));
-        b.create<StoreOp>(loc, bufNew, tr.m);
+        b.create<StoreOp>(loc, keepUnlessOk(bufNew, buf), tr.m);
       }
-      b.create<StoreOp>(loc, pNew, tr.param.getValue());
+      b.create<StoreOp>(loc, keepUnlessOk(pNew, p), tr.param.getValue());
     }
-    b.create<func::ReturnOp>(loc, ValueRange{results[0], lrNow, norm});
+    SmallVector<Value> returned = {results[0], lrNow, norm};
+    if (scaled) {
+      // GradScaler.update(): x0.5 on an overflow (and the count restarts),
+      // x2 after kGrowthInterval good steps in a row.
+      constexpr double kGrowthInterval = 2000;
+      Value scale = b.create<LoadOp>(loc, f32, attr::kLossScaleState);
+      Value good = b.create<LoadOp>(loc, f32, attr::kGoodStepsState);
+      Value counted = a.mul(a.add(good, a.c(1.0)), ok);
+      Value grow = a.step(a.sub(counted, a.c(kGrowthInterval - 0.5)));
+      Value factor = a.add(a.mul(ok, a.add(a.c(1.0), grow)),
+                           a.mul(a.sub(a.c(1.0), ok), a.c(0.5)));
+      Value next = a.mul(scale, factor);
+      b.create<StoreOp>(loc, next, attr::kLossScaleState);
+      b.create<StoreOp>(loc, a.mul(counted, a.sub(a.c(1.0), grow)),
+                        attr::kGoodStepsState);
+      returned.append({scale, next, a.sub(a.c(1.0), ok)});
+    }
+    b.create<func::ReturnOp>(loc, returned);
     return success();
   }
 };

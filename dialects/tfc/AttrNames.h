@@ -31,6 +31,13 @@ constexpr llvm::StringLiteral kFusion = "tfc.fusion";
 constexpr llvm::StringLiteral kRemat = "tfc.remat";
 constexpr llvm::StringLiteral kSchedule = "tfc.schedule";
 
+/// Module state of f16 mixed-precision training (tfc-autocast declares it,
+/// tfc-autodiff seeds the backward with the scale and unscales the
+/// gradients, tfc-train-step skips overflowed steps and updates both): the
+/// dynamic loss scale (0-d f32) and the steps since it last changed.
+constexpr llvm::StringLiteral kLossScaleState = "amp.loss_scale";
+constexpr llvm::StringLiteral kGoodStepsState = "amp.good_steps";
+
 //===----------------------------------------------------------------------===//
 // The planned program (tfc-lower-to-kernels, tfc-plan-memory, targets)
 //===----------------------------------------------------------------------===//

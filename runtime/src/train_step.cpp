@@ -76,6 +76,16 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
     if (name == "loss") step.lossOutput_ = i;
     if (name == "lr") step.lrOutput_ = i;
     if (name == "grad_norm") step.gradNormOutput_ = i;
+    if (name == "loss_scale") step.lossScaleOutput_ = i;
+    if (name == "next_loss_scale") step.nextLossScaleOutput_ = i;
+    if (name == "overflow") step.overflowOutput_ = i;
+  }
+  if ((step.overflowOutput_ >= 0) !=
+      (step.lossScaleOutput_ >= 0 && step.nextLossScaleOutput_ >= 0)) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "%s: train_step outputs some of loss_scale, next_loss_scale, overflow "
+                         "but not all three",
+                         path.c_str());
   }
   return step;
 }
@@ -118,6 +128,9 @@ StatusOr<TrainStep::Result> TrainStep::step(Context& context) {
   result.loss = value(lossOutput_);
   result.lr = value(lrOutput_);
   result.gradNorm = value(gradNormOutput_);
+  result.lossScale = value(lossScaleOutput_);
+  result.nextLossScale = value(nextLossScaleOutput_);
+  result.overflow = overflowOutput_ >= 0 && value(overflowOutput_) != 0;
   return result;
 }
 

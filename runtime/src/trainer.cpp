@@ -206,7 +206,12 @@ StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& 
       TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context_.state(i));
       int64_t counter = 0;
       std::memcpy(&counter, ref.data, sizeof(counter));
-      if (counter != static_cast<int64_t>(step)) {
+      // With f16 loss scaling a skipped step does not advance train.step (the optimizer's
+      // step count), so it may trail the trainer's step, never lead it.
+      bool consistent = trainStep_->hasLossScale()
+                            ? counter >= 0 && counter <= static_cast<int64_t>(step)
+                            : counter == static_cast<int64_t>(step);
+      if (!consistent) {
         return Status::error(TFC_INVALID_ARGUMENT,
                              "%s: its metadata says step %llu but its state.train.step is %lld",
                              path.c_str(), static_cast<unsigned long long>(step),
@@ -334,8 +339,19 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
     smoothedRate = step == first ? rate : 0.9 * smoothedRate + 0.1 * rate;
     TrainProgress progress;
     progress.row = {step, result->loss, result->lr, result->gradNorm, rate, NAN};
+    // An f16 gradient overflow is expected now and then: train_step skipped the update and
+    // lowered the loss scale. Only a non-finite loss (the forward itself overflowed, which
+    // a lower scale cannot fix) stops the run.
     bool bad = !std::isfinite(result->loss) ||
-               (trainStep_->hasGradNorm() && !std::isfinite(result->gradNorm));
+               (trainStep_->hasGradNorm() && !std::isfinite(result->gradNorm) &&
+                !result->overflow);
+    if (result->overflow) {
+      progress.skipped = true;
+      progress.notice = "step " + std::to_string(step) +
+                        ": f16 gradient overflow, step skipped, loss scale " +
+                        numberText(result->lossScale) + " -> " +
+                        numberText(result->nextLossScale);
+    }
     if (!bad && lossEntry_ && (step % options_.evalEvery == 0 || step == last)) {
       auto evalLoss = evaluate();
       if (!evalLoss.ok()) {

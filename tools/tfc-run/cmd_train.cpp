@@ -241,6 +241,10 @@ class ProgressPrinter {
       }
       return Status();
     }
+    if (!progress.notice.empty()) {
+      end();
+      print(stderr, "{}\n", progress.notice);
+    }
     std::string text = fmt::format(
         "step {}/{}  loss {:.4f}  lr {:.2e}  grad norm {:.3f}  {} tok/s  ETA {}", row.step, steps,
         row.loss, row.lr, row.gradNorm, formatRate(progress.smoothedTokensPerSecond),

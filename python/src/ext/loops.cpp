@@ -219,6 +219,8 @@ py::dict train(PyContext& c, TrainArgs& args) {
       d["eta_s"] = progress.etaSeconds;
       d["stopping"] = progress.stopping;
       d["diverged"] = progress.diverged;
+      d["skipped"] = progress.skipped;  // f16 overflow: the update was skipped
+      if (!progress.notice.empty()) d["notice"] = progress.notice;
       go = continues(args.onProgress(d));
     });
     if (!go || pending.isKeyboardInterrupt()) {

@@ -53,25 +53,10 @@ import harness  # noqa: E402
 
 
 def write_weights(path, tensors):
-    """reference.write_safetensors, except that 0-d tensors keep shape [] (the
-    writer's np.ascontiguousarray turns a 0-d array into shape [1], which tfc-run
-    rightly rejects for a tensor<f32> parameter)."""
-    ref.write_safetensors(path, {n: a.reshape(1) if a.ndim == 0 else a
-                                 for n, a in tensors.items()})
-    scalars = [n for n, a in tensors.items() if a.ndim == 0]
-    if scalars:
-        import json
-        import struct
-        with open(path, "rb") as f:
-            blob = f.read()
-        (n,) = struct.unpack("<Q", blob[:8])
-        header = json.loads(blob[8:8 + n])
-        for name in scalars:
-            header[name]["shape"] = []
-        text = json.dumps(header).encode()
-        text += b" " * (-len(text) % 8)
-        with open(path, "wb") as f:
-            f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+    """reference.write_safetensors (0-d tensors keep shape [], as tfc-run wants for a
+    tensor<f32> parameter)."""
+    ref.write_safetensors(path, tensors)
+
 
 TOOL_TIMEOUT_S = 300
 GRAD_RTOL = 1e-4          # max|tfc - ref| / max|ref| per gradient tensor

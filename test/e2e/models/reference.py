@@ -79,9 +79,10 @@ def write_safetensors(path, tensors):
     rev = {np.dtype(v): k for k, v in _ST_DTYPES.items()}
     header, offset, chunks = {}, 0, []
     for name in sorted(tensors):
+        shape = list(np.shape(tensors[name]))  # ascontiguousarray makes a 0-d array 1-d
         a = np.ascontiguousarray(tensors[name])
         data = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": rev[a.dtype], "shape": list(a.shape),
+        header[name] = {"dtype": rev[a.dtype], "shape": shape,
                         "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         chunks.append(data)

@@ -6,6 +6,7 @@
 #ifndef TFC_RUNTIME_TRAIN_STEP_HPP_
 #define TFC_RUNTIME_TRAIN_STEP_HPP_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,8 +64,16 @@ class TrainStep {
   void setDropoutSeed(int64_t seed);
   bool hasGradNorm() const { return gradNormOutput_ >= 0; }
 
+  // Whether train_step does dynamic loss scaling (f16 mixed precision, `tfc --precision=f16
+  // --optimizer=...`): it outputs loss_scale, next_loss_scale and overflow.
+  bool hasLossScale() const { return overflowOutput_ >= 0; }
+
   struct Result {
     float loss = 0, lr = 0, gradNorm = 0;  // lr, gradNorm NaN when train_step lacks them
+    // With loss scaling: the scale this step used and the next one, and whether a gradient
+    // was not finite (the update was skipped: parameters and optimizer state unchanged).
+    float lossScale = NAN, nextLossScale = NAN;
+    bool overflow = false;
   };
   // One optimizer step on the data in dataInput(...).
   StatusOr<Result> step(Context& context);
@@ -76,6 +85,7 @@ class TrainStep {
   std::vector<std::pair<size_t, std::string>> hyperInputs_;  // index, name
   int dropoutSeedInput_ = -1;
   int lossOutput_ = 0, lrOutput_ = -1, gradNormOutput_ = -1;
+  int lossScaleOutput_ = -1, nextLossScaleOutput_ = -1, overflowOutput_ = -1;
 };
 
 // The `loss` entry: the mean loss of one batch, without updating anything.

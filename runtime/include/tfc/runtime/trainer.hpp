@@ -84,6 +84,10 @@ struct TrainProgress {
   double etaSeconds = 0;               // to lastStep at the average speed so far
   bool stopping = false;               // a stop was requested: this is the last step
   bool diverged = false;  // a NaN or infinite loss or grad norm: run() fails after this call
+  // f16 mixed precision: this step's gradients overflowed, its update was skipped and the
+  // loss scale lowered; |notice| says so with the step and the scales, for the log.
+  bool skipped = false;
+  std::string notice;
 };
 using TrainProgressCallback = std::function<Status(const TrainProgress&)>;
 
