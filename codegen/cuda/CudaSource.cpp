@@ -1233,14 +1233,25 @@ FailureOr<KernelSource> emitSample(StringRef name, SampleOp op,
 }
 
 //===----------------------------------------------------------------------===//
-// Mixture of experts, correct first: one thread per token. moe_route is the
-// CPU kernel library's algorithm (f32 softmax, the k largest probabilities by
-// repeated scans, the lower index on ties). moe_ffn computes each of the
-// token's k experts on that token alone (never an expert the token did not
-// choose): per hidden unit f, h = silu(w1[f] . x) * (w3[f] . x), added as
-// weight * h * w2[:, f] into the token's f32 output row. No scratch memory
-// and no atomics; the parallelism is the number of tokens.
+// Mixture of experts, correct first. moe_route is the CPU kernel library's
+// algorithm (f32 softmax, the k largest probabilities by repeated scans, the
+// lower index on ties), one thread per token. moe_ffn and moe_ffn_grad keep
+// their sums in f32 registers, rows of D in chunks of at most kMoeChunk
+// columns, each chunk its own work item that recomputes the activations it
+// needs (as attention_grad does: wider rows spill to local memory, which the
+// driver reserves for every resident thread). moe_ffn: item (token, chunk)
+// computes each of the token's k experts on that token alone (never an
+// expert the token did not choose): per hidden unit f, h = silu(w1[f] . x) *
+// (w3[f] . x), added as weight * h * w2[chunk, f]. moe_ffn_grad: items
+// (token, chunk) write that chunk of the token's dx row (chunk 0 also its
+// dweights row), items (expert e, hidden unit f, chunk) that chunk of row f
+// of dw1_e and dw3_e and of column f of dw2_e, summing over the tokens that
+// chose e in token order (the CPU kernel's order). No two items write one
+// element: no atomics, deterministic, and an expert no token chose gets
+// exact zeros. 16-bit operands are widened on load and results rounded once.
 //===----------------------------------------------------------------------===//
+
+constexpr int64_t kMoeChunk = 32;
 
 FailureOr<KernelSource> emitMoeRoute(StringRef name, MoeRouteOp op,
                                      ArrayRef<MemRefType> operands,
@@ -1277,49 +1288,172 @@ FailureOr<KernelSource> emitMoeRoute(StringRef name, MoeRouteOp op,
   return KernelSource{text, rows};
 }
 
+/// Declares `table`[E], the pointers in<first + 3e + role> (out<...> for
+/// results) to every expert's w1 (role 0), w3 (role 1) or w2 (role 2).
+void expertTable(llvm::raw_ostream &os, StringRef table, int64_t E,
+                 int64_t first, int role, Type t, bool result) {
+  os << "  " << (result ? "" : "const ") << storageType(t) << "* const "
+     << table << "[" << E << "] = {";
+  for (int64_t e = 0; e < E; ++e)
+    os << (e ? ", " : "") << (result ? "out" : "in") << first + 3 * e + role;
+  os << "};\n";
+}
+
+/// The statements giving `g` = w1[f] . x and `u` = w3[f] . x in f32, for
+/// expert matrices of element type `et` and a token row x of type `xt`.
+std::string moeGateUp(Type et, Type xt, StringRef indent) {
+  std::string x = load(xt, "x[c]"), in = indent.str();
+  return in + "float g = 0.0f, u = 0.0f;\n" + in +
+         "for (long long c = 0; c < D; ++c) { g += " +
+         load(et, "w1[f * D + c]") + " * " + x + "; u += " +
+         load(et, "w3[f * D + c]") + " * " + x + "; }\n";
+}
+
 FailureOr<KernelSource> emitMoeFfn(StringRef name, MoeFfnOp op,
                                    ArrayRef<MemRefType> operands,
                                    ArrayRef<MemRefType> results) {
-  Type t = operands[0].getElementType();
-  if (!t.isF32())
-    return op.emitError("CUDA codegen: no kernel for 'tfc.moe_ffn' in ")
-           << t << " yet (f32 only)";
+  Type xt = operands[0].getElementType(), wt = operands[2].getElementType();
+  Type et = operands[3].getElementType(), yt = results[0].getElementType();
   int64_t N = operands[0].getDimSize(0), D = operands[0].getDimSize(1);
   int64_t k = operands[1].getDimSize(1), E = op.getNumExperts();
   int64_t F = operands[3].getDimSize(0);
+  int64_t C = std::min(D, kMoeChunk), chunks = (D + C - 1) / C;
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << signature(name, operands, results) << " {\n"
-     << "  const float* const w1s[" << E << "] = {";
-  for (int64_t e = 0; e < E; ++e)
-    os << (e ? ", " : "") << "in" << 3 + 3 * e;
-  os << "};\n  const float* const w3s[" << E << "] = {";
-  for (int64_t e = 0; e < E; ++e)
-    os << (e ? ", " : "") << "in" << 4 + 3 * e;
-  os << "};\n  const float* const w2s[" << E << "] = {";
-  for (int64_t e = 0; e < E; ++e)
-    os << (e ? ", " : "") << "in" << 5 + 3 * e;
-  os << "};\n"
-     << "  const long long n = " << N << "LL;\n" << kGridStride
+  os << signature(name, operands, results) << " {\n";
+  expertTable(os, "w1s", E, 3, 0, et, /*result=*/false);
+  expertTable(os, "w3s", E, 3, 1, et, /*result=*/false);
+  expertTable(os, "w2s", E, 3, 2, et, /*result=*/false);
+  os << "  const long long n = " << N * chunks << "LL;\n" << kGridStride
      << "    const long long D = " << D << "LL, F = " << F << "LL, E = " << E
-     << "LL;\n"
-     << "    const float* x = in0 + i * D;\n"
-     << "    float* y = out0 + i * D;\n"
-     << "    for (long long d = 0; d < D; ++d) y[d] = 0.0f;\n"
+     << "LL, C = " << C << "LL;\n"
+     << "    const long long row = i / " << chunks << "LL, c0 = (i % " << chunks
+     << "LL) * C;\n"
+     << "    const " << storageType(xt) << "* x = in0 + row * D;\n"
+     << "    float y[" << C << "];\n"
+     << "    for (long long t = 0; t < C; ++t) y[t] = 0.0f;\n"
      << "    for (long long j = 0; j < " << k << "LL; ++j) {\n"
-     << "      const int e = in1[i * " << k << "LL + j];\n"
+     << "      const int e = in1[row * " << k << "LL + j];\n"
      << "      if (e < 0 || e >= E) { tfc_report(TFC_ERROR_MOE_EXPERT); continue; }\n"
-     << "      const float w = in2[i * E + e];\n"
-     << "      const float* w1 = w1s[e]; const float* w3 = w3s[e]; "
-        "const float* w2 = w2s[e];\n"
+     << "      const float w = " << load(wt, "in2[row * E + e]") << ";\n"
+     << "      const " << storageType(et) << "* w1 = w1s[e]; const "
+     << storageType(et) << "* w3 = w3s[e]; const " << storageType(et)
+     << "* w2 = w2s[e];\n"
      << "      for (long long f = 0; f < F; ++f) {\n"
-     << "        float g = 0.0f, u = 0.0f;\n"
-     << "        for (long long c = 0; c < D; ++c) { g += w1[f * D + c] * x[c]; "
-        "u += w3[f * D + c] * x[c]; }\n"
+     << moeGateUp(et, xt, "        ")
      << "        const float h = w * (g / (1.0f + expf(-g))) * u;\n"
-     << "        for (long long d = 0; d < D; ++d) y[d] += h * w2[d * F + f];\n"
+     << "        for (long long t = 0; t < C && c0 + t < D; ++t) y[t] += h * "
+     << load(et, "w2[(c0 + t) * F + f]") << ";\n"
+     << "      }\n    }\n"
+     << "    for (long long t = 0; t < C && c0 + t < D; ++t) out0[row * D + c0 + t] = "
+     << store(yt, "y[t]") << ";\n  }\n}\n";
+  return KernelSource{text, N * chunks};
+}
+
+FailureOr<KernelSource> emitMoeFfnGrad(StringRef name, MoeFfnGradOp op,
+                                       ArrayRef<MemRefType> operands,
+                                       ArrayRef<MemRefType> results) {
+  // (x, ids, weights, dy, experts...) -> (dx, dweights, dexperts...).
+  Type xt = operands[0].getElementType(), wt = operands[2].getElementType();
+  Type gt = operands[3].getElementType(), et = operands[4].getElementType();
+  Type dxt = results[0].getElementType(), dwt = results[1].getElementType();
+  Type det = results[2].getElementType();
+  int64_t N = operands[0].getDimSize(0), D = operands[0].getDimSize(1);
+  int64_t k = operands[1].getDimSize(1);
+  int64_t E = static_cast<int64_t>(op.getExperts().size()) / 3;
+  int64_t F = operands[4].getDimSize(0);
+  int64_t C = std::min(D, kMoeChunk), chunks = (D + C - 1) / C;
+  int64_t tokenItems = N * chunks, items = tokenItems + E * F * chunks;
+  // The backward of one (token, expert, hidden unit f), from w, x and dy:
+  // a = silu(g) u; q = dy . w2[:, f]; da = w q (d out = w dy); dh1, dh3.
+  auto unitGrad = [&](llvm::raw_ostream &os, StringRef indent) {
+    os << moeGateUp(et, xt, indent) << indent
+       << "const float s = 1.0f / (1.0f + expf(-g)), a = g * s * u;\n"
+       << indent << "float q = 0.0f;\n"
+       << indent << "for (long long d = 0; d < D; ++d) q += "
+       << load(gt, "dy[d]") << " * " << load(et, "w2[d * F + f]") << ";\n"
+       << indent << "const float da = w * q;\n"
+       << indent << "const float dh1 = da * u * s * (1.0f + g * (1.0f - s)), "
+       << "dh3 = da * g * s;\n";
+  };
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n";
+  expertTable(os, "w1s", E, 4, 0, et, /*result=*/false);
+  expertTable(os, "w3s", E, 4, 1, et, /*result=*/false);
+  expertTable(os, "w2s", E, 4, 2, et, /*result=*/false);
+  expertTable(os, "dw1s", E, 2, 0, det, /*result=*/true);
+  expertTable(os, "dw3s", E, 2, 1, det, /*result=*/true);
+  expertTable(os, "dw2s", E, 2, 2, det, /*result=*/true);
+  os << "  const long long n = " << items << "LL;\n" << kGridStride
+     << "    const long long N = " << N << "LL, D = " << D << "LL, F = " << F
+     << "LL, E = " << E << "LL, K = " << k << "LL, C = " << C << "LL;\n"
+     << "    if (i < " << tokenItems << "LL) {\n"
+     // Token row, columns [c0, c0 + C): dx = sum over its experts of dh1 w1 +
+     // dh3 w3. Chunk 0 also writes dweights[row, e] = dy . (expert e's
+     // output) for its experts, 0 elsewhere.
+     << "      const long long row = i / " << chunks << "LL, c0 = (i % "
+     << chunks << "LL) * C;\n"
+     << "      const " << storageType(xt) << "* x = in0 + row * D;\n"
+     << "      const " << storageType(gt) << "* dy = in3 + row * D;\n"
+     << "      float dx[" << C << "];\n"
+     << "      for (long long t = 0; t < C; ++t) dx[t] = 0.0f;\n"
+     << "      if (c0 == 0) for (long long e = 0; e < E; ++e) out1[row * E + e] = "
+     << store(dwt, "0.0f") << ";\n"
+     << "      for (long long j = 0; j < K; ++j) {\n"
+     << "        const int e = in1[row * K + j];\n"
+     << "        if (e < 0 || e >= E) { tfc_report(TFC_ERROR_MOE_EXPERT); continue; }\n"
+     << "        const float w = " << load(wt, "in2[row * E + e]") << ";\n"
+     << "        const " << storageType(et) << "* w1 = w1s[e]; const "
+     << storageType(et) << "* w3 = w3s[e]; const " << storageType(et)
+     << "* w2 = w2s[e];\n"
+     << "        float dot = 0.0f;\n"
+     << "        for (long long f = 0; f < F; ++f) {\n";
+  unitGrad(os, "          ");
+  os << "          dot += a * q;\n"
+     << "          for (long long t = 0; t < C && c0 + t < D; ++t) dx[t] += dh1 * "
+     << load(et, "w1[f * D + c0 + t]") << " + dh3 * "
+     << load(et, "w3[f * D + c0 + t]") << ";\n"
+     << "        }\n"
+     // The ids of a token are distinct: this adds to the 0 written above.
+     << "        if (c0 == 0) out1[row * E + e] = "
+     << store(dwt, load(dwt, "out1[row * E + e]") + " + dot") << ";\n"
+     << "      }\n"
+     << "      for (long long t = 0; t < C && c0 + t < D; ++t) out0[row * D + c0 + t] = "
+     << store(dxt, "dx[t]") << ";\n"
+     << "    } else {\n"
+     // Expert e, hidden unit f, columns [c0, c0 + C): dw1[f, :] = sum dh1 x,
+     // dw3[f, :] = sum dh3 x, dw2[:, f] = sum (w dy) a over the (token, slot)
+     // pairs choosing e.
+     << "      const long long at = i - " << tokenItems << "LL;\n"
+     << "      const long long e = at / (F * " << chunks << "LL), f = (at / "
+     << chunks << "LL) % F, c0 = (at % " << chunks << "LL) * C;\n"
+     << "      const " << storageType(et) << "* w1 = w1s[e]; const "
+     << storageType(et) << "* w3 = w3s[e]; const " << storageType(et)
+     << "* w2 = w2s[e];\n"
+     << "      float a1[" << C << "], a3[" << C << "], a2[" << C << "];\n"
+     << "      for (long long t = 0; t < C; ++t) a1[t] = a3[t] = a2[t] = 0.0f;\n"
+     << "      for (long long r = 0; r < N; ++r)\n"
+     << "      for (long long j = 0; j < K; ++j) {\n"
+     << "        if (in1[r * K + j] != e) continue;\n"
+     << "        const " << storageType(xt) << "* x = in0 + r * D;\n"
+     << "        const " << storageType(gt) << "* dy = in3 + r * D;\n"
+     << "        const float w = " << load(wt, "in2[r * E + e]") << ";\n";
+  unitGrad(os, "        ");
+  os << "        for (long long t = 0; t < C && c0 + t < D; ++t) {\n"
+     << "          const float xc = " << load(xt, "x[c0 + t]") << ";\n"
+     << "          a1[t] += dh1 * xc; a3[t] += dh3 * xc; a2[t] += w * "
+     << load(gt, "dy[c0 + t]") << " * a;\n"
+     << "        }\n      }\n"
+     << "      " << storageType(det) << "* dw1 = dw1s[e]; "
+     << storageType(det) << "* dw3 = dw3s[e]; " << storageType(det)
+     << "* dw2 = dw2s[e];\n"
+     << "      for (long long t = 0; t < C && c0 + t < D; ++t) {\n"
+     << "        dw1[f * D + c0 + t] = " << store(det, "a1[t]") << ";\n"
+     << "        dw3[f * D + c0 + t] = " << store(det, "a3[t]") << ";\n"
+     << "        dw2[(c0 + t) * F + f] = " << store(det, "a2[t]") << ";\n"
      << "      }\n    }\n  }\n}\n";
-  return KernelSource{text, N};
+  return KernelSource{text, items};
 }
 
 /// argmax along `dim`: the first maximum (the first NaN if any, as PyTorch
@@ -1498,6 +1632,8 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
     return emitMoeRoute(name, route, operandTypes, resultTypes);
   if (auto moe = llvm::dyn_cast<MoeFfnOp>(op))
     return emitMoeFfn(name, moe, operandTypes, resultTypes);
+  if (auto grad = llvm::dyn_cast<MoeFfnGradOp>(op))
+    return emitMoeFfnGrad(name, grad, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionOp>(op))
     return emitAttention(name, att, operandTypes, resultTypes);
   if (auto att = llvm::dyn_cast<AttentionGradOp>(op))

@@ -4,13 +4,13 @@
 For gpt2, llama, mixtral and encdec (the small defaults of tfc-trace), with
 weights drawn by `tfc-run init` from a fresh seed (printed; --seed S
 reproduces) and fresh random tokens:
-  - forward, loss and loss_grad (mixtral: router_aux_loss, and no loss_grad:
-    moe_ffn_grad has no CUDA kernel yet) through `tfc-run call`: logits within
+  - forward, loss and loss_grad (mixtral: also router_aux_loss) through
+    `tfc-run call`: logits within
     1e-4 of the largest logit (f32), the loss within 1e-5 relative, each
     gradient within 1e-4 of its largest element;
   - `generate` (gpt2, llama, mixtral): greedy and seeded sampling give the
     same tokens;
-  - `train` (gpt2, llama; AdamW, 3 steps): the same losses (1e-5 relative) and
+  - `train` (gpt2, llama, mixtral; AdamW, 3 steps): the same losses (1e-5 relative) and
     parameters within 1e-5 relative (the norm of the difference over the norm
     of all parameters; the worst tensor is printed: a few elements, like
     attention's key bias whose gradient is zero up to rounding, are steered by
@@ -47,8 +47,7 @@ MODELS = {
     # train, with an optimizer))
     "gpt2": ("adamw", True),
     "llama": ("adamw", True),
-    # moe_ffn_grad has no CUDA kernel yet: inference only.
-    "mixtral": (None, True),
+    "mixtral": ("adamw", True),
     "encdec": ("sgd", False),
 }
 

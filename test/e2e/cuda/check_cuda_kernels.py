@@ -7,8 +7,7 @@ run over every (block, thread) of a small grid on fresh random inputs. This
 checks each kernel's arithmetic, broadcasting, reduction and row indexing and
 its grid-stride loop; running on a GPU is scripts/gpu-check.sh's job.
 
-Every case with float tensors runs again in bf16 and in f16 (HALF_CASES), except
-moe_ffn (f32 only on CUDA for now: a 16-bit one is refused by name).
+Every case with float tensors runs again in bf16 and in f16 (HALF_CASES).
 
     check_cuda_kernels.py --bin-dir build/bin [--seed S] [--work-dir DIR] [--only SUBSTR]
 """
@@ -19,6 +18,7 @@ import subprocess
 import sys
 
 import numpy as np
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness  # noqa: E402
@@ -560,6 +560,75 @@ CASES += [
 ]
 
 
+def moe_ffn_grads(x, ids, w, dy, *experts):
+    """torch autograd of moe_ffn's formula on the same routing (float64): dx,
+    dweights (0 outside each token's chosen experts), then per expert dw1,
+    dw3, dw2. Out-of-range ids choose nothing, as the kernel skips them."""
+    x, w = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w))
+    mats = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in experts]
+    rows = []
+    for n in range(x.shape[0]):
+        y = torch.zeros(x.shape[1], dtype=torch.float64)
+        for e in ids[n].astype(np.int64):
+            if 0 <= e < len(mats) // 3:
+                w1, w3, w2 = mats[3 * e: 3 * e + 3]
+                y = y + w[n, e] * (w2 @ (torch.nn.functional.silu(w1 @ x[n]) * (w3 @ x[n])))
+        rows.append(y)
+    torch.stack(rows).backward(torch.tensor(dy, dtype=torch.float64))
+    return [t.grad.numpy() if t.grad is not None else np.zeros(t.shape)
+            for t in [x, w] + mats]
+
+
+def moe_inputs(n, d, f, experts, k, grad):
+    """x, ids, weights (, dy) and the 3E expert matrices of moe_ffn(_grad)."""
+    mats = [((f, d), "f32"), ((f, d), "f32"), ((d, f), "f32")] * experts
+    return [((n, d), "f32"), ((n, k), "i32"), ((n, experts), "f32")] + \
+        ([((n, d), "f32")] if grad else []) + mats
+
+
+# Sums of D products of unit normals: the absolute error of f32 grows with D.
+def moe_case(label, ids, d=4, f=5, experts=3, error=0):
+    n, k = len(ids), len(ids[0])
+    ins = moe_inputs(n, d, f, experts, k, grad=False)
+    types = f"({', '.join(ttype(s, t) for s, t in ins)}) -> {ttype((n, d), 'f32')}"
+    return Case(f"moe_ffn {experts} experts top-{k}, D {d}, {label}",
+                "  %0 = tfc.moe_ffn %x0, %x1, %x2 experts " +
+                ", ".join(f"%x{i}" for i in range(3, len(ins))) + f" : {types}\n"
+                f"  return %0 : {ttype((n, d), 'f32')}",
+                ins, [((n, d), "f32")], lambda *a: [moe_ffn(*a)], error=error,
+                rtol=1e-4, atol=2.5e-6 * d,
+                draw=lambda rng, shape: (np.array(ids) if shape == (n, k)
+                                         else rng.standard_normal(shape)))
+
+
+def moe_grad_case(label, ids, d=4, f=5, experts=3, error=0):
+    n, k = len(ids), len(ids[0])
+    ins = moe_inputs(n, d, f, experts, k, grad=True)
+    outs = [((n, d), "f32"), ((n, experts), "f32")] + ins[4:]
+    results = ", ".join(ttype(s, t) for s, t in outs)
+    types = f"({', '.join(ttype(s, t) for s, t in ins)}) -> ({results})"
+    return Case(f"moe_ffn_grad {experts} experts top-{k}, D {d}, {label}",
+                f"  %0:{len(outs)} = tfc.moe_ffn_grad %x0, %x1, %x2, %x3 experts " +
+                ", ".join(f"%x{i}" for i in range(4, len(ins))) + f" : {types}\n"
+                "  return " + ", ".join(f"%0#{i}" for i in range(len(outs))) +
+                f" : {results}",
+                ins, outs, moe_ffn_grads, rtol=1e-4, atol=2.5e-6 * d, error=error,
+                draw=lambda rng, shape: (np.array(ids) if shape == (n, k)
+                                         else rng.standard_normal(shape)))
+
+
+CASES += [
+    # Expert 2 is chosen by no token: its gradients are exact zeros.
+    moe_grad_case("one unused", [[0, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 1]]),
+    moe_grad_case("all used", [[2, 1], [1, 0], [0, 2], [2, 0], [1, 2], [0, 1]]),
+    moe_grad_case("expert id out of range reports",
+                  [[0, 1], [1, 3], [0, 2], [1, 0], [2, 0], [0, 1]], error=5),
+    # Rows wider than a chunk of 32 columns: chunks of 32 and 8, expert 0 unused.
+    moe_case("two chunks", [[1, 2], [2, 1], [1, 2], [2, 1]], d=40, f=3),
+    moe_grad_case("two chunks", [[1, 2], [2, 1], [1, 2], [2, 1]], d=40, f=3),
+]
+
+
 def half_variant(case, dt):
     """`case` with its f32 tensors of rank >= 1 in `dt` (bf16 or f16); 0-d f32
     operands (a sampling temperature, a loss gradient) and results (a loss)
@@ -592,7 +661,7 @@ def has_float_tensor(case):
 # Every op that has a float tensor again in bf16 and in f16 (casts apart:
 # those are listed below with their pairs of types).
 HALF_CASES = [half_variant(c, dt) for dt in ("bf16", "f16") for c in CASES
-              if has_float_tensor(c) and not c.name.startswith(("cast ", "moe_ffn"))
+              if has_float_tensor(c) and not c.name.startswith("cast ")
               and not (dt == "bf16" and "bf16" in c.name)] + [
     cast_case("f32", "f16"), cast_case("f16", "f32"), cast_case("bf16", "f32"),
     cast_case("bf16", "f16"), cast_case("f16", "bf16"),
