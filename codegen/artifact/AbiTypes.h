@@ -38,7 +38,7 @@ struct AbiTypes {
   llvm::StructType *artifact;
   /// tfc_host_api_t {struct_size, user, parallel_for, report_error,
   ///                 kernel_begin, kernel_end, device_launch, device_copy,
-  ///                 device_constant}
+  ///                 device_constant, collective}
   llvm::StructType *hostApi;
 
   /// Field numbers of tfc_host_api_t that compiled code reads.
