@@ -456,7 +456,9 @@ def build_cases(g):
         f"%e = tfc.exp %t : {ty(h)}",
         f"%y = tfc.mul %e, %t : {ty(h)}, {ty(h)} -> {ty(h)}"],
         {"y": "f16"}, lambda i: {"y": np.exp(i["h"] + i["hb"]) * (i["h"] + i["hb"])},
-        tol=F16, fused=1))
+        # t's f16 rounding (relative 2^-11) reaches y = exp(t) t amplified by 1 + |t|
+        # (|t| up to ~6 here): seed 41393 gave 2.5e-3 relative under F16's 2e-3.
+        tol=dict(rtol=8e-3, atol=2e-3), fused=1))
     c = g.normal(4, 9)
     tc, th = ty(c), ttype((4, 9), "f16")
     add(Case("fused pointwise: cast to f16 and back rounds inside", {"c": c}, [
