@@ -18,16 +18,25 @@ staying at noise level. Also checked:
 Prints the numbers and one verdict line.
 """
 import argparse
-import json
 import os
 import random
 import shutil
 import struct
-import subprocess
 import sys
 import time
 
 import numpy as np
+
+_E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(_E2E, "models"))
+sys.path.insert(0, os.path.join(_E2E, "train"))
+from check_train import run  # noqa: E402  (a tool run that fails the check by name)
+from reference import read_safetensors as _read_with_meta  # noqa: E402
+
+
+def read_safetensors(path):
+    return _read_with_meta(path)[0]
+
 
 VOCAB, SEQ, GLOBAL_BATCH, STEPS, N_EMBD = 64, 16, 4, 10, 32
 GPT2 = ["n_layer=2", "n_head=2", f"n_embd={N_EMBD}", f"vocab_size={VOCAB}", "n_ctx=32",
@@ -40,34 +49,6 @@ def check(condition, message):
     print(("ok    " if condition else "FAIL  ") + message, flush=True)
     if not condition:
         failures.append(message)
-
-
-def run(cmd, expect=0, timeout=600, env=None):
-    try:
-        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise SystemExit(f"FAIL: timed out after {timeout} s: {' '.join(cmd)}")
-    if expect is not None and result.returncode != expect:
-        print("$ " + " ".join(cmd))
-        print(result.stdout[-3000:])
-        print(result.stderr[-3000:])
-        raise SystemExit(f"FAIL: exit {result.returncode}, expected {expect}: {' '.join(cmd)}")
-    return result
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    header.pop("__metadata__", None)
-    data = blob[8 + n:]
-    out = {}
-    for name, v in header.items():
-        raw = data[v["data_offsets"][0]:v["data_offsets"][1]]
-        dtype = {"F32": np.float32, "I64": np.int64, "I32": np.int32}[v["dtype"]]
-        out[name] = np.frombuffer(raw, dtype=dtype).reshape(v["shape"])
-    return out
 
 
 def read_losses(path):
