@@ -18,8 +18,9 @@
 #    three AdamW steps within 1e-5, a bad token id refused;
 # 2. speed: gpt2-124m train_step (B=8, T=1024) and batch-1 decode, next to
 #    PyTorch eager and torch.compile on the same GPU in the same run (f32, and
-#    PyTorch's bf16 autocast for reference), as one table with tokens/s, MFU
-#    and the fraction of the HBM-bandwidth floor.
+#    PyTorch's bf16 autocast), and tfc's bf16 artifacts (mixed-precision
+#    train_step, bf16-weight generation), as one table with tokens/s, MFU and
+#    the fraction of the HBM-bandwidth floor.
 # It is meant to fit in 8 minutes on one H200 (not yet timed on one: the
 # kernels are correct-first; TFC_TRAIN_REPEAT lowers the timed steps). Put the
 # table, with the date, in docs/performance.md.
@@ -73,6 +74,11 @@ prepare() {
     -o "$dir/gpt2-124m/gpt2.mlir"
   "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --optimizer=adamw --target=cuda \
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda.so"
+  echo "gpu-check: compiling gpt2-124m for CUDA $arch in bf16 (mixed-precision train_step; generation)"
+  "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --optimizer=adamw --precision=bf16 --target=cuda \
+    --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16-train.so"
+  "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --precision=bf16 --target=cuda \
+    --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16.so"
   rm -f "$dir"/small/*.mlir "$dir/gpt2-124m/gpt2.mlir"
   du -sh "$dir"
   echo "gpu-check: carry $dir to the GPU machine and run: $dir/gpu-check.sh run"
@@ -100,7 +106,7 @@ run() {
   echo "== correctness: the GPU against the CPU artifacts"
   cp -r "$dir/small/." "$work/"
   local status=0
-  python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
+  timeout 300 python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
     --device "$device" || status=1
 
   echo "== speed: gpt2-124m"
@@ -113,22 +119,36 @@ np.save(f"{sys.argv[1]}/tokens.npy", rng.integers(0, 50257, (8, 1024)).astype(np
 np.save(f"{sys.argv[1]}/targets.npy", rng.integers(0, 50257, (8, 1024)).astype(np.int32))
 EOF
   local repeat="${TFC_TRAIN_REPEAT:-5}"
-  "$tfcrun" "$model" call train_step --device "$device" --weights "$work/w.safetensors" \
-    --in tokens="$work/tokens.npy" --in targets="$work/targets.npy" --in lr=3e-4 \
-    --in min_lr=3e-5 --in warmup=0 --in total_steps=1000 --in schedule=0 \
-    --in weight_decay=0.1 --in grad_clip=1 --in beta1=0.9 --in beta2=0.95 --in eps=1e-8 \
-    --out-dir "$work/out" --repeat "$repeat" 2>&1 | tee "$work/train.txt" || status=1
   local prompt
   prompt="$(python3 -c 'import random; random.seed(0); print(" ".join(str(random.randrange(50257)) for _ in range(128)))')"
-  "$tfcrun" "$model" generate --device "$device" --weights "$work/w.safetensors" \
-    --prompt-tokens "$prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate.txt" \
-    || status=1
+  # tfc's f32 artifact, then its bf16 ones (mixed-precision train_step; bf16-weight generation).
+  local tag train_so gen_so
+  for tag in f32 bf16; do
+    if [[ $tag == f32 ]]; then train_so="$model" gen_so="$model"
+    else train_so="$dir/gpt2-124m/gpt2-cuda-bf16-train.so" gen_so="$dir/gpt2-124m/gpt2-cuda-bf16.so"
+    fi
+    [[ -f "$train_so" ]] || continue
+    echo "-- tfc $tag train_step"
+    timeout 240 "$tfcrun" "$train_so" call train_step --device "$device" --weights "$work/w.safetensors" \
+      --in tokens="$work/tokens.npy" --in targets="$work/targets.npy" --in lr=3e-4 \
+      --in min_lr=3e-5 --in warmup=0 --in total_steps=1000 --in schedule=0 \
+      --in weight_decay=0.1 --in grad_clip=1 --in beta1=0.9 --in beta2=0.95 --in eps=1e-8 \
+      --out-dir "$work/out-$tag" --repeat "$repeat" 2>&1 | tee "$work/train-$tag.txt" || status=1
+    echo "-- tfc $tag generate"
+    # A bf16 generation artifact stores its weights in bf16: it draws its own.
+    [[ $tag == f32 ]] || "$tfcrun" "$gen_so" init --seed 1 -o "$work/w-$tag.safetensors" >/dev/null
+    local gen_weights="$work/w.safetensors"
+    [[ $tag == f32 ]] || gen_weights="$work/w-$tag.safetensors"
+    timeout 120 "$tfcrun" "$gen_so" generate --device "$device" --weights "$gen_weights" \
+      --prompt-tokens "$prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate-$tag.txt" \
+      || status=1
+  done
   for flags in "" "--compile" "--bf16" "--compile --bf16"; do
     # shellcheck disable=SC2086
-    python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
+    timeout 100 python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
       --batch 8 --seq 1024 --repeat "$repeat" $flags | tee -a "$work/peers.jsonl" || true
   done
-  python3 "$dir/scripts/peer_torch.py" decode --device cuda --weights "$work/w.safetensors" \
+  timeout 60 python3 "$dir/scripts/peer_torch.py" decode --device cuda --weights "$work/w.safetensors" \
     --prompt 128 --new 64 | tee -a "$work/peers.jsonl" || true
 
   python3 - "$work" <<'EOF'
@@ -150,15 +170,19 @@ def row(what, who, ms=None, tok_s=None):
 
 rows = ["| figure | who | time | tokens/s | MFU (FP32 peak) | of the HBM floor |",
         "|---|---|---|---|---|---|"]
-text = open(f"{work}/train.txt").read()
-m = re.search(r"median ([0-9.]+) ms", text)
-if m:
-    rows.append(row("train_step B=8 T=1024", "tfc f32", ms=float(m.group(1))))
-text = open(f"{work}/generate.txt").read()
-m = re.search(r"decode\s+\d+ calls\s+in\s+([0-9.]+) ms", text)
-if m:
-    calls = int(re.search(r"decode\s+(\d+) calls", text).group(1))
-    rows.append(row("decode, batch 1", "tfc f32", tok_s=calls / (float(m.group(1)) / 1e3)))
+for tag in ("f32", "bf16"):
+    try:
+        text = open(f"{work}/train-{tag}.txt").read()
+        m = re.search(r"median ([0-9.]+) ms", text)
+        if m:
+            rows.append(row("train_step B=8 T=1024", f"tfc {tag}", ms=float(m.group(1))))
+        text = open(f"{work}/generate-{tag}.txt").read()
+        m = re.search(r"decode\s+(\d+) calls\s+in\s+([0-9.]+) ms", text)
+        if m:
+            rows.append(row("decode, batch 1", f"tfc {tag}",
+                            tok_s=int(m.group(1)) / (float(m.group(2)) / 1e3)))
+    except OSError:
+        pass
 for line in open(f"{work}/peers.jsonl"):
     try:
         r = json.loads(line)
@@ -171,7 +195,7 @@ for line in open(f"{work}/peers.jsonl"):
 print("\n".join(rows))
 print(f"\nMFU: {flops_per_token / 1e9:.2f} GFLOP per token over {peak / 1e12:.0f} TFLOPS; "
       f"decode floor: {floor_tok_s:,.0f} tokens/s ({params * 4 / 1e6:.0f} MB of f32 weights at "
-      f"{bandwidth / 1e9:.0f} GB/s). tfc's bf16 models are not built yet (issue 10).")
+      f"{bandwidth / 1e9:.0f} GB/s; bf16 rows are measured against the same f32 floor).")
 EOF
   [[ $status -eq 0 ]] && echo "gpu-check: passed" || echo "gpu-check: FAILED (see above)"
   return $status

@@ -25,6 +25,7 @@
 
 #include "codegen/cuda/CudaAttrs.h"
 #include "dialects/tfc/AttrNames.h"
+#include "tfc/artifact_abi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -110,6 +111,11 @@ struct LaunchKernelsPass
         return kernel.emitError("CUDA kernel @")
                << kernel.getName() << " takes a " << t
                << "; kernels take buffers only";
+    if (params.size() > TFC_DEVICE_MAX_KERNEL_ARGS)
+      return kernel.emitError("CUDA kernel @")
+             << kernel.getName() << " takes " << params.size()
+             << " buffers; a kernel takes at most " << TFC_DEVICE_MAX_KERNEL_ARGS
+             << " (CUDA's 4 KiB of parameters)";
     if (!llvm::isa<LLVM::LLVMVoidType>(kernel.getFunctionType().getReturnType()))
       return kernel.emitError("CUDA kernel @")
              << kernel.getName() << " returns a value";

@@ -63,6 +63,11 @@ enum {
   TFC_TENSOR_FROZEN = 1u << 0, /* a parameter that training never updates */
 };
 
+/* The most parameters a device kernel takes (each a device pointer): CUDA's 4 KiB of kernel
+ * parameter space, the limit on every architecture and driver (CUDA 12.1 raised it to 32 KiB
+ * on Volta and later only). The compiler refuses a kernel with more; the runtime checks it. */
+#define TFC_DEVICE_MAX_KERNEL_ARGS 512
+
 /* What the runtime provides to compiled code. */
 typedef struct tfc_host_api_t {
   uint32_t struct_size; /* sizeof(tfc_host_api_t) as the runtime knows it */
@@ -83,7 +88,8 @@ typedef struct tfc_host_api_t {
   /* Device artifacts only (NULL otherwise). Queues device kernel `kernel` (an index into
    * tfc_artifact_t.device_kernels) over `grid` blocks of `block` threads; args[i] is the
    * value of the kernel's i-th parameter (each a device pointer). A failure is kept by the
-   * host and reported when the entry returns; later launches of that call are skipped. */
+   * host and reported when the entry returns; later launches of that call are skipped.
+   * num_args is at most TFC_DEVICE_MAX_KERNEL_ARGS. */
   void (*device_launch)(void* user, int32_t kernel, uint32_t grid, uint32_t block,
                         void* const* args, int32_t num_args);
   /* Queues a copy of `bytes` bytes between device buffers (the memory plan's copies). */

@@ -440,13 +440,15 @@ void Executor::launch(int32_t kernel, uint32_t grid, uint32_t block, void* const
   Impl& x = *impl_;
   if (!x.pending.ok()) return;
   if (kernel < 0 || static_cast<size_t>(kernel) >= x.functions.size() || numArgs < 0 ||
-      numArgs > 64) {
-    x.pending = Status::error(TFC_INTERNAL, "%s: launch of kernel %d with %d arguments, but "
-                              "the module has %zu kernels", x.path.c_str(), kernel, numArgs,
-                              x.functions.size());
+      numArgs > TFC_DEVICE_MAX_KERNEL_ARGS) {
+    x.pending = Status::error(TFC_INTERNAL,
+                              "%s: launch of kernel %d with %d arguments, but the module has %zu "
+                              "kernels and a kernel takes at most %d arguments",
+                              x.path.c_str(), kernel, numArgs, x.functions.size(),
+                              TFC_DEVICE_MAX_KERNEL_ARGS);
     return;
   }
-  void* params[64];
+  void* params[TFC_DEVICE_MAX_KERNEL_ARGS];
   for (int32_t i = 0; i < numArgs; ++i) params[i] = const_cast<void**>(&args[i]);
   CUevent before = nullptr, after = nullptr;
   if (x.timing) {
