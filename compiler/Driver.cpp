@@ -341,11 +341,6 @@ int compilerMain(int argc, char **argv) {
   if (options.dataParallel > 0 && options.optimizer.empty())
     return fail("--dp=" + std::to_string(options.dataParallel) +
                 " averages the gradients of train_step: it needs --optimizer");
-  if (options.dataParallel > 0 && pipeline.target->name() != "cpu")
-    return fail("--dp=" + std::to_string(options.dataParallel) +
-                " with --target=" + pipeline.target->name().str() +
-                ": collectives are lowered for the CPU target only so far (NCCL "
-                "for CUDA artifacts is not built yet)");
   pipeline.dataParallel = options.dataParallel;
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")

@@ -22,16 +22,9 @@ namespace tfc::cpu {
 using namespace mlir;
 using namespace tfc;
 
-namespace {
-
-LogicalResult emitKernel(func::FuncOp kernel) {
-  FailureOr<std::optional<plan::TensorKernel>> read =
-      plan::readTensorKernel(kernel);
-  if (failed(read))
-    return failure();
-  if (!*read)
-    return success(); // Already CPU code.
-  plan::TensorKernel &k = **read;
+LogicalResult cpu::emitHostKernel(func::FuncOp kernel, Operation *tensorOp,
+                                  ArrayRef<Value> operands,
+                                  ArrayRef<Value> results) {
   // The new code goes before the tensor-level body, which the emitters still
   // read (the op's attributes, regions and types; the module through it), and
   // which is erased afterwards.
@@ -41,18 +34,18 @@ LogicalResult emitKernel(func::FuncOp kernel) {
     tensorBody.push_back(&op);
   OpBuilder b = OpBuilder::atBlockBegin(&body);
   LogicalResult emitted = success();
-  auto kv = llvm::dyn_cast<KvCacheUpdateOp>(k.op);
+  auto kv = llvm::dyn_cast<KvCacheUpdateOp>(tensorOp);
   auto bufferOf = [&](OpOperand &operand) {
-    return k.operands[operand.getOperandNumber()];
+    return operands[operand.getOperandNumber()];
   };
-  if (kv && k.results.front() == bufferOf(kv.getCacheMutable())) {
+  if (kv && results.front() == bufferOf(kv.getCacheMutable())) {
     // The cache is updated in place: only the update is written.
-    emitted = cpu::emitKvCacheWrite(b, k.op->getLoc(),
+    emitted = cpu::emitKvCacheWrite(b, tensorOp->getLoc(),
                                     bufferOf(kv.getUpdateMutable()),
                                     bufferOf(kv.getPositionMutable()),
-                                    k.results.front(), kv.getDim());
+                                    results.front(), kv.getDim());
   } else {
-    emitted = cpu::emitKernelBody(b, k.op, k.operands, k.results);
+    emitted = cpu::emitKernelBody(b, tensorOp, operands, results);
   }
   for (Operation *op : llvm::reverse(tensorBody))
     op->erase();
@@ -64,6 +57,19 @@ LogicalResult emitKernel(func::FuncOp kernel) {
                   LLVM::LinkageAttr::get(kernel.getContext(),
                                          LLVM::Linkage::Internal));
   return success();
+}
+
+namespace {
+
+LogicalResult emitKernel(func::FuncOp kernel) {
+  FailureOr<std::optional<plan::TensorKernel>> read =
+      plan::readTensorKernel(kernel);
+  if (failed(read))
+    return failure();
+  if (!*read)
+    return success(); // Already CPU code.
+  plan::TensorKernel &k = **read;
+  return cpu::emitHostKernel(kernel, k.op, k.operands, k.results);
 }
 
 struct EmitKernelsPass

@@ -47,6 +47,16 @@ mlir::LogicalResult emitKernelBody(mlir::OpBuilder &b, mlir::Operation *op,
                                    mlir::ValueRange operands,
                                    mlir::ValueRange results);
 
+/// Replaces the tensor-level body of planned kernel `kernel` (its op between
+/// to_tensor of the operand buffers and materialize_in_destination into the
+/// result buffers, as plan::readTensorKernel reads it: `op`, `operands`,
+/// `results`) with CPU code (EmitKernels.cpp). The CUDA target uses it too,
+/// for the kernels that run on the host: calls into the communicator.
+mlir::LogicalResult emitHostKernel(mlir::func::FuncOp kernel,
+                                   mlir::Operation *op,
+                                   llvm::ArrayRef<mlir::Value> operands,
+                                   llvm::ArrayRef<mlir::Value> results);
+
 /// Writes `update` into `dest` at the position held by `position` (a 0-d i32
 /// memref) along `dim`, reporting (not performing) an out-of-range write.
 /// This is tfc.kv_cache_update without the copy of the old cache: the planner

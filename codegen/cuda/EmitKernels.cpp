@@ -1,13 +1,15 @@
 //===- EmitKernels.cpp - the tfc-cuda-emit-kernels pass -------------------===//
 //
 // Kernels of the planned program -> CUDA C++ (CudaSource.cpp) kept on each
-// kernel, which becomes a declaration that the host launches.
+// kernel, which becomes a declaration that the host launches. Collectives
+// stay host code (the CPU target's call into the communicator).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
 
 #include "codegen/cuda/CudaAttrs.h"
 #include "codegen/cuda/CudaSource.h"
+#include "codegen/cpu/KernelEmitters.h"
 #include "codegen/plan/KernelForm.h"
 #include "dialects/tfc/TfcOps.h"
 
@@ -38,6 +40,11 @@ LogicalResult emitKernel(func::FuncOp kernel) {
   if (!*read)
     return success(); // Already CUDA.
   plan::TensorKernel &k = **read;
+  // A collective is a call into the runtime's communicator, made on the host
+  // with the buffers' device addresses (the runtime moves the data): its
+  // kernel is the CPU target's code and stays a host function.
+  if (llvm::isa<AllReduceOp>(k.op))
+    return cpu::emitHostKernel(kernel, k.op, k.operands, k.results);
   SmallVector<Value> operands = k.operands;
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(k.op);
       kv && k.results.front() == k.operands[0]) {

@@ -17,7 +17,8 @@
 //       tfc_kernels_device_constant(host address, bytes)
 //     (the runtime's device copy of it, uploaded once; entries only read
 //     globals: constants, and all-zero ones that are not marked constant so
-//     that they take no bytes in the artifact).
+//     that they take no bytes in the artifact), except a collective's group
+//     name, which the host reads.
 // Anything else that touches memory in an entry is an error at its location.
 //
 //===----------------------------------------------------------------------===//
@@ -172,6 +173,8 @@ struct LaunchKernelsPass
         auto global = symbols.lookup<LLVM::GlobalOp>(address.getGlobalName());
         if (!global)
           return WalkResult::advance(); // a function
+        if (onlyReadByHost(address))
+          return WalkResult::advance(); // e.g. a collective's group name
         b.setInsertionPointAfter(address);
         uint64_t bytes = layout.getTypeSize(global.getGlobalType());
         Value size = b.create<LLVM::ConstantOp>(address.getLoc(), i64, bytes);
@@ -198,6 +201,17 @@ struct LaunchKernelsPass
       return WalkResult::advance();
     });
     return failure(walked.wasInterrupted());
+  }
+
+  /// Whether every use of `address` is an argument of a call that reads it
+  /// on the host: the group name of tfc_kernels_collective_f32 (the kernel
+  /// library's entry into the communicator, codegen/cpu/LibraryKernels.cpp).
+  static bool onlyReadByHost(LLVM::AddressOfOp address) {
+    return llvm::all_of(address->getUsers(), [](Operation *user) {
+      auto call = llvm::dyn_cast<LLVM::CallOp>(user);
+      return call && call.getCallee() &&
+             *call.getCallee() == "tfc_kernels_collective_f32";
+    });
   }
 
   /// Whether `op`'s address is a stack slot of its own function.

@@ -39,28 +39,57 @@ void hostReportError(void* user, const char* message) {
 
 // Collectives of compiled code (tfc.all_reduce, ...) go to the process's world communicator;
 // every group is the world for now (data parallel only).
+tfc::Status runCollective(tfc::Communicator* comm, int32_t kind, int32_t reduce,
+                          const char* group, const void* send, void* recv, uint64_t count) {
+  const tfc::ReduceOp op = reduce == TFC_REDUCE_MEAN ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
+  const std::string what = std::string("group '") + (group ? group : "") + "'";
+  const auto* in = static_cast<const float*>(send);
+  auto* out = static_cast<float*>(recv);
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE: return comm->allReduce(in, out, count, op, what);
+    case TFC_COLLECTIVE_REDUCE_SCATTER: return comm->reduceScatter(in, out, count, op, what);
+    case TFC_COLLECTIVE_ALL_GATHER: return comm->allGather(in, out, count, what);
+    case TFC_COLLECTIVE_ALL_TO_ALL: return comm->allToAll(in, out, count, what);
+    case TFC_COLLECTIVE_BROADCAST: return comm->broadcast(recv, count, 0, what);
+    case TFC_COLLECTIVE_BARRIER: return comm->barrier(what);
+    default: return tfc::Status::error(TFC_INVALID_ARGUMENT, "unknown collective kind %d", kind);
+  }
+}
+
+// The bytes a collective reads from |send| and writes to |recv| (artifact_abi.h's counts).
+void collectiveBytes(int32_t kind, uint64_t count, int size, size_t* sendBytes,
+                     size_t* recvBytes) {
+  const size_t n = static_cast<size_t>(count) * sizeof(float);
+  const size_t all = n * static_cast<size_t>(size);
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE: *sendBytes = n, *recvBytes = n; break;
+    case TFC_COLLECTIVE_REDUCE_SCATTER: *sendBytes = all, *recvBytes = n; break;
+    case TFC_COLLECTIVE_ALL_GATHER: *sendBytes = n, *recvBytes = all; break;
+    case TFC_COLLECTIVE_ALL_TO_ALL: *sendBytes = all, *recvBytes = all; break;
+    case TFC_COLLECTIVE_BROADCAST: *sendBytes = 0, *recvBytes = static_cast<size_t>(count); break;
+    default: *sendBytes = 0, *recvBytes = 0; break;
+  }
+}
+
 int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* group,
                        const void* send, void* recv, uint64_t count) {
+  auto* context = static_cast<tfc_context_t*>(user);
   auto world = tfc::worldCommunicator();
   tfc::Status status = world.ok() ? tfc::Status() : std::move(world).takeStatus();
-  if (status.ok()) {
-    tfc::Communicator* comm = *world;
-    const tfc::ReduceOp op = reduce == TFC_REDUCE_MEAN ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
-    const std::string what = std::string("group '") + (group ? group : "") + "'";
-    const auto* in = static_cast<const float*>(send);
-    auto* out = static_cast<float*>(recv);
-    switch (kind) {
-      case TFC_COLLECTIVE_ALL_REDUCE: status = comm->allReduce(in, out, count, op, what); break;
-      case TFC_COLLECTIVE_REDUCE_SCATTER:
-        status = comm->reduceScatter(in, out, count, op, what);
-        break;
-      case TFC_COLLECTIVE_ALL_GATHER: status = comm->allGather(in, out, count, what); break;
-      case TFC_COLLECTIVE_ALL_TO_ALL: status = comm->allToAll(in, out, count, what); break;
-      case TFC_COLLECTIVE_BROADCAST: status = comm->broadcast(recv, count, 0, what); break;
-      case TFC_COLLECTIVE_BARRIER: status = comm->barrier(what); break;
-      default:
-        status = tfc::Status::error(TFC_INVALID_ARGUMENT, "unknown collective kind %d", kind);
-    }
+  if (status.ok() && context->device != nullptr) {
+    // A GPU's buffers: the executor stages them through the host.
+    size_t sendBytes = 0, recvBytes = 0;
+    collectiveBytes(kind, count, (*world)->size(), &sendBytes, &recvBytes);
+    // A broadcast receives in place: its host copy starts as the root's data.
+    if (kind == TFC_COLLECTIVE_BROADCAST) sendBytes = recvBytes;
+    status = context->device->collective(
+        kind == TFC_COLLECTIVE_BROADCAST ? recv : send, sendBytes, recv, recvBytes,
+        [&](const void* hostSend, void* hostRecv) {
+          if (kind == TFC_COLLECTIVE_BROADCAST) std::memcpy(hostRecv, hostSend, recvBytes);
+          return runCollective(*world, kind, reduce, group, hostSend, hostRecv, count);
+        });
+  } else if (status.ok()) {
+    status = runCollective(*world, kind, reduce, group, send, recv, count);
   }
   if (status.ok()) return 0;
   hostReportError(user, status.message());

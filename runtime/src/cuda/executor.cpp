@@ -81,6 +81,8 @@ struct Executor::Impl {
   Newer paramsNewer = Newer::Host, stateNewer = Newer::Host;
   bool capturing = false;
   Status pending;  // the first failure of a device_* callback during a call
+  // Host copies of a collective's buffers (collective()); kept across calls.
+  std::vector<unsigned char> collectiveSend, collectiveRecv;
   // While profiling: an event before and after each launch of the call, in launch order
   // (the order of the entry's tfc_entry_t.kernels), from a pool kept across calls.
   bool timing = false;
@@ -501,6 +503,35 @@ void* Executor::constant(const void* data, uint64_t bytes) {
   if (!x.pending.ok()) return nullptr;
   x.constants.emplace(data, *device);
   return reinterpret_cast<void*>(*device);
+}
+
+Status Executor::collective(const void* send, size_t sendBytes, void* recv, size_t recvBytes,
+                            const std::function<Status(const void*, void*)>& exchange) {
+  Impl& x = *impl_;
+  if (!x.pending.ok()) return Status();  // reported when the entry returns
+  if (x.capturing) {
+    // A graph cannot hold the exchange (the host must take part), so the entry runs eagerly;
+    // nothing is exchanged now, so every rank still makes each collective once per call.
+    x.pending = Status::error(TFC_INTERNAL, "a collective while capturing a graph");
+    return Status();
+  }
+  x.collectiveSend.resize(sendBytes);
+  x.collectiveRecv.resize(recvBytes);
+  if (sendBytes > 0) {
+    TFC_RETURN_IF_ERROR(x.check(x.d->cuMemcpyDtoHAsync(x.collectiveSend.data(),
+                                                       reinterpret_cast<CUdeviceptr>(send),
+                                                       sendBytes, x.stream),
+                                "copying a collective's input to the host"));
+  }
+  TFC_RETURN_IF_ERROR(x.check(x.d->cuStreamSynchronize(x.stream),
+                              "waiting for the kernels before a collective"));
+  TFC_RETURN_IF_ERROR(exchange(x.collectiveSend.data(), x.collectiveRecv.data()));
+  if (recvBytes == 0) return Status();
+  // On the stream, so that the kernels after it read the result; the buffer stays as it is
+  // until the next collective, which first waits for the stream.
+  return x.check(x.d->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(recv),
+                                        x.collectiveRecv.data(), recvBytes, x.stream),
+                 "copying a collective's result to the GPU");
 }
 
 }  // namespace tfc::internal::cuda

@@ -19,6 +19,7 @@
 #define TFC_RUNTIME_SRC_CUDA_EXECUTOR_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,13 @@ class Executor {
               int32_t numArgs);
   void copy(void* dst, const void* src, uint64_t bytes);
   void* constant(const void* data, uint64_t bytes);
+  // tfc_host_api_t.collective on this GPU's buffers: copies |sendBytes| of |send| to the
+  // host, lets |exchange| (the communicator) write the result from that copy into a host
+  // buffer, and queues the copy of its |recvBytes| into |recv| before the next kernels.
+  // Staged through the host, so it works over any communicator (MPI); NCCL would keep the
+  // data on the GPU. An entry with a collective is never captured as a graph.
+  Status collective(const void* send, size_t sendBytes, void* recv, size_t recvBytes,
+                    const std::function<Status(const void*, void*)>& exchange);
 
  private:
   struct Impl;
