@@ -34,7 +34,7 @@ Also checked:
     naming the rank, or (when mpirun lets the job run on) the survivor's timeout naming the
     collective and itself; the checkpoint on disk stays whole;
   - SIGINT / SIGTERM to one rank: every rank stops after the same step, rank 0 saves a
-    checkpoint that resumes bit-identically, the job exits 130;
+    checkpoint that resumes bit-identically, the job exits 130 (and one process alone);
   (a rank that stalls is test/Tools/comm/communicator-mpi.test's).
 Prints the numbers and one verdict line.
 """
@@ -143,48 +143,61 @@ def dead_rank_cases(mpirun, env, tfc_run, model, p, seed, hyper, at_step_5):
           "run's at step 5")
 
 
-def interrupt_cases(mpirun, env, tfc_run, model, p, seed, hyper):
+def interrupt_cases(mpirun, env, tfc_run, models, p, seed, hyper):
     """Ctrl-C: SIGINT or SIGTERM to one rank stops every rank after the same step (they agree
     each step with an all-reduce of their stop flags), rank 0 saves a resumable checkpoint and
-    every rank exits 130 with a message. The signal is sent once rank 0 has logged step 3, to
-    the pid that the rank's shell wrapper wrote before exec'ing tfc-run (no process search)."""
+    every rank exits 130 with a message; one process (no mpirun) does the same alone. The
+    signal is sent once rank 0 has logged step 3, to the pid that the rank's shell wrapper
+    wrote before exec'ing tfc-run (no process search), or to the one process."""
     total = "100000"  # never reached: the run ends by the signal
     common = ["--data", p("train.bin"), "--seed", str(seed), "--total-steps", total, *hyper]
     # Each rank writes its pid (the shell's, which exec keeps for tfc-run) before it starts.
     wrapper = ('echo $$ > "$0.$OMPI_COMM_WORLD_RANK.tmp" && '
                'mv "$0.$OMPI_COMM_WORLD_RANK.tmp" "$0.$OMPI_COMM_WORLD_RANK" && exec "$@"')
-    for sig, rank in ((signal.SIGINT, 1), (signal.SIGTERM, 0)):
+    for sig, world, rank in ((signal.SIGINT, 2, 1), (signal.SIGTERM, 2, 0),
+                             (signal.SIGINT, 1, 0)):
         name = signal.Signals(sig).name
-        tag = f"stop-{name}-{rank}"
+        tag = f"stop-{name}-{world}-{rank}"
         pids, ckpt = p(tag + ".pid"), p(tag + ".safetensors")
-        cmd = mpirun + ["-np", "2", "sh", "-c", wrapper, pids, tfc_run, model, "train",
-                        "--init-seed", "0", "--steps", total, "--save", ckpt, *common]
+        train = [tfc_run, models[world], "train"]
+        launch = (lambda cmd: mpirun + ["-np", "2"] + cmd) if world > 1 else (lambda cmd: cmd)
+        cmd = launch((["sh", "-c", wrapper, pids] if world > 1 else []) + train +
+                     ["--init-seed", "0", "--steps", total, "--save", ckpt, *common])
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env=env)
         lines, sent = [], False
         for line in proc.stderr:  # rank 0's progress lines, one per step
             lines.append(line)
             if line.startswith("step 3/"):
-                with open(f"{pids}.{rank}") as f:
-                    os.kill(int(f.read()), sig)
+                if world > 1:
+                    with open(f"{pids}.{rank}") as f:
+                        os.kill(int(f.read()), sig)
+                else:
+                    proc.send_signal(sig)
                 sent = True
                 break
+        who = f"{name} to rank {rank} of {world}" if world > 1 else f"{name} to one process"
         try:
             out, err = proc.communicate(timeout=600)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-            check(False, f"{name} to rank {rank}: the job did not end within 600 s")
+            check(False, f"{who}: the run did not end within 600 s")
             continue
         text = "".join(lines) + out + err
-        stopped = re.findall(r"rank (\d) of 2: (interrupted|stopped with the other ranks "
-                             r"\(one was interrupted\)) at step (\d+)", text)
+        if world > 1:
+            stopped = re.findall(r"rank (\d) of 2: (interrupted|stopped with the other ranks "
+                                 r"\(one was interrupted\)) at step (\d+)", text)
+            how = {int(r): w for r, w, _ in stopped}
+            said = (len(stopped) == 2 and how.get(rank) == "interrupted" and
+                    how.get(1 - rank, "").startswith("stopped"))
+        else:
+            stopped = re.findall(r"()()interrupted at step (\d+); resume with --resume", text)
+            said = len(stopped) == 1
         steps = {int(s) for _, _, s in stopped}
-        how = {int(r): w for r, w, _ in stopped}
-        check(sent and proc.returncode == 130 and len(stopped) == 2 and len(steps) == 1 and
-              how.get(rank) == "interrupted" and how.get(1 - rank, "").startswith("stopped"),
-              f"{name} to rank {rank} after step 3: both ranks stop after the same step "
-              f"{sorted(steps)}, say so, and the job exits 130 (rc {proc.returncode})")
+        check(sent and proc.returncode == 130 and said and len(steps) == 1,
+              f"{who} after step 3: every rank stops after the same step {sorted(steps)}, says "
+              f"so, and the run exits 130 (rc {proc.returncode})")
         if len(steps) != 1:
             print(text[-3000:])
             continue
@@ -192,10 +205,10 @@ def interrupt_cases(mpirun, env, tfc_run, model, p, seed, hyper):
         step, _ = checkpoint_step(ckpt)
         check(step == k, f"  ... rank 0 saved the checkpoint of step {k} (it holds {step})")
         # Resumable: 2 more steps from it equal 2 more steps of an uninterrupted run.
-        run(mpirun + ["-np", "2", tfc_run, model, "train", "--resume", ckpt, "--steps",
-                      str(k + 2), "--save", p(tag + "-resumed.safetensors"), *common], env=env)
-        run(mpirun + ["-np", "2", tfc_run, model, "train", "--init-seed", "0", "--steps",
-                      str(k + 2), "--save", p(tag + "-straight.safetensors"), *common], env=env)
+        run(launch(train + ["--resume", ckpt, "--steps", str(k + 2), "--save",
+                            p(tag + "-resumed.safetensors"), *common]), env=env)
+        run(launch(train + ["--init-seed", "0", "--steps", str(k + 2), "--save",
+                            p(tag + "-straight.safetensors"), *common]), env=env)
         check(same_tensors(read_safetensors(p(tag + "-resumed.safetensors")),
                            read_safetensors(p(tag + "-straight.safetensors"))),
               f"  ... --resume from it to step {k + 2} equals an uninterrupted run, bit for bit")
@@ -319,7 +332,8 @@ def main():
 
     dead_rank_cases(mpirun, env, tfc_run, models[2], p, seed, hyper["adamw"],
                     read_safetensors(p("half.safetensors")))
-    interrupt_cases(mpirun, env, tfc_run, models[2], p, seed, hyper["adamw"])
+    interrupt_cases(mpirun, env, tfc_run, {1: models[1], 2: models[2]}, p, seed,
+                    hyper["adamw"])
 
     print(("PASS" if not failures else f"FAIL ({len(failures)} checks)") +
           ": data-parallel training")
