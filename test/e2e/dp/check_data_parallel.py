@@ -35,6 +35,8 @@ Also checked:
     collective and itself; the checkpoint on disk stays whole;
   - SIGINT / SIGTERM to one rank: every rank stops after the same step, rank 0 saves a
     checkpoint that resumes bit-identically, the job exits 130 (and one process alone);
+    SIGINT to mpirun (which kills the ranks a second later): the job ends, the checkpoint
+    on disk is whole;
   (a rank that stalls is test/Tools/comm/communicator-mpi.test's).
 Prints the numbers and one verdict line.
 """
@@ -214,6 +216,36 @@ def interrupt_cases(mpirun, env, tfc_run, models, p, seed, hyper):
               f"  ... --resume from it to step {k + 2} equals an uninterrupted run, bit for bit")
 
 
+def mpirun_interrupt_case(mpirun, env, tfc_run, model, p, seed, hyper):
+    """Ctrl-C on mpirun itself: Open MPI's mpirun does not forward SIGINT, it sends SIGTERM to
+    every rank and SIGKILL a second later (odls_base_sigkill_timeout), so the ranks' stop and
+    save may or may not fit; what must hold is that the job ends, non-zero, and that the
+    checkpoint on disk (--save-every 2 writes one from step 2 on) is whole: readable, its
+    metadata's step equal to its state.train.step."""
+    ckpt = p("mpirun-sigint.safetensors")
+    cmd = mpirun + ["-np", "2", tfc_run, model, "train", "--data", p("train.bin"), "--seed",
+                    str(seed), "--init-seed", "0", "--steps", "100000", "--save-every", "2",
+                    "--save", ckpt, *hyper]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    for line in proc.stderr:
+        if line.startswith("saved "):  # a checkpoint exists: now interrupt
+            proc.send_signal(signal.SIGINT)
+            break
+    try:
+        proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        check(False, "SIGINT to mpirun: the job did not end within 600 s")
+        return
+    step, tensors = checkpoint_step(ckpt)
+    counter = int(tensors["state.train.step"].reshape(-1)[0])
+    check(proc.returncode != 0 and step >= 2 and counter == step,
+          f"SIGINT to mpirun: the job ends (rc {proc.returncode}) and the checkpoint on disk is "
+          f"whole (step {step}, state.train.step {counter})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin-dir", required=True)
@@ -334,6 +366,7 @@ def main():
                     read_safetensors(p("half.safetensors")))
     interrupt_cases(mpirun, env, tfc_run, {1: models[1], 2: models[2]}, p, seed,
                     hyper["adamw"])
+    mpirun_interrupt_case(mpirun, env, tfc_run, models[2], p, seed, hyper["adamw"])
 
     print(("PASS" if not failures else f"FAIL ({len(failures)} checks)") +
           ": data-parallel training")
