@@ -399,9 +399,13 @@ int runTrain(const Invocation& invocation) {
   struct sigaction action {};
   action.sa_handler = onSignal;
   sigemptyset(&action.sa_mask);
-  struct sigaction oldInt {}, oldTerm {};
+  struct sigaction oldInt {}, oldTerm {}, oldUsr1 {};
   sigaction(SIGINT, &action, &oldInt);
   sigaction(SIGTERM, &action, &oldTerm);
+  // SIGUSR1 too: Open MPI's mpirun forwards it to every rank (SIGINT and SIGTERM it turns into
+  // a kill of the job a second later), and batch schedulers send it before a time limit
+  // (SLURM's --signal=USR1@60), so `kill -USR1 <mpirun's pid>` stops every rank cleanly.
+  sigaction(SIGUSR1, &action, &oldUsr1);
   // A file-size limit (ulimit -f) makes the write fail with EFBIG instead of killing us.
   ::signal(SIGXFSZ, SIG_IGN);
   auto outcome = trainer->run(onProgress);
@@ -416,6 +420,7 @@ int runTrain(const Invocation& invocation) {
   }
   sigaction(SIGINT, &oldInt, nullptr);
   sigaction(SIGTERM, &oldTerm, nullptr);
+  sigaction(SIGUSR1, &oldUsr1, nullptr);
   if (!outcome.ok()) {
     printer.end();
     return fail(outcome.status());
@@ -484,13 +489,16 @@ position, the model's hash and metadata. They are written atomically, so a faile
 interrupted save never destroys the previous one. --resume continues bit-identically to an
 uninterrupted run (with the same --total-steps, which defaults to --steps: the schedule
 decays to --min-lr at that step); --steps is the step to reach, not a count. A NaN or infinite loss stops
-the run without saving (exit 1); Ctrl-C saves at the current step and exits (130).
+the run without saving (exit 1); Ctrl-C (SIGINT, SIGTERM or SIGUSR1) saves at the current
+step and exits (130).
 
 Data parallel (`tfc --dp=N`, `mpirun -np N tfc-run model.so train ...`): each rank reads its
-slice of a global batch of N x B rows; rank 0 alone prints, logs and saves. SIGINT or SIGTERM
-to any rank stops every rank after the same step (they agree at each step), rank 0 saves
-and all exit 130. A rank that dies ends the job (mpirun), or the others fail after
-TFC_COMM_TIMEOUT_S seconds (default 300) naming the collective.
+slice of a global batch of N x B rows; rank 0 alone prints, logs and saves. SIGINT, SIGTERM
+or SIGUSR1 to any rank stops every rank after the same step (they agree at each step), rank
+0 saves and all exit 130. To stop the whole job, send SIGUSR1 to mpirun, which forwards it
+to every rank (Ctrl-C on mpirun makes it kill the ranks a second later). A rank that dies
+ends the job (mpirun), or the others fail after TFC_COMM_TIMEOUT_S seconds (default 300)
+naming the collective.
 
 options:
   --weights FILE|DIR  start from these parameters: a .safetensors file of the model's

@@ -35,8 +35,8 @@ Also checked:
     collective and itself; the checkpoint on disk stays whole;
   - SIGINT / SIGTERM to one rank: every rank stops after the same step, rank 0 saves a
     checkpoint that resumes bit-identically, the job exits 130 (and one process alone);
-    SIGINT to mpirun (which kills the ranks a second later): the job ends, the checkpoint
-    on disk is whole;
+    SIGUSR1 to mpirun (which forwards it to every rank) the same; SIGINT to mpirun (which
+    kills the ranks a second later): the job ends, the checkpoint on disk is whole;
   (a rank that stalls is test/Tools/comm/communicator-mpi.test's).
 Prints the numbers and one verdict line.
 """
@@ -156,8 +156,9 @@ def interrupt_cases(mpirun, env, tfc_run, models, p, seed, hyper):
     # Each rank writes its pid (the shell's, which exec keeps for tfc-run) before it starts.
     wrapper = ('echo $$ > "$0.$OMPI_COMM_WORLD_RANK.tmp" && '
                'mv "$0.$OMPI_COMM_WORLD_RANK.tmp" "$0.$OMPI_COMM_WORLD_RANK" && exec "$@"')
+    # rank None: to mpirun, which forwards SIGUSR1 to every rank (not SIGINT: see below).
     for sig, world, rank in ((signal.SIGINT, 2, 1), (signal.SIGTERM, 2, 0),
-                             (signal.SIGINT, 1, 0)):
+                             (signal.SIGUSR1, 2, None), (signal.SIGINT, 1, 0)):
         name = signal.Signals(sig).name
         tag = f"stop-{name}-{world}-{rank}"
         pids, ckpt = p(tag + ".pid"), p(tag + ".safetensors")
@@ -171,14 +172,15 @@ def interrupt_cases(mpirun, env, tfc_run, models, p, seed, hyper):
         for line in proc.stderr:  # rank 0's progress lines, one per step
             lines.append(line)
             if line.startswith("step 3/"):
-                if world > 1:
+                if world > 1 and rank is not None:
                     with open(f"{pids}.{rank}") as f:
                         os.kill(int(f.read()), sig)
                 else:
                     proc.send_signal(sig)
                 sent = True
                 break
-        who = f"{name} to rank {rank} of {world}" if world > 1 else f"{name} to one process"
+        who = (f"{name} to one process" if world == 1 else
+               f"{name} to mpirun" if rank is None else f"{name} to rank {rank} of {world}")
         try:
             out, err = proc.communicate(timeout=600)
         except subprocess.TimeoutExpired:
@@ -191,8 +193,11 @@ def interrupt_cases(mpirun, env, tfc_run, models, p, seed, hyper):
             stopped = re.findall(r"rank (\d) of 2: (interrupted|stopped with the other ranks "
                                  r"\(one was interrupted\)) at step (\d+)", text)
             how = {int(r): w for r, w, _ in stopped}
-            said = (len(stopped) == 2 and how.get(rank) == "interrupted" and
-                    how.get(1 - rank, "").startswith("stopped"))
+            if rank is None:  # both got it, maybe one after the step they agreed on
+                said = len(how) == 2 and "interrupted" in how.values()
+            else:
+                said = (len(stopped) == 2 and how.get(rank) == "interrupted" and
+                        how.get(1 - rank, "").startswith("stopped"))
         else:
             stopped = re.findall(r"()()interrupted at step (\d+); resume with --resume", text)
             said = len(stopped) == 1
