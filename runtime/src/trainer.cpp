@@ -388,13 +388,35 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
                            numberText(result->gradNorm).c_str(),
                            lastGoodCheckpoint(lastCheckpoint_).c_str());
     }
-    const bool stopping = stopRequested_->load();
+    bool stopping = stopRequested_->load();
+    if (world_ > 1) {
+      // Data parallel: a stop (Ctrl-C, SIGTERM) may reach one rank, or all at different
+      // moments of a step. Every rank must stop after the same step: one that went on would
+      // wait in the next step's all-reduce for a peer that is gone. The ranks agree with a
+      // one-float all-reduce of their stop flags at each step boundary (microseconds next to
+      // the step's gradient all-reduces); any rank's request stops them all.
+      TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+      float flag = stopping ? 1.0f : 0.0f;
+      Status agreed = world->allReduce(&flag, &flag, 1, ReduceOp::kSum, "the stop flag");
+      if (!agreed.ok()) {
+        return Status::error(agreed.code(), "after step %lld: %s. %s", static_cast<long long>(step),
+                             agreed.message(), lastGoodCheckpoint(lastCheckpoint_).c_str());
+      }
+      stopping = flag > 0.0f;
+      if (stopping) stopRequested_->store(true);
+    }
     progress.stopping = stopping;
     if (!options_.savePath.empty() &&
         (step == last || (options_.saveEvery > 0 && step % options_.saveEvery == 0) || stopping)) {
       TFC_RETURN_IF_ERROR(save());
       progress.event = TrainProgress::Event::kSaved;
       TFC_RETURN_IF_ERROR(report(progress));
+      if (stopping && world_ > 1) {
+        // mpirun ends the job when the first rank exits non-zero (as a stopped one does): the
+        // others wait here until rank 0 has written the checkpoint of the stop.
+        TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+        TFC_RETURN_IF_ERROR(world->barrier("the checkpoint of the stop"));
+      }
     }
     if (stopping && step != last) {
       outcome.stopped = true;

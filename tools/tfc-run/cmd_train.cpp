@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "checkpoint.hpp"
 #include "cli.hpp"
 #include "png_plot.hpp"
 #include "print.hpp"
+#include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/trainer.hpp"
 #include "train_common.hpp"
@@ -20,6 +22,24 @@ namespace {
 
 volatile sig_atomic_t gInterrupted = 0;
 void onSignal(int) { gInterrupted = 1; }
+
+// Test only (test/e2e/dp/check_data_parallel.py): TFC_TEST_EXIT_RANK=R and
+// TFC_TEST_EXIT_AT_STEP=K make rank R die with exit code 3 right after step K, without
+// saving or finalizing MPI, as a crashed rank would; the check is that the other ranks fail
+// with a message instead of hanging and that the checkpoint on disk stays whole. Neither
+// variable set (the normal case): nothing happens.
+struct TestExit {
+  int64_t rank = -1, step = -1;
+};
+
+TestExit testExitFromEnvironment() {
+  TestExit out;
+  const char* rank = std::getenv("TFC_TEST_EXIT_RANK");
+  const char* step = std::getenv("TFC_TEST_EXIT_AT_STEP");
+  if (step == nullptr || !parseInt64(step, &out.step)) return TestExit{};
+  if (rank == nullptr || !parseInt64(rank, &out.rank)) out.rank = 0;
+  return out;
+}
 
 Status writePlot(const std::string& path, const std::vector<TrainLogRow>& rows,
                  const std::string& title) {
@@ -270,6 +290,20 @@ class ProgressPrinter {
   bool open_ = false;  // a \r line is on screen
 };
 
+// Data parallel: every rank stopped after the same step (Trainer::run agrees on it); each
+// says whether the signal was its own, rank 0 where the checkpoint is.
+void printStopped(const Trainer& trainer, const TrainOutcome& outcome,
+                  const std::string& savePath) {
+  print(stderr, "rank {} of {}: {} at step {}{}\n", trainer.rank(), trainer.worldSize(),
+        gInterrupted ? "interrupted" : "stopped with the other ranks (one was interrupted)",
+        outcome.lastStep,
+        trainer.rank() == 0 ? "; rank 0 saved the checkpoint: resume with mpirun -np " +
+                                  std::to_string(trainer.worldSize()) + " ... --resume " +
+                                  savePath
+                            : "");
+  std::fflush(stderr);
+}
+
 int runTrain(const Invocation& invocation) {
   const Args& args = invocation.args;
   TrainSettings settings;
@@ -347,23 +381,46 @@ int runTrain(const Invocation& invocation) {
   ProgressPrinter printer(*trainer, args.get("--plot"),
                           "training loss: " + fileName(invocation.model) + " -> " +
                               fileName(savePath));
+  const TestExit testExit = testExitFromEnvironment();
   auto onProgress = [&](const TrainProgress& progress) {
     Status status = printer.report(progress);
     if (gInterrupted) trainer->requestStop();
+    if (progress.event == TrainProgress::Event::kStep && testExit.step == progress.row.step &&
+        testExit.rank == trainer->rank()) {
+      // Test only: dies as a crashed rank would (no save, no MPI_Finalize, no unwinding).
+      print(stderr, "tfc-run: rank {} exits after step {} (TFC_TEST_EXIT_AT_STEP, test only)\n",
+            trainer->rank(), progress.row.step);
+      std::fflush(stderr);
+      ::_exit(3);
+    }
     return status;
   };
 
   struct sigaction action {};
   action.sa_handler = onSignal;
   sigemptyset(&action.sa_mask);
-  struct sigaction oldInt {}, oldTerm {};
+  struct sigaction oldInt {}, oldTerm {}, oldUsr1 {};
   sigaction(SIGINT, &action, &oldInt);
   sigaction(SIGTERM, &action, &oldTerm);
+  // SIGUSR1 too: Open MPI's mpirun forwards it to every rank (SIGINT and SIGTERM it turns into
+  // a kill of the job a second later), and batch schedulers send it before a time limit
+  // (SLURM's --signal=USR1@60), so `kill -USR1 <mpirun's pid>` stops every rank cleanly.
+  sigaction(SIGUSR1, &action, &oldUsr1);
   // A file-size limit (ulimit -f) makes the write fail with EFBIG instead of killing us.
   ::signal(SIGXFSZ, SIG_IGN);
   auto outcome = trainer->run(onProgress);
+  if (outcome.ok() && outcome->stopped && trainer->worldSize() > 1) {
+    // mpirun ends the whole job as soon as one rank exits non-zero: no rank leaves before
+    // every one has printed why it stops (the handlers stay installed until then, so a
+    // second signal does not kill a rank that waits here).
+    printStopped(*trainer, *outcome, savePath);
+    auto world = worldCommunicator();
+    if (world.ok()) (void)(*world)->barrier("the end of an interrupted run");
+    return 130;
+  }
   sigaction(SIGINT, &oldInt, nullptr);
   sigaction(SIGTERM, &oldTerm, nullptr);
+  sigaction(SIGUSR1, &oldUsr1, nullptr);
   if (!outcome.ok()) {
     printer.end();
     return fail(outcome.status());
@@ -432,7 +489,16 @@ position, the model's hash and metadata. They are written atomically, so a faile
 interrupted save never destroys the previous one. --resume continues bit-identically to an
 uninterrupted run (with the same --total-steps, which defaults to --steps: the schedule
 decays to --min-lr at that step); --steps is the step to reach, not a count. A NaN or infinite loss stops
-the run without saving (exit 1); Ctrl-C saves at the current step and exits (130).
+the run without saving (exit 1); Ctrl-C (SIGINT, SIGTERM or SIGUSR1) saves at the current
+step and exits (130).
+
+Data parallel (`tfc --dp=N`, `mpirun -np N tfc-run model.so train ...`): each rank reads its
+slice of a global batch of N x B rows; rank 0 alone prints, logs and saves. SIGINT, SIGTERM
+or SIGUSR1 to any rank stops every rank after the same step (they agree at each step), rank
+0 saves and all exit 130. To stop the whole job, send SIGUSR1 to mpirun, which forwards it
+to every rank (Ctrl-C on mpirun makes it kill the ranks a second later). A rank that dies
+ends the job (mpirun), or the others fail after TFC_COMM_TIMEOUT_S seconds (default 300)
+naming the collective.
 
 options:
   --weights FILE|DIR  start from these parameters: a .safetensors file of the model's
