@@ -20,10 +20,11 @@
 #    PyTorch eager and torch.compile on the same GPU in the same run (f32, and
 #    PyTorch's bf16 autocast), and tfc's bf16 artifacts (mixed-precision
 #    train_step, bf16-weight generation), as one table with tokens/s, MFU and
-#    the fraction of the HBM-bandwidth floor.
-# It is meant to fit in 8 minutes on one H200 (not yet timed on one: the
-# kernels are correct-first; TFC_TRAIN_REPEAT lowers the timed steps). Put the
-# table, with the date, in docs/performance.md.
+#    the fraction of the HBM-bandwidth floor;
+# 3. where the time goes: `tfc-run profile` of train_step and decode (f32).
+# On one H200 (2026-12-04) steps 1 and 2 took 321 s with TFC_TRAIN_REPEAT=3,
+# torch.compile's two compiles included; ask for 450 s. Put the table, with
+# the date, in docs/performance.md.
 #
 # Environment: TFC_GPU_PEAK_TFLOPS (default 67, the H200's FP32 peak without
 # tensor cores), TFC_GPU_BANDWIDTH_GBS (default 4800, its HBM3e), TFC_TRAIN_REPEAT
@@ -197,6 +198,13 @@ print(f"\nMFU: {flops_per_token / 1e9:.2f} GFLOP per token over {peak / 1e12:.0f
       f"decode floor: {floor_tok_s:,.0f} tokens/s ({params * 4 / 1e6:.0f} MB of f32 weights at "
       f"{bandwidth / 1e9:.0f} GB/s; bf16 rows are measured against the same f32 floor).")
 EOF
+  echo "== where the time goes: tfc-run profile (f32), the 20 slowest kernels"
+  local peak_gflops=$(( ${TFC_GPU_PEAK_TFLOPS:-67} * 1000 )) bandwidth="${TFC_GPU_BANDWIDTH_GBS:-4800}"
+  timeout 120 "$tfcrun" "$model" profile train_step --device "$device" --weights "$work/w.safetensors" \
+    --in tokens="$work/tokens.npy" --in targets="$work/targets.npy" --repeat 2 --warmup 1 --top 20 \
+    --peak-gflops "$peak_gflops" --bandwidth-gbs "$bandwidth" || status=1
+  timeout 60 "$tfcrun" "$model" profile decode --device "$device" --weights "$work/w.safetensors" \
+    --repeat 20 --top 20 --peak-gflops "$peak_gflops" --bandwidth-gbs "$bandwidth" || status=1
   [[ $status -eq 0 ]] && echo "gpu-check: passed" || echo "gpu-check: FAILED (see above)"
   return $status
 }
