@@ -23,7 +23,8 @@
 #    the fraction of the HBM-bandwidth floor;
 # 3. where the time goes: `tfc-run profile` of train_step and decode (f32).
 # On one H200 (2026-12-04) steps 1 and 2 took 321 s with TFC_TRAIN_REPEAT=3,
-# torch.compile's two compiles included; ask for 450 s. Put the table, with
+# torch.compile's two compiles included, but tfc's train_step failed at once then;
+# ask for 540 s. Put the table, with
 # the date, in docs/performance.md.
 #
 # Environment: TFC_GPU_PEAK_TFLOPS (default 67, the H200's FP32 peak without
