@@ -148,14 +148,17 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
         return grad.emitError("tfc-train-step: result ")
                << i << " of '" << grad.getName() << "' is the gradient of '"
                << of.getValue() << "', which is no tfc.param of the module";
-      Trained t{of, llvm::cast<RankedTensorType>(grad.getResultTypes()[i]),
-                "", "", llvm::cast<RankedTensorType>(paramOp.getType()),
+      Trained t{of,
+                llvm::cast<RankedTensorType>(grad.getResultTypes()[i]),
+                "",
+                "",
+                llvm::cast<RankedTensorType>(paramOp.getType()),
                 grad.getResultAttrOfType<DictionaryAttr>(i, attr::kZeroShard)};
       if (!t.shard && t.type != t.paramType)
         return grad.emitError("tfc-train-step: result ")
                << i << " of '" << grad.getName() << "' is " << t.type
-               << " but parameter '" << of.getValue() << "' is "
-               << t.paramType << " (and it is no tfc.zero_shard)";
+               << " but parameter '" << of.getValue() << "' is " << t.paramType
+               << " (and it is no tfc.zero_shard)";
       t.m = ((adamw ? "opt.m." : "opt.buf.") + of.getValue()).str();
       t.v = ("opt.v." + of.getValue()).str();
       for (const std::string &name : {t.m, t.v}) {
@@ -350,7 +353,8 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
       // ZeRO: the rank's block of the flattened, zero-padded parameter.
       int64_t numel = tr.paramType.getNumElements();
       int64_t block = tr.type.getNumElements();
-      int64_t ranks = tr.shard ? tr.shard.getAs<IntegerAttr>("size").getInt() : 1;
+      int64_t ranks =
+          tr.shard ? tr.shard.getAs<IntegerAttr>("size").getInt() : 1;
       auto flatType = [&](ArrayRef<int64_t> shape) {
         return RankedTensorType::get(shape, tr.paramType.getElementType());
       };
@@ -399,8 +403,9 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
             loc, pNew, tr.shard.getAs<StringAttr>("group"),
             tr.shard.getAs<IntegerAttr>("size"));
         if (block * ranks != numel)
-          whole = b.create<SliceOp>(loc, whole, ArrayRef<int64_t>{0},
-                                    ArrayRef<int64_t>{numel}, ArrayRef<int64_t>{1});
+          whole =
+              b.create<SliceOp>(loc, whole, ArrayRef<int64_t>{0},
+                                ArrayRef<int64_t>{numel}, ArrayRef<int64_t>{1});
         pNew = b.create<ReshapeOp>(loc, tr.paramType, whole);
       }
       b.create<StoreOp>(loc, pNew, tr.param.getValue());

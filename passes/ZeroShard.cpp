@@ -50,7 +50,8 @@ struct ZeroShardPass : public tfc::impl::TfcZeroShardBase<ZeroShardPass> {
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.getName().ends_with("_grad"))
         continue;
-      auto ret = llvm::cast<func::ReturnOp>(func.getBody().front().getTerminator());
+      auto ret =
+          llvm::cast<func::ReturnOp>(func.getBody().front().getTerminator());
       SmallVector<Type> resultTypes(func.getResultTypes());
       for (unsigned i = 0; i < func.getNumResults(); ++i) {
         auto of = func.getResultAttrOfType<StringAttr>(i, attr::kGradOf);
@@ -74,17 +75,19 @@ struct ZeroShardPass : public tfc::impl::TfcZeroShardBase<ZeroShardPass> {
         Location loc = reduced.getLoc();
         Value flat = g;
         if (type.getRank() != 1)
-          flat = b.create<ReshapeOp>(loc, RankedTensorType::get({numel}, f32), g);
+          flat =
+              b.create<ReshapeOp>(loc, RankedTensorType::get({numel}, f32), g);
         if (block * n != numel) {
           auto padType = RankedTensorType::get({block * n - numel}, f32);
           Value zeros = b.create<ConstantOp>(
               loc, DenseElementsAttr::get(padType, b.getFloatAttr(f32, 0.0)));
-          flat = b.create<ConcatOp>(loc, RankedTensorType::get({block * n}, f32),
-                                    ValueRange{flat, zeros}, /*dim=*/0);
+          flat =
+              b.create<ConcatOp>(loc, RankedTensorType::get({block * n}, f32),
+                                 ValueRange{flat, zeros}, /*dim=*/0);
         }
-        auto shard = b.create<ReduceScatterOp>(loc, flat, reduced.getGroupAttr(),
-                                               reduced.getReduceAttr(),
-                                               reduced.getSizeAttr());
+        auto shard = b.create<ReduceScatterOp>(
+            loc, flat, reduced.getGroupAttr(), reduced.getReduceAttr(),
+            reduced.getSizeAttr());
         ret.setOperand(i, shard);
         if (reduced->use_empty())
           reduced->erase();

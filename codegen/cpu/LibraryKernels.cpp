@@ -330,8 +330,9 @@ bool emitMoeFfnGrad(OpBuilder &b, MoeFfnGradOp op, ValueRange operands,
 /// into the runtime's communicator through the kernel library
 /// (tfc_kernels_collective_f32 -> host->collective), with the count the ABI
 /// states for the kind (artifact_abi.h: the per-rank block for the last two).
-bool emitCollective(OpBuilder &b, Operation *op, int32_t kind, StringRef groupName,
-                    StringRef reduce, ValueRange operands, ValueRange results) {
+bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
+                    StringRef groupName, StringRef reduce, ValueRange operands,
+                    ValueRange results) {
   Location loc = op->getLoc();
   auto module = op->getParentOfType<ModuleOp>();
   std::string name = "tfc_group_" + groupName.str();
@@ -354,8 +355,8 @@ bool emitCollective(OpBuilder &b, Operation *op, int32_t kind, StringRef groupNa
                                                     : blockOf(results[0]);
   call(b, op, "tfc_kernels_collective_f32",
        {i32(b, loc, kind),
-        i32(b, loc, reduce == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM),
-        group, pointerOf(b, loc, operands[0]), pointerOf(b, loc, results[0]),
+        i32(b, loc, reduce == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM), group,
+        pointerOf(b, loc, operands[0]), pointerOf(b, loc, results[0]),
         i64(b, loc, count)});
   return true;
 }
@@ -405,8 +406,8 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
-                 MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp, ReduceScatterOp,
-                 AllGatherOp>(op))
+                 MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp,
+                 ReduceScatterOp, AllGatherOp>(op))
     return failure();
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
@@ -448,9 +449,8 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                   return emitAttentionGrad(b, a, ins, outs);
                 })
                 .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
-                .Case([&](MoeRouteOp r) {
-                  return emitMoeRoute(b, r, ins, outs);
-                })
+                .Case(
+                    [&](MoeRouteOp r) { return emitMoeRoute(b, r, ins, outs); })
                 .Case([&](MoeFfnOp m) { return emitMoeFfn(b, m, ins, outs); })
                 .Case([&](MoeFfnGradOp m) {
                   return emitMoeFfnGrad(b, m, ins, outs);

@@ -1374,10 +1374,10 @@ LogicalResult inferBlocks(const OpDiag &diag, Value operand, int64_t size,
 }
 } // namespace
 
-LogicalResult ReduceScatterOp::inferReturnTypes(MLIRContext *,
-                                                std::optional<Location> loc,
-                                                Adaptor adaptor,
-                                                SmallVectorImpl<Type> &inferred) {
+LogicalResult
+ReduceScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
   return inferBlocks(OpDiag{loc, "reduce_scatter"}, adaptor.getX(),
                      adaptor.getSize(), /*scatter=*/true, inferred);
 }

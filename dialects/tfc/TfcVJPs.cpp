@@ -647,8 +647,8 @@ LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   // The result is replicated, so dL/dresult is the same on every rank and
   // rank r's dL/dx is its block r; the mean over ranks of equal blocks is
   // that block (a reduce-scatter keeps the op's own VJP an all-gather).
-  out.assign(1, b.create<ReduceScatterOp>(getLoc(), grads[0], getGroupAttr(),
-                                          b.getStringAttr("mean"),
-                                          getSizeAttr()));
+  out.assign(1,
+             b.create<ReduceScatterOp>(getLoc(), grads[0], getGroupAttr(),
+                                       b.getStringAttr("mean"), getSizeAttr()));
   return success();
 }
