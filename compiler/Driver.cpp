@@ -124,6 +124,14 @@ struct Options {
                "over the ranks (tfc-data-parallel); each rank reads its slice "
                "of a global batch of N x the compiled batch"),
       cl::value_desc("N"), cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> zero{
+      "zero",
+      cl::desc("With --dp and --optimizer: ZeRO stage (0 or 1). 1: the "
+               "gradients are reduce-scattered, each rank updates its block "
+               "of every parameter with its block of the optimizer's moments "
+               "(optimizer state / N per rank) and the parameters are "
+               "all-gathered (tfc-zero-shard)"),
+      cl::value_desc("0|1"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
       cl::desc("f32 (default), bf16 or f16. Without --optimizer: store "
@@ -342,6 +350,17 @@ int compilerMain(int argc, char **argv) {
     return fail("--dp=" + std::to_string(options.dataParallel) +
                 " averages the gradients of train_step: it needs --optimizer");
   pipeline.dataParallel = options.dataParallel;
+  if (options.zero != 0 && options.zero != 1)
+    return fail("--zero=" + std::to_string(options.zero) +
+                ": only ZeRO stage 1 (optimizer state sharded) is built; give "
+                "--zero=1 or --zero=0");
+  if (options.zero == 1 && options.optimizer.empty())
+    return fail("--zero=1 shards the optimizer's state: it needs "
+                "--optimizer=adamw|sgd (and --dp=N)");
+  if (options.zero == 1 && options.dataParallel == 0)
+    return fail("--zero=1 shards the optimizer's state over data-parallel "
+                "ranks: it needs --dp=N (N processes under mpirun)");
+  pipeline.zero = options.zero;
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +

@@ -85,6 +85,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
       TfcDataParallelOptions dp;
       dp.size = options.dataParallel;
       pm.addPass(createTfcDataParallel(dp));
+      if (options.zero == 1)
+        pm.addPass(createTfcZeroShard());
     }
     TfcTrainStepOptions trainStep;
     trainStep.optimizer = options.optimizer;

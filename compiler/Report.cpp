@@ -2,6 +2,7 @@
 #include "compiler/Report.h"
 
 #include "dialects/tfc/AttrNames.h"
+#include "dialects/tfc/TfcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -40,6 +41,31 @@ void writeReport(mlir::ModuleOp module, llvm::StringRef input,
   json.object([&] {
     json.attribute("input", input);
     json.attribute("settings", settings);
+    // What each process holds for the whole run (the parameters and the
+    // module state: optimizer moments, KV cache, ...). The optimizer's state
+    // is the `opt.*` tensors of tfc-train-step, which ZeRO-1 (tfc --zero=1)
+    // keeps as one block per rank: N x smaller.
+    int64_t paramBytes = 0, stateBytes = 0, optimizerBytes = 0;
+    auto bytesOf = [](mlir::Type t) -> int64_t {
+      auto tensor = llvm::dyn_cast<mlir::RankedTensorType>(t);
+      if (!tensor || !tensor.hasStaticShape())
+        return 0;
+      return tensor.getNumElements() *
+             ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+    };
+    for (auto param : module.getOps<ParamOp>())
+      paramBytes += bytesOf(param.getType());
+    for (auto state : module.getOps<StateOp>()) {
+      int64_t bytes = bytesOf(state.getType());
+      stateBytes += bytes;
+      if (state.getSymName().starts_with("opt."))
+        optimizerBytes += bytes;
+    }
+    json.attributeObject("memory_per_rank", [&] {
+      json.attribute("parameter_bytes", paramBytes);
+      json.attribute("state_bytes", stateBytes);
+      json.attribute("optimizer_state_bytes", optimizerBytes);
+    });
     json.attributeObject("entries", [&] {
       for (auto func : module.getOps<mlir::func::FuncOp>()) {
         auto name = func->getAttrOfType<mlir::StringAttr>(attr::kEntry);

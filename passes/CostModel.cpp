@@ -167,6 +167,13 @@ OpCost estimateCost(Operation *op) {
     // reduce-scatter then an all-gather, each sending (n-1)/n of the tensor.
     int64_t n = ar.getSize();
     cost.linkBytes = 2 * (n - 1) * tensorBytes(ar.getX().getType()) / n;
+  } else if (auto rs = llvm::dyn_cast<ReduceScatterOp>(op)) {
+    // Each half of the ring alone: (n-1)/n of the whole (unscattered) tensor.
+    int64_t n = rs.getSize();
+    cost.linkBytes = (n - 1) * tensorBytes(rs.getX().getType()) / n;
+  } else if (auto ag = llvm::dyn_cast<AllGatherOp>(op)) {
+    int64_t n = ag.getSize();
+    cost.linkBytes = (n - 1) * tensorBytes(ag.getResult().getType()) / n;
   }
   // Ops that touch only part of an operand.
   if (auto e = llvm::dyn_cast<EmbeddingOp>(op)) {

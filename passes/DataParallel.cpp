@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tfc/AttrNames.h"
+#include "passes/Metadata.h"
 #include "passes/Passes.h"
 
 #include "dialects/tfc/TfcOps.h"
@@ -39,15 +40,7 @@ namespace {
 
 /// `json` (an object's text, or "") with "world_size": n as its first key.
 std::string withWorldSize(StringRef json, int64_t n) {
-  std::string key = std::string("\"") + TFC_METADATA_WORLD_SIZE +
-                    "\": " + std::to_string(n);
-  StringRef body = json.trim();
-  if (!body.consume_front("{"))
-    return "{" + key + "}";
-  body = body.ltrim();
-  if (body.starts_with("}"))
-    return "{" + key + "}";
-  return "{" + key + ", " + body.str();
+  return withMetadataEntry(json, TFC_METADATA_WORLD_SIZE, std::to_string(n));
 }
 
 struct DataParallelPass : public tfc::impl::TfcDataParallelBase<DataParallelPass> {

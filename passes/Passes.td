@@ -207,6 +207,42 @@ def TfcDataParallel : Pass<"tfc-data-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def TfcZeroShard : Pass<"tfc-zero-shard", "mlir::ModuleOp"> {
+  let summary = "ZeRO-1: reduce-scatters the gradients so the optimizer runs on shards";
+  let description = [{
+    Run between `tfc-data-parallel` and `tfc-train-step` (`tfc --dp=N
+    --zero=1`). In every `<entry>_grad` entry, each gradient result that
+    `tfc-data-parallel` averaged with `tfc.all_reduce` becomes instead the
+    flattened gradient, padded with zeros to a multiple of N elements, then
+    `tfc.reduce_scatter` (mean): each rank keeps the averaged gradient of its
+    own block of ceil(n / N) elements, and the result is marked
+    `tfc.zero_shard = {group, size}`. `tfc-train-step` then keeps the
+    optimizer's moments as shards of that size (optimizer state / N per
+    rank), takes the clipping norm from the shards (one `tfc.all_reduce` of
+    the sum of squares), updates the rank's block of each parameter and
+    rebuilds the whole parameter with `tfc.all_gather`. The loss stays an
+    all-reduce. `tfc-train-step` lists the sharded moments in the module's
+    `tfc.metadata` (`"zero_shards"`); the runtime gathers them when it writes
+    a checkpoint and takes its block when it reads one, so checkpoints hold
+    the whole model and resume on any number of ranks.
+
+    Before (size=2):
+    ```mlir
+    %g = tfc.matmul %x, %dy ...
+    %r = tfc.all_reduce %g {group = "dp", reduce = "mean", size = 2 : i64} : tensor<3x3xf32>
+    return %l, %r : tensor<f32>, tensor<3x3xf32>
+    ```
+    After:
+    ```mlir
+    %g = tfc.matmul %x, %dy ...
+    %f = tfc.reshape %g : tensor<3x3xf32> -> tensor<9xf32>
+    %p = tfc.concat %f, %zeros dim = 0 : (tensor<9xf32>, tensor<1xf32>) -> tensor<10xf32>
+    %s = tfc.reduce_scatter %p {group = "dp", reduce = "mean", size = 2 : i64} : tensor<10xf32> -> tensor<5xf32>
+    return %l, %s : tensor<f32>, tensor<5xf32>
+    ```
+  }];
+}
+
 def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
   let summary = "Builds `train_step`: forward, loss, backward, clipping, optimizer";
   let description = [{

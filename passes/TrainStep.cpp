@@ -6,13 +6,17 @@
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tfc/AttrNames.h"
+#include "passes/Metadata.h"
 #include "passes/Passes.h"
 
 #include "dialects/tfc/TfcOps.h"
+#include "tfc/artifact_abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cmath>
 
@@ -122,19 +126,39 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     StringRef stepName = "train.step";
     if (!module.lookupSymbol(stepName))
       b.create<StateOp>(loc, stepName, i64, "zeros");
+    // type: the gradient's, which the moments take; paramType: the
+    // parameter's. They differ when the gradient is the rank's block of it
+    // (shard: tfc.zero_shard from tfc-zero-shard).
     struct Trained {
       StringAttr param;
       RankedTensorType type;
       std::string m, v;
+      RankedTensorType paramType;
+      DictionaryAttr shard;
     };
     SmallVector<Trained> trained;
+    SmallVector<std::string> zeroShards;
     for (unsigned i = 1; i < grad.getNumResults(); ++i) {
       auto of = grad.getResultAttrOfType<StringAttr>(i, attr::kGradOf);
       if (!of)
         return grad.emitError("tfc-train-step: result ")
                << i << " of '" << grad.getName() << "' has no tfc.grad_of";
-      Trained t{of, llvm::cast<RankedTensorType>(grad.getResultTypes()[i]),
-                "", ""};
+      auto paramOp = module.lookupSymbol<ParamOp>(of.getValue());
+      if (!paramOp)
+        return grad.emitError("tfc-train-step: result ")
+               << i << " of '" << grad.getName() << "' is the gradient of '"
+               << of.getValue() << "', which is no tfc.param of the module";
+      Trained t{of,
+                llvm::cast<RankedTensorType>(grad.getResultTypes()[i]),
+                "",
+                "",
+                llvm::cast<RankedTensorType>(paramOp.getType()),
+                grad.getResultAttrOfType<DictionaryAttr>(i, attr::kZeroShard)};
+      if (!t.shard && t.type != t.paramType)
+        return grad.emitError("tfc-train-step: result ")
+               << i << " of '" << grad.getName() << "' is " << t.type
+               << " but parameter '" << of.getValue() << "' is " << t.paramType
+               << " (and it is no tfc.zero_shard)";
       t.m = ((adamw ? "opt.m." : "opt.buf.") + of.getValue()).str();
       t.v = ("opt.v." + of.getValue()).str();
       for (const std::string &name : {t.m, t.v}) {
@@ -144,8 +168,18 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
           return module.emitError("tfc-train-step: state '")
                  << name << "' already exists";
         b.create<StateOp>(loc, name, t.type, "zeros");
+        if (t.shard)
+          zeroShards.push_back(name + "=" + of.getValue().str());
       }
       trained.push_back(t);
+    }
+    // The runtime gathers these blocks into whole tensors for checkpoints.
+    if (!zeroShards.empty()) {
+      auto meta = module->getAttrOfType<StringAttr>(attr::kMetadata);
+      module->setAttr(attr::kMetadata,
+                      b.getStringAttr(withMetadataEntry(
+                          meta ? meta.getValue() : "", TFC_METADATA_ZERO_SHARDS,
+                          "\"" + llvm::join(zeroShards, ",") + "\"")));
     }
 
     // Signature: the loss inputs, then the hyper-parameters.
@@ -196,10 +230,44 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     };
     Arith a{b, loc};
 
-    // Global-norm clipping (off when grad_clip <= 0).
+    // Global-norm clipping (off when grad_clip <= 0). Shards of a group add
+    // up to the whole only after a sum over its ranks: one all_reduce of
+    // their partial sum of squares per group (the zero padding adds 0).
     Value sumsq = a.c(0.0);
-    for (unsigned i = 0; i < trained.size(); ++i)
-      sumsq = a.add(sumsq, a.sumSquares(results[i + 1]));
+    llvm::MapVector<DictionaryAttr, Value> shardSumsq;
+    for (auto [i, tr] : llvm::enumerate(trained)) {
+      Value s = a.sumSquares(results[i + 1]);
+      if (!tr.shard) {
+        sumsq = a.add(sumsq, s);
+        continue;
+      }
+      auto [it, fresh] = shardSumsq.try_emplace(tr.shard, s);
+      if (!fresh)
+        it->second = a.add(it->second, s);
+    }
+    // The rank in each group, for the block of each parameter it updates:
+    // rank r's block of the reduce-scatter (sum) of [0, 1, ..., n-1] over n
+    // ranks is n x r, exact in f32 (a float of a few bytes, once a step;
+    // the host API has no rank query that compiled code could call).
+    llvm::MapVector<DictionaryAttr, Value> shardRank;
+    for (auto [shard, partial] : shardSumsq) {
+      auto group = shard.getAs<StringAttr>("group");
+      auto size = shard.getAs<IntegerAttr>("size");
+      sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, partial, group,
+                                                 b.getStringAttr("sum"), size));
+      int64_t n = size.getInt();
+      auto ranksType = RankedTensorType::get({n}, b.getF32Type());
+      SmallVector<float> ranks;
+      for (int64_t r = 0; r < n; ++r)
+        ranks.push_back(static_cast<float>(r));
+      Value all = b.create<ConstantOp>(
+          loc, DenseElementsAttr::get(ranksType, llvm::ArrayRef<float>(ranks)));
+      Value mine = b.create<ReduceScatterOp>(loc, all, group,
+                                             b.getStringAttr("sum"), size);
+      mine = a.div(b.create<ReshapeOp>(loc, f32, mine), a.c(double(n)));
+      shardRank[shard] = b.create<CastOp>(
+          loc, RankedTensorType::get({}, b.getI32Type()), mine);
+    }
     Value norm = a.sqrt(sumsq);
     Value clip = hp("grad_clip");
     Value on = a.step(clip);
@@ -281,8 +349,31 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
       Value g = a.mul(results[i + 1], gradScale);
       if (scaled)
         g = finiteOr0(g);
-      Value p = b.create<LoadOp>(loc, tr.type, tr.param.getValue());
-      bool decays = decaysByDefault(tr.param.getValue(), tr.type);
+      Value pWhole = b.create<LoadOp>(loc, tr.paramType, tr.param.getValue());
+      // ZeRO: the rank's block of the flattened, zero-padded parameter.
+      int64_t numel = tr.paramType.getNumElements();
+      int64_t block = tr.type.getNumElements();
+      int64_t ranks =
+          tr.shard ? tr.shard.getAs<IntegerAttr>("size").getInt() : 1;
+      auto flatType = [&](ArrayRef<int64_t> shape) {
+        return RankedTensorType::get(shape, tr.paramType.getElementType());
+      };
+      Value p = pWhole;
+      if (tr.shard) {
+        Value flat = b.create<ReshapeOp>(loc, flatType({numel}), pWhole);
+        if (block * ranks != numel) {
+          Value zeros = b.create<ConstantOp>(
+              loc, DenseElementsAttr::get(flatType({block * ranks - numel}),
+                                          b.getF32FloatAttr(0.0)));
+          flat = b.create<ConcatOp>(loc, flatType({block * ranks}),
+                                    ValueRange{flat, zeros}, /*dim=*/0);
+        }
+        Value rows = b.create<ReshapeOp>(loc, flatType({ranks, block}), flat);
+        Value mine = b.create<DynamicSliceOp>(loc, flatType({1, block}), rows,
+                                              shardRank[tr.shard], /*dim=*/0);
+        p = b.create<ReshapeOp>(loc, tr.type, mine);
+      }
+      bool decays = decaysByDefault(tr.param.getValue(), tr.paramType);
       Value pNew;
       if (adamw) {
         Value b1 = hp("beta1"), b2 = hp("beta2"), eps = hp("eps");
@@ -305,7 +396,19 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
         pNew = a.sub(p, a.mul(lrNow, bufNew));
         b.create<StoreOp>(loc, keepUnlessOk(bufNew, buf), tr.m);
       }
-      b.create<StoreOp>(loc, keepUnlessOk(pNew, p), tr.param.getValue());
+      pNew = keepUnlessOk(pNew, p);
+      if (tr.shard) {
+        // Every rank's updated block, in rank order; the padding dropped.
+        Value whole = b.create<AllGatherOp>(
+            loc, pNew, tr.shard.getAs<StringAttr>("group"),
+            tr.shard.getAs<IntegerAttr>("size"));
+        if (block * ranks != numel)
+          whole =
+              b.create<SliceOp>(loc, whole, ArrayRef<int64_t>{0},
+                                ArrayRef<int64_t>{numel}, ArrayRef<int64_t>{1});
+        pNew = b.create<ReshapeOp>(loc, tr.paramType, whole);
+      }
+      b.create<StoreOp>(loc, pNew, tr.param.getValue());
     }
     SmallVector<Value> returned = {results[0], lrNow, norm};
     if (scaled) {

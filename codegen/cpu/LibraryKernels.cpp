@@ -326,17 +326,20 @@ bool emitMoeFfnGrad(OpBuilder &b, MoeFfnGradOp op, ValueRange operands,
   return true;
 }
 
-/// tfc.all_reduce: a blocking call into the runtime's communicator through
-/// the kernel library (tfc_kernels_collective_f32 -> host->collective).
-bool emitAllReduce(OpBuilder &b, AllReduceOp op, ValueRange operands,
-                   ValueRange results) {
-  Location loc = op.getLoc();
+/// tfc.all_reduce, tfc.reduce_scatter and tfc.all_gather: a blocking call
+/// into the runtime's communicator through the kernel library
+/// (tfc_kernels_collective_f32 -> host->collective), with the count the ABI
+/// states for the kind (artifact_abi.h: the per-rank block for the last two).
+bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
+                    StringRef groupName, StringRef reduce, ValueRange operands,
+                    ValueRange results) {
+  Location loc = op->getLoc();
   auto module = op->getParentOfType<ModuleOp>();
-  std::string name = "tfc_group_" + op.getGroup().str();
+  std::string name = "tfc_group_" + groupName.str();
   auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
   if (!global) {
     OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-    std::string text = op.getGroup().str();
+    std::string text = groupName.str();
     text.push_back('\0');
     global = mb.create<LLVM::GlobalOp>(
         module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
@@ -345,11 +348,15 @@ bool emitAllReduce(OpBuilder &b, AllReduceOp op, ValueRange operands,
   }
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
   Value group = b.create<LLVM::AddressOfOp>(loc, ptr, global.getSymName());
-  int64_t count = numElements(op.getX().getType().getShape());
+  auto blockOf = [](Value v) {
+    return numElements(llvm::cast<ShapedType>(v.getType()).getShape());
+  };
+  int64_t count = kind == TFC_COLLECTIVE_ALL_GATHER ? blockOf(operands[0])
+                                                    : blockOf(results[0]);
   call(b, op, "tfc_kernels_collective_f32",
-       {i32(b, loc, TFC_COLLECTIVE_ALL_REDUCE),
-        i32(b, loc, op.getReduce() == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM),
-        group, pointerOf(b, loc, operands[0]), pointerOf(b, loc, results[0]),
+       {i32(b, loc, kind),
+        i32(b, loc, reduce == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM), group,
+        pointerOf(b, loc, operands[0]), pointerOf(b, loc, results[0]),
         i64(b, loc, count)});
   return true;
 }
@@ -399,7 +406,8 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
-                 MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp>(op))
+                 MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp,
+                 ReduceScatterOp, AllGatherOp>(op))
     return failure();
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
@@ -441,15 +449,23 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                   return emitAttentionGrad(b, a, ins, outs);
                 })
                 .Case([&](SampleOp s) { return emitSample(b, s, ins, outs); })
-                .Case([&](MoeRouteOp r) {
-                  return emitMoeRoute(b, r, ins, outs);
-                })
+                .Case(
+                    [&](MoeRouteOp r) { return emitMoeRoute(b, r, ins, outs); })
                 .Case([&](MoeFfnOp m) { return emitMoeFfn(b, m, ins, outs); })
                 .Case([&](MoeFfnGradOp m) {
                   return emitMoeFfnGrad(b, m, ins, outs);
                 })
                 .Case([&](AllReduceOp r) {
-                  return emitAllReduce(b, r, ins, outs);
+                  return emitCollective(b, r, TFC_COLLECTIVE_ALL_REDUCE,
+                                        r.getGroup(), r.getReduce(), ins, outs);
+                })
+                .Case([&](ReduceScatterOp r) {
+                  return emitCollective(b, r, TFC_COLLECTIVE_REDUCE_SCATTER,
+                                        r.getGroup(), r.getReduce(), ins, outs);
+                })
+                .Case([&](AllGatherOp r) {
+                  return emitCollective(b, r, TFC_COLLECTIVE_ALL_GATHER,
+                                        r.getGroup(), "sum", ins, outs);
                 })
                 .Default([](Operation *) { return false; });
       });

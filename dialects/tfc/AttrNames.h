@@ -24,6 +24,10 @@ constexpr llvm::StringLiteral kName = "tfc.name";
 constexpr llvm::StringLiteral kGradOf = "tfc.grad_of";
 /// On the module: free-form JSON (model and config) copied into the artifact.
 constexpr llvm::StringLiteral kMetadata = "tfc.metadata";
+/// On a result of a `*_grad` entry (tfc-zero-shard): {group, size}; the
+/// result is the rank's block of the flattened gradient, padded to a
+/// multiple of size, and tfc-train-step updates that block only.
+constexpr llvm::StringLiteral kZeroShard = "tfc.zero_shard";
 
 /// On an entry: what tfc-fuse, tfc-remat and tfc-schedule decided (for
 /// --report); carried from the graph function to the planned entry.

@@ -1337,5 +1337,71 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+namespace {
+/// The checks tfc.all_reduce, tfc.reduce_scatter and tfc.all_gather share.
+LogicalResult verifyGroup(const OpDiag &diag, StringRef group, int64_t size) {
+  if (group.empty())
+    return diag("needs a non-empty group name (\"dp\")");
+  if (size < 1)
+    return diag("group size ", size, " must be at least 1");
+  return success();
+}
+
+/// The result of a collective that divides (reduce_scatter) or multiplies
+/// (all_gather) the leading dimension of `x` by the group's size.
+LogicalResult inferBlocks(const OpDiag &diag, Value operand, int64_t size,
+                          bool scatter, SmallVectorImpl<Type> &inferred) {
+  auto x = tensorOf(operand);
+  if (!x)
+    return diag("operand 'x' must be a ranked tensor");
+  if (x.getRank() < 1)
+    return diag("operand 'x' must have a leading dimension to ",
+                scatter ? "scatter" : "gather", ", got a 0-d tensor");
+  if (size < 1)
+    return diag("group size ", size, " must be at least 1");
+  SmallVector<int64_t> shape(x.getShape());
+  if (scatter) {
+    if (shape[0] % size != 0)
+      return diag("leading dimension ", shape[0], " of ", shapeOf(x),
+                  " is not divisible by the group size ", size,
+                  " (pad it to a multiple of ", size, ")");
+    shape[0] /= size;
+  } else {
+    shape[0] *= size;
+  }
+  inferred.push_back(RankedTensorType::get(shape, x.getElementType()));
+  return success();
+}
+} // namespace
+
+LogicalResult
+ReduceScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                  Adaptor adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  return inferBlocks(OpDiag{loc, "reduce_scatter"}, adaptor.getX(),
+                     adaptor.getSize(), /*scatter=*/true, inferred);
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyGroup(OpDiag{getLoc(), "reduce_scatter"}, getGroup(),
+                         getSize())))
+    return failure();
+  if (getReduce() != "sum" && getReduce() != "mean")
+    return emitOpError("reduce '") << getReduce() << "' is not 'sum' or 'mean'";
+  return success();
+}
+
+LogicalResult AllGatherOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferBlocks(OpDiag{loc, "all_gather"}, adaptor.getX(),
+                     adaptor.getSize(), /*scatter=*/false, inferred);
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyGroup(OpDiag{getLoc(), "all_gather"}, getGroup(), getSize());
+}
+
 #define GET_OP_CLASSES
 #include "dialects/tfc/TfcOps.cpp.inc"

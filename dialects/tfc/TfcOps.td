@@ -925,4 +925,55 @@ def TFC_AllReduceOp : TFC_Op<"all_reduce", [Pure, SameOperandsAndResultType, TFC
   let hasVerifier = 1;
 }
 
+def TFC_ReduceScatterOp : TFC_InferOp<"reduce_scatter", [TFC_VJP]> {
+  let summary = "sum or mean over the ranks of a group, each rank keeping one block";
+  let description = [{
+    Every rank of the group named `group` contributes `x`, whose leading
+    dimension is `size` blocks of equal length; rank r gets back block r of
+    the elementwise `reduce` ("sum" or "mean") of all the contributions, so
+    the result's leading dimension is x's divided by `size`. With
+    `tfc.all_gather` it is the two halves of a ring all-reduce; ZeRO
+    (tfc-zero-shard) uses it for the gradients so that each rank holds the
+    averaged gradient of its own shard only. Lowered like tfc.all_reduce
+    (TFC_COLLECTIVE_REDUCE_SCATTER through the runtime's communicator).
+
+    Gradient: every rank's block r of x reaches rank r's result, so dL/dx is
+    the all-gather of every rank's dL/dresult ("sum"), divided by `size`
+    ("mean").
+
+    ```mlir
+    %s = tfc.reduce_scatter %g {group = "dp", reduce = "mean", size = 2 : i64} : tensor<768xf32> -> tensor<384xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, StrAttr:$group, StrAttr:$reduce,
+                       I64Attr:$size);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{ $x attr-dict `:` type($x) `->` type($result) }];
+  let hasVerifier = 1;
+}
+
+def TFC_AllGatherOp : TFC_InferOp<"all_gather", [TFC_VJP]> {
+  let summary = "the blocks of every rank of a group, concatenated in rank order";
+  let description = [{
+    Every rank of the group named `group` contributes `x`; each gets back the
+    concatenation along the leading dimension of all the contributions, rank
+    0's first, so the result's leading dimension is x's times `size`. ZeRO
+    (tfc-zero-shard) uses it to rebuild every parameter from the shards each
+    rank updated. Lowered like tfc.all_reduce (TFC_COLLECTIVE_ALL_GATHER).
+
+    Gradient: the result is replicated, so dL/dresult is the same on every
+    rank and rank r's dL/dx is its own block r of it; written as the
+    reduce-scatter of dL/dresult with "mean" (the mean of `size` equal
+    blocks is the block), so that its own gradient is again an all-gather.
+
+    ```mlir
+    %p = tfc.all_gather %shard {group = "dp", size = 2 : i64} : tensor<384xf32> -> tensor<768xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, StrAttr:$group, I64Attr:$size);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{ $x attr-dict `:` type($x) `->` type($result) }];
+  let hasVerifier = 1;
+}
+
 #endif // TFC_OPS_TD

@@ -629,3 +629,26 @@ LogicalResult AllReduceOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
     out[0] = e.mul(grads[0], e.c(grads[0], 1.0 / double(getSize())));
   return success();
 }
+
+LogicalResult ReduceScatterOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                        SmallVectorImpl<Value> &out) {
+  // Block r of every rank's x reaches rank r's result: dL/dx on each rank is
+  // the concatenation of every rank's dL/dresult (sum), over n (mean).
+  G e{b, getLoc()};
+  out.assign(1, b.create<AllGatherOp>(getLoc(), grads[0], getGroupAttr(),
+                                      getSizeAttr()));
+  if (getReduce() == "mean")
+    out[0] = e.mul(out[0], e.c(out[0], 1.0 / double(getSize())));
+  return success();
+}
+
+LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                    SmallVectorImpl<Value> &out) {
+  // The result is replicated, so dL/dresult is the same on every rank and
+  // rank r's dL/dx is its block r; the mean over ranks of equal blocks is
+  // that block (a reduce-scatter keeps the op's own VJP an all-gather).
+  out.assign(1,
+             b.create<ReduceScatterOp>(getLoc(), grads[0], getGroupAttr(),
+                                       b.getStringAttr("mean"), getSizeAttr()));
+  return success();
+}

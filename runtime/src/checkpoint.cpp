@@ -1,10 +1,14 @@
 #include "tfc/runtime/checkpoint.hpp"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <vector>
 
+#include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
 namespace tfc {
@@ -14,12 +18,80 @@ std::string describe(tfc_dtype_t dtype, const std::vector<int64_t>& shape) {
   return std::string(tfc_dtype_name(dtype)) + " " + formatShape(shape);
 }
 
+int64_t elementCount(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 }  // namespace
+
+StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact) {
+  std::map<int32_t, int32_t> sharded;
+  std::optional<std::string> list =
+      metadataValue(std::string(artifact.metadataJson()), TFC_METADATA_ZERO_SHARDS);
+  if (!list || list->empty()) return sharded;
+  auto bad = [&](const std::string& why) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: corrupt artifact: metadata \"%s\": %s",
+                         std::string(artifact.path()).c_str(), TFC_METADATA_ZERO_SHARDS,
+                         why.c_str());
+  };
+  auto indexOf = [](int32_t count, auto&& nameOf, const std::string& name) {
+    for (int32_t i = 0; i < count; ++i) {
+      if (name == nameOf(i)) return i;
+    }
+    return -1;
+  };
+  size_t begin = 0;
+  while (begin <= list->size()) {
+    size_t end = list->find(',', begin);
+    if (end == std::string::npos) end = list->size();
+    std::string entry = list->substr(begin, end - begin);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos) return bad("'" + entry + "' is not state=param");
+    std::string stateName = entry.substr(0, eq), paramName = entry.substr(eq + 1);
+    int32_t s = indexOf(artifact.stateCount(),
+                        [&](int32_t i) { return std::string(artifact.state(i).name); }, stateName);
+    int32_t p = indexOf(artifact.paramCount(),
+                        [&](int32_t i) { return std::string(artifact.param(i).name); }, paramName);
+    if (s < 0 || p < 0) {
+      return bad("'" + entry + "' names no " + (s < 0 ? "state" : "parameter") +
+                 " of the artifact");
+    }
+    if (artifact.state(s).dtype != TFC_ABI_F32 || artifact.state(s).rank != 1 ||
+        artifact.param(p).dtype != TFC_ABI_F32) {
+      return bad("'" + stateName + "' is not a 1-D f32 block of f32 '" + paramName + "'");
+    }
+    sharded[s] = p;
+    begin = end + 1;
+  }
+  return sharded;
+}
 
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
                       const Context& context, std::map<std::string, std::string> metadata) {
   // A GPU context's parameters and state as train_step left them.
   TFC_RETURN_IF_ERROR(context.download());
+  // ZeRO: every rank holds one block of these; the file holds them whole, in their
+  // parameter's shape, so that it resumes on any number of ranks (or on one process).
+  TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
+  std::map<int32_t, std::vector<float>> whole;
+  if (!sharded.empty()) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    for (const auto& [s, p] : sharded) {
+      auto ref = context.state(s);
+      if (!ref.ok()) return std::move(ref).takeStatus();
+      size_t block = ref->byte_size / sizeof(float);
+      std::vector<float>& all = whole[s];
+      all.resize(block * static_cast<size_t>(world->size()));
+      TFC_RETURN_IF_ERROR(world->allGather(static_cast<const float*>(ref->data), all.data(),
+                                           block, artifact.state(s).name));
+      all.resize(static_cast<size_t>(elementCount(shapeOf(artifact.param(p)))));
+    }
+    // Rank 0 alone writes (data parallel: the parameters are the same everywhere).
+    if (world->rank() != 0) return Status();
+  }
+
   std::vector<NamedTensorView> tensors;
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     auto ref = params.tensor(i);
@@ -29,7 +101,14 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
-    tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, tensorView(*ref)});
+    TensorView view = tensorView(*ref);
+    auto gathered = whole.find(i);
+    if (gathered != whole.end()) {
+      view.shape = shapeOf(artifact.param(sharded[i]));
+      view.data = gathered->second.data();
+      view.byteSize = gathered->second.size() * sizeof(float);
+    }
+    tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
   }
   metadata["format"] = kCheckpointFormat;
   metadata["module_hash"] = std::string(artifact.moduleHash());
@@ -68,6 +147,14 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
                                     "weights with --weights");
   if (!sameModel.ok()) return sameModel;
 
+  // ZeRO: a sharded state is whole in the file; this rank takes its block.
+  TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
+  int rank = 0;
+  if (!sharded.empty()) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    rank = world->rank();
+  }
+
   // Check everything before changing anything.
   std::vector<const SafetensorsTensorInfo*> paramInfos, stateInfos;
   std::set<std::string> expected;
@@ -91,8 +178,10 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     paramInfos.push_back(check(artifact.param(i).name, artifact.param(i)));
   }
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
-    stateInfos.push_back(check(std::string(kStatePrefix) + artifact.state(i).name,
-                               artifact.state(i)));
+    auto shard = sharded.find(i);
+    tfc_tensor_desc_t desc = artifact.state(i);
+    if (shard != sharded.end()) desc = artifact.param(shard->second);  // whole in the file
+    stateInfos.push_back(check(std::string(kStatePrefix) + artifact.state(i).name, desc));
   }
   for (const SafetensorsTensorInfo& info : file->tensors()) {
     if (!expected.count(info.name)) problems.push_back("unexpected tensor '" + info.name + "'");
@@ -115,7 +204,19 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
-    std::memcpy(ref->data, stateInfos[static_cast<size_t>(i)]->data, ref->byte_size);
+    const SafetensorsTensorInfo* info = stateInfos[static_cast<size_t>(i)];
+    if (sharded.count(i) == 0) {
+      std::memcpy(ref->data, info->data, ref->byte_size);
+      continue;
+    }
+    // Elements [rank x block, (rank + 1) x block) of the whole, zero past its end.
+    size_t block = ref->byte_size / sizeof(float);
+    size_t numel = static_cast<size_t>(elementCount(info->shape));
+    size_t first = std::min(numel, static_cast<size_t>(rank) * block);
+    size_t count = std::min(block, numel - first);
+    std::memset(ref->data, 0, ref->byte_size);
+    std::memcpy(ref->data, info->data + first * sizeof(float),
+                count * sizeof(float));
   }
   // A GPU context copies them to the device at its next call.
   TFC_RETURN_IF_ERROR(context.upload());

@@ -252,8 +252,15 @@ Status Trainer::save() {
   if (options_.savePath.empty()) {
     return Status::error(TFC_FAILED_PRECONDITION, "no checkpoint path to save to (savePath)");
   }
-  // Data parallel: every rank holds the same weights; rank 0 alone writes them.
+  // Data parallel: every rank holds the same weights; rank 0 alone writes them. With ZeRO
+  // each rank holds one block of the optimizer's moments, which every rank's saveCheckpoint
+  // gathers for rank 0's file.
   if (rank_ != 0) {
+    TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact_));
+    if (!sharded.empty()) {
+      TFC_RETURN_IF_ERROR(
+          saveCheckpoint(options_.savePath, artifact_, params_, context_, {}));
+    }
     lastCheckpoint_ = options_.savePath;
     return Status();
   }

@@ -32,3 +32,36 @@ func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
   %l = tfc.reduce_sum %r dims = [0] : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests the VJP of tfc.reduce_scatter: every rank's block r reached rank r's
+// result, so the gradient is the all-gather of the result's gradient
+// (divided by the group's size for "mean").
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[AG:.*]] = tfc.all_gather %{{.*}} {group = "dp", size = 2 : i64} : tensor<2xf32> -> tensor<4xf32>
+// CHECK: %[[H:.*]] = tfc.constant dense<5.000000e-01> : tensor<f32>
+// CHECK: tfc.mul %[[AG]], %[[H]]
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = tfc.load @w : tensor<4xf32>
+  %y = tfc.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %r = tfc.reduce_scatter %y {group = "dp", reduce = "mean", size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+  %l = tfc.reduce_sum %r dims = [0] : tensor<2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests the VJP of tfc.all_gather: the result is replicated, so rank r's
+// gradient is block r of the result's, the reduce-scatter (mean) of it.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: tfc.reduce_scatter %{{.*}} {group = "dp", reduce = "mean", size = 2 : i64} : tensor<8xf32> -> tensor<4xf32>
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %w = tfc.load @w : tensor<4xf32>
+  %y = tfc.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %r = tfc.all_gather %y {group = "dp", size = 2 : i64} : tensor<4xf32> -> tensor<8xf32>
+  %l = tfc.reduce_sum %r dims = [0] : tensor<8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -129,6 +129,12 @@ enum {
  * artifact was compiled for (tfc --dp=N): the runtime refuses to run it in a world of
  * another size, before any step. Absent: one process. */
 #define TFC_METADATA_WORLD_SIZE "world_size"
+/* The key of tfc_artifact_t.metadata_json that lists the module state a ZeRO-1 artifact keeps
+ * as one block per rank (tfc --zero=1): a string "state=param,state=param,...". Such a state
+ * is 1-D, of ceil(n / world) elements, and holds elements [rank x block, (rank + 1) x block)
+ * of its parameter's flattened shape (n elements), zero past n. Checkpoints hold it whole, in
+ * the parameter's shape. Absent: no sharded state. */
+#define TFC_METADATA_ZERO_SHARDS "zero_shards"
 
 /* Reductions; the mean is the sum divided by the group's size. */
 enum {

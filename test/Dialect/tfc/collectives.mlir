@@ -45,3 +45,72 @@ func.func @int_operand(%x: tensor<4xi32>) -> tensor<4xi32> {
   %0 = tfc.all_reduce %x {group = "dp", reduce = "sum", size = 2 : i64} : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// Tests that tfc.reduce_scatter divides and tfc.all_gather multiplies the
+// leading dimension by the group's size.
+// CHECK-LABEL: func.func @scatter_gather
+// CHECK: tfc.reduce_scatter %{{.*}} {group = "dp", reduce = "mean", size = 2 : i64} : tensor<8x3xf32> -> tensor<4x3xf32>
+// CHECK: tfc.all_gather %{{.*}} {group = "dp", size = 2 : i64} : tensor<4x3xf32> -> tensor<8x3xf32>
+func.func @scatter_gather(%x: tensor<8x3xf32>) -> tensor<8x3xf32> {
+  %0 = tfc.reduce_scatter %x {group = "dp", reduce = "mean", size = 2 : i64} : tensor<8x3xf32> -> tensor<4x3xf32>
+  %1 = tfc.all_gather %0 {group = "dp", size = 2 : i64} : tensor<4x3xf32> -> tensor<8x3xf32>
+  return %1 : tensor<8x3xf32>
+}
+
+// -----
+
+// Tests that the scattered dimension must divide into the group's blocks.
+func.func @scatter_indivisible(%x: tensor<10xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{'tfc.reduce_scatter' op leading dimension 10 of [10] is not divisible by the group size 4 (pad it to a multiple of 4)}}
+  // expected-error @+1 {{'tfc.reduce_scatter' op failed to infer returned types}}
+  %0 = tfc.reduce_scatter %x {group = "dp", reduce = "sum", size = 4 : i64} : tensor<10xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// Tests that a 0-d tensor has nothing to scatter.
+func.func @scatter_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+2 {{'tfc.reduce_scatter' op operand 'x' must have a leading dimension to scatter, got a 0-d tensor}}
+  // expected-error @+1 {{'tfc.reduce_scatter' op failed to infer returned types}}
+  %0 = tfc.reduce_scatter %x {group = "dp", reduce = "sum", size = 2 : i64} : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that the result type is the one the group's size gives.
+func.func @gather_wrong_result(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'tfc.all_gather' op inferred type(s) 'tensor<8xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{'tfc.all_gather' op failed to infer returned types}}
+  %0 = tfc.all_gather %x {group = "dp", size = 2 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Tests the reduction, the group name and the group size of reduce_scatter
+// and all_gather.
+func.func @scatter_bad_reduce(%x: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'tfc.reduce_scatter' op reduce 'max' is not 'sum' or 'mean'}}
+  %0 = tfc.reduce_scatter %x {group = "dp", reduce = "max", size = 2 : i64} : tensor<4xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @gather_no_group(%x: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tfc.all_gather' op needs a non-empty group name ("dp")}}
+  %0 = tfc.all_gather %x {group = "", size = 2 : i64} : tensor<4xf32> -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @gather_bad_size(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.all_gather' op group size 0 must be at least 1}}
+  %0 = tfc.all_gather %x {group = "dp", size = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -24,6 +24,11 @@ is a sum and one exact scaling by 1/2 or 1/4, not a cause): eps 1e-8: 3.0e-4 to 
 in the gradient: 5.7e-7 to 6.6e-7). With eps 1e-4 the bound lr * dg / eps is 1.5e-8 per step
 and most gradients (~1e-3) are still well above eps, so AdamW still normalizes them.
 Also checked:
+  - ZeRO-1 (--zero=1: gradients reduce-scattered, the optimizer on each rank's shard,
+    parameters all-gathered) gives the same weights as one process and as plain DP, with the
+    optimizer's moments of the checkpoint gathered whole; its resume continues bit-identically
+    on the same number of ranks and reshards to another (and to plain DP);
+  - --zero without --dp or --optimizer, and --zero=2, are refused with a message;
   - only rank 0 prints the step lines and writes the checkpoint and the log;
   - resuming from rank 0's checkpoint under mpirun continues bit-identically;
   - the loss in the log equals the single process's per step;
@@ -81,6 +86,27 @@ def read_losses(path):
     with open(path) as f:
         rows = [line.strip().split(",") for line in f if line.strip()]
     return [float(r[1]) for r in rows[1:]]
+
+
+def compare(got, reference, label, against):
+    """Checks that the checkpoint |got| holds |reference|'s tensors with its values within
+    RTOL, element-wise: max |a - b| / max |b| per tensor (see the module's doc)."""
+    check(set(got) == set(reference) and
+          all(got[k].shape == reference[k].shape for k in reference),
+          f"{label}: the checkpoint holds the same tensors, of the same shapes")
+    worst, worst_name = 0.0, ""
+    for name, want in reference.items():
+        if name not in got or got[name].shape != want.shape:
+            continue
+        if want.dtype != np.float32:
+            check(np.array_equal(got[name], want), f"{label}: {name} equal")
+            continue
+        a, b = got[name].astype(np.float64).ravel(), want.astype(np.float64).ravel()
+        rel = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
+        if rel > worst:
+            worst, worst_name = rel, name
+    check(worst <= RTOL, f"{label} vs {against} after {STEPS} steps: worst max|a-b|/max|b| "
+          f"{worst:.2e} ({worst_name}) <= {RTOL:g}")
 
 
 def checkpoint_step(path):
@@ -284,13 +310,17 @@ def main():
             run([tfc, p(f"b{batch}.mlir"), f"--optimizer={opt}", *dp, "-o",
                  p(f"{opt}-dp{world}.so")])
             models[opt, world] = p(f"{opt}-dp{world}.so")
+            if world > 1:
+                run([tfc, p(f"b{batch}.mlir"), f"--optimizer={opt}", *dp, "--zero=1", "-o",
+                     p(f"{opt}-zero{world}.so")])
+                models[opt + "-zero", world] = p(f"{opt}-zero{world}.so")
     models[1], models[2] = models["adamw", 1], models["adamw", 2]
     hyper = {"adamw": ["--lr", "3e-3", "--warmup", "2", "--eps", "1e-4"],  # eps: see above
              "sgd": ["--lr", "0.3", "--momentum", "0.9"]}
 
     def train(world, tag, extra=(), expect=0, timeout=600, launch=True, opt="adamw"):
         cmd = [tfc_run, models[opt, world], "train", "--data", p("train.bin"), "--init-seed",
-               "0", "--seed", str(seed), "--steps", str(STEPS), *hyper[opt],
+               "0", "--seed", str(seed), "--steps", str(STEPS), *hyper[opt.split("-")[0]],
                "--save", p(f"{tag}.safetensors"), "--log", p(f"{tag}.csv"), *extra]
         if launch and world > 1:
             cmd = mpirun + ["-np", str(world)] + cmd
@@ -307,20 +337,7 @@ def main():
             result = train(world, f"{opt}-dp{world}", opt=opt)
             seconds = time.time() - start
             got = read_safetensors(p(f"{opt}-dp{world}.safetensors"))
-            check(set(got) == set(reference),
-                  f"{opt} DP={world}: the checkpoint holds the same tensors")
-            worst, worst_name = 0.0, ""
-            for name, want in reference.items():
-                if want.dtype != np.float32:
-                    check(np.array_equal(got[name], want), f"{opt} DP={world}: {name} equal")
-                    continue
-                a, b = got[name].astype(np.float64).ravel(), want.astype(np.float64).ravel()
-                rel = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
-                if rel > worst:
-                    worst, worst_name = rel, name
-            measure = "max|a-b|/max|b|"
-            check(worst <= RTOL, f"{opt} DP={world} vs one process at batch {GLOBAL_BATCH} "
-                  f"after {STEPS} steps: worst {measure} {worst:.2e} ({worst_name}) <= {RTOL:g}")
+            compare(got, reference, f"{opt} DP={world}", f"one process at batch {GLOBAL_BATCH}")
             losses = read_losses(p(f"{opt}-dp{world}.csv"))
             loss_diff = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
             check(len(losses) == STEPS and loss_diff <= RTOL,
@@ -332,6 +349,17 @@ def main():
                   f"{opt} DP={world}: only rank 0 prints ({finals} final step lines)")
             print(f"      {opt} DP={world}: {seconds:.1f} s for {STEPS} steps with mpirun "
                   f"start-up; one process at batch {GLOBAL_BATCH}: {t_single:.1f} s")
+            # ZeRO-1: the same update from shards; its checkpoint holds the moments whole.
+            train(world, f"{opt}-zero{world}", opt=opt + "-zero")
+            zero = read_safetensors(p(f"{opt}-zero{world}.safetensors"))
+            compare(zero, reference, f"{opt} ZeRO-1 DP={world}",
+                    f"one process at batch {GLOBAL_BATCH}")
+            compare(zero, got, f"{opt} ZeRO-1 DP={world}", f"plain DP={world}")
+            zero_losses = read_losses(p(f"{opt}-zero{world}.csv"))
+            loss_diff = max(abs(a - b) / abs(b) for a, b in zip(zero_losses, ref_losses))
+            check(len(zero_losses) == STEPS and loss_diff <= RTOL,
+                  f"{opt} ZeRO-1 DP={world}: the logged loss of every step equals the single "
+                  f"process's (max rel diff {loss_diff:.2e})")
 
     # Resume under mpirun: 5 steps, then --resume to 10, gives the bytes of 10 straight (the
     # checkpoint is rank 0's; every rank reads it and the sampler's position).
@@ -346,6 +374,73 @@ def main():
     check(set(straight) == set(resumed) and
           all(np.array_equal(straight[k], resumed[k]) for k in straight),
           "adamw DP=2: 5 steps + --resume to 10 equal 10 straight, bit for bit")
+
+    # A world of another size than the compiled one, before any step.
+    wrong = train(2, "wrong1", expect=None, launch=False)
+    check(wrong.returncode != 0 and "compiled for 2 processes" in wrong.stderr and
+          "not under mpirun" in wrong.stderr and "step 1" not in wrong.stderr,
+          "--dp=2 artifact without mpirun: refused before any step: " +
+          wrong.stderr.strip().splitlines()[-1][:160])
+    wrong = run(mpirun + ["-np", "4", tfc_run, models[2], "train", "--data", p("train.bin"),
+                          "--init-seed", "0", "--steps", "2", "--save", p("w.safetensors")],
+                expect=None, env=env)
+    text = wrong.stdout + wrong.stderr
+    check(wrong.returncode != 0 and "compiled for 2 processes" in text and
+          "runs in a world of 4" in text and "step 1" not in text,
+          "--dp=2 artifact under mpirun -np 4: refused before any step")
+    wrong = run(mpirun + ["-np", "2", tfc_run, models[1], "train", "--data", p("train.bin"),
+                          "--init-seed", "0", "--steps", "2", "--save", p("w.safetensors")],
+                expect=None, env=env)
+    text = wrong.stdout + wrong.stderr
+    check(wrong.returncode != 0 and "compiled for one process" in text,
+          "a one-process artifact under mpirun -np 2: refused (compile with --dp)")
+
+    # ZeRO-1 resume: on the same number of ranks, bit for bit. The checkpoint holds the
+    # moments whole, so it also resumes in plain DP (compared with ZeRO-1 straight) and on
+    # another number of ranks (compared with plain DP resumed from the same file).
+    def zero_run(model, world, steps, out, extra):
+        return run(mpirun + ["-np", str(world), tfc_run, model, "train", "--data",
+                             p("train.bin"), "--steps", str(steps), *hyper["adamw"],
+                             "--save", p(out), *extra], env=env)
+    fresh = ["--init-seed", "0", "--seed", str(seed), "--total-steps", str(STEPS)]
+    zero_run(models["adamw-zero", 2], 2, 5, "zero-half.safetensors", fresh)
+    zero_run(models["adamw-zero", 2], 2, STEPS, "zero-resumed.safetensors",
+             ["--resume", p("zero-half.safetensors")])
+    straight = read_safetensors(p("adamw-zero2.safetensors"))
+    resumed = read_safetensors(p("zero-resumed.safetensors"))
+    check(set(straight) == set(resumed) and
+          all(np.array_equal(straight[k], resumed[k]) for k in straight),
+          "adamw ZeRO-1 DP=2: 5 steps + --resume to 10 equal 10 straight, bit for bit")
+    zero_run(models["adamw-zero", 4], 4, 5, "zero4-half.safetensors", fresh)
+    half = read_safetensors(p("zero4-half.safetensors"))
+    check(all(half[f"state.opt.{m}.{name}"].shape == half[name].shape
+              for name in half if not name.startswith("state.") for m in "mv"),
+          "adamw ZeRO-1 DP=4: the checkpoint holds every moment whole, in its parameter's "
+          "shape")
+    zero_run(models["adamw", 4], 4, STEPS, "zero-to-dp.safetensors",
+             ["--resume", p("zero4-half.safetensors")])
+    compare(read_safetensors(p("zero-to-dp.safetensors")),
+            read_safetensors(p("adamw-zero4.safetensors")),
+            "adamw ZeRO-1 DP=4 5 steps, then plain DP=4 5 steps", "ZeRO-1 DP=4 straight")
+    # The same 4-rank checkpoint on 2 ranks (batch 1 each): ZeRO-1 takes each rank's block of
+    # the whole moments, plain DP takes them whole; the 5 steps that follow must agree.
+    for zero in ([], ["--zero=1"]):
+        name = "adamw-zero2-b1" if zero else "adamw-dp2-b1"
+        run([tfc, p("b1.mlir"), "--optimizer=adamw", "--dp=2", *zero, "-o", p(name + ".so")])
+        zero_run(p(name + ".so"), 2, STEPS, name + "-from4.safetensors",
+                 ["--resume", p("zero4-half.safetensors")])
+    compare(read_safetensors(p("adamw-zero2-b1-from4.safetensors")),
+            read_safetensors(p("adamw-dp2-b1-from4.safetensors")),
+            "adamw ZeRO-1 DP=4 5 steps, then ZeRO-1 DP=2 5 steps",
+            "the same checkpoint resumed in plain DP=2")
+
+    # Bad flags: refused with a message naming what is missing.
+    for flags, want in ((["--optimizer=adamw", "--zero=1"], "needs --dp=N"),
+                        (["--dp=2", "--zero=1"], "needs --optimizer"),
+                        (["--optimizer=adamw", "--dp=2", "--zero=2"], "only ZeRO stage 1")):
+        bad = run([tfc, p("b2.mlir"), *flags, "-o", p("bad.so")], expect=None)
+        check(bad.returncode != 0 and want in bad.stderr,
+              f"tfc {' '.join(flags)}: refused: " + bad.stderr.strip().splitlines()[-1][:120])
 
     # A world of another size than the compiled one, before any step.
     wrong = train(2, "wrong1", expect=None, launch=False)

@@ -21,17 +21,25 @@ constexpr const char* kCheckpointFormat = "tfc-train-checkpoint-v1";
 constexpr const char* kStatePrefix = "state.";
 
 // Writes |params| and |context|'s state with |metadata| (plus format, module_hash and
-// model_metadata, which this function fills) to |path|.
+// model_metadata, which this function fills) to |path|. State that a ZeRO-1 artifact keeps
+// as one block per rank (zeroShardedState) is all-gathered and written whole, in its
+// parameter's shape: then every rank must call this, and rank 0 alone writes.
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
                       const Context& context, std::map<std::string, std::string> metadata);
 
 // Reads the checkpoint at |path| into |params| and |context|'s state and returns its
-// metadata. Refused, with nothing changed: a file that is not a training checkpoint, one
+// metadata. A sharded state (zeroShardedState) is read from the whole tensor: this rank's
+// block of it, so a checkpoint resumes on another number of ranks than wrote it. Refused, with nothing changed: a file that is not a training checkpoint, one
 // written for another model (a different module hash: both are named), a missing,
 // unexpected or mis-shaped tensor.
 StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& path,
                                                             const Artifact& artifact,
                                                             Params& params, Context& context);
+
+// The state a ZeRO-1 artifact (tfc --zero=1) keeps as one block per rank, by state index,
+// with the index of the parameter it is a block of (TFC_METADATA_ZERO_SHARDS); empty for
+// any other artifact. A corrupt list is INVALID_ARGUMENT.
+StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact);
 
 // Refuses (FAILED_PRECONDITION) a checkpoint at |path| whose metadata's module hash is not
 // |artifact|'s, naming both; |hint| says what to do instead.
