@@ -124,6 +124,13 @@ struct Options {
                "over the ranks (tfc-data-parallel); each rank reads its slice "
                "of a global batch of N x the compiled batch"),
       cl::value_desc("N"), cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> tensorParallel{
+      "tp",
+      cl::desc("Tensor parallel over M processes (mpirun -np M tfc-run "
+               "model.so train ...), as Megatron-LM: each rank holds 1/M of "
+               "every layer's heads and MLP columns (tfc-tensor-parallel); "
+               "gpt2 and llama models, f32"),
+      cl::value_desc("M"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
       cl::desc("f32 (default), bf16 or f16. Without --optimizer: store "
@@ -347,6 +354,21 @@ int compilerMain(int argc, char **argv) {
                 ": collectives are lowered for the CPU target only so far (NCCL "
                 "for CUDA artifacts is not built yet)");
   pipeline.dataParallel = options.dataParallel;
+  if (options.tensorParallel < 0 || options.tensorParallel > 65536)
+    return fail("--tp=" + std::to_string(options.tensorParallel) +
+                ": give the number of processes, 1 or more");
+  if (options.tensorParallel > 1 && options.dataParallel > 1)
+    return fail("--tp with --dp (process groups of a 2-D layout) is not "
+                "built yet; give one of them");
+  if (options.tensorParallel > 0 && pipeline.target->name() != "cpu")
+    return fail("--tp=" + std::to_string(options.tensorParallel) +
+                " with --target=" + pipeline.target->name().str() +
+                ": collectives are lowered for the CPU target only so far");
+  if (options.tensorParallel > 0 && options.precision != "f32")
+    return fail("--tp=" + std::to_string(options.tensorParallel) +
+                " with --precision=" + options.precision.getValue() +
+                ": tensor parallelism is built for f32 only so far");
+  pipeline.tensorParallel = options.tensorParallel;
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +

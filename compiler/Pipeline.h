@@ -74,6 +74,9 @@ struct PipelineOptions {
   /// data-parallel processes (tfc-data-parallel) and record it in the
   /// artifact; 0: one process, no collectives.
   int64_t dataParallel = 0;
+  /// Tensor-parallel ranks (tfc-tensor-parallel, before autodiff; recorded
+  /// in the artifact); 0: none.
+  int64_t tensorParallel = 0;
   /// "bf16" or "f16": without `optimizer`, the graph phase first converts
   /// parameters, state and the entries using them to it
   /// (tfc-convert-precision); with it, mixed-precision training: the loss

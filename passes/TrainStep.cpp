@@ -197,9 +197,28 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     Arith a{b, loc};
 
     // Global-norm clipping (off when grad_clip <= 0).
-    Value sumsq = a.c(0.0);
-    for (unsigned i = 0; i < trained.size(); ++i)
-      sumsq = a.add(sumsq, a.sumSquares(results[i + 1]));
+    // Under tensor parallelism (tfc-tensor-parallel) a split parameter's
+    // gradient is this rank's slice: the slices' sums of squares are summed
+    // over the ranks; the whole ones are the same on every rank.
+    Value sumsq = a.c(0.0), splitSumsq;
+    int64_t splitRanks = 0;
+    for (unsigned i = 0; i < trained.size(); ++i) {
+      auto param = module.lookupSymbol<ParamOp>(trained[i].param);
+      auto ranks = param ? param->getAttrOfType<IntegerAttr>(attr::kShardRanks)
+                         : IntegerAttr();
+      Value s = a.sumSquares(results[i + 1]);
+      if (!ranks) {
+        sumsq = a.add(sumsq, s);
+        continue;
+      }
+      splitRanks = ranks.getInt();
+      splitSumsq = splitSumsq ? a.add(splitSumsq, s) : s;
+    }
+    if (splitSumsq)
+      sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, splitSumsq,
+                                                 b.getStringAttr("tp"),
+                                                 b.getStringAttr("sum"),
+                                                 b.getI64IntegerAttr(splitRanks)));
     Value norm = a.sqrt(sumsq);
     Value clip = hp("grad_clip");
     Value on = a.step(clip);

@@ -1337,5 +1337,13 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+LogicalResult CopyToGroupOp::verify() {
+  if (getGroup().empty())
+    return emitOpError("needs a non-empty group name (\"tp\")");
+  if (getSize() < 1)
+    return emitOpError("group size ") << getSize() << " must be at least 1";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/tfc/TfcOps.cpp.inc"
