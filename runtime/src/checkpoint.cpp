@@ -17,7 +17,8 @@ std::string describe(tfc_dtype_t dtype, const std::vector<int64_t>& shape) {
 }  // namespace
 
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
-                      const Context& context, std::map<std::string, std::string> metadata) {
+                      const Context& context, std::map<std::string, std::string> metadata,
+                      const std::map<std::string, TensorView>* whole) {
   // A GPU context's parameters and state as train_step left them.
   TFC_RETURN_IF_ERROR(context.download());
   std::vector<NamedTensorView> tensors;
@@ -25,11 +26,17 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
     auto ref = params.tensor(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     tensors.push_back({artifact.param(i).name, tensorView(*ref)});
+    if (whole != nullptr && whole->count(tensors.back().name)) {
+      tensors.back().tensor = whole->at(tensors.back().name);
+    }
   }
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, tensorView(*ref)});
+    if (whole != nullptr && whole->count(tensors.back().name)) {
+      tensors.back().tensor = whole->at(tensors.back().name);
+    }
   }
   metadata["format"] = kCheckpointFormat;
   metadata["module_hash"] = std::string(artifact.moduleHash());

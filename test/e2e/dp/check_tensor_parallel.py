@@ -12,6 +12,9 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
   - every gradient (each rank's slice of a split parameter put back together, a whole one
     on each rank) equals the single process's within 1e-5 relative per tensor
     (max |a - b| / max |b|);
+  - 10 SGD steps under mpirun -np 2 from --init-seed 0 (each rank draws the whole weights
+    and keeps its slice) leave, in rank 0's checkpoint (the ranks' slices gathered), the
+    weights and momentum of one process, within 1e-5 relative, and log its losses;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
   - --tp that does not divide the heads or the features is refused, naming both numbers.
 Prints the numbers and one verdict line.
@@ -30,7 +33,7 @@ sys.path.insert(0, os.path.join(_E2E, "train"))
 from check_train import run  # noqa: E402  (a tool run that fails the check by name)
 from reference import read_safetensors, write_safetensors  # noqa: E402
 
-TP, RTOL, VOCAB, SEQ, BATCH = 2, 1e-5, 64, 8, 2
+TP, RTOL, VOCAB, SEQ, BATCH, STEPS = 2, 1e-5, 64, 8, 2, 10
 MODELS = {
     "gpt2": ["n_layer=2", "n_head=4", "n_embd=32", f"vocab_size={VOCAB}", "n_ctx=16",
              f"seq={SEQ}", f"batch={BATCH}", "prefill_len=8"],
@@ -104,6 +107,9 @@ def main():
     seed = int.from_bytes(os.urandom(4), "little")
     rng = np.random.default_rng(seed)
     print(f"seed {seed}")
+    tokens = rng.integers(0, VOCAB, 20000)
+    with open(p("train.bin"), "wb") as f:
+        f.write(tokens.astype("<u2").tobytes())
 
     for model, config in MODELS.items():
         sets = sum((["--set", s] for s in config), [])
@@ -161,6 +167,45 @@ def main():
         check(worst <= RTOL, f"{model} TP={TP} vs one process: loss and {len(want) - 1} "
               f"gradients, worst max|a-b|/max|b| {worst:.2e} ({worst_name}) <= {RTOL:g}")
 
+        # 10 SGD steps (momentum: the update is linear in the gradient, so elementwise
+        # max|a-b|/max|b| per tensor applies) from --init-seed 0 on the same batches: each
+        # rank draws the whole weights and keeps its slice; rank 0 writes the gathered whole.
+        train = [tfc_run, None, "train", "--data", p("train.bin"), "--init-seed", "0",
+                 "--seed", str(seed % 1000), "--steps", str(STEPS), "--lr", "0.3",
+                 "--momentum", "0.9"]
+        for tp in (1, TP):
+            cmd = list(train)
+            cmd[1] = p(f"{model}-tp{tp}.so")
+            cmd += ["--save", p(f"{model}-train{tp}.safetensors"), "--log",
+                    p(f"{model}-train{tp}.csv")]
+            run((mpirun + ["-np", str(TP)] if tp > 1 else []) + cmd, env=env)
+        one = read_safetensors(p(f"{model}-train1.safetensors"))[0]
+        split_run = read_safetensors(p(f"{model}-train{TP}.safetensors"))[0]
+        # The KV cache (state.kv.*) is not in a --tp artifact (its inference entries are not
+        # built); every other tensor is: weights, momentum buffers, the step counter.
+        expected = {k for k in one if not k.startswith("state.kv.")}
+        check(set(split_run) == expected,
+              f"{model} TP={TP}: the checkpoint holds the whole model and optimizer state")
+        worst, worst_name = 0.0, ""
+        for name in expected & set(split_run):
+            if one[name].shape != split_run[name].shape:
+                check(False, f"{model} TP={TP}: {name} saved as {split_run[name].shape}")
+                continue
+            if one[name].dtype != np.float32:
+                check(np.array_equal(one[name], split_run[name]), f"{model}: {name} equal")
+                continue
+            e = rel(split_run[name], one[name])
+            if e > worst:
+                worst, worst_name = e, name
+        check(worst <= RTOL, f"{model} TP={TP} vs one process after {STEPS} SGD steps: worst "
+              f"max|a-b|/max|b| {worst:.2e} ({worst_name}) <= {RTOL:g}")
+        losses = [[float(r.split(",")[1]) for r in open(p(f"{model}-train{tp}.csv"))
+                   .read().split()[1:]] for tp in (1, TP)]
+        diff = max(abs(a - b) / abs(b) for a, b in zip(losses[1], losses[0]))
+        check(len(losses[1]) == STEPS and diff <= RTOL,
+              f"{model} TP={TP}: the logged loss of every step equals one process's "
+              f"(max rel diff {diff:.2e})")
+
     # A world of another size than the compiled one, before running.
     wrong = run([tfc_run, p("gpt2-tp2.so"), "call", "loss_grad", "--weights",
                  p("gpt2-rank0.safetensors"), *inputs, "--out-dir", p("wrong")], expect=None,
@@ -169,6 +214,14 @@ def main():
           not (os.path.isdir(p("wrong")) and os.listdir(p("wrong"))),
           "--tp=2 artifact without mpirun: refused: " +
           (wrong.stderr.strip().splitlines() or [""])[-1][:160])
+
+    wrong = run(mpirun + ["-np", "4", tfc_run, p("gpt2-tp2.so"), "train", "--data",
+                          p("train.bin"), "--init-seed", "0", "--steps", "2", "--save",
+                          p("w.safetensors")], expect=None, env=env)
+    text = wrong.stdout + wrong.stderr
+    check(wrong.returncode != 0 and "compiled for 2 processes (tfc --tp=2)" in text and
+          "runs in a world of 4" in text and "step 1" not in text,
+          "--tp=2 artifact under mpirun -np 4: train refused before any step")
 
     # --tp that does not divide the heads or the features, naming both numbers.
     bad = run([tfc, p("gpt2.mlir"), "--optimizer=sgd", "--tp=3", "-o", p("bad.so")],

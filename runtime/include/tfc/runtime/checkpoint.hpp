@@ -22,8 +22,10 @@ constexpr const char* kStatePrefix = "state.";
 
 // Writes |params| and |context|'s state with |metadata| (plus format, module_hash and
 // model_metadata, which this function fills) to |path|.
+// |whole| (tensor parallelism): tensors written instead of this rank's, by checkpoint name.
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
-                      const Context& context, std::map<std::string, std::string> metadata);
+                      const Context& context, std::map<std::string, std::string> metadata,
+                      const std::map<std::string, TensorView>* whole = nullptr);
 
 // Reads the checkpoint at |path| into |params| and |context|'s state and returns its
 // metadata. Refused, with nothing changed: a file that is not a training checkpoint, one
