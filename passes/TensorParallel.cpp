@@ -78,7 +78,8 @@ struct TensorParallelPass
     ModuleOp module = getOperation();
     M = size;
     if (M < 1) {
-      module.emitError("tfc-tensor-parallel: size ") << M << " must be at least 1";
+      module.emitError("tfc-tensor-parallel: size ")
+          << M << " must be at least 1";
       return signalPassFailure();
     }
     llvm::StringMap<Split> splits;
@@ -96,9 +97,9 @@ struct TensorParallelPass
     for (auto &[name, split] : splits) {
       auto param = module.lookupSymbol<ParamOp>(name);
       param.setTypeAttr(TypeAttr::get(narrowed(param.getType(), split.axis)));
-      param->setAttr(attr::kShardAxis,
-                     IntegerAttr::get(IntegerType::get(&getContext(), 64),
-                                      split.axis));
+      param->setAttr(
+          attr::kShardAxis,
+          IntegerAttr::get(IntegerType::get(&getContext(), 64), split.axis));
       param->setAttr(attr::kShardRanks,
                      IntegerAttr::get(IntegerType::get(&getContext(), 64), M));
       if (split.blocks > 1)
@@ -147,10 +148,10 @@ struct TensorParallelPass
                << M << " does not divide the " << dim / split.blocks << " "
                << what << " of '" << param.getSymName() << "' ("
                << param.getTensorType() << ", axis " << split.axis
-               << (split.blocks > 1 ? ", in each of its " +
-                                          std::to_string(split.blocks) +
-                                          " blocks"
-                                    : std::string())
+               << (split.blocks > 1
+                       ? ", in each of its " + std::to_string(split.blocks) +
+                             " blocks"
+                       : std::string())
                << ")";
       return success();
     };
@@ -169,7 +170,8 @@ struct TensorParallelPass
         if (auto b = param->getAttrOfType<IntegerAttr>(attr::kShardBlocks))
           blocks = b.getInt();
         if (kind.getValue() == "column") {
-          if (failed(record(linear, param, {t ? 0 : 1, blocks}, "output features")))
+          if (failed(record(linear, param, {t ? 0 : 1, blocks},
+                            "output features")))
             return WalkResult::interrupt();
           if (Value bias = linear.getBias()) {
             auto bload = bias.getDefiningOp<LoadOp>();
@@ -227,7 +229,8 @@ struct TensorParallelPass
         state.erase();
   }
 
-  LogicalResult rewrite(func::FuncOp func, const llvm::StringMap<Split> &splits) {
+  LogicalResult rewrite(func::FuncOp func,
+                        const llvm::StringMap<Split> &splits) {
     llvm::DenseMap<Value, Split> split;
     llvm::DenseMap<Value, Value> copied; // x -> f(x)
     auto splitOf = [&](Value v) -> std::optional<Split> {
@@ -287,10 +290,9 @@ struct TensorParallelPass
         Value partial = b.create<LinearOp>(linear.getLoc(), linear.getX(),
                                            linear.getWeight(), Value(),
                                            linear.getTransposeWeightAttr());
-        Value y = b.create<AllReduceOp>(linear.getLoc(), partial,
-                                        b.getStringAttr(group),
-                                        b.getStringAttr("sum"),
-                                        b.getI64IntegerAttr(M));
+        Value y = b.create<AllReduceOp>(
+            linear.getLoc(), partial, b.getStringAttr(group),
+            b.getStringAttr("sum"), b.getI64IntegerAttr(M));
         if (Value bias = linear.getBias()) {
           if (splitOf(bias))
             return refuse(linear, "the bias of a row-parallel linear is split");
@@ -317,8 +319,8 @@ struct TensorParallelPass
         if (slice.getStride()[a] != 1 || start[a] % block != 0 ||
             limit[a] % block != 0)
           return refuse(slice, "a slice of a split dimension must take whole "
-                               "blocks (" + Twine(block) + " of " + Twine(full) +
-                               ")");
+                               "blocks (" +
+                                   Twine(block) + " of " + Twine(full) + ")");
         Split out{a, (limit[a] - start[a]) / block};
         start[a] /= M;
         limit[a] /= M;
@@ -364,8 +366,8 @@ struct TensorParallelPass
         continue;
       }
       if (auto attention = llvm::dyn_cast<AttentionOp>(op)) {
-        for (Value v : {attention.getQuery(), attention.getKey(),
-                        attention.getValue()}) {
+        for (Value v :
+             {attention.getQuery(), attention.getKey(), attention.getValue()}) {
           std::optional<Split> s = splitOf(v);
           if (!s || s->axis != 1 || s->blocks != 1)
             return refuse(attention, "attention needs its query, key and "
@@ -374,10 +376,9 @@ struct TensorParallelPass
         setSplit(attention.getResult(), {1, 1});
         continue;
       }
-      bool elementwise =
-          op.hasTrait<OpTrait::SameOperandsAndResultType>() ||
-          llvm::isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp, PowOp, RotaryOp,
-                    CastOp>(op);
+      bool elementwise = op.hasTrait<OpTrait::SameOperandsAndResultType>() ||
+                         llvm::isa<AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp,
+                                   PowOp, RotaryOp, CastOp>(op);
       if (!elementwise || op.getNumResults() != 1 ||
           llvm::isa<AllReduceOp, CopyToGroupOp, DropoutOp>(op))
         return refuse(&op, "'" + op.getName().getStringRef() +
@@ -392,7 +393,8 @@ struct TensorParallelPass
         std::optional<Split> s = splitOf(v);
         if (!s)
           continue;
-        Split r{s->axis + R - llvm::cast<RankedTensorType>(v.getType()).getRank(),
+        Split r{s->axis + R -
+                    llvm::cast<RankedTensorType>(v.getType()).getRank(),
                 s->blocks};
         if (out && !(*out == r))
           return refuse(&op, "its operands are split differently");
