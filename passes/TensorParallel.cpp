@@ -78,7 +78,7 @@ struct TensorParallelPass
     ModuleOp module = getOperation();
     M = size;
     if (M < 1) {
-      module.emitError("tfc-tensor-parallel: size ")
+      mlir::emitError(module.getLoc(), "tfc-tensor-parallel: size ")
           << M << " must be at least 1";
       return signalPassFailure();
     }
@@ -86,7 +86,7 @@ struct TensorParallelPass
     if (failed(findSplits(module, splits)))
       return signalPassFailure();
     if (splits.empty()) {
-      module.emitError("tfc-tensor-parallel: no parameter is marked tfc.shard "
+      mlir::emitError(module.getLoc(), "tfc-tensor-parallel: no parameter is marked tfc.shard "
                        "(\"column\" or \"row\"); the model library marks "
                        "them for the models it knows (gpt2, llama)");
       return signalPassFailure();
