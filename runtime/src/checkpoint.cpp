@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
 namespace tfc {
@@ -75,6 +77,19 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
                                     "weights with --weights");
   if (!sameModel.ok()) return sameModel;
 
+  // Tensor parallel (tfc --tp=M): the file holds whole tensors; this rank takes its slice.
+  TFC_ASSIGN_OR_RETURN(TensorParallelLayout tp,
+                       tensorParallelLayout(std::string(artifact.metadataJson())));
+  int64_t tpRank = 0;
+  if (tp.size > 1) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    tpRank = world->rank() % tp.size;
+  }
+  auto splitOf = [&](const std::string& name) -> const TensorSplit* {
+    if (tp.size <= 1) return nullptr;
+    const std::string prefix(kStatePrefix);
+    return tp.find(name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name);
+  };
   // Check everything before changing anything.
   std::vector<const SafetensorsTensorInfo*> paramInfos, stateInfos;
   std::set<std::string> expected;
@@ -85,6 +100,7 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     const SafetensorsTensorInfo* info = file->find(name);
     auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
     std::vector<int64_t> shape = shapeOf(desc);
+    if (const TensorSplit* split = splitOf(name)) shape = wholeShape(*split, shape, tp.size);
     if (info == nullptr) {
       problems.push_back("'" + name + "' is missing");
     } else if (info->dtype != dtype || info->shape != shape) {
@@ -115,14 +131,26 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     auto ref = params.tensor(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
-    std::memcpy(ref->data, paramInfos[static_cast<size_t>(i)]->data, ref->byte_size);
+    const SafetensorsTensorInfo* info = paramInfos[static_cast<size_t>(i)];
+    if (const TensorSplit* split = splitOf(artifact.param(i).name)) {
+      copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
+                const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);
+    } else {
+      std::memcpy(ref->data, info->data, ref->byte_size);
+    }
     Status status = params.markSet(i);
     if (!status.ok()) return status;
   }
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
-    std::memcpy(ref->data, stateInfos[static_cast<size_t>(i)]->data, ref->byte_size);
+    const SafetensorsTensorInfo* info = stateInfos[static_cast<size_t>(i)];
+    if (const TensorSplit* split = splitOf(std::string(kStatePrefix) + artifact.state(i).name)) {
+      copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
+                const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);
+    } else {
+      std::memcpy(ref->data, info->data, ref->byte_size);
+    }
   }
   // A GPU context copies them to the device at its next call.
   TFC_RETURN_IF_ERROR(context.upload());

@@ -172,12 +172,6 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
 }
 
 StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& path) {
-  if (tp_.size > 1) {
-    return Status::error(TFC_UNIMPLEMENTED,
-                         "%s: resuming a tensor-parallel (tfc --tp=%lld) run is not built yet: "
-                         "the ranks would each take their slice of the whole checkpoint",
-                         path.c_str(), static_cast<long long>(tp_.size));
-  }
   TFC_ASSIGN_OR_RETURN(auto metadata, loadCheckpoint(path, artifact_, params_, context_));
   auto field = [&](const char* key) -> std::string {
     auto it = metadata.find(key);

@@ -15,6 +15,8 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
   - 10 SGD steps under mpirun -np 2 from --init-seed 0 (each rank draws the whole weights
     and keeps its slice) leave, in rank 0's checkpoint (the ranks' slices gathered), the
     weights and momentum of one process, within 1e-5 relative, and log its losses;
+  - 5 steps + --resume to 10 under mpirun (each rank slicing the whole checkpoint) equal 10
+    straight, bit for bit;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
   - --tp that does not divide the heads or the features is refused, naming both numbers.
 Prints the numbers and one verdict line.
@@ -205,6 +207,25 @@ def main():
         check(len(losses[1]) == STEPS and diff <= RTOL,
               f"{model} TP={TP}: the logged loss of every step equals one process's "
               f"(max rel diff {diff:.2e})")
+
+    # Resume under mpirun: 5 steps, then --resume to 10 (each rank takes its slice of rank 0's
+    # whole checkpoint) gives the bytes of 10 straight.
+    base = [tfc_run, p("gpt2-tp2.so"), "train", "--data", p("train.bin"), "--lr", "0.3",
+            "--momentum", "0.9"]
+    run(mpirun + ["-np", str(TP)] + base + ["--init-seed", "0", "--seed", "7", "--steps",
+                                            str(STEPS), "--save", p("straight.safetensors")],
+        env=env)
+    run(mpirun + ["-np", str(TP)] + base + ["--init-seed", "0", "--seed", "7", "--steps", "5",
+                                            "--total-steps", str(STEPS), "--save",
+                                            p("half.safetensors")], env=env)
+    run(mpirun + ["-np", str(TP)] + base + ["--resume", p("half.safetensors"), "--steps",
+                                            str(STEPS), "--save", p("resumed.safetensors")],
+        env=env)
+    straight = read_safetensors(p("straight.safetensors"))[0]
+    resumed = read_safetensors(p("resumed.safetensors"))[0]
+    check(set(straight) == set(resumed) and
+          all(np.array_equal(straight[k], resumed[k]) for k in straight),
+          f"gpt2 TP={TP}: 5 steps + --resume to 10 equal 10 straight, bit for bit")
 
     # A world of another size than the compiled one, before running.
     wrong = run([tfc_run, p("gpt2-tp2.so"), "call", "loss_grad", "--weights",
