@@ -132,6 +132,13 @@ struct Options {
                "(optimizer state / N per rank) and the parameters are "
                "all-gathered (tfc-zero-shard)"),
       cl::value_desc("0|1"), cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> tensorParallel{
+      "tp",
+      cl::desc("Tensor parallel over M processes (mpirun -np M tfc-run "
+               "model.so train ...), as Megatron-LM: each rank holds 1/M of "
+               "every layer's heads and MLP columns (tfc-tensor-parallel); "
+               "gpt2 and llama models, f32"),
+      cl::value_desc("M"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
       cl::desc("f32 (default), bf16 or f16. Without --optimizer: store "
@@ -361,6 +368,22 @@ int compilerMain(int argc, char **argv) {
     return fail("--zero=1 shards the optimizer's state over data-parallel "
                 "ranks: it needs --dp=N (N processes under mpirun)");
   pipeline.zero = options.zero;
+  if (options.tensorParallel < 0 || options.tensorParallel > 65536)
+    return fail("--tp=" + std::to_string(options.tensorParallel) +
+                ": give the number of processes, 1 or more");
+  if (options.tensorParallel > 1 && options.dataParallel > 1)
+    return fail("--tp with --dp (process groups of a 2-D layout) is not "
+                "built yet; give one of them");
+  if (options.tensorParallel > 0 && pipeline.target->name() != "cpu")
+    return fail("--tp=" + std::to_string(options.tensorParallel) +
+                " with --target=" + pipeline.target->name().str() +
+                ": tensor parallelism is built and checked for the CPU target "
+                "only so far");
+  if (options.tensorParallel > 0 && options.precision != "f32")
+    return fail("--tp=" + std::to_string(options.tensorParallel) +
+                " with --precision=" + options.precision.getValue() +
+                ": tensor parallelism is built for f32 only so far");
+  pipeline.tensorParallel = options.tensorParallel;
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +

@@ -68,6 +68,11 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
   // graph: the training entries when asked for, then the cleanup that every
   // later phase relies on (folded reshapes and transposes, no duplicated
   // loads, no dead gradient ops).
+  if (runs(Phase::Graph) && options.tensorParallel > 0) {
+    TfcTensorParallelOptions tp;
+    tp.size = options.tensorParallel;
+    pm.addPass(createTfcTensorParallel(tp));
+  }
   if (runs(Phase::Graph) && options.precision != "f32" &&
       !options.optimizer.empty()) {
     TfcAutocastOptions autocast;

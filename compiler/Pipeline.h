@@ -77,6 +77,9 @@ struct PipelineOptions {
   /// 1 with dataParallel: ZeRO-1, the optimizer state sharded over the ranks
   /// (tfc-zero-shard); 0: every rank holds all of it.
   int64_t zero = 0;
+  /// Tensor-parallel ranks (tfc-tensor-parallel, before autodiff; recorded
+  /// in the artifact); 0: none.
+  int64_t tensorParallel = 0;
   /// "bf16" or "f16": without `optimizer`, the graph phase first converts
   /// parameters, state and the entries using them to it
   /// (tfc-convert-precision); with it, mixed-precision training: the loss

@@ -58,8 +58,9 @@ int64_t tensorBytes(Type type) {
 }
 
 bool isFreeOp(Operation *op) {
-  return llvm::isa<LoadOp, StoreOp, ConstantOp, ReshapeOp, ParamOp, StateOp>(
-      op);
+  // copy_to_group: a view in the forward (its all-reduce is in the gradient).
+  return llvm::isa<LoadOp, StoreOp, ConstantOp, ReshapeOp, CopyToGroupOp,
+                   ParamOp, StateOp>(op);
 }
 
 bool isComputeBound(Operation *op) {

@@ -243,6 +243,54 @@ def TfcZeroShard : Pass<"tfc-zero-shard", "mlir::ModuleOp"> {
   }];
 }
 
+def TfcTensorParallel : Pass<"tfc-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Splits each layer over tensor-parallel ranks (Megatron-LM)";
+  let description = [{
+    Run before `tfc-autodiff` (`tfc --tp=M`). The model library marks weights
+    with `tfc.shard`: "column" (QKV, the MLP's up-projection, LLaMA's gate:
+    each rank its 1/M of the output features, so its heads) or "row" (the
+    attention output, the MLP's down-projection: its 1/M of the input
+    features); `tfc.shard_blocks` = 3 on GPT-2's fused [Q | K | V]. The pass
+    narrows those parameters (and a column weight's bias) to one rank's slice
+    (`tfc.shard_axis` on the param), re-types what flows from them (the heads
+    of reshapes, transposes, attention, rotary, elementwise ops, the slices
+    of a fused QKV), and inserts Megatron's `f` = `tfc.copy_to_group` on the
+    input of each column-parallel linear and `g` = `tfc.all_reduce` (sum)
+    after each row-parallel one, whose bias moves after the all-reduce. So
+    each layer has two all-reduces in the forward and, from the VJP of `f`,
+    two in the backward. Embeddings, norms and the loss stay whole. The
+    module's `tfc.metadata` gets `"world_size": M`, `"tp_size": M` and
+    `"tp_shards"`: the axis and blocks of each split parameter, by which the
+    runtime slices a whole checkpoint (artifact_abi.h).
+
+    Refused, naming the op or the parameter: an M that does not divide the
+    heads (with GQA, the key/value heads too) or a weight's features; a split
+    value reaching an op the pass does not know or a return. Entries that use
+    a KV cache (prefill, decode) are removed: tensor-parallel inference is not
+    done.
+
+    Before (a column-parallel then a row-parallel linear, M = 2):
+    ```mlir
+    %h = tfc.linear %x, %w1 bias %b1 : (tensor<4x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<4x256xf32>
+    %y = tfc.linear %h, %w2 bias %b2 : (tensor<4x256xf32>, tensor<256x64xf32>, tensor<64xf32>) -> tensor<4x64xf32>
+    ```
+    After:
+    ```mlir
+    %f = tfc.copy_to_group %x {group = "tp", size = 2 : i64} : tensor<4x64xf32>
+    %h = tfc.linear %f, %w1 bias %b1 : (tensor<4x64xf32>, tensor<64x128xf32>, tensor<128xf32>) -> tensor<4x128xf32>
+    %p = tfc.linear %h, %w2 : (tensor<4x128xf32>, tensor<128x64xf32>) -> tensor<4x64xf32>
+    %g = tfc.all_reduce %p {group = "tp", reduce = "sum", size = 2 : i64} : tensor<4x64xf32>
+    %y = tfc.add %g, %b2 : tensor<4x64xf32>, tensor<64xf32> -> tensor<4x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", /*default=*/"1",
+           "The number of tensor-parallel ranks M">,
+    Option<"group", "group", "std::string", /*default=*/"\"tp\"",
+           "The name of the process group">,
+  ];
+}
+
 def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
   let summary = "Builds `train_step`: forward, loss, backward, clipping, optimizer";
   let description = [{

@@ -232,19 +232,34 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
 
     // Global-norm clipping (off when grad_clip <= 0). Shards of a group add
     // up to the whole only after a sum over its ranks: one all_reduce of
-    // their partial sum of squares per group (the zero padding adds 0).
-    Value sumsq = a.c(0.0);
+    // their partial sum of squares per group (ZeRO's zero padding adds 0).
+    // Under tensor parallelism (tfc-tensor-parallel) a split parameter's
+    // gradient is this rank's slice: the slices' sums of squares are summed
+    // over the "tp" ranks; the whole ones are the same on every rank.
+    Value sumsq = a.c(0.0), splitSumsq;
+    int64_t splitRanks = 0;
     llvm::MapVector<DictionaryAttr, Value> shardSumsq;
     for (auto [i, tr] : llvm::enumerate(trained)) {
       Value s = a.sumSquares(results[i + 1]);
-      if (!tr.shard) {
+      auto param = module.lookupSymbol<ParamOp>(tr.param);
+      auto ranks = param ? param->getAttrOfType<IntegerAttr>(attr::kShardRanks)
+                         : IntegerAttr();
+      if (tr.shard) {
+        auto [it, fresh] = shardSumsq.try_emplace(tr.shard, s);
+        if (!fresh)
+          it->second = a.add(it->second, s);
+      } else if (ranks) {
+        splitRanks = ranks.getInt();
+        splitSumsq = splitSumsq ? a.add(splitSumsq, s) : s;
+      } else {
         sumsq = a.add(sumsq, s);
-        continue;
       }
-      auto [it, fresh] = shardSumsq.try_emplace(tr.shard, s);
-      if (!fresh)
-        it->second = a.add(it->second, s);
     }
+    if (splitSumsq)
+      sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, splitSumsq,
+                                                 b.getStringAttr("tp"),
+                                                 b.getStringAttr("sum"),
+                                                 b.getI64IntegerAttr(splitRanks)));
     // The rank in each group, for the block of each parameter it updates:
     // rank r's block of the reduce-scatter (sum) of [0, 1, ..., n-1] over n
     // ranks is n x r, exact in f32 (a float of a few bytes, once a step;

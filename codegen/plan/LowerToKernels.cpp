@@ -345,7 +345,8 @@ void EntryLowering::findStoresInPlace(Block &block, func::ReturnOp returnOp) {
     Value value = store.getValue();
     Operation *def = value.getDefiningOp();
     if (!def || !llvm::isa<TFCDialect>(def->getDialect()) ||
-        llvm::isa<LoadOp, ConstantOp, ReshapeOp, KvCacheUpdateOp>(def) ||
+        llvm::isa<LoadOp, ConstantOp, ReshapeOp, CopyToGroupOp, KvCacheUpdateOp>(
+            def) ||
         storeInPlace.count(value) ||
         llvm::any_of(value.getUsers(), [&](Operation *user) {
           return llvm::isa<func::ReturnOp>(user) ||
@@ -413,19 +414,22 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
     buffers[constant] = global;
     return success();
   }
-  if (auto reshape = llvm::dyn_cast<ReshapeOp>(op)) {
-    Value src = buffers.lookup(reshape.getX());
-    auto type = bufferType(reshape.getType());
-    if (isIntermediate(src) && !outputFor.count(reshape.getResult())) {
-      buffers[reshape] = reshapeView(src, type);
+  // A reshape, and tfc.copy_to_group (the identity in the forward: its
+  // all-reduce is in the gradient), are views of their operand.
+  if (llvm::isa<ReshapeOp, CopyToGroupOp>(op)) {
+    Value src = buffers.lookup(op->getOperand(0));
+    Value result = op->getResult(0);
+    auto type = bufferType(llvm::cast<RankedTensorType>(result.getType()));
+    if (isIntermediate(src) && !outputFor.count(result)) {
+      buffers[result] = reshapeView(src, type);
       return success();
     }
     // Arguments and outputs: copy the bytes into a buffer of the new shape.
-    Value dst = resultBuffer(reshape.getResult());
+    Value dst = resultBuffer(result);
     Value flatSrc = flatten(builder, loc, src);
     Value flatDst = flatten(builder, loc, dst);
     builder.create<memref::CopyOp>(loc, flatSrc, flatDst);
-    buffers[reshape] = dst;
+    buffers[result] = dst;
     return success();
   }
 

@@ -256,6 +256,16 @@ Tensor Graph::param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
   return declareAndLoad(/*isParam=*/true, name, shape, dtype, init, frozen);
 }
 
+void Graph::shard(llvm::StringRef name, llvm::StringRef kind, int64_t blocks) {
+  auto it = declared_.find(name);
+  if (it == declared_.end() || !llvm::isa<ParamOp>(it->second))
+    throw TraceError("shard of '" + name.str() +
+                     "', which is not a declared tfc.param");
+  it->second->setAttr(attr::kShard, builder_.getStringAttr(kind));
+  if (blocks > 1)
+    it->second->setAttr(attr::kShardBlocks, builder_.getI64IntegerAttr(blocks));
+}
+
 Tensor Graph::state(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                     DType dtype, llvm::StringRef init) {
   return declareAndLoad(/*isParam=*/false, name, shape, dtype, init, false);

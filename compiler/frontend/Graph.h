@@ -112,6 +112,11 @@ public:
   /// per entry). `init` uses the tfc.param grammar, e.g. "normal(0.0, 0.02)".
   Tensor param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                DType dtype, llvm::StringRef init, bool frozen = false);
+  /// Marks the declared parameter `name` with how Megatron-LM's tensor
+  /// parallelism splits it (tfc.shard: "column" or "row"; `blocks` > 1: a
+  /// fused column weight made of `blocks` equal outputs, each split alike).
+  /// Only tfc-tensor-parallel (tfc --tp) acts on it.
+  void shard(llvm::StringRef name, llvm::StringRef kind, int64_t blocks = 1);
   /// Same for mutable module state (KV caches, optimizer moments).
   Tensor state(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                DType dtype, llvm::StringRef init);

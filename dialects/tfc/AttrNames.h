@@ -28,6 +28,18 @@ constexpr llvm::StringLiteral kMetadata = "tfc.metadata";
 /// result is the rank's block of the flattened gradient, padded to a
 /// multiple of size, and tfc-train-step updates that block only.
 constexpr llvm::StringLiteral kZeroShard = "tfc.zero_shard";
+/// On a tfc.param, set by the model library: how Megatron-LM's tensor
+/// parallelism splits it, "column" (a linear's output features) or "row" (its
+/// input features); tfc-tensor-parallel reads it, nothing else does.
+constexpr llvm::StringLiteral kShard = "tfc.shard";
+/// With kShard "column": the output is this many equal blocks split alike
+/// (GPT-2's fused [Q | K | V]); absent: one.
+constexpr llvm::StringLiteral kShardBlocks = "tfc.shard_blocks";
+/// Set by tfc-tensor-parallel on each tfc.param it split: the axis of the
+/// full tensor that ranks split (i64); with kShardBlocks and kShardRanks.
+constexpr llvm::StringLiteral kShardAxis = "tfc.shard_axis";
+/// With kShardAxis: the number of ranks that split it (the group "tp").
+constexpr llvm::StringLiteral kShardRanks = "tfc.shard_ranks";
 
 /// On an entry: what tfc-fuse, tfc-remat and tfc-schedule decided (for
 /// --report); carried from the graph function to the planned entry.

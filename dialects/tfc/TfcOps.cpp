@@ -1403,5 +1403,13 @@ LogicalResult AllGatherOp::verify() {
   return verifyGroup(OpDiag{getLoc(), "all_gather"}, getGroup(), getSize());
 }
 
+LogicalResult CopyToGroupOp::verify() {
+  if (getGroup().empty())
+    return emitOpError("needs a non-empty group name (\"tp\")");
+  if (getSize() < 1)
+    return emitOpError("group size ") << getSize() << " must be at least 1";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/tfc/TfcOps.cpp.inc"

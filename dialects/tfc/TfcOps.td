@@ -910,8 +910,8 @@ def TFC_AllReduceOp : TFC_Op<"all_reduce", [Pure, SameOperandsAndResultType, TFC
     all-reduce in the forward whose result is replicated, so the gradient
     that reaches it is the same on every rank and is passed back as is
     ("sum"), or divided by the group's size ("mean"): identity in the
-    backward. Megatron's `f` (identity forward, all-reduce backward) is not
-    an op yet. tfc-data-parallel inserts this op after autodiff, on the
+    backward. Megatron's `f` (identity forward, all-reduce backward) is
+    tfc.copy_to_group. tfc-data-parallel inserts this op after autodiff, on the
     gradients, so its own VJP is not used there.
 
     ```mlir
@@ -973,6 +973,28 @@ def TFC_AllGatherOp : TFC_InferOp<"all_gather", [TFC_VJP]> {
   let arguments = (ins TFC_FloatTensor:$x, StrAttr:$group, I64Attr:$size);
   let results = (outs TFC_FloatTensor:$result);
   let assemblyFormat = [{ $x attr-dict `:` type($x) `->` type($result) }];
+  let hasVerifier = 1;
+}
+
+def TFC_CopyToGroupOp : TFC_Op<"copy_to_group", [Pure, SameOperandsAndResultType, TFC_VJP]> {
+  let summary = "identity; its gradient is summed over the ranks of a group (Megatron's f)";
+  let description = [{
+    Megatron-LM's `f`, placed by tfc-tensor-parallel on the replicated input
+    of a column-parallel linear: each rank of `group` ("tp") multiplies it by
+    its own columns of the weight, so each rank's gradient with respect to
+    the input is only its part of the whole; the VJP sums them
+    (tfc.all_reduce{reduce = "sum"} of the cotangent over `group`). The
+    forward is the identity: lowered as a view of `x`, no kernel, no
+    communication. Its partner `g` (all-reduce forward, identity backward)
+    is tfc.all_reduce.
+
+    ```mlir
+    %x1 = tfc.copy_to_group %x {group = "tp", size = 2 : i64} : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, StrAttr:$group, I64Attr:$size);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{ $x attr-dict `:` type($x) }];
   let hasVerifier = 1;
 }
 

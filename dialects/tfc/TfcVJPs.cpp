@@ -652,3 +652,12 @@ LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                        b.getStringAttr("mean"), getSizeAttr()));
   return success();
 }
+
+LogicalResult CopyToGroupOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                      SmallVectorImpl<Value> &out) {
+  // Megatron's f: each rank's cotangent is its part of dL/dx (the rank's
+  // columns of a column-parallel linear); the whole is their sum.
+  out.assign(1, b.create<AllReduceOp>(getLoc(), grads[0], getGroupAttr(),
+                                      b.getStringAttr("sum"), getSizeAttr()));
+  return success();
+}

@@ -69,20 +69,21 @@ StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact) 
 }
 
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
-                      const Context& context, std::map<std::string, std::string> metadata) {
+                      const Context& context, std::map<std::string, std::string> metadata,
+                      const std::map<std::string, TensorView>* whole) {
   // A GPU context's parameters and state as train_step left them.
   TFC_RETURN_IF_ERROR(context.download());
   // ZeRO: every rank holds one block of these; the file holds them whole, in their
   // parameter's shape, so that it resumes on any number of ranks (or on one process).
   TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
-  std::map<int32_t, std::vector<float>> whole;
+  std::map<int32_t, std::vector<float>> gatheredState;
   if (!sharded.empty()) {
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     for (const auto& [s, p] : sharded) {
       auto ref = context.state(s);
       if (!ref.ok()) return std::move(ref).takeStatus();
       size_t block = ref->byte_size / sizeof(float);
-      std::vector<float>& all = whole[s];
+      std::vector<float>& all = gatheredState[s];
       all.resize(block * static_cast<size_t>(world->size()));
       TFC_RETURN_IF_ERROR(world->allGather(static_cast<const float*>(ref->data), all.data(),
                                            block, artifact.state(s).name));
@@ -97,18 +98,24 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
     auto ref = params.tensor(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     tensors.push_back({artifact.param(i).name, tensorView(*ref)});
+    if (whole != nullptr && whole->count(tensors.back().name)) {
+      tensors.back().tensor = whole->at(tensors.back().name);
+    }
   }
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     TensorView view = tensorView(*ref);
-    auto gathered = whole.find(i);
-    if (gathered != whole.end()) {
+    auto gathered = gatheredState.find(i);
+    if (gathered != gatheredState.end()) {
       view.shape = shapeOf(artifact.param(sharded[i]));
       view.data = gathered->second.data();
       view.byteSize = gathered->second.size() * sizeof(float);
     }
     tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
+    if (whole != nullptr && whole->count(tensors.back().name)) {
+      tensors.back().tensor = whole->at(tensors.back().name);
+    }
   }
   metadata["format"] = kCheckpointFormat;
   metadata["module_hash"] = std::string(artifact.moduleHash());
@@ -155,6 +162,19 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     rank = world->rank();
   }
 
+  // Tensor parallel (tfc --tp=M): the file holds whole tensors; this rank takes its slice.
+  TFC_ASSIGN_OR_RETURN(TensorParallelLayout tp,
+                       tensorParallelLayout(std::string(artifact.metadataJson())));
+  int64_t tpRank = 0;
+  if (tp.size > 1) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    tpRank = world->rank() % tp.size;
+  }
+  auto splitOf = [&](const std::string& name) -> const TensorSplit* {
+    if (tp.size <= 1) return nullptr;
+    const std::string prefix(kStatePrefix);
+    return tp.find(name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name);
+  };
   // Check everything before changing anything.
   std::vector<const SafetensorsTensorInfo*> paramInfos, stateInfos;
   std::set<std::string> expected;
@@ -165,6 +185,7 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     const SafetensorsTensorInfo* info = file->find(name);
     auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
     std::vector<int64_t> shape = shapeOf(desc);
+    if (const TensorSplit* split = splitOf(name)) shape = wholeShape(*split, shape, tp.size);
     if (info == nullptr) {
       problems.push_back("'" + name + "' is missing");
     } else if (info->dtype != dtype || info->shape != shape) {
@@ -197,7 +218,13 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     auto ref = params.tensor(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
-    std::memcpy(ref->data, paramInfos[static_cast<size_t>(i)]->data, ref->byte_size);
+    const SafetensorsTensorInfo* info = paramInfos[static_cast<size_t>(i)];
+    if (const TensorSplit* split = splitOf(artifact.param(i).name)) {
+      copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
+                const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);
+    } else {
+      std::memcpy(ref->data, info->data, ref->byte_size);
+    }
     Status status = params.markSet(i);
     if (!status.ok()) return status;
   }
@@ -205,6 +232,11 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     const SafetensorsTensorInfo* info = stateInfos[static_cast<size_t>(i)];
+    if (const TensorSplit* split = splitOf(std::string(kStatePrefix) + artifact.state(i).name)) {
+      copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
+                const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);
+      continue;
+    }
     if (sharded.count(i) == 0) {
       std::memcpy(ref->data, info->data, ref->byte_size);
       continue;

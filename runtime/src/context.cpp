@@ -105,14 +105,18 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
   if (!compiled) return tfc::Status();
   TFC_ASSIGN_OR_RETURN(tfc::Communicator* world, tfc::worldCommunicator());
   if (*compiled == world->size()) return tfc::Status();
+  // Tensor parallel (tfc --tp=M) or data parallel (tfc --dp=N): name the flag it came from.
+  const char* flag =
+      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_TP_SIZE).has_value() ? "tp"
+                                                                                       : "dp";
   return tfc::Status::error(
       TFC_FAILED_PRECONDITION,
-      "%s was compiled for %lld processes (tfc --dp=%lld) but runs in a world of %d (%s); "
-      "start it with `mpirun -np %lld ...` or recompile with --dp=%d",
-      artifact->path.c_str(), static_cast<long long>(*compiled),
+      "%s was compiled for %lld processes (tfc --%s=%lld) but runs in a world of %d (%s); "
+      "start it with `mpirun -np %lld ...` or recompile with --%s=%d",
+      artifact->path.c_str(), static_cast<long long>(*compiled), flag,
       static_cast<long long>(*compiled), world->size(),
       world->size() == 1 ? "not under mpirun" : "mpirun -np", static_cast<long long>(*compiled),
-      world->size());
+      flag, world->size());
 }
 
 void hostDeviceLaunch(void* user, int32_t kernel, uint32_t grid, uint32_t block,

@@ -3,6 +3,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+
+#include "tfc/artifact_abi.h"
 
 namespace tfc {
 
@@ -43,6 +46,85 @@ std::optional<int64_t> metadataInt(const std::string& json, const std::string& k
     return std::nullopt;
   }
   return static_cast<int64_t>(value);
+}
+
+const TensorSplit* TensorParallelLayout::find(const std::string& name) const {
+  std::string param = name;
+  for (const char* prefix : {"opt.m.", "opt.v.", "opt.buf."}) {
+    if (name.rfind(prefix, 0) == 0) param = name.substr(std::strlen(prefix));
+  }
+  auto it = splits.find(param);
+  return it == splits.end() ? nullptr : &it->second;
+}
+
+StatusOr<TensorParallelLayout> tensorParallelLayout(const std::string& json) {
+  TensorParallelLayout layout;
+  std::optional<int64_t> size = metadataInt(json, TFC_METADATA_TP_SIZE);
+  if (!size) return layout;
+  layout.size = *size;
+  // "tp_shards": {"name": [axis, blocks], ...}: names hold no quotes (tfc.param symbols).
+  std::string key = std::string("\"") + TFC_METADATA_TP_SHARDS + "\"";
+  size_t at = json.find(key);
+  size_t open = at == std::string::npos ? at : json.find('{', at);
+  size_t close = open == std::string::npos ? open : json.find('}', open);
+  auto bad = [&](const char* why) {
+    return Status::error(TFC_INVALID_ARGUMENT, "the model's metadata \"%s\" %s",
+                         TFC_METADATA_TP_SHARDS, why);
+  };
+  if (*size < 1 || close == std::string::npos) return bad("is missing or not an object");
+  size_t i = open + 1;
+  while (true) {
+    size_t q0 = json.find('"', i);
+    if (q0 == std::string::npos || q0 > close) break;
+    size_t q1 = json.find('"', q0 + 1);
+    size_t lb = json.find('[', q1);
+    size_t rb = json.find(']', lb);
+    if (q1 == std::string::npos || lb == std::string::npos || rb == std::string::npos ||
+        rb > close) {
+      return bad("has an entry that is not \"name\": [axis, blocks]");
+    }
+    TensorSplit split;
+    char* end = nullptr;
+    split.axis = std::strtoll(json.c_str() + lb + 1, &end, 10);
+    while (*end == ' ' || *end == ',') ++end;
+    split.blocks = std::strtoll(end, &end, 10);
+    if (split.axis < 0 || split.blocks < 1) return bad("has a negative axis or no blocks");
+    layout.splits[json.substr(q0 + 1, q1 - q0 - 1)] = split;
+    i = rb + 1;
+  }
+  return layout;
+}
+
+std::vector<int64_t> wholeShape(const TensorSplit& split, std::vector<int64_t> sliceShape,
+                                int64_t ranks) {
+  sliceShape[static_cast<size_t>(split.axis)] *= ranks;
+  return sliceShape;
+}
+
+void copySlice(const TensorSplit& split, const std::vector<int64_t>& whole_shape, int64_t ranks,
+               int64_t rank, size_t element_bytes, void* whole, void* slice, bool to_slice) {
+  // The whole as [outer, blocks, ranks, chunk * inner]; a rank's slice as
+  // [outer, blocks, chunk * inner].
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < split.axis; ++d) outer *= whole_shape[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(split.axis) + 1; d < whole_shape.size(); ++d) {
+    inner *= whole_shape[d];
+  }
+  const int64_t chunk = whole_shape[static_cast<size_t>(split.axis)] / (split.blocks * ranks);
+  const size_t run = static_cast<size_t>(chunk * inner) * element_bytes;
+  auto* w = static_cast<uint8_t*>(whole);
+  auto* s = static_cast<uint8_t*>(slice);
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t b = 0; b < split.blocks; ++b) {
+      uint8_t* wp = w + static_cast<size_t>((o * split.blocks + b) * ranks + rank) * run;
+      uint8_t* sp = s + static_cast<size_t>(o * split.blocks + b) * run;
+      if (to_slice) {
+        std::memcpy(sp, wp, run);
+      } else {
+        std::memcpy(wp, sp, run);
+      }
+    }
+  }
 }
 
 int64_t modelVocabSize(const Artifact& artifact) {

@@ -16,6 +16,8 @@
 
 #include "file_util.hpp"
 #include "runtime_internal.hpp"
+#include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
 
 using tfc::Status;
 using tfc::internal::quoteForMessage;
@@ -249,15 +251,36 @@ tfc_status_t tfc_params_init(tfc_params_t* params, uint64_t seed) {
   Status status = tfc::internal::initSpecsFor(params->artifact, false, &specs);
   if (!status.ok()) return status.release();
   const tfc_artifact_t& table = *params->artifact->table;
+  // Tensor parallel (tfc --tp=M): a split parameter is drawn whole, as one process draws it,
+  // and this rank keeps its slice, so that M ranks start from one process's weights.
+  auto layout = tfc::tensorParallelLayout(table.metadata_json ? table.metadata_json : "");
+  if (!layout.ok()) return std::move(layout).takeStatus().release();
+  int64_t tpRank = 0;
+  if (layout->size > 1) {
+    auto world = tfc::worldCommunicator();
+    if (!world.ok()) return std::move(world).takeStatus().release();
+    tpRank = (*world)->rank() % layout->size;
+  }
   for (int32_t i = 0; i < table.num_params; ++i) {
     auto storage = tfc::internal::paramStorage(params, i);
     if (!storage.ok()) return std::move(storage).takeStatus().release();
     const tfc_tensor_desc_t& desc = table.params[i];
+    const tfc::TensorSplit* split = layout->size > 1 ? layout->find(desc.name) : nullptr;
+    std::vector<int64_t> shape = tfc::internal::descShape(desc);
+    std::vector<uint8_t> whole;
+    if (split != nullptr) {
+      shape = tfc::wholeShape(*split, shape, layout->size);
+      whole.resize(tfc_tensor_desc_byte_size(&desc) * static_cast<size_t>(layout->size));
+    }
     status = tfc::internal::fillInit(specs[static_cast<size_t>(i)],
-                                     static_cast<tfc_dtype_t>(desc.dtype),
-                                     tfc::internal::descShape(desc),
+                                     static_cast<tfc_dtype_t>(desc.dtype), shape,
                                      tfc::internal::initStreamSeed(seed, static_cast<uint64_t>(i)),
-                                     *storage);
+                                     split != nullptr ? whole.data() : *storage);
+    if (split != nullptr && status.ok()) {
+      tfc::copySlice(*split, shape, layout->size, tpRank,
+                     tfc_dtype_size(static_cast<tfc_dtype_t>(desc.dtype)), whole.data(),
+                     *storage, /*to_slice=*/true);
+    }
     if (!status.ok()) {
       return tfc_status_make(status.code(), "%s: parameter %s: %s", params->artifact->path.c_str(),
                              quoteForMessage(desc.name).c_str(), status.message());

@@ -65,3 +65,26 @@ func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
   %l = tfc.reduce_sum %r dims = [0] : tensor<8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests the VJP of tfc.copy_to_group (Megatron's f): the identity in the
+// forward; the gradient flowing back through it to @a is the all-reduce (sum)
+// over the group of the cotangent each rank computes from its copy.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[H:.*]] = tfc.mul %arg0, %{{.*}}
+// CHECK-NEXT: %[[C:.*]] = tfc.copy_to_group %[[H]] {group = "tp", size = 2 : i64} : tensor<4xf32>
+// CHECK: %[[DH:.*]] = tfc.all_reduce %{{.*}} {group = "tp", reduce = "sum", size = 2 : i64} : tensor<4xf32>
+// CHECK: %[[GA:.*]] = tfc.mul %[[DH]], %arg0
+// CHECK: return %{{.*}}, %[[GA]], %{{.*}}
+tfc.param @a : tensor<4xf32> = "normal(0.0, 1.0)"
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
+  %a = tfc.load @a : tensor<4xf32>
+  %w = tfc.load @w : tensor<4xf32>
+  %h = tfc.mul %x, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %c = tfc.copy_to_group %h {group = "tp", size = 2 : i64} : tensor<4xf32>
+  %y = tfc.mul %c, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = tfc.reduce_sum %y dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

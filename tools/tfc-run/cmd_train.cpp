@@ -13,6 +13,7 @@
 #include "png_plot.hpp"
 #include "print.hpp"
 #include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/trainer.hpp"
 #include "train_common.hpp"
@@ -340,6 +341,13 @@ int runTrain(const Invocation& invocation) {
     }
     print(stderr, "resuming from {} at step {}\n", resumePath, trainer->step());
   } else {
+    auto tp = tensorParallelLayout(std::string(artifact->metadataJson()));
+    if (tp.ok() && tp->size > 1 && args.has("--weights")) {
+      return fail(Status::error(TFC_UNIMPLEMENTED,
+                                "--weights with a tensor-parallel model (tfc --tp=%lld) is not "
+                                "built yet: start from --init-seed",
+                                static_cast<long long>(tp->size)));
+    }
     Status status = args.has("--weights") ? loadWeights(args.get("--weights"), *params)
                                           : params->init(settings.initSeed);
     if (!status.ok()) return fail(status);

@@ -104,12 +104,17 @@ private:
     auto scope = g.scope("attn");
     const int64_t C = c.nEmbd;
     Tensor qkv = conv1d(h + ".attn.c_attn", x, C, 3 * C, 0.02); // (B, T, 3C)
+    // Megatron's tensor parallelism: the fused [Q | K | V] column-parallel
+    // (each rank its heads of each), the output projection row-parallel.
+    g.shard(h + ".attn.c_attn.weight", "column", /*blocks=*/3);
     Tensor q = splitHeads(sliceLastDim(qkv, 0, C), c.nHead);     // (B, H, T, D)
     Tensor k = splitHeads(sliceLastDim(qkv, C, 2 * C), c.nHead); // (B, H, T, D)
     Tensor v = splitHeads(sliceLastDim(qkv, 2 * C, 3 * C), c.nHead);
     Tensor y = causalSelfAttention(g, layer, q, k, v, cache); // (B, H, T, D)
     y = mergeHeads(y);                                        // (B, T, C)
-    return conv1d(h + ".attn.c_proj", y, C, C, residualStd()); // (B, T, C)
+    Tensor out = conv1d(h + ".attn.c_proj", y, C, C, residualStd());
+    g.shard(h + ".attn.c_proj.weight", "row");
+    return out; // (B, T, C)
   }
 
   /// x (B, T, C) -> (B, T, C)
@@ -117,8 +122,11 @@ private:
     auto scope = g.scope("mlp");
     const int64_t C = c.nEmbd, F = c.nInner;
     Tensor u = conv1d(h + ".mlp.c_fc", x, C, F, 0.02); // (B, T, F)
+    g.shard(h + ".mlp.c_fc.weight", "column");
     u = gelu(u, c.activation);
-    return conv1d(h + ".mlp.c_proj", u, F, C, residualStd()); // (B, T, C)
+    Tensor out = conv1d(h + ".mlp.c_proj", u, F, C, residualStd());
+    g.shard(h + ".mlp.c_proj.weight", "row");
+    return out; // (B, T, C)
   }
 
   Graph &g;

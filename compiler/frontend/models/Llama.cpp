@@ -180,9 +180,11 @@ private:
 
   /// torch.nn.Linear: x (..., in) @ W^T (+ b), W (out, in), b (out).
   Tensor proj(const std::string &name, Tensor x, int64_t in, int64_t out,
-              bool bias) {
+              bool bias, const char *shard = nullptr) {
     Tensor w = g.param(name + ".weight", {out, in}, DType::F32,
                        normalInit(0.02));
+    if (shard) // Megatron's tensor parallelism: "column" or "row"
+      g.shard(name + ".weight", shard);
     std::optional<Tensor> b;
     if (bias)
       b = g.param(name + ".bias", {out}, DType::F32, "zeros");
@@ -205,9 +207,9 @@ private:
     const std::string p = layer + ".self_attn.";
     const int64_t D = c.dim, Dh = c.headDim();
     const bool qkvBias = c.attentionBias || c.qkvBias;
-    Tensor q = proj(p + "q_proj", x, D, c.nHead * Dh, qkvBias); // (B, T, H*Dh)
-    Tensor k = proj(p + "k_proj", x, D, c.nKvHead * Dh, qkvBias);
-    Tensor v = proj(p + "v_proj", x, D, c.nKvHead * Dh, qkvBias);
+    Tensor q = proj(p + "q_proj", x, D, c.nHead * Dh, qkvBias, "column"); // (B, T, H*Dh)
+    Tensor k = proj(p + "k_proj", x, D, c.nKvHead * Dh, qkvBias, "column");
+    Tensor v = proj(p + "v_proj", x, D, c.nKvHead * Dh, qkvBias, "column");
     q = splitHeads(q, c.nHead);                          // (B, H, T, Dh)
     k = splitHeads(k, c.nKvHead);                        // (B, Hkv, T, Dh)
     v = splitHeads(v, c.nKvHead);                        // (B, Hkv, T, Dh)
@@ -219,7 +221,7 @@ private:
     k = rotary(k, c.ropeTheta, offset, freqs);
     Tensor y = causalSelfAttention(g, index, q, k, v, cache); // (B, H, T, Dh)
     y = mergeHeads(y);                                        // (B, T, H*Dh)
-    return proj(p + "o_proj", y, c.nHead * Dh, D, c.attentionBias);
+    return proj(p + "o_proj", y, c.nHead * Dh, D, c.attentionBias, "row");
   }
 
   /// SwiGLU: x (B, T, D) -> (B, T, D)
@@ -227,9 +229,10 @@ private:
     auto scope = g.scope("mlp");
     const std::string p = layer + ".mlp.";
     const int64_t D = c.dim, F = c.hiddenDim;
-    Tensor gate = proj(p + "gate_proj", x, D, F, c.mlpBias); // (B, T, F)
-    Tensor up = proj(p + "up_proj", x, D, F, c.mlpBias);     // (B, T, F)
-    return proj(p + "down_proj", silu(gate) * up, F, D, c.mlpBias);
+    Tensor gate = proj(p + "gate_proj", x, D, F, c.mlpBias, "column"); // (B, T, F)
+    Tensor up = proj(p + "up_proj", x, D, F, c.mlpBias, "column");     // (B, T, F)
+    return proj(p + "down_proj", silu(gate) * up, F, D, c.mlpBias,
+                "row");
   }
 
   /// Mixtral's sparse MoE block: x (B, T, D) -> (B, T, D).

@@ -135,6 +135,13 @@ enum {
  * of its parameter's flattened shape (n elements), zero past n. Checkpoints hold it whole, in
  * the parameter's shape. Absent: no sharded state. */
 #define TFC_METADATA_ZERO_SHARDS "zero_shards"
+/* Tensor parallelism (tfc --tp=M, Megatron-LM's layout): "tp_size": M, the consecutive ranks
+ * that split each layer; "tp_shards": {"<param>": [axis, blocks], ...}, the parameters each
+ * such rank holds a 1/M slice of: along `axis` of the whole tensor, which is `blocks` equal
+ * parts (GPT-2's fused [Q | K | V]: 3) of which rank r holds the r-th M-th of each. Absent:
+ * every parameter whole on every rank. */
+#define TFC_METADATA_TP_SIZE "tp_size"
+#define TFC_METADATA_TP_SHARDS "tp_shards"
 
 /* Reductions; the mean is the sum divided by the group's size. */
 enum {

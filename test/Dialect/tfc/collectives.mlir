@@ -114,3 +114,29 @@ func.func @gather_bad_size(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tfc.all_gather %x {group = "dp", size = 0 : i64} : tensor<4xf32> -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that tfc.copy_to_group (Megatron's f) parses and prints with its group and size.
+// CHECK-LABEL: func.func @copy_to_group
+// CHECK: tfc.copy_to_group %{{.*}} {group = "tp", size = 2 : i64} : tensor<4x8xf32>
+func.func @copy_to_group(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = tfc.copy_to_group %x {group = "tp", size = 2 : i64} : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @copy_no_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.copy_to_group' op needs a non-empty group name ("tp")}}
+  %0 = tfc.copy_to_group %x {group = "", size = 2 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @copy_bad_size(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.copy_to_group' op group size 0 must be at least 1}}
+  %0 = tfc.copy_to_group %x {group = "tp", size = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

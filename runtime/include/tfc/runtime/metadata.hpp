@@ -4,8 +4,10 @@
 #define TFC_RUNTIME_METADATA_HPP_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tfc/runtime/runtime.hpp"
 
@@ -21,6 +23,31 @@ std::optional<int64_t> metadataInt(const std::string& json, const std::string& k
 // The model's vocabulary size: "vocab_size" in the metadata's config, else the last
 // dimension of the forward entry's logits; 0 when neither is known.
 int64_t modelVocabSize(const Artifact& artifact);
+
+// Tensor parallelism (tfc --tp=M; artifact_abi.h's TFC_METADATA_TP_*): each of M
+// consecutive ranks holds a slice of some parameters along |axis| of the whole tensor, which
+// is |blocks| equal parts of which rank r holds the r-th M-th of each.
+struct TensorSplit {
+  int64_t axis = 0;
+  int64_t blocks = 1;
+};
+struct TensorParallelLayout {
+  int64_t size = 1;                           // M; 1: every tensor whole
+  std::map<std::string, TensorSplit> splits;  // by parameter name
+
+  // The split of parameter |name|, or of the parameter whose optimizer state |name| is
+  // (opt.m.<p>, opt.v.<p>, opt.buf.<p>: tfc-train-step's names); null when whole.
+  const TensorSplit* find(const std::string& name) const;
+};
+// The layout of an artifact's metadata; size 1 when it has none. Malformed: an error.
+StatusOr<TensorParallelLayout> tensorParallelLayout(const std::string& json);
+// The whole tensor's shape from the shape of one rank's slice.
+std::vector<int64_t> wholeShape(const TensorSplit& split, std::vector<int64_t> sliceShape,
+                                int64_t ranks);
+// Copies rank |rank|'s slice of the whole tensor (of |whole_shape|, elements of
+// |element_bytes|) from |whole| into |slice| (to_slice) or back.
+void copySlice(const TensorSplit& split, const std::vector<int64_t>& whole_shape, int64_t ranks,
+               int64_t rank, size_t element_bytes, void* whole, void* slice, bool to_slice);
 
 }  // namespace tfc
 

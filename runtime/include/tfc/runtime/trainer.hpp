@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/status.hpp"
 #include "tfc/runtime/text_output_file.hpp"
@@ -150,6 +151,12 @@ class Trainer {
   std::unique_ptr<TokenData> data_, evalData_;
   std::unique_ptr<BatchSampler> sampler_;
   int rank_ = 0, world_ = 1;
+  // Tensor parallel (tfc --tp=M): the M consecutive ranks that split each layer read the same
+  // batch; checkpoints hold whole tensors, gathered from the ranks' slices.
+  TensorParallelLayout tp_;
+  // The whole tensors of the split parameters and their optimizer state, by checkpoint name.
+  Status gatherWhole(std::vector<std::vector<uint8_t>>* storage,
+                     std::map<std::string, TensorView>* whole);
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
   std::vector<TrainLogRow> history_;
