@@ -124,6 +124,20 @@ struct Options {
                "over the ranks (tfc-data-parallel); each rank reads its slice "
                "of a global batch of N x the compiled batch"),
       cl::value_desc("N"), cl::init(0), cl::cat(category)};
+  cl::opt<double> dpBucketMb{
+      "dp-bucket-mb",
+      cl::desc("With --dp: all-reduce the gradients in buckets of this many "
+               "MB (default 25, as PyTorch DDP), each started as soon as its "
+               "gradients are final, overlapping the rest of the backward; 0: "
+               "one collective per gradient; negative: one blocking "
+               "all-reduce per gradient"),
+      cl::value_desc("MB"), cl::init(25.0), cl::cat(category)};
+  cl::opt<bool> dpOverlap{
+      "dp-overlap",
+      cl::desc("With --dp and buckets: wait for each bucket at the end of the "
+               "backward (default true); false: right after its start, a "
+               "blocking baseline"),
+      cl::init(true), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
       cl::desc("f32 (default), bf16 or f16. Without --optimizer: store "
@@ -347,6 +361,11 @@ int compilerMain(int argc, char **argv) {
                 ": collectives are lowered for the CPU target only so far (NCCL "
                 "for CUDA artifacts is not built yet)");
   pipeline.dataParallel = options.dataParallel;
+  if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6)
+    return fail("--dp-bucket-mb=" + std::to_string(options.dpBucketMb) +
+                ": give a bucket size in MB (0: one collective per gradient)");
+  pipeline.dpBucketMb = options.dpBucketMb;
+  pipeline.dpOverlap = options.dpOverlap;
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +

@@ -84,6 +84,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     if (options.dataParallel > 0) {
       TfcDataParallelOptions dp;
       dp.size = options.dataParallel;
+      dp.bucketMb = options.dpBucketMb;
+      dp.overlap = options.dpOverlap;
       pm.addPass(createTfcDataParallel(dp));
     }
     TfcTrainStepOptions trainStep;

@@ -11,6 +11,9 @@ tensor as a whole (||a - b|| / ||b||), the attention's key bias (exact gradient 
 staying at noise level. Also checked:
   - only rank 0 prints the step lines and writes the checkpoint and the log;
   - resuming from rank 0's checkpoint under mpirun continues bit-identically;
+  - gradient buckets of several sizes (--dp-bucket-mb 0, 8 KB, the default 25 MB, -1 for one
+    blocking all-reduce per gradient) and --dp-overlap=false: each equals one process; at
+    DP=2 all give the same bytes; a rerun gives the same bytes;
   - the loss in the log equals the single process's per step;
   - a world size other than the compiled one is refused before any step, with a message;
   - an artifact compiled for one process is refused under mpirun -np 2;
@@ -94,13 +97,44 @@ def main():
     hyper = {"adamw": ["--lr", "3e-3", "--warmup", "2"],
              "sgd": ["--lr", "0.3", "--momentum", "0.9"]}
 
-    def train(world, tag, extra=(), expect=0, timeout=600, launch=True, opt="adamw"):
-        cmd = [tfc_run, models[opt, world], "train", "--data", p("train.bin"), "--init-seed",
+    def train(world, tag, extra=(), expect=0, timeout=600, launch=True, opt="adamw",
+              model=None):
+        cmd = [tfc_run, model or models[opt, world], "train", "--data", p("train.bin"), "--init-seed",
                "0", "--seed", str(seed), "--steps", str(STEPS), *hyper[opt],
                "--save", p(f"{tag}.safetensors"), "--log", p(f"{tag}.csv"), *extra]
         if launch and world > 1:
             cmd = mpirun + ["-np", str(world)] + cmd
         return run(cmd, expect=expect, timeout=timeout, env=env)
+
+    def worst_difference(opt, world, got, reference):
+        """The largest relative difference of a tensor (the measure the optimizer needs)."""
+        worst, worst_name = 0.0, ""
+        for name, want in reference.items():
+            if want.dtype != np.float32:
+                check(np.array_equal(got[name], want), f"{opt} DP={world}: {name} equal")
+                continue
+            a, b = got[name].astype(np.float64).ravel(), want.astype(np.float64).ravel()
+            if opt == "adamw" and name.endswith("attn.c_attn.bias"):
+                # The key bias (columns [C, 2C)) has an exact gradient of zero (softmax
+                # does not change when every score of a query moves by q.b): what it gets
+                # is rounding noise, which AdamW normalizes into updates of random sign.
+                # It must stay at noise level in both runs, and is left out.
+                key = np.arange(N_EMBD, 2 * N_EMBD)
+                noise = max(float(np.max(np.abs(a[key]))), float(np.max(np.abs(b[key]))))
+                check(noise < 1e-4, f"{opt} DP={world}: {name}: the key bias stays at "
+                      f"noise level ({noise:.1e}) in both runs")
+                a, b = np.delete(a, key), np.delete(b, key)
+            if opt == "sgd":
+                # The update is linear in the gradient: elementwise, max |a-b| / max |b|.
+                rel = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
+            else:
+                # AdamW divides each gradient by its own running RMS, so an element whose
+                # gradient is near rounding noise moves by O(lr) whatever the summation
+                # order: compare each tensor as a whole, ||a-b|| / ||b||.
+                rel = float(np.linalg.norm(a - b)) / max(float(np.linalg.norm(b)), 1e-30)
+            if rel > worst:
+                worst, worst_name = rel, name
+        return worst, worst_name
 
     for opt in ("adamw", "sgd"):
         start = time.time()
@@ -115,32 +149,7 @@ def main():
             got = read_safetensors(p(f"{opt}-dp{world}.safetensors"))
             check(set(got) == set(reference),
                   f"{opt} DP={world}: the checkpoint holds the same tensors")
-            worst, worst_name = 0.0, ""
-            for name, want in reference.items():
-                if want.dtype != np.float32:
-                    check(np.array_equal(got[name], want), f"{opt} DP={world}: {name} equal")
-                    continue
-                a, b = got[name].astype(np.float64).ravel(), want.astype(np.float64).ravel()
-                if opt == "adamw" and name.endswith("attn.c_attn.bias"):
-                    # The key bias (columns [C, 2C)) has an exact gradient of zero (softmax
-                    # does not change when every score of a query moves by q.b): what it gets
-                    # is rounding noise, which AdamW normalizes into updates of random sign.
-                    # It must stay at noise level in both runs, and is left out.
-                    key = np.arange(N_EMBD, 2 * N_EMBD)
-                    noise = max(float(np.max(np.abs(a[key]))), float(np.max(np.abs(b[key]))))
-                    check(noise < 1e-4, f"{opt} DP={world}: {name}: the key bias stays at "
-                          f"noise level ({noise:.1e}) in both runs")
-                    a, b = np.delete(a, key), np.delete(b, key)
-                if opt == "sgd":
-                    # The update is linear in the gradient: elementwise, max |a-b| / max |b|.
-                    rel = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
-                else:
-                    # AdamW divides each gradient by its own running RMS, so an element whose
-                    # gradient is near rounding noise moves by O(lr) whatever the summation
-                    # order: compare each tensor as a whole, ||a-b|| / ||b||.
-                    rel = float(np.linalg.norm(a - b)) / max(float(np.linalg.norm(b)), 1e-30)
-                if rel > worst:
-                    worst, worst_name = rel, name
+            worst, worst_name = worst_difference(opt, world, got, reference)
             measure = "max|a-b|/max|b|" if opt == "sgd" else "||a-b||/||b||"
             check(worst <= RTOL, f"{opt} DP={world} vs one process at batch {GLOBAL_BATCH} "
                   f"after {STEPS} steps: worst {measure} {worst:.2e} ({worst_name}) <= {RTOL:g}")
@@ -155,6 +164,36 @@ def main():
                   f"{opt} DP={world}: only rank 0 prints ({finals} final step lines)")
             print(f"      {opt} DP={world}: {seconds:.1f} s for {STEPS} steps with mpirun "
                   f"start-up; one process at batch {GLOBAL_BATCH}: {t_single:.1f} s")
+
+    # Gradient buckets (tfc --dp-bucket-mb, --dp-overlap): the default above (25 MB) puts this
+    # model's gradients (about 150 KB) in one bucket; here every gradient alone (0), buckets
+    # of about 8 KB (one to three gradients each), one blocking all-reduce per gradient (-1),
+    # and buckets waited for right after their start. Each must equal one process as above
+    # (SGD: elementwise); at DP=2 a sum of two floats does not depend on how the gradients are
+    # grouped, so every layout must give the default's bytes; and a rerun the same bytes.
+    reference = read_safetensors(p("sgd-single.safetensors"))
+    default2 = read_safetensors(p("sgd-dp2.safetensors"))
+    cases = [(2, ["--dp-bucket-mb=0"]), (2, ["--dp-bucket-mb=0.008"]),
+             (2, ["--dp-bucket-mb=-1"]), (2, ["--dp-bucket-mb=0.008", "--dp-overlap=false"]),
+             (4, ["--dp-bucket-mb=0"]), (4, ["--dp-bucket-mb=0.008"])]
+    for i, (world, flags) in enumerate(cases):
+        tag = f"sgd-dp{world}-buckets{i}"
+        run([tfc, p(f"b{GLOBAL_BATCH // world}.mlir"), "--optimizer=sgd", f"--dp={world}",
+             *flags, "-o", p(tag + ".so")])
+        what = f"sgd DP={world} {' '.join(flags)}"
+        train(world, tag, opt="sgd", model=p(tag + ".so"))
+        got = read_safetensors(p(tag + ".safetensors"))
+        worst, worst_name = worst_difference("sgd", world, got, reference)
+        check(worst <= RTOL, f"{what} vs one process: worst max|a-b|/max|b| {worst:.2e} "
+              f"({worst_name}) <= {RTOL:g}")
+        if world == 2:
+            check(all(np.array_equal(got[k], default2[k]) for k in default2),
+                  f"{what}: the same bytes as the default buckets")
+        if i == 1 or i == 5:
+            train(world, tag + "-again", opt="sgd", model=p(tag + ".so"))
+            again = read_safetensors(p(tag + "-again.safetensors"))
+            check(all(np.array_equal(again[k], got[k]) for k in got),
+                  f"{what}: a second run gives the same bytes")
 
     # Resume under mpirun: 5 steps, then --resume to 10, gives the bytes of 10 straight (the
     # checkpoint is rank 0's; every rank reads it and the sampler's position).
