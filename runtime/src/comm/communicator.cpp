@@ -195,7 +195,16 @@ struct Communicator::Async {
 
 Communicator::Communicator() : async_(new Async) {}
 
-Communicator::~Communicator() { stopAsync(); }
+Communicator::~Communicator() {
+  // A transport that has a thread stopped it in its own destructor (stopAsync, which also
+  // prints the statistics: rank() and size() cannot be called from here).
+  {
+    std::lock_guard<std::mutex> lock(async_->mu);
+    async_->stop = true;
+  }
+  async_->cv.notify_all();
+  if (async_->thread.joinable()) async_->thread.join();
+}
 
 void Communicator::stopAsync() {
   {

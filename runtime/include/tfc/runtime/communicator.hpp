@@ -86,8 +86,9 @@ class Communicator {
   // Whether run() may be called from a thread other than the one that opened the transport
   // (one call at a time): then buckets run on a communication thread.
   virtual bool runsOnAnyThread() const { return false; }
-  // Ends the communication thread after the buckets queued; a transport's destructor calls it
-  // before closing the transport. Idempotent.
+  // Ends the communication thread after the buckets queued and prints TFC_COMM_STATS; the
+  // destructor of a transport whose runsOnAnyThread() is true calls it before closing the
+  // transport (the thread calls run()). Idempotent.
   void stopAsync();
 
  private:
