@@ -139,6 +139,20 @@ struct Options {
                "every layer's heads and MLP columns (tfc-tensor-parallel); "
                "gpt2 and llama models, f32"),
       cl::value_desc("M"), cl::init(0), cl::cat(category)};
+  cl::opt<double> dpBucketMb{
+      "dp-bucket-mb",
+      cl::desc("With --dp: all-reduce the gradients in buckets of this many "
+               "MB (default 25, as PyTorch DDP), each started as soon as its "
+               "gradients are final, overlapping the rest of the backward; 0: "
+               "one collective per gradient; negative: one blocking "
+               "all-reduce per gradient"),
+      cl::value_desc("MB"), cl::init(25.0), cl::cat(category)};
+  cl::opt<bool> dpOverlap{
+      "dp-overlap",
+      cl::desc("With --dp and buckets: wait for each bucket at the end of the "
+               "backward (default true); false: right after its start, a "
+               "blocking baseline"),
+      cl::init(true), cl::cat(category)};
   cl::opt<std::string> precision{
       "precision",
       cl::desc("f32 (default), bf16 or f16. Without --optimizer: store "
@@ -384,6 +398,26 @@ int compilerMain(int argc, char **argv) {
                 " with --precision=" + options.precision.getValue() +
                 ": tensor parallelism is built for f32 only so far");
   pipeline.tensorParallel = options.tensorParallel;
+  if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6)
+    return fail("--dp-bucket-mb=" + std::to_string(options.dpBucketMb) +
+                ": give a bucket size in MB (0: one collective per gradient)");
+  pipeline.dpBucketMb = options.dpBucketMb;
+  pipeline.dpOverlap = options.dpOverlap;
+  // ZeRO-1 reduce-scatters each gradient on its own (tfc-zero-shard), and a
+  // CUDA artifact's collectives are staged through the host one at a time:
+  // both take the blocking all-reduce per gradient, not buckets.
+  if (options.dataParallel > 0 &&
+      (options.zero == 1 || pipeline.target->name() != "cpu")) {
+    std::string why = options.zero == 1
+                          ? "--zero=1 reduce-scatters each gradient"
+                          : "--target=" + pipeline.target->name().str() +
+                                " stages each collective through the host";
+    if (options.dpBucketMb.getNumOccurrences() && options.dpBucketMb >= 0)
+      return fail("--dp-bucket-mb=" + std::to_string(options.dpBucketMb) +
+                  ": " + why + "; gradient buckets are built for plain data "
+                  "parallel on the CPU target (leave --dp-bucket-mb out)");
+    pipeline.dpBucketMb = -1;
+  }
   if (options.precision != "f32" && options.precision != "bf16" &&
       options.precision != "f16")
     return fail("unknown --precision='" + options.precision +

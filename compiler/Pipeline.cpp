@@ -89,6 +89,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     if (options.dataParallel > 0) {
       TfcDataParallelOptions dp;
       dp.size = options.dataParallel;
+      dp.bucketMb = options.dpBucketMb;
+      dp.overlap = options.dpOverlap;
       pm.addPass(createTfcDataParallel(dp));
       if (options.zero == 1)
         pm.addPass(createTfcZeroShard());

@@ -80,6 +80,11 @@ struct PipelineOptions {
   /// Tensor-parallel ranks (tfc-tensor-parallel, before autodiff; recorded
   /// in the artifact); 0: none.
   int64_t tensorParallel = 0;
+  /// With dataParallel: gradient bucket size in MB (tfc-data-parallel's
+  /// bucket-mb: 0 one collective per gradient, < 0 blocking all-reduces)
+  /// and whether a bucket's wait is deferred to the end of the backward.
+  double dpBucketMb = 25.0;
+  bool dpOverlap = true;
   /// "bf16" or "f16": without `optimizer`, the graph phase first converts
   /// parameters, state and the entries using them to it
   /// (tfc-convert-precision); with it, mixed-precision training: the loss

@@ -176,6 +176,14 @@ OpCost estimateCost(Operation *op) {
     int64_t n = ag.getSize();
     cost.linkBytes = (n - 1) * tensorBytes(ag.getResult().getType()) / n;
   }
+  if (auto start = llvm::dyn_cast<AllReduceStartOp>(op)) {
+    // One ring all-reduce of the bucket's concatenation (as above); its
+    // wait moves nothing over the link.
+    int64_t n = start.getSize(), bytes = 0;
+    for (Value x : start.getXs())
+      bytes += tensorBytes(x.getType());
+    cost.linkBytes = 2 * (n - 1) * bytes / n;
+  }
   // Ops that touch only part of an operand.
   if (auto e = llvm::dyn_cast<EmbeddingOp>(op)) {
     cost.bytesRead = tensorBytes(e.getIds().getType()) + cost.bytesWritten;

@@ -174,36 +174,51 @@ def TfcAutodiff : Pass<"tfc-autodiff", "mlir::ModuleOp"> {
 }
 
 def TfcDataParallel : Pass<"tfc-data-parallel", "mlir::ModuleOp"> {
-  let summary = "Averages the gradients over data-parallel ranks";
+  let summary = "Averages the gradients over data-parallel ranks, in buckets";
   let description = [{
     Run between `tfc-autodiff` and `tfc-train-step` (`tfc --dp=N`). In every
     `<entry>_grad` entry, each gradient result (`tfc.grad_of`) and the loss
-    (result 0) become `tfc.all_reduce` with reduce "mean" over the group
-    `group` of `size` ranks, placed right after the op that makes the value
-    final; `train_step` then clips and applies the averaged gradients, so N
+    (result 0) are averaged (reduce "mean") over the group `group` of `size`
+    ranks; `train_step` then clips and applies the averaged gradients, so N
     ranks of batch B train as one process of batch N x B. The module's
     `tfc.metadata` gets `"world_size": N`, which the runtime checks.
+
+    Buckets (`bucket-mb` >= 0, `tfc --dp-bucket-mb`, default 25 like PyTorch
+    DDP): the values, in the order the backward makes them final, are
+    grouped into buckets that close once they hold `bucket-mb` MB (0: one
+    value per bucket). Each bucket is one collective on the concatenation
+    of its values: `tfc.all_reduce_start` right after the op that makes its
+    last value final, so that it moves while the rest of the backward runs,
+    and `tfc.all_reduce_wait` just before the return, where the averaged
+    values are first used (`overlap=false`: right after the start, for a
+    blocking baseline). `bucket-mb` < 0: one blocking `tfc.all_reduce` per
+    value instead, right after the op that makes it final.
 
     Before:
     ```mlir
     %g = tfc.matmul %x, %dy ...
     return %loss, %g : tensor<f32>, tensor<64x64xf32>
     ```
-    After (size=2):
+    After (size=2, the loss and the gradient in one bucket):
     ```mlir
     %g = tfc.matmul %x, %dy ...
-    %r = tfc.all_reduce %g {group = "dp", reduce = "mean", size = 2 : i64} : tensor<64x64xf32>
+    %p:2 = tfc.all_reduce_start %loss, %g {bucket = 0 : i64, group = "dp", reduce = "mean", size = 2 : i64} : ...
     ...
-    return %l, %r : tensor<f32>, tensor<64x64xf32>
+    %r:2 = tfc.all_reduce_wait %p#0, %p#1 {bucket = 0 : i64} : ...
+    return %r#0, %r#1 : tensor<f32>, tensor<64x64xf32>
     ```
-    One collective per gradient tensor: buckets (several gradients in one
-    call) and overlap with the backward are not done yet.
   }];
   let options = [
     Option<"size", "size", "int64_t", /*default=*/"1",
            "The number of data-parallel processes (mpirun -np N)">,
     Option<"group", "group", "std::string", /*default=*/"\"dp\"",
            "The name of the process group">,
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Bucket size in MB (0: one collective per value; negative: one "
+           "blocking tfc.all_reduce per value)">,
+    Option<"overlap", "overlap", "bool", /*default=*/"true",
+           "Wait for each bucket just before the return (overlapping the "
+           "rest of the backward) instead of right after its start">,
   ];
 }
 

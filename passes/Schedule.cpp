@@ -9,7 +9,9 @@
 // (the last read of its operands) than it allocates, the most first;
 // otherwise the op whose first reader comes earliest in the original order,
 // so that every op sinks to just before its first reader and no buffer is
-// allocated long before it is needed. Ties keep the original order. The new
+// allocated long before it is needed (except tfc.all_reduce_start, which
+// stays as early as its operands allow: its collective overlaps what
+// follows). Ties keep the original order. The new
 // order is kept only if its peak is not higher than the original's.
 //
 //===----------------------------------------------------------------------===//
@@ -232,6 +234,11 @@ private:
           first = at;
       }
       need[i] = first < 0 ? int64_t(i) : first;
+      // A bucket's collective is started right after its gradients are
+      // final (tfc-data-parallel) so that it moves while the backward goes
+      // on: it keeps that place instead of sinking to its wait.
+      if (llvm::isa<AllReduceStartOp>(op))
+        need[i] = int64_t(i);
       for (Value r : op->getResults())
         allocated[i] += allocatedBytes(r);
       llvm::SmallSetVector<Value, 4> roots;

@@ -38,7 +38,8 @@ struct AbiTypes {
   llvm::StructType *artifact;
   /// tfc_host_api_t {struct_size, user, parallel_for, report_error,
   ///                 kernel_begin, kernel_end, device_launch, device_copy,
-  ///                 device_constant, collective}
+  ///                 device_constant, collective, collective_start,
+  ///                 collective_wait}
   llvm::StructType *hostApi;
 
   /// Field numbers of tfc_host_api_t that compiled code reads.

@@ -60,6 +60,11 @@ public:
         // bytes, the largest buffer of a language model's step, take their
         // gradient.
         llvm::isa<CrossEntropyGradOp>(op);
+    // Reads nothing of its operands (the pending buffers of the start): it
+    // copies the runtime's reduced flat buffer into its results, which may
+    // then take the operands' bytes (no second copy of the bucket).
+    if (llvm::isa<AllReduceWaitOp>(op))
+      return true;
     return readsBeforeWriting && hasOperandLikeResult(op);
   }
 

@@ -326,20 +326,14 @@ bool emitMoeFfnGrad(OpBuilder &b, MoeFfnGradOp op, ValueRange operands,
   return true;
 }
 
-/// tfc.all_reduce, tfc.reduce_scatter and tfc.all_gather: a blocking call
-/// into the runtime's communicator through the kernel library
-/// (tfc_kernels_collective_f32 -> host->collective), with the count the ABI
-/// states for the kind (artifact_abi.h: the per-rank block for the last two).
-bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
-                    StringRef groupName, StringRef reduce, ValueRange operands,
-                    ValueRange results) {
-  Location loc = op->getLoc();
+/// The address of a NUL-terminated global holding the group's name.
+Value groupName(OpBuilder &b, Operation *op, StringRef groupText) {
   auto module = op->getParentOfType<ModuleOp>();
-  std::string name = "tfc_group_" + groupName.str();
+  std::string name = "tfc_group_" + groupText.str();
   auto global = module.lookupSymbol<LLVM::GlobalOp>(name);
   if (!global) {
     OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
-    std::string text = groupName.str();
+    std::string text = groupText.str();
     text.push_back('\0');
     global = mb.create<LLVM::GlobalOp>(
         module.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
@@ -347,7 +341,17 @@ bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
         b.getStringAttr(text), /*alignment=*/0);
   }
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
-  Value group = b.create<LLVM::AddressOfOp>(loc, ptr, global.getSymName());
+  return b.create<LLVM::AddressOfOp>(op->getLoc(), ptr, global.getSymName());
+}
+
+/// tfc.all_reduce, tfc.reduce_scatter and tfc.all_gather: a blocking call
+/// into the runtime's communicator through the kernel library
+/// (tfc_kernels_collective_f32 -> host->collective), with the count the ABI
+/// states for the kind (artifact_abi.h: the per-rank block for the last two).
+bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
+                    StringRef group, StringRef reduce, ValueRange operands,
+                    ValueRange results) {
+  Location loc = op->getLoc();
   auto blockOf = [](Value v) {
     return numElements(llvm::cast<ShapedType>(v.getType()).getShape());
   };
@@ -355,9 +359,53 @@ bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
                                                     : blockOf(results[0]);
   call(b, op, "tfc_kernels_collective_f32",
        {i32(b, loc, kind),
-        i32(b, loc, reduce == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM), group,
-        pointerOf(b, loc, operands[0]), pointerOf(b, loc, results[0]),
-        i64(b, loc, count)});
+        i32(b, loc, reduce == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM),
+        groupName(b, op, group), pointerOf(b, loc, operands[0]),
+        pointerOf(b, loc, results[0]), i64(b, loc, count)});
+  return true;
+}
+
+/// A stack array of the buffers' element counts (int64), next to
+/// pointerArray's addresses.
+Value countArray(OpBuilder &b, Location loc, ValueRange buffers) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  Value array = b.create<LLVM::AllocaOp>(
+      loc, ptr, b.getI64Type(), i64(b, loc, (int64_t)buffers.size()),
+      /*alignment=*/8);
+  for (auto [i, buffer] : llvm::enumerate(buffers)) {
+    Value slot = b.create<LLVM::GEPOp>(loc, ptr, b.getI64Type(), array,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    int64_t count =
+        numElements(llvm::cast<MemRefType>(buffer.getType()).getShape());
+    b.create<LLVM::StoreOp>(loc, i64(b, loc, count), slot);
+  }
+  return array;
+}
+
+/// tfc.all_reduce_start: hands the bucket to the runtime, which copies it
+/// into one flat buffer and starts the collective
+/// (tfc_kernels_collective_start_f32 -> host->collective_start); returns at
+/// once. The results are written by the matching wait.
+bool emitAllReduceStart(OpBuilder &b, AllReduceStartOp op, ValueRange operands,
+                        ValueRange) {
+  Location loc = op.getLoc();
+  call(b, op, "tfc_kernels_collective_start_f32",
+       {i32(b, loc, TFC_COLLECTIVE_ALL_REDUCE),
+        i32(b, loc, op.getReduce() == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM),
+        groupName(b, op, op.getGroup()), i64(b, loc, op.getBucket()),
+        i32(b, loc, (int32_t)operands.size()), pointerArray(b, loc, operands),
+        countArray(b, loc, operands)});
+  return true;
+}
+
+/// tfc.all_reduce_wait: blocks until the bucket's collective is done and
+/// copies the reduced values into the results.
+bool emitAllReduceWait(OpBuilder &b, AllReduceWaitOp op, ValueRange,
+                       ValueRange results) {
+  Location loc = op.getLoc();
+  call(b, op, "tfc_kernels_collective_wait_f32",
+       {i64(b, loc, op.getBucket()), i32(b, loc, (int32_t)results.size()),
+        pointerArray(b, loc, results), countArray(b, loc, results)});
   return true;
 }
 
@@ -407,8 +455,14 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
                  MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp,
-                 ReduceScatterOp, AllGatherOp>(op))
+                 ReduceScatterOp, AllGatherOp, AllReduceStartOp,
+                 AllReduceWaitOp>(op))
     return failure();
+  // f32 only (the ops' operand types): the buffers are passed as they are.
+  if (auto start = llvm::dyn_cast<AllReduceStartOp>(op))
+    return emitAllReduceStart(b, start, operands, results);
+  if (auto wait = llvm::dyn_cast<AllReduceWaitOp>(op))
+    return emitAllReduceWait(b, wait, operands, results);
   if (auto linear = llvm::dyn_cast<LinearOp>(op))
     return emitLinear(b, linear, operands, results); // converts in the call
   if (auto matmul = llvm::dyn_cast<MatmulOp>(op)) {

@@ -1411,5 +1411,30 @@ LogicalResult CopyToGroupOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceStartOp::verify() {
+  if (getGroup().empty())
+    return emitOpError("needs a non-empty group name (\"dp\")");
+  if (getReduce() != "sum" && getReduce() != "mean")
+    return emitOpError("reduce '") << getReduce() << "' is not 'sum' or 'mean'";
+  if (getSize() < 1)
+    return emitOpError("group size ") << getSize() << " must be at least 1";
+  if (getXs().empty())
+    return emitOpError("needs at least one tensor");
+  if (getXs().getTypes() != getPending().getTypes())
+    return emitOpError("results must have the operands' types, in order");
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  // The pairing with the start (same bucket, all its results in order) is
+  // tfc-data-parallel's construction; it is not checked here because a
+  // kernel's body (tfc-lower-to-kernels) holds either op alone.
+  if (getPending().empty())
+    return emitOpError("needs at least one tensor");
+  if (getPending().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the operands' types, in order");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/tfc/TfcOps.cpp.inc"

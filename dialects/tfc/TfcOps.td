@@ -998,4 +998,55 @@ def TFC_CopyToGroupOp : TFC_Op<"copy_to_group", [Pure, SameOperandsAndResultType
   let hasVerifier = 1;
 }
 
+def TFC_AllReduceStartOp : TFC_Op<"all_reduce_start"> {
+  let summary = "starts the all-reduce of a bucket of tensors as one collective";
+  let description = [{
+    The first half of a gradient bucket (tfc-data-parallel with
+    `bucket-mb`): the elementwise `reduce` ("sum" or "mean") over the ranks
+    of the group `group` of every tensor in `xs`, done as ONE collective on
+    their concatenation, started here and not waited for. The results
+    (`pending`, one per operand, of its type) must go to the
+    `tfc.all_reduce_wait` of the same `bucket` only, which completes the
+    collective and gives the reduced tensors; between the two, the program
+    goes on computing (the rest of the backward) while the bytes move.
+
+    The CPU target lowers it to `tfc_host_api_t.collective_start`: the
+    runtime copies the operands into one flat buffer of its own (so the
+    operands' bytes may be reused at once) and hands it to its
+    communication thread. `bucket` names the collective between the pair;
+    it is unique within an entry. Not Pure: it must not be moved, merged or
+    dropped (every rank starts the same buckets in the same order).
+
+    ```mlir
+    %p:2 = tfc.all_reduce_start %g0, %g1 {bucket = 0 : i64, group = "dp", reduce = "mean", size = 2 : i64} : tensor<64xf32>, tensor<8x8xf32> -> tensor<64xf32>, tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TFC_TensorOf<[F32], "f32">>:$xs, StrAttr:$group,
+                       StrAttr:$reduce, I64Attr:$size, I64Attr:$bucket);
+  let results = (outs Variadic<TFC_TensorOf<[F32], "f32">>:$pending);
+  let assemblyFormat = [{ $xs attr-dict `:` type($xs) `->` type($pending) }];
+  let hasVerifier = 1;
+}
+
+def TFC_AllReduceWaitOp : TFC_Op<"all_reduce_wait"> {
+  let summary = "waits for a bucket's all-reduce and gives the reduced tensors";
+  let description = [{
+    The second half of `tfc.all_reduce_start` with the same `bucket`: its
+    operands are that op's `pending` results, in order; it blocks until the
+    collective completed and returns the reduced tensors (tfc-data-parallel
+    places it just before their first use). The CPU target lowers it to
+    `tfc_host_api_t.collective_wait`, which copies the reduced flat buffer
+    into the results; a result may take its operand's bytes (the operand
+    holds nothing the wait reads).
+
+    ```mlir
+    %r:2 = tfc.all_reduce_wait %p#0, %p#1 {bucket = 0 : i64} : tensor<64xf32>, tensor<8x8xf32> -> tensor<64xf32>, tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TFC_TensorOf<[F32], "f32">>:$pending, I64Attr:$bucket);
+  let results = (outs Variadic<TFC_TensorOf<[F32], "f32">>:$results);
+  let assemblyFormat = [{ $pending attr-dict `:` type($pending) `->` type($results) }];
+  let hasVerifier = 1;
+}
+
 #endif // TFC_OPS_TD

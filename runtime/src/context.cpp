@@ -96,6 +96,41 @@ int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* gro
   return 1;
 }
 
+// Gradient buckets (tfc.all_reduce_start / _wait) go to the world communicator's buckets.
+int32_t hostCollectiveStart(void* user, int32_t kind, int32_t reduce, const char* group,
+                            int64_t tag, int32_t num_buffers, const void* const* send,
+                            const int64_t* counts) {
+  auto world = tfc::worldCommunicator();
+  tfc::Status status = world.ok() ? tfc::Status() : std::move(world).takeStatus();
+  if (status.ok() && kind != TFC_COLLECTIVE_ALL_REDUCE) {
+    status = tfc::Status::error(TFC_INVALID_ARGUMENT,
+                                "collective kind %d in a gradient bucket (all_reduce only)", kind);
+  }
+  if (status.ok()) {
+    const tfc::ReduceOp op = reduce == TFC_REDUCE_MEAN ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
+    status = (*world)->startAllReduce(
+        tag, num_buffers, reinterpret_cast<const float* const*>(send), counts, op,
+        std::string("gradient bucket ") + std::to_string(tag) + " of group '" +
+            (group ? group : "") + "'");
+  }
+  if (status.ok()) return 0;
+  hostReportError(user, status.message());
+  return 1;
+}
+
+int32_t hostCollectiveWait(void* user, int64_t tag, int32_t num_buffers, void* const* recv,
+                           const int64_t* counts) {
+  auto world = tfc::worldCommunicator();
+  tfc::Status status = world.ok() ? tfc::Status() : std::move(world).takeStatus();
+  if (status.ok()) {
+    status = (*world)->waitAllReduce(tag, num_buffers, reinterpret_cast<float* const*>(recv),
+                                     counts);
+  }
+  if (status.ok()) return 0;
+  hostReportError(user, status.message());
+  return 1;
+}
+
 // A data-parallel artifact runs only in a world of the size it was compiled for: the batch
 // each rank reads and the mean of the gradients depend on it.
 tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
@@ -429,6 +464,8 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->host.parallel_for = hostParallelFor;
   context->host.report_error = hostReportError;
   context->host.collective = hostCollective;
+  context->host.collective_start = hostCollectiveStart;
+  context->host.collective_wait = hostCollectiveWait;
   *out_context = context;
   return nullptr;
 }

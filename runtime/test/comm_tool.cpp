@@ -3,6 +3,7 @@
 // compared with the reduction in double precision; one verdict line per rank.
 //
 //   mpirun -np 2 tfc-comm-tool check            # exit 0 and "rank r: PASS ..." on every rank
+//                                               # (also without mpirun: a world of one)
 //   mpirun -np 2 tfc-comm-tool stall R          # rank R stops answering (sleeps); the others
 //                                               # must fail within TFC_COMM_TIMEOUT_S
 //   mpirun -np 2 tfc-comm-tool bench N          # the median time of an all-reduce of N floats
@@ -100,6 +101,45 @@ int check(tfc::Communicator* comm) {
     if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
     std::vector<float> root = randomData(n - 1, count, 5);
     expectNear(rank, "broadcast", data, std::vector<double>(root.begin(), root.end()));
+  }
+  {  // gradient buckets: two in flight at once (sizes 3 and 2 buffers, one empty), a
+     // blocking all-reduce issued between their start and wait, the sources overwritten
+     // right after the start (the communicator holds its own copy)
+    const int64_t counts0[3] = {700, 1, 299}, counts1[2] = {0, 5000};
+    std::vector<std::vector<float>> in0, in1, out0, out1;
+    std::vector<const float*> send0, send1;
+    std::vector<float*> recv0, recv1;
+    for (int i = 0; i < 3; ++i) in0.push_back(randomData(rank, counts0[i], 10 + i));
+    for (int i = 0; i < 2; ++i) in1.push_back(randomData(rank, counts1[i], 20 + i));
+    for (auto& v : in0) { send0.push_back(v.data()); out0.emplace_back(v.size()); }
+    for (auto& v : in1) { send1.push_back(v.data()); out1.emplace_back(v.size()); }
+    for (auto& v : out0) recv0.push_back(v.data());
+    for (auto& v : out1) recv1.push_back(v.data());
+    tfc::Status s = comm->startAllReduce(7, 3, send0.data(), counts0, tfc::ReduceOp::kMean);
+    if (s.ok()) s = comm->startAllReduce(8, 2, send1.data(), counts1, tfc::ReduceOp::kSum);
+    for (auto& v : in0) std::fill(v.begin(), v.end(), 1e9f);
+    std::vector<float> mid = randomData(rank, 10, 30), midOut(10);
+    if (s.ok()) s = comm->allReduce(mid.data(), midOut.data(), 10, tfc::ReduceOp::kSum);
+    if (s.ok()) s = comm->waitAllReduce(8, 2, recv1.data(), counts1);
+    if (s.ok()) s = comm->waitAllReduce(7, 3, recv0.data(), counts0);
+    if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
+    auto reduced = [&](size_t count, uint32_t salt, bool mean) {
+      std::vector<double> want(count, 0.0);
+      for (int r = 0; r < n; ++r) {
+        std::vector<float> other = randomData(r, count, salt);
+        for (size_t i = 0; i < count; ++i) want[i] += other[i];
+      }
+      if (mean) for (double& w : want) w /= n;
+      return want;
+    };
+    for (int i = 0; i < 3; ++i) expectNear(rank, "bucket mean", out0[i], reduced(counts0[i], 10 + i, true));
+    for (int i = 0; i < 2; ++i) expectNear(rank, "bucket sum", out1[i], reduced(counts1[i], 20 + i, false));
+    expectNear(rank, "all_reduce between a bucket's start and wait", midOut, reduced(10, 30, false));
+    s = comm->waitAllReduce(7, 3, recv0.data(), counts0);
+    bool refused = !s.ok() && std::string(s.message()).find("not started") != std::string::npos;
+    std::printf("rank %d: %s a wait without a start is refused: %s\n", rank,
+                refused ? "ok  " : "FAIL", s.ok() ? "(accepted)" : s.message());
+    if (!refused) ++failures;
   }
   std::printf("rank %d of %d (%s): %s\n", rank, n, comm->transport(),
               failures == 0 ? "PASS" : "FAIL");

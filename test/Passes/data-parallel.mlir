@@ -1,8 +1,9 @@
-// RUN: tfc-opt %s -tfc-autodiff -tfc-data-parallel="size=2" -verify-diagnostics | FileCheck %s
-// RUN: tfc-opt %s -tfc-autodiff -tfc-data-parallel="size=4" -tfc-train-step | FileCheck %s --check-prefix=STEP
+// RUN: tfc-opt %s -tfc-autodiff -tfc-data-parallel="size=2 bucket-mb=-1" -verify-diagnostics | FileCheck %s
+// RUN: tfc-opt %s -tfc-autodiff -tfc-data-parallel="size=4 bucket-mb=-1" -tfc-train-step | FileCheck %s --check-prefix=STEP
 
-// Tests that every gradient of loss_grad and its loss are averaged over the
-// "dp" ranks, each right after the op that makes it final, that the forward
+// Tests that, without buckets (bucket-mb < 0; buckets: data-parallel-buckets.mlir),
+// every gradient of loss_grad and its loss are averaged over the
+// "dp" ranks, each by a blocking tfc.all_reduce right after the op that makes it final, that the forward
 // entry is untouched, and that the world size is recorded in the metadata,
 // before the model's own keys.
 // CHECK: module attributes {tfc.metadata = "{\22world_size\22: 2, \22model\22: \22tiny\22}"}

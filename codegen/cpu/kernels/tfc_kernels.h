@@ -52,6 +52,14 @@ void tfc_kernels_parallel_for(int64_t n, int64_t grain,
  * counts as written there), or records an error when the host has none. Blocking. */
 void tfc_kernels_collective_f32(int32_t kind, int32_t reduce, const char* group, const float* send,
                                 float* recv, int64_t count);
+/* A gradient bucket: forwards to the host's collective_start / collective_wait (the counts and
+ * the tag as written there), or records an error when the host has none. The start returns
+ * once the host copied the buffers; the wait blocks until the result is in recv. */
+void tfc_kernels_collective_start_f32(int32_t kind, int32_t reduce, const char* group,
+                                      int64_t tag, int32_t num_buffers,
+                                      const float* const* send, const int64_t* counts);
+void tfc_kernels_collective_wait_f32(int64_t tag, int32_t num_buffers, float* const* recv,
+                                     const int64_t* counts);
 
 /* ---- Device artifacts (tfc-cuda-launch-kernels) ----
  * A CUDA artifact's entries run on the host and call these with device addresses; they

@@ -105,6 +105,21 @@ typedef struct tfc_host_api_t {
    * timed out). NULL in a host without a communicator: compiled code then reports an error. */
   int32_t (*collective)(void* user, int32_t kind, int32_t reduce, const char* group,
                         const void* send, void* recv, uint64_t count);
+  /* A gradient bucket (tfc.all_reduce_start / tfc.all_reduce_wait): one collective over the
+   * concatenation of `num_buffers` f32 buffers (send[i], counts[i] elements each), started
+   * by collective_start, which returns once the host holds its own copy of the data (the
+   * buffers may be overwritten at once), and completed by collective_wait with the same
+   * `tag` (unique among the entry's pending buckets), which copies the result into recv[i]
+   * (the same counts) and returns 0, or non-zero after host->report_error() (a failure of
+   * the start is reported here or at the wait). kind: TFC_COLLECTIVE_ALL_REDUCE only so
+   * far. Both are called on the entry's thread, each start followed by its wait within the
+   * same call of the entry; the communication runs meanwhile. NULL where the host has no
+   * communicator. */
+  int32_t (*collective_start)(void* user, int32_t kind, int32_t reduce, const char* group,
+                              int64_t tag, int32_t num_buffers, const void* const* send,
+                              const int64_t* counts);
+  int32_t (*collective_wait)(void* user, int64_t tag, int32_t num_buffers, void* const* recv,
+                             const int64_t* counts);
 } tfc_host_api_t;
 
 /* Collectives (tfc_host_api_t.collective), with the f32 element counts they take (n = the

@@ -40,6 +40,10 @@ typedef struct tfc_comm_plugin_t {
                  void* recv, uint64_t count, double timeout_s, char* error, size_t error_size);
   /* Finalizes the transport (or aborts the job after a failure) and frees impl. */
   void (*close)(void* impl);
+  /* Non-zero when run() may be called from any thread, one call at a time (MPI's
+   * MPI_THREAD_SERIALIZED): the runtime then runs gradient buckets on a communication thread
+   * while compiled code goes on; zero (an older plugin's zeroed field): on the caller's. */
+  int32_t thread_serialized;
 } tfc_comm_plugin_t;
 
 typedef int32_t (*tfc_comm_plugin_open_fn_t)(tfc_comm_plugin_t* out, char* error,

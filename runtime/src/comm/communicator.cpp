@@ -4,10 +4,16 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "comm/comm_plugin.h"
@@ -54,7 +60,10 @@ class PluginCommunicator final : public Communicator {
  public:
   PluginCommunicator(const tfc_comm_plugin_t& plugin, const char* transport)
       : plugin_(plugin), transport_(transport) {}
-  ~PluginCommunicator() override { plugin_.close(plugin_.impl); }
+  ~PluginCommunicator() override {
+    stopAsync();  // the thread's last bucket runs before the transport closes
+    plugin_.close(plugin_.impl);
+  }
   int rank() const override { return plugin_.rank; }
   int size() const override { return plugin_.size; }
   const char* transport() const override { return transport_; }
@@ -77,6 +86,7 @@ class PluginCommunicator final : public Communicator {
     return Status::error(TFC_FAILED_PRECONDITION, "%s%s%s: %s", kindName(kind),
                          what.empty() ? "" : " of ", what.c_str(), error);
   }
+  bool runsOnAnyThread() const override { return plugin_.thread_serialized != 0; }
 
  private:
   tfc_comm_plugin_t plugin_;
@@ -151,31 +161,235 @@ bool launchedByMpirun() {
   return false;
 }
 
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 }  // namespace
+
+// The buckets: their flat buffers (kept from step to step, by tag: the same buckets come back
+// every step, and a fresh allocation of the gradients' size would page-fault each time), the
+// queue of the communication thread, and the statistics.
+struct Communicator::Async {
+  struct Bucket {
+    std::vector<float> data;
+    ReduceOp op = ReduceOp::kSum;
+    std::string what;
+    bool pending = false;  // started, not yet waited for
+    bool done = false;
+    Status status;
+  };
+  std::mutex mu;
+  std::condition_variable cv;  // queue changes, buckets done
+  std::thread thread;
+  bool stop = false;
+  bool running = false;  // the thread is inside run()
+  std::deque<Bucket*> queue;
+  std::map<int64_t, Bucket> buckets;
+  Stats stats;
+};
+
+
+Communicator::Communicator() : async_(new Async) {}
+
+Communicator::~Communicator() {
+  // A transport that has a thread stopped it in its own destructor (stopAsync, which also
+  // prints the statistics: rank() and size() cannot be called from here).
+  {
+    std::lock_guard<std::mutex> lock(async_->mu);
+    async_->stop = true;
+  }
+  async_->cv.notify_all();
+  if (async_->thread.joinable()) async_->thread.join();
+}
+
+void Communicator::stopAsync() {
+  {
+    std::lock_guard<std::mutex> lock(async_->mu);
+    if (async_->stop) return;
+    async_->stop = true;
+  }
+  async_->cv.notify_all();
+  if (async_->thread.joinable()) async_->thread.join();
+  const char* env = std::getenv("TFC_COMM_STATS");
+  if (env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0 && size() > 1) {
+    const Stats s = async_->stats;
+    std::fprintf(stderr,
+                 "tfc comm stats: rank %d of %d: %lld collectives (%lld buckets), %.1f MB; "
+                 "%.3f s in the transport, %.3f s exposed (blocking calls and waits), %.3f s "
+                 "copying buckets\n",
+                 rank(), size(), static_cast<long long>(s.collectives),
+                 static_cast<long long>(s.buckets), s.bytes / 1e6, s.commSeconds,
+                 s.exposedSeconds, s.copySeconds);
+  }
+}
+
+Communicator::Stats Communicator::stats() const {
+  std::lock_guard<std::mutex> lock(async_->mu);
+  return async_->stats;
+}
+
+Status Communicator::runBlocking(int kind, ReduceOp op, int root, const void* send, void* recv,
+                                 size_t count, const std::string& what) {
+  const Clock::time_point start = Clock::now();
+  {
+    // After the buckets already started (every rank calls them in the same order).
+    std::unique_lock<std::mutex> lock(async_->mu);
+    async_->cv.wait(lock, [&] { return async_->queue.empty() && !async_->running; });
+  }
+  Status status = run(kind, op, root, send, recv, count, what);
+  const double seconds = secondsSince(start);
+  std::lock_guard<std::mutex> lock(async_->mu);
+  Stats& s = async_->stats;
+  s.collectives++;
+  s.bytes += kind == TFC_COLLECTIVE_BROADCAST ? count : count * sizeof(float);
+  s.commSeconds += seconds;
+  s.exposedSeconds += seconds;
+  return status;
+}
+
+Status Communicator::startAllReduce(int64_t tag, int n, const float* const* send,
+                                    const int64_t* counts, ReduceOp op,
+                                    const std::string& what) {
+  Async& a = *async_;
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<size_t>(counts[i]);
+  std::unique_lock<std::mutex> lock(a.mu);
+  Async::Bucket& bucket = a.buckets[tag];
+  if (bucket.pending) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "gradient bucket %lld started twice without a wait (a compiler bug)",
+                         static_cast<long long>(tag));
+  }
+  lock.unlock();  // the thread never touches a bucket that is not queued
+  const Clock::time_point copyStart = Clock::now();
+  bucket.data.resize(total);
+  float* flat = bucket.data.data();
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] > 0) std::memcpy(flat, send[i], static_cast<size_t>(counts[i]) * sizeof(float));
+    flat += counts[i];
+  }
+  const double copySeconds = secondsSince(copyStart);
+  bucket.op = op;
+  bucket.what = what;
+  bucket.pending = true;
+  bucket.done = false;
+  bucket.status = Status();
+  lock.lock();
+  a.stats.copySeconds += copySeconds;
+  a.stats.buckets++;
+  a.stats.collectives++;
+  a.stats.bytes += static_cast<double>(total) * sizeof(float);
+  if (!runsOnAnyThread() || size() == 1) {
+    // In place, on this thread (a world of one: nothing to overlap).
+    lock.unlock();
+    const Clock::time_point start = Clock::now();
+    Status status = run(TFC_COLLECTIVE_ALL_REDUCE, op, 0, bucket.data.data(),
+                        bucket.data.data(), total, what);
+    const double seconds = secondsSince(start);
+    lock.lock();
+    bucket.status = std::move(status);
+    bucket.done = true;
+    a.stats.commSeconds += seconds;
+    a.stats.exposedSeconds += seconds;
+    return Status();
+  }
+  if (!a.thread.joinable()) {
+    a.thread = std::thread([this] {
+      Async& as = *async_;
+      std::unique_lock<std::mutex> guard(as.mu);
+      for (;;) {
+        as.cv.wait(guard, [&] { return as.stop || !as.queue.empty(); });
+        if (as.queue.empty()) return;  // stopping, nothing left
+        Async::Bucket* b = as.queue.front();
+        as.queue.pop_front();
+        as.running = true;
+        guard.unlock();
+        const Clock::time_point start = Clock::now();
+        Status status = run(TFC_COLLECTIVE_ALL_REDUCE, b->op, 0, b->data.data(), b->data.data(),
+                            b->data.size(), b->what);
+        const double seconds = secondsSince(start);
+        guard.lock();
+        as.running = false;
+        b->status = std::move(status);
+        b->done = true;
+        as.stats.commSeconds += seconds;
+        as.cv.notify_all();
+      }
+    });
+  }
+  a.queue.push_back(&bucket);
+  lock.unlock();
+  a.cv.notify_all();
+  return Status();
+}
+
+Status Communicator::waitAllReduce(int64_t tag, int n, float* const* recv,
+                                   const int64_t* counts) {
+  Async& a = *async_;
+  const Clock::time_point start = Clock::now();
+  std::unique_lock<std::mutex> lock(a.mu);
+  auto it = a.buckets.find(tag);
+  if (it == a.buckets.end() || !it->second.pending) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "gradient bucket %lld waited for but not started (a compiler bug, or "
+                         "its start failed)",
+                         static_cast<long long>(tag));
+  }
+  Async::Bucket& bucket = it->second;
+  a.cv.wait(lock, [&] { return bucket.done; });
+  a.stats.exposedSeconds += secondsSince(start);
+  bucket.pending = false;
+  Status status = std::move(bucket.status);
+  bucket.status = Status();
+  lock.unlock();
+  if (!status.ok()) return status;
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<size_t>(counts[i]);
+  if (total != bucket.data.size()) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "gradient bucket %lld: waited for %zu floats, started with %zu (a "
+                         "compiler bug)",
+                         static_cast<long long>(tag), total, bucket.data.size());
+  }
+  const Clock::time_point copyStart = Clock::now();
+  const float* flat = bucket.data.data();
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] > 0) std::memcpy(recv[i], flat, static_cast<size_t>(counts[i]) * sizeof(float));
+    flat += counts[i];
+  }
+  const double copySeconds = secondsSince(copyStart);
+  lock.lock();
+  a.stats.copySeconds += copySeconds;
+  return Status();
+}
 
 Status Communicator::allReduce(const float* send, float* recv, size_t count, ReduceOp op,
                                const std::string& what) {
-  return run(TFC_COLLECTIVE_ALL_REDUCE, op, 0, send, recv, count, what);
+  return runBlocking(TFC_COLLECTIVE_ALL_REDUCE, op, 0, send, recv, count, what);
 }
 Status Communicator::reduceScatter(const float* send, float* recv, size_t count, ReduceOp op,
                                    const std::string& what) {
-  return run(TFC_COLLECTIVE_REDUCE_SCATTER, op, 0, send, recv, count, what);
+  return runBlocking(TFC_COLLECTIVE_REDUCE_SCATTER, op, 0, send, recv, count, what);
 }
 Status Communicator::allGather(const float* send, float* recv, size_t count,
                                const std::string& what) {
-  if (size() == 1) return run(TFC_COLLECTIVE_ALL_REDUCE, ReduceOp::kSum, 0, send, recv, count, what);
-  return run(TFC_COLLECTIVE_ALL_GATHER, ReduceOp::kSum, 0, send, recv, count, what);
+  if (size() == 1) return runBlocking(TFC_COLLECTIVE_ALL_REDUCE, ReduceOp::kSum, 0, send, recv, count, what);
+  return runBlocking(TFC_COLLECTIVE_ALL_GATHER, ReduceOp::kSum, 0, send, recv, count, what);
 }
 Status Communicator::allToAll(const float* send, float* recv, size_t count,
                               const std::string& what) {
-  if (size() == 1) return run(TFC_COLLECTIVE_ALL_REDUCE, ReduceOp::kSum, 0, send, recv, count, what);
-  return run(TFC_COLLECTIVE_ALL_TO_ALL, ReduceOp::kSum, 0, send, recv, count, what);
+  if (size() == 1) return runBlocking(TFC_COLLECTIVE_ALL_REDUCE, ReduceOp::kSum, 0, send, recv, count, what);
+  return runBlocking(TFC_COLLECTIVE_ALL_TO_ALL, ReduceOp::kSum, 0, send, recv, count, what);
 }
 Status Communicator::broadcast(void* data, size_t bytes, int root, const std::string& what) {
-  return run(TFC_COLLECTIVE_BROADCAST, ReduceOp::kSum, root, nullptr, data, bytes, what);
+  return runBlocking(TFC_COLLECTIVE_BROADCAST, ReduceOp::kSum, root, nullptr, data, bytes, what);
 }
 Status Communicator::barrier(const std::string& what) {
-  return run(TFC_COLLECTIVE_BARRIER, ReduceOp::kSum, 0, nullptr, nullptr, 0, what);
+  return runBlocking(TFC_COLLECTIVE_BARRIER, ReduceOp::kSum, 0, nullptr, nullptr, 0, what);
 }
 
 std::unique_ptr<Communicator> makeSingleCommunicator() {

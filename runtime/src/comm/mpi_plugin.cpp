@@ -153,13 +153,17 @@ extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v
     tfc_comm_plugin_t* out, char* error, size_t error_size) {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    int provided = 0;
-    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // SERIALIZED: gradient buckets run on the runtime's communication thread, the blocking
+    // collectives on the caller's, never two at once (communicator.cpp).
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) {
       std::snprintf(error, error_size, "MPI_Init_thread failed: %s", mpiError(rc).c_str());
       return 1;
     }
+  } else {
+    MPI_Query_thread(&provided);
   }
   // Errors come back as codes (and become messages), not MPI's default abort.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -172,5 +176,6 @@ extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v
   out->impl = impl;
   out->run = run;
   out->close = close;
+  out->thread_serialized = provided >= MPI_THREAD_SERIALIZED ? 1 : 0;
   return 0;
 }

@@ -140,3 +140,52 @@ func.func @copy_bad_size(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = tfc.copy_to_group %x {group = "tp", size = 0 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a gradient bucket's start and wait parse and print: variadic
+// tensors, the bucket number tying the pair.
+// CHECK-LABEL: func.func @bucket
+// CHECK: %[[P:.*]]:2 = tfc.all_reduce_start %{{.*}}, %{{.*}} {bucket = 3 : i64, group = "dp", reduce = "mean", size = 2 : i64} : tensor<f32>, tensor<4x8xf32> -> tensor<f32>, tensor<4x8xf32>
+// CHECK: tfc.all_reduce_wait %[[P]]#0, %[[P]]#1 {bucket = 3 : i64} : tensor<f32>, tensor<4x8xf32> -> tensor<f32>, tensor<4x8xf32>
+func.func @bucket(%l: tensor<f32>, %g: tensor<4x8xf32>) -> (tensor<f32>, tensor<4x8xf32>) {
+  %p:2 = tfc.all_reduce_start %l, %g {bucket = 3 : i64, group = "dp", reduce = "mean", size = 2 : i64} : tensor<f32>, tensor<4x8xf32> -> tensor<f32>, tensor<4x8xf32>
+  %r:2 = tfc.all_reduce_wait %p#0, %p#1 {bucket = 3 : i64} : tensor<f32>, tensor<4x8xf32> -> tensor<f32>, tensor<4x8xf32>
+  return %r#0, %r#1 : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a bucket's results have its operands' types.
+func.func @bucket_types(%g: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'tfc.all_reduce_start' op results must have the operands' types, in order}}
+  %p = tfc.all_reduce_start %g {bucket = 0 : i64, group = "dp", reduce = "sum", size = 2 : i64} : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %p : tensor<8x4xf32>
+}
+
+// -----
+
+// Tests that a bucket holds f32 only (the runtime's flat buffer is f32).
+func.func @bucket_bf16(%g: tensor<4xbf16>) -> tensor<4xbf16> {
+  // expected-error @+1 {{'tfc.all_reduce_start' op operand #0 must be variadic of tensor of f32}}
+  %p = tfc.all_reduce_start %g {bucket = 0 : i64, group = "dp", reduce = "sum", size = 2 : i64} : tensor<4xbf16> -> tensor<4xbf16>
+  return %p : tensor<4xbf16>
+}
+
+// -----
+
+// Tests that a bucket has a reduction the runtime knows.
+func.func @bucket_reduce(%g: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.all_reduce_start' op reduce 'max' is not 'sum' or 'mean'}}
+  %p = tfc.all_reduce_start %g {bucket = 0 : i64, group = "dp", reduce = "max", size = 2 : i64} : tensor<4xf32> -> tensor<4xf32>
+  return %p : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a wait is not empty.
+func.func @bucket_wait_empty() {
+  // expected-error @+1 {{'tfc.all_reduce_wait' op needs at least one tensor}}
+  "tfc.all_reduce_wait"() {bucket = 0 : i64} : () -> ()
+  return
+}

@@ -31,6 +31,9 @@ Also checked:
   - --zero without --dp or --optimizer, and --zero=2, are refused with a message;
   - only rank 0 prints the step lines and writes the checkpoint and the log;
   - resuming from rank 0's checkpoint under mpirun continues bit-identically;
+  - gradient buckets of several sizes (--dp-bucket-mb 0, 8 KB, the default 25 MB, -1 for one
+    blocking all-reduce per gradient) and --dp-overlap=false: each equals one process; at
+    DP=2 all give the same bytes; a rerun gives the same bytes;
   - the loss in the log equals the single process's per step;
   - a world size other than the compiled one is refused before any step, with a message;
   - an artifact compiled for one process is refused under mpirun -np 2;
@@ -318,8 +321,9 @@ def main():
     hyper = {"adamw": ["--lr", "3e-3", "--warmup", "2", "--eps", "1e-4"],  # eps: see above
              "sgd": ["--lr", "0.3", "--momentum", "0.9"]}
 
-    def train(world, tag, extra=(), expect=0, timeout=600, launch=True, opt="adamw"):
-        cmd = [tfc_run, models[opt, world], "train", "--data", p("train.bin"), "--init-seed",
+    def train(world, tag, extra=(), expect=0, timeout=600, launch=True, opt="adamw",
+              model=None):
+        cmd = [tfc_run, model or models[opt, world], "train", "--data", p("train.bin"), "--init-seed",
                "0", "--seed", str(seed), "--steps", str(STEPS), *hyper[opt.split("-")[0]],
                "--save", p(f"{tag}.safetensors"), "--log", p(f"{tag}.csv"), *extra]
         if launch and world > 1:
@@ -360,6 +364,34 @@ def main():
             check(len(zero_losses) == STEPS and loss_diff <= RTOL,
                   f"{opt} ZeRO-1 DP={world}: the logged loss of every step equals the single "
                   f"process's (max rel diff {loss_diff:.2e})")
+
+    # Gradient buckets (tfc --dp-bucket-mb, --dp-overlap): the default above (25 MB) puts this
+    # model's gradients (about 150 KB) in one bucket; here every gradient alone (0), buckets
+    # of about 8 KB (one to three gradients each), one blocking all-reduce per gradient (-1),
+    # and buckets waited for right after their start. Each must equal one process as above;
+    # at DP=2 a sum of two floats does not depend on how the gradients are grouped, so every
+    # layout must give the default's bytes; and a rerun the same bytes.
+    reference = read_safetensors(p("sgd-single.safetensors"))
+    default2 = read_safetensors(p("sgd-dp2.safetensors"))
+    cases = [(2, ["--dp-bucket-mb=0"]), (2, ["--dp-bucket-mb=0.008"]),
+             (2, ["--dp-bucket-mb=-1"]), (2, ["--dp-bucket-mb=0.008", "--dp-overlap=false"]),
+             (4, ["--dp-bucket-mb=0"]), (4, ["--dp-bucket-mb=0.008"])]
+    for i, (world, flags) in enumerate(cases):
+        tag = f"sgd-dp{world}-buckets{i}"
+        run([tfc, p(f"b{GLOBAL_BATCH // world}.mlir"), "--optimizer=sgd", f"--dp={world}",
+             *flags, "-o", p(tag + ".so")])
+        what = f"sgd DP={world} {' '.join(flags)}"
+        train(world, tag, opt="sgd", model=p(tag + ".so"))
+        got = read_safetensors(p(tag + ".safetensors"))
+        compare(got, reference, what, "one process")
+        if world == 2:
+            check(all(np.array_equal(got[k], default2[k]) for k in default2),
+                  f"{what}: the same bytes as the default buckets")
+        if i == 1 or i == 5:
+            train(world, tag + "-again", opt="sgd", model=p(tag + ".so"))
+            again = read_safetensors(p(tag + "-again.safetensors"))
+            check(all(np.array_equal(again[k], got[k]) for k in got),
+                  f"{what}: a second run gives the same bytes")
 
     # Resume under mpirun: 5 steps, then --resume to 10, gives the bytes of 10 straight (the
     # checkpoint is rank 0's; every rank reads it and the sampler's position).

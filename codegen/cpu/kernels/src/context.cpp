@@ -143,6 +143,29 @@ void tfc_kernels_collective_f32(int32_t kind, int32_t reduce, const char* group,
   (void)h->collective(h->user, kind, reduce, group, send, recv, static_cast<uint64_t>(count));
 }
 
+void tfc_kernels_collective_start_f32(int32_t kind, int32_t reduce, const char* group,
+                                      int64_t tag, int32_t num_buffers,
+                                      const float* const* send, const int64_t* counts) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->collective_start || !h->collective_wait) {
+    tfc_kernels_error(
+        "a gradient bucket (tfc.all_reduce_start) ran in a host without a communicator; run "
+        "the artifact with a tfc runtime that has one (tfc-run, under mpirun for --dp)");
+    return;
+  }
+  // The host reports its own error, here or at the wait.
+  (void)h->collective_start(h->user, kind, reduce, group, tag, num_buffers,
+                            reinterpret_cast<const void* const*>(send), counts);
+}
+
+void tfc_kernels_collective_wait_f32(int64_t tag, int32_t num_buffers, float* const* recv,
+                                     const int64_t* counts) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->collective_start || !h->collective_wait) return;  // reported at the start
+  (void)h->collective_wait(h->user, tag, num_buffers, reinterpret_cast<void* const*>(recv),
+                           counts);
+}
+
 void tfc_kernels_parallel_for(int64_t n, int64_t grain,
                               void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx) {
   tfc_kern::parallel_for(n, grain, fn, ctx);

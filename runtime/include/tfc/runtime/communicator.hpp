@@ -13,7 +13,8 @@
 // ranks, never hang. A transport that timed out cannot be used again (MPI cannot cancel a
 // collective); at exit the job is then aborted so that mpirun stops every rank.
 //
-// Thread-safety: one thread at a time per communicator; every rank must call the same
+// Thread-safety: one thread at a time per communicator (its communication thread for gradient
+// buckets is its own business); every rank must call the same
 // collectives in the same order with the same counts (the compiled graph guarantees it: every
 // rank runs the same artifact).
 #ifndef TFC_RUNTIME_COMMUNICATOR_HPP_
@@ -32,7 +33,8 @@ enum class ReduceOp { kSum = 0, kMean = 1 };
 
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  Communicator();
+  virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
   // "single" or "mpi", for messages.
@@ -53,10 +55,48 @@ class Communicator {
   Status broadcast(void* data, size_t bytes, int root, const std::string& what = "");
   Status barrier(const std::string& what = "");
 
+  // A gradient bucket (tfc.all_reduce_start / tfc.all_reduce_wait): one all-reduce over the
+  // concatenation of |n| buffers of counts[i] floats. startAllReduce copies them into a flat
+  // buffer of this communicator's (they may be overwritten once it returns) and, where the
+  // transport may run on another thread (runsOnAnyThread), hands it to the communication
+  // thread and returns; else it runs the collective at once. waitAllReduce(tag) blocks until
+  // it is done and copies the result into recv[i]. A failure is returned by the wait. Tags
+  // are unique among pending buckets; buckets run in the order they were started, and a
+  // blocking collective called meanwhile runs after them (the same order on every rank).
+  Status startAllReduce(int64_t tag, int n, const float* const* send, const int64_t* counts,
+                        ReduceOp op, const std::string& what = "");
+  Status waitAllReduce(int64_t tag, int n, float* const* recv, const int64_t* counts);
+
+  // Time and bytes of this process's collectives, for `TFC_COMM_STATS=1` (printed to stderr
+  // when the communicator closes) and the docs' figures.
+  struct Stats {
+    int64_t collectives = 0;     // blocking ones and buckets
+    int64_t buckets = 0;
+    double bytes = 0;            // payload bytes of all of them (each rank's own)
+    double commSeconds = 0;      // inside the transport (the thread's time for buckets)
+    double exposedSeconds = 0;   // the caller blocked: blocking collectives and waits
+    double copySeconds = 0;      // packing and unpacking the buckets' flat buffers
+  };
+  Stats stats() const;
+
  protected:
   // One collective (the kinds and counts of comm_plugin.h's TFC_COMM_*).
   virtual Status run(int kind, ReduceOp op, int root, const void* send, void* recv,
                      size_t count, const std::string& what) = 0;
+  // Whether run() may be called from a thread other than the one that opened the transport
+  // (one call at a time): then buckets run on a communication thread.
+  virtual bool runsOnAnyThread() const { return false; }
+  // Ends the communication thread after the buckets queued and prints TFC_COMM_STATS; the
+  // destructor of a transport whose runsOnAnyThread() is true calls it before closing the
+  // transport (the thread calls run()). Idempotent.
+  void stopAsync();
+
+ private:
+  // Runs a blocking collective after the pending buckets, timed.
+  Status runBlocking(int kind, ReduceOp op, int root, const void* send, void* recv,
+                     size_t count, const std::string& what);
+  struct Async;
+  std::unique_ptr<Async> async_;
 };
 
 // A communicator of one rank: every collective copies send to recv.
