@@ -62,7 +62,8 @@ struct ZeroShardPass : public tfc::impl::TfcZeroShardBase<ZeroShardPass> {
           func.emitError("tfc-zero-shard: the gradient of '")
               << of.getValue() << "' (result " << i << " of '" << func.getName()
               << "') is not a tfc.all_reduce mean; run tfc-data-parallel "
-                 "first (tfc --dp=N --zero=1)";
+                 "first, without buckets (bucket-mb=-1; tfc --dp=N --zero=1 does "
+                 "so)";
           return signalPassFailure();
         }
         int64_t n = reduced.getSize();

@@ -1327,23 +1327,21 @@ LogicalResult FusedOp::verifyRegions() {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-LogicalResult AllReduceOp::verify() {
-  if (getGroup().empty())
-    return emitOpError("needs a non-empty group name (\"dp\")");
-  if (getReduce() != "sum" && getReduce() != "mean")
-    return emitOpError("reduce '") << getReduce() << "' is not 'sum' or 'mean'";
-  if (getSize() < 1)
-    return emitOpError("group size ") << getSize() << " must be at least 1";
+namespace {
+/// The checks every collective shares: a group name (`hint`: the usual one),
+/// a size, and, for the reducing ones, the reduction.
+LogicalResult verifyGroup(const OpDiag &diag, StringRef group, int64_t size,
+                          StringRef hint = "dp") {
+  if (group.empty())
+    return diag("needs a non-empty group name (\"", hint, "\")");
+  if (size < 1)
+    return diag("group size ", size, " must be at least 1");
   return success();
 }
 
-namespace {
-/// The checks tfc.all_reduce, tfc.reduce_scatter and tfc.all_gather share.
-LogicalResult verifyGroup(const OpDiag &diag, StringRef group, int64_t size) {
-  if (group.empty())
-    return diag("needs a non-empty group name (\"dp\")");
-  if (size < 1)
-    return diag("group size ", size, " must be at least 1");
+LogicalResult verifyReduce(const OpDiag &diag, StringRef reduce) {
+  if (reduce != "sum" && reduce != "mean")
+    return diag("reduce '", reduce, "' is not 'sum' or 'mean'");
   return success();
 }
 
@@ -1374,6 +1372,14 @@ LogicalResult inferBlocks(const OpDiag &diag, Value operand, int64_t size,
 }
 } // namespace
 
+LogicalResult AllReduceOp::verify() {
+  OpDiag diag{getLoc(), "all_reduce"};
+  if (failed(verifyGroup(diag, getGroup(), getSize())))
+    return failure();
+  return verifyReduce(diag, getReduce());
+}
+
+
 LogicalResult
 ReduceScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                   Adaptor adaptor,
@@ -1383,12 +1389,10 @@ ReduceScatterOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyGroup(OpDiag{getLoc(), "reduce_scatter"}, getGroup(),
-                         getSize())))
+  OpDiag diag{getLoc(), "reduce_scatter"};
+  if (failed(verifyGroup(diag, getGroup(), getSize())))
     return failure();
-  if (getReduce() != "sum" && getReduce() != "mean")
-    return emitOpError("reduce '") << getReduce() << "' is not 'sum' or 'mean'";
-  return success();
+  return verifyReduce(diag, getReduce());
 }
 
 LogicalResult AllGatherOp::inferReturnTypes(MLIRContext *,
@@ -1404,20 +1408,15 @@ LogicalResult AllGatherOp::verify() {
 }
 
 LogicalResult CopyToGroupOp::verify() {
-  if (getGroup().empty())
-    return emitOpError("needs a non-empty group name (\"tp\")");
-  if (getSize() < 1)
-    return emitOpError("group size ") << getSize() << " must be at least 1";
-  return success();
+  return verifyGroup(OpDiag{getLoc(), "copy_to_group"}, getGroup(), getSize(),
+                     "tp");
 }
 
 LogicalResult AllReduceStartOp::verify() {
-  if (getGroup().empty())
-    return emitOpError("needs a non-empty group name (\"dp\")");
-  if (getReduce() != "sum" && getReduce() != "mean")
-    return emitOpError("reduce '") << getReduce() << "' is not 'sum' or 'mean'";
-  if (getSize() < 1)
-    return emitOpError("group size ") << getSize() << " must be at least 1";
+  OpDiag diag{getLoc(), "all_reduce_start"};
+  if (failed(verifyGroup(diag, getGroup(), getSize())) ||
+      failed(verifyReduce(diag, getReduce())))
+    return failure();
   if (getXs().empty())
     return emitOpError("needs at least one tensor");
   if (getXs().getTypes() != getPending().getTypes())

@@ -1,5 +1,5 @@
-// RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-data-parallel="size=2" -tfc-zero-shard -verify-diagnostics | FileCheck %s
-// RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-data-parallel="size=2" -tfc-zero-shard -tfc-train-step | FileCheck %s --check-prefix=STEP
+// RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-data-parallel="size=2 bucket-mb=-1" -tfc-zero-shard -verify-diagnostics | FileCheck %s
+// RUN: tfc-opt %s -split-input-file -tfc-autodiff -tfc-data-parallel="size=2 bucket-mb=-1" -tfc-zero-shard -tfc-train-step | FileCheck %s --check-prefix=STEP
 
 // Tests that each gradient's all_reduce becomes the flattened gradient, padded
 // with zeros to a multiple of the group's size (9 -> 10), reduce-scattered in

@@ -11,42 +11,23 @@ weights within 1e-5 (max |a - b| / max |b| per tensor) and its logged losses. An
 never captured as a CUDA graph (the host takes part in it): every step runs eagerly.
 Prints the numbers and one verdict line.
 """
-import argparse
 import os
-import random
-import shutil
-import struct
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check_data_parallel import (GPT2, RTOL, STEPS, VOCAB, check, failures,  # noqa: E402
-                                 read_losses, read_safetensors, run)
+from check_data_parallel import (GPT2, RTOL, STEPS, check, failures,  # noqa: E402
+                                 mpi_job, random_tokens, read_losses, read_safetensors, run)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--work-dir", required=True)
-    parser.add_argument("--emulate", required=True, help="the emulated libcuda.so.1")
-    parser.add_argument("--mpirun", default="mpirun")
-    args = parser.parse_args()
+    args, mpirun, env, p = mpi_job(__doc__, [("--emulate", dict(
+        required=True, help="the emulated libcuda.so.1"))])
     tool = lambda name: os.path.join(args.bin_dir, name)
-    work = args.work_dir
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    p = lambda name: os.path.join(work, name)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               TFC_CUDA_DRIVER=os.path.abspath(args.emulate))
-
-    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
-    tokens = [rng.randrange(VOCAB) for _ in range(20000)]
-    with open(p("train.bin"), "wb") as f:
-        f.write(struct.pack(f"<{len(tokens)}H", *tokens))
-    seed = rng.randrange(1 << 30)
-    print(f"data: 20000 random tokens; sampler seed {seed}")
+    env = dict(env, TFC_CUDA_DRIVER=os.path.abspath(args.emulate))
+    seed = random_tokens(p("train.bin"))
 
     sets = sum((["--set", s] for s in GPT2 + ["batch=2"]), [])
     run([tool("tfc-trace"), "gpt2", *sets, "-o", p("gpt2.mlir")])
@@ -62,7 +43,7 @@ def main():
              "--dump-dir", p(kind + "-dump"), "--out", p(f"{kind}-kernels.so")], timeout=900)
 
     for kind in ("cpu", *kinds):
-        run(args.mpirun.split() + ["--oversubscribe", "-np", "2", tool("tfc-run"), p(f"{kind}.so"),
+        run(mpirun + ["-np", "2", tool("tfc-run"), p(f"{kind}.so"),
              "train", "--data", p("train.bin"), "--init-seed", "0", "--seed", str(seed),
              "--steps", str(STEPS), "--lr", "0.3", "--momentum", "0.9",
              "--save", p(f"{kind}.safetensors"), "--log", p(f"{kind}.csv")],

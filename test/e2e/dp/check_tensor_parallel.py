@@ -21,10 +21,7 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
   - --tp that does not divide the heads or the features is refused, naming both numbers.
 Prints the numbers and one verdict line.
 """
-import argparse
 import os
-import random
-import shutil
 import sys
 
 import numpy as np
@@ -34,6 +31,8 @@ sys.path.insert(0, os.path.join(_E2E, "models"))
 sys.path.insert(0, os.path.join(_E2E, "train"))
 from check_train import run  # noqa: E402  (a tool run that fails the check by name)
 from reference import read_safetensors, write_safetensors  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_data_parallel import mpi_job  # noqa: E402
 
 TP, RTOL, VOCAB, SEQ, BATCH, STEPS = 2, 1e-5, 64, 8, 2, 10
 MODELS = {
@@ -92,20 +91,10 @@ def rel(a, b):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bin-dir", required=True)
-    parser.add_argument("--work-dir", required=True)
-    parser.add_argument("--mpirun", default="mpirun")
-    args = parser.parse_args()
+    args, mpirun, env, p = mpi_job(__doc__)
     tfc = os.path.join(args.bin_dir, "tfc")
     trace = os.path.join(args.bin_dir, "tfc-trace")
     tfc_run = os.path.join(args.bin_dir, "tfc-run")
-    mpirun = args.mpirun.split() + ["--oversubscribe"]
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    work = args.work_dir
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    p = lambda name: os.path.join(work, name)
     seed = int.from_bytes(os.urandom(4), "little")
     rng = np.random.default_rng(seed)
     print(f"seed {seed}")
