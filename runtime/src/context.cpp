@@ -38,7 +38,7 @@ void hostReportError(void* user, const char* message) {
 }
 
 // Collectives of compiled code (tfc.all_reduce, ...) go to the process's world communicator;
-// every group is the world for now (data parallel only).
+// every group is the world for now (data or tensor parallel alone; DP x TP needs groups).
 tfc::Status runCollective(tfc::Communicator* comm, int32_t kind, int32_t reduce,
                           const char* group, const void* send, void* recv, uint64_t count) {
   const tfc::ReduceOp op = reduce == TFC_REDUCE_MEAN ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
@@ -102,6 +102,13 @@ int32_t hostCollectiveStart(void* user, int32_t kind, int32_t reduce, const char
                             const int64_t* counts) {
   auto world = tfc::worldCommunicator();
   tfc::Status status = world.ok() ? tfc::Status() : std::move(world).takeStatus();
+  if (status.ok() && static_cast<tfc_context_t*>(user)->device != nullptr) {
+    // The communication thread reads host memory; tfc compiles CUDA artifacts with
+    // blocking collectives, which the executor stages through the host.
+    status = tfc::Status::error(TFC_UNIMPLEMENTED,
+                                "gradient buckets on a GPU are not built (recompile with "
+                                "--dp-bucket-mb=-1)");
+  }
   if (status.ok() && kind != TFC_COLLECTIVE_ALL_REDUCE) {
     status = tfc::Status::error(TFC_INVALID_ARGUMENT,
                                 "collective kind %d in a gradient bucket (all_reduce only)", kind);
