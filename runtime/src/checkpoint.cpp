@@ -68,9 +68,52 @@ StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact) 
   return sharded;
 }
 
+// Tensor parallel: every rank holds a slice of each split parameter and state tensor; the
+// whole ones (gathered from the world, which is the "tp" group: block r from rank r) go into
+// |whole| by checkpoint name, their bytes into |storage|.
+Status gatherTensorParallel(const Artifact& artifact, const Params& params,
+                            const Context& context, const TensorParallelLayout& tp,
+                            std::vector<std::vector<uint8_t>>* storage,
+                            std::map<std::string, TensorView>* whole) {
+  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+  auto gather = [&](const std::string& key, const std::string& name,
+                    const tfc_tensor_ref_t& ref) -> Status {
+    const TensorSplit* split = tp.find(name);
+    if (split == nullptr) return Status();
+    if (ref.dtype != TFC_DTYPE_F32) {
+      return Status::error(TFC_UNIMPLEMENTED, "'%s': tensor parallelism gathers f32 only",
+                           key.c_str());
+    }
+    const size_t count = ref.byte_size / sizeof(float);
+    std::vector<uint8_t> blocks(ref.byte_size * static_cast<size_t>(tp.size));
+    TFC_RETURN_IF_ERROR(world->allGather(static_cast<const float*>(ref.data),
+                                         reinterpret_cast<float*>(blocks.data()), count, key));
+    std::vector<int64_t> shape =
+        wholeShape(*split, std::vector<int64_t>(ref.shape, ref.shape + ref.rank), tp.size);
+    storage->emplace_back(blocks.size());
+    for (int64_t r = 0; r < tp.size; ++r) {
+      copySlice(*split, shape, tp.size, r, sizeof(float), storage->back().data(),
+                blocks.data() + static_cast<size_t>(r) * ref.byte_size, /*to_slice=*/false);
+    }
+    (*whole)[key] = TensorView{TFC_DTYPE_F32, shape, storage->back().data(), blocks.size()};
+    return Status();
+  };
+  storage->reserve(static_cast<size_t>(artifact.paramCount() + artifact.stateCount()));
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, params.tensor(i));
+    std::string name = artifact.param(i).name;
+    TFC_RETURN_IF_ERROR(gather(name, name, ref));
+  }
+  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context.state(i));
+    std::string name = artifact.state(i).name;
+    TFC_RETURN_IF_ERROR(gather(std::string(kStatePrefix) + name, name, ref));
+  }
+  return Status();
+}
+
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
-                      const Context& context, std::map<std::string, std::string> metadata,
-                      const std::map<std::string, TensorView>* whole) {
+                      const Context& context, std::map<std::string, std::string> metadata) {
   // A GPU context's parameters and state as train_step left them.
   TFC_RETURN_IF_ERROR(context.download());
   // ZeRO: every rank holds one block of these; the file holds them whole, in their
@@ -89,7 +132,16 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
                                            block, artifact.state(s).name));
       all.resize(static_cast<size_t>(elementCount(shapeOf(artifact.param(p)))));
     }
+  }
+  TFC_ASSIGN_OR_RETURN(TensorParallelLayout tp,
+                       tensorParallelLayout(std::string(artifact.metadataJson())));
+  std::vector<std::vector<uint8_t>> storage;
+  std::map<std::string, TensorView> whole;
+  if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(artifact, params, context, tp,
+                                                            &storage, &whole));
+  if (!sharded.empty() || tp.size > 1) {
     // Rank 0 alone writes (data parallel: the parameters are the same everywhere).
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     if (world->rank() != 0) return Status();
   }
 
@@ -98,9 +150,7 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
     auto ref = params.tensor(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     tensors.push_back({artifact.param(i).name, tensorView(*ref)});
-    if (whole != nullptr && whole->count(tensors.back().name)) {
-      tensors.back().tensor = whole->at(tensors.back().name);
-    }
+    if (whole.count(tensors.back().name)) tensors.back().tensor = whole.at(tensors.back().name);
   }
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     auto ref = context.state(i);
@@ -113,9 +163,7 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
       view.byteSize = gathered->second.size() * sizeof(float);
     }
     tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
-    if (whole != nullptr && whole->count(tensors.back().name)) {
-      tensors.back().tensor = whole->at(tensors.back().name);
-    }
+    if (whole.count(tensors.back().name)) tensors.back().tensor = whole.at(tensors.back().name);
   }
   metadata["format"] = kCheckpointFormat;
   metadata["module_hash"] = std::string(artifact.moduleHash());

@@ -255,16 +255,12 @@ Status Trainer::save() {
   if (options_.savePath.empty()) {
     return Status::error(TFC_FAILED_PRECONDITION, "no checkpoint path to save to (savePath)");
   }
-  // Tensor parallel: every rank takes part in gathering the whole tensors.
-  std::vector<std::vector<uint8_t>> storage;
-  std::map<std::string, TensorView> whole;
-  if (tp_.size > 1) TFC_RETURN_IF_ERROR(gatherWhole(&storage, &whole));
   // Data parallel: every rank holds the same weights; rank 0 alone writes them. With ZeRO
-  // each rank holds one block of the optimizer's moments, which every rank's saveCheckpoint
-  // gathers for rank 0's file.
+  // (a block of the optimizer's moments) or tensor parallelism (a slice of each layer) every
+  // rank's saveCheckpoint takes part in gathering the whole tensors for rank 0's file.
   if (rank_ != 0) {
     TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact_));
-    if (!sharded.empty()) {
+    if (!sharded.empty() || tp_.size > 1) {
       TFC_RETURN_IF_ERROR(
           saveCheckpoint(options_.savePath, artifact_, params_, context_, {}));
     }
@@ -282,7 +278,7 @@ Status Trainer::save() {
                          lastGoodCheckpoint(lastCheckpoint_).c_str());
   }
   Status saved = saveCheckpoint(options_.savePath, artifact_, params_, context_,
-                                checkpointMetadata(), tp_.size > 1 ? &whole : nullptr);
+                                checkpointMetadata());
   if (!saved.ok()) {
     return Status::error(
         saved.code(), "could not save the checkpoint at step %lld: %s%s",
@@ -292,47 +288,6 @@ Status Trainer::save() {
             : ("; the previous checkpoint " + lastCheckpoint_ + " is unchanged").c_str());
   }
   lastCheckpoint_ = options_.savePath;
-  return Status();
-}
-
-Status Trainer::gatherWhole(std::vector<std::vector<uint8_t>>* storage,
-                            std::map<std::string, TensorView>* whole) {
-  TFC_RETURN_IF_ERROR(context_.download());
-  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-  auto gather = [&](const std::string& key, const std::string& name,
-                    const tfc_tensor_ref_t& ref) -> Status {
-    const TensorSplit* split = tp_.find(name);
-    if (split == nullptr) return Status();
-    if (ref.dtype != TFC_DTYPE_F32) {
-      return Status::error(TFC_UNIMPLEMENTED, "'%s': tensor parallelism gathers f32 only",
-                           key.c_str());
-    }
-    const size_t count = ref.byte_size / sizeof(float);
-    std::vector<uint8_t> blocks(ref.byte_size * static_cast<size_t>(tp_.size));
-    // Pure tensor parallelism: the world is the one "tp" group, block r from rank r.
-    TFC_RETURN_IF_ERROR(world->allGather(static_cast<const float*>(ref.data),
-                                         reinterpret_cast<float*>(blocks.data()), count, key));
-    std::vector<int64_t> shape =
-        wholeShape(*split, std::vector<int64_t>(ref.shape, ref.shape + ref.rank), tp_.size);
-    storage->emplace_back(blocks.size());
-    for (int64_t r = 0; r < tp_.size; ++r) {
-      copySlice(*split, shape, tp_.size, r, sizeof(float), storage->back().data(),
-                blocks.data() + static_cast<size_t>(r) * ref.byte_size, /*to_slice=*/false);
-    }
-    (*whole)[key] = TensorView{TFC_DTYPE_F32, shape, storage->back().data(), blocks.size()};
-    return Status();
-  };
-  storage->reserve(static_cast<size_t>(artifact_.paramCount() + artifact_.stateCount()));
-  for (int32_t i = 0; i < artifact_.paramCount(); ++i) {
-    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, params_.tensor(i));
-    std::string name = artifact_.param(i).name;
-    TFC_RETURN_IF_ERROR(gather(name, name, ref));
-  }
-  for (int32_t i = 0; i < artifact_.stateCount(); ++i) {
-    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context_.state(i));
-    std::string name = artifact_.state(i).name;
-    TFC_RETURN_IF_ERROR(gather(std::string(kStatePrefix) + name, name, ref));
-  }
   return Status();
 }
 

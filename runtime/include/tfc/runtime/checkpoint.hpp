@@ -23,11 +23,10 @@ constexpr const char* kStatePrefix = "state.";
 // Writes |params| and |context|'s state with |metadata| (plus format, module_hash and
 // model_metadata, which this function fills) to |path|. State that a ZeRO-1 artifact keeps
 // as one block per rank (zeroShardedState) is all-gathered and written whole, in its
-// parameter's shape: then every rank must call this, and rank 0 alone writes.
-// |whole| (tensor parallelism): tensors written instead of this rank's, by checkpoint name.
+// parameter's shape, and so is every tensor a tensor-parallel artifact splits (tp_shards):
+// then every rank must call this, and rank 0 alone writes.
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
-                      const Context& context, std::map<std::string, std::string> metadata,
-                      const std::map<std::string, TensorView>* whole = nullptr);
+                      const Context& context, std::map<std::string, std::string> metadata);
 
 // Reads the checkpoint at |path| into |params| and |context|'s state and returns its
 // metadata. A sharded state (zeroShardedState) is read from the whole tensor: this rank's

@@ -154,9 +154,6 @@ class Trainer {
   // Tensor parallel (tfc --tp=M): the M consecutive ranks that split each layer read the same
   // batch; checkpoints hold whole tensors, gathered from the ranks' slices.
   TensorParallelLayout tp_;
-  // The whole tensors of the split parameters and their optimizer state, by checkpoint name.
-  Status gatherWhole(std::vector<std::vector<uint8_t>>* storage,
-                     std::map<std::string, TensorView>* whole);
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
   std::vector<TrainLogRow> history_;
