@@ -175,6 +175,10 @@ OpCost estimateCost(Operation *op) {
   } else if (auto ag = llvm::dyn_cast<AllGatherOp>(op)) {
     int64_t n = ag.getSize();
     cost.linkBytes = (n - 1) * tensorBytes(ag.getResult().getType()) / n;
+  } else if (auto a2a = llvm::dyn_cast<AllToAllOp>(op)) {
+    // Each rank keeps its own block and sends the other n-1.
+    int64_t n = a2a.getSize();
+    cost.linkBytes = (n - 1) * tensorBytes(a2a.getX().getType()) / n;
   }
   if (auto start = llvm::dyn_cast<AllReduceStartOp>(op)) {
     // One ring all-reduce of the bucket's concatenation (as above); its

@@ -344,10 +344,11 @@ Value groupName(OpBuilder &b, Operation *op, StringRef groupText) {
   return b.create<LLVM::AddressOfOp>(op->getLoc(), ptr, global.getSymName());
 }
 
-/// tfc.all_reduce, tfc.reduce_scatter and tfc.all_gather: a blocking call
-/// into the runtime's communicator through the kernel library
+/// tfc.all_reduce, tfc.reduce_scatter, tfc.all_gather and tfc.all_to_all: a
+/// blocking call into the runtime's communicator through the kernel library
 /// (tfc_kernels_collective_f32 -> host->collective), with the count the ABI
-/// states for the kind (artifact_abi.h: the per-rank block for the last two).
+/// states for the kind (artifact_abi.h: the per-rank block for the last
+/// three).
 bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
                     StringRef group, StringRef reduce, ValueRange operands,
                     ValueRange results) {
@@ -355,8 +356,12 @@ bool emitCollective(OpBuilder &b, Operation *op, int32_t kind,
   auto blockOf = [](Value v) {
     return numElements(llvm::cast<ShapedType>(v.getType()).getShape());
   };
+  // all_to_all: the block each rank sends to each other one.
   int64_t count = kind == TFC_COLLECTIVE_ALL_GATHER ? blockOf(operands[0])
-                                                    : blockOf(results[0]);
+                  : kind == TFC_COLLECTIVE_ALL_TO_ALL
+                      ? blockOf(operands[0]) /
+                            llvm::cast<AllToAllOp>(op).getSize()
+                      : blockOf(results[0]);
   call(b, op, "tfc_kernels_collective_f32",
        {i32(b, loc, kind),
         i32(b, loc, reduce == "mean" ? TFC_REDUCE_MEAN : TFC_REDUCE_SUM),
@@ -455,7 +460,7 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
                  MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp,
-                 ReduceScatterOp, AllGatherOp, AllReduceStartOp,
+                 ReduceScatterOp, AllGatherOp, AllToAllOp, AllReduceStartOp,
                  AllReduceWaitOp>(op))
     return failure();
   // f32 only (the ops' operand types): the buffers are passed as they are.
@@ -519,6 +524,10 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                 })
                 .Case([&](AllGatherOp r) {
                   return emitCollective(b, r, TFC_COLLECTIVE_ALL_GATHER,
+                                        r.getGroup(), "sum", ins, outs);
+                })
+                .Case([&](AllToAllOp r) {
+                  return emitCollective(b, r, TFC_COLLECTIVE_ALL_TO_ALL,
                                         r.getGroup(), "sum", ins, outs);
                 })
                 .Default([](Operation *) { return false; });

@@ -43,7 +43,7 @@ LogicalResult emitKernel(func::FuncOp kernel) {
   // A collective is a call into the runtime's communicator, made on the host
   // with the buffers' device addresses (the runtime moves the data): its
   // kernel is the CPU target's code and stays a host function.
-  if (llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp>(k.op))
+  if (llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp>(k.op))
     return cpu::emitHostKernel(kernel, k.op, k.operands, k.results);
   SmallVector<Value> operands = k.operands;
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(k.op);

@@ -1407,6 +1407,16 @@ LogicalResult AllGatherOp::verify() {
   return verifyGroup(OpDiag{getLoc(), "all_gather"}, getGroup(), getSize());
 }
 
+LogicalResult AllToAllOp::verify() {
+  OpDiag diag{getLoc(), "all_to_all"};
+  if (failed(verifyGroup(diag, getGroup(), getSize(), "ep")))
+    return failure();
+  // The result's type is the operand's; inferBlocks checks that the leading
+  // dimension splits into one block per rank.
+  SmallVector<Type> scattered;
+  return inferBlocks(diag, getX(), getSize(), /*scatter=*/true, scattered);
+}
+
 LogicalResult CopyToGroupOp::verify() {
   return verifyGroup(OpDiag{getLoc(), "copy_to_group"}, getGroup(), getSize(),
                      "tp");

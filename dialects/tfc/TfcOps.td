@@ -976,6 +976,30 @@ def TFC_AllGatherOp : TFC_InferOp<"all_gather", [TFC_VJP]> {
   let hasVerifier = 1;
 }
 
+def TFC_AllToAllOp : TFC_Op<"all_to_all", [Pure, SameOperandsAndResultType, TFC_VJP]> {
+  let summary = "every rank sends block s of its tensor to rank s";
+  let description = [{
+    The leading dimension of `x` is `size` blocks of equal length; block s of
+    rank r's result is block r of rank s's `x` (a transpose of the blocks
+    over the ranks of the group `group`). This is the exchange of expert
+    parallelism (each rank sends every expert's tokens to the rank that holds
+    that expert, and the answers back) and of the switch between sequence-
+    and head-parallel layouts. Lowered like tfc.all_reduce
+    (TFC_COLLECTIVE_ALL_TO_ALL through the runtime's communicator).
+
+    Gradient: dL/d(block r of rank s's x) is dL/d(block s of rank r's
+    result), so dL/dx is the all-to-all of dL/dresult.
+
+    ```mlir
+    %y = tfc.all_to_all %x {group = "ep", size = 2 : i64} : tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$x, StrAttr:$group, I64Attr:$size);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{ $x attr-dict `:` type($x) }];
+  let hasVerifier = 1;
+}
+
 def TFC_CopyToGroupOp : TFC_Op<"copy_to_group", [Pure, SameOperandsAndResultType, TFC_VJP]> {
   let summary = "identity; its gradient is summed over the ranks of a group (Megatron's f)";
   let description = [{

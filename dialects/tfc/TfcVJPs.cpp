@@ -653,6 +653,15 @@ LogicalResult AllGatherOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   return success();
 }
 
+LogicalResult AllToAllOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
+                                   SmallVectorImpl<Value> &out) {
+  // y_r[s] = x_s[r] over ranks r, s and blocks [.]: dL/dx_s[r] = dL/dy_r[s],
+  // which is the all-to-all of the cotangents.
+  out.assign(1, b.create<AllToAllOp>(getLoc(), grads[0], getGroupAttr(),
+                                     getSizeAttr()));
+  return success();
+}
+
 LogicalResult CopyToGroupOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                       SmallVectorImpl<Value> &out) {
   // Megatron's f: each rank's cotangent is its part of dL/dx (the rank's

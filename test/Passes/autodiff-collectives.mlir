@@ -88,3 +88,25 @@ func.func @loss(%x: tensor<4xf32>) -> tensor<f32> {
   %l = tfc.reduce_sum %y dims = [0] : tensor<4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Tests the VJP of tfc.all_to_all: block r of rank s's x became block s of
+// rank r's result, so the gradient is the all-to-all of the result's
+// gradient, over the same group.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: tfc.all_to_all %{{.*}} {group = "ep", size = 2 : i64} : tensor<4xf32>
+// CHECK: %[[ONES:.*]] = tfc.broadcast_to
+// CHECK-NEXT: %[[D:.*]] = tfc.mul %[[ONES]], %arg1
+// CHECK: %[[B:.*]] = tfc.all_to_all %[[D]] {group = "ep", size = 2 : i64} : tensor<4xf32>
+// CHECK: %[[G:.*]] = tfc.mul %[[B]], %arg0
+// CHECK: return %{{.*}}, %[[G]]
+tfc.param @w : tensor<4xf32> = "normal(0.0, 1.0)"
+func.func @loss(%x: tensor<4xf32>, %c: tensor<4xf32>) -> tensor<f32> {
+  %w = tfc.load @w : tensor<4xf32>
+  %y = tfc.mul %x, %w : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %z = tfc.all_to_all %y {group = "ep", size = 2 : i64} : tensor<4xf32>
+  %p = tfc.mul %z, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = tfc.reduce_sum %p dims = [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

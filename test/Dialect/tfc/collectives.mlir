@@ -189,3 +189,41 @@ func.func @bucket_wait_empty() {
   "tfc.all_reduce_wait"() {bucket = 0 : i64} : () -> ()
   return
 }
+
+// -----
+
+// Tests that tfc.all_to_all keeps the operand's type (each rank sends one
+// block of the leading dimension to every rank).
+// CHECK-LABEL: func.func @all_to_all
+// CHECK: tfc.all_to_all %{{.*}} {group = "ep", size = 4 : i64} : tensor<8x3xf32>
+func.func @all_to_all(%x: tensor<8x3xf32>) -> tensor<8x3xf32> {
+  %0 = tfc.all_to_all %x {group = "ep", size = 4 : i64} : tensor<8x3xf32>
+  return %0 : tensor<8x3xf32>
+}
+
+// -----
+
+// Tests that the exchanged dimension must divide into one block per rank.
+func.func @all_to_all_indivisible(%x: tensor<6x3xf32>) -> tensor<6x3xf32> {
+  // expected-error @+1 {{'tfc.all_to_all' op leading dimension 6 of [6, 3] is not divisible by the group size 4 (pad it to a multiple of 4)}}
+  %0 = tfc.all_to_all %x {group = "ep", size = 4 : i64} : tensor<6x3xf32>
+  return %0 : tensor<6x3xf32>
+}
+
+// -----
+
+// Tests that a 0-d tensor has no blocks to exchange.
+func.func @all_to_all_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'tfc.all_to_all' op operand 'x' must have a leading dimension to scatter, got a 0-d tensor}}
+  %0 = tfc.all_to_all %x {group = "ep", size = 2 : i64} : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Tests that tfc.all_to_all names its group.
+func.func @all_to_all_no_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfc.all_to_all' op needs a non-empty group name ("ep")}}
+  %0 = tfc.all_to_all %x {group = "", size = 2 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
