@@ -8,10 +8,14 @@ Measures, interleaving tfc and the peer (--runs processes each, medians):
   - decode tokens/s at batch 1 after a 128-token prompt (greedy);
   - with --train: train_step at B=4, T=64 (AdamW, clip 1.0) and peak RSS;
   - with --compile: forward and train_step of torch.compile (inductor) too, its compile
-    excluded from the timings (each process warms up first).
+    excluded from the timings (each process warms up first);
+  - with --jax PYTHON: JAX jit (XLA CPU; bench/peer_jax.py in that Python) for forward,
+    prefill, decode and train_step, its compilation excluded; before timing, its forward
+    logits are checked against tfc's on the same weights and tokens.
 Prints a Markdown table with the ratios and the floors from FLOPs and bytes.
 
-  bench/run_bench.py --bin-dir build/bin --python /opt/tfc-bench/bin/python [--train] [--compile]
+  bench/run_bench.py --bin-dir build/bin --python /opt/tfc-bench/bin/python [--train] [--compile] \
+      [--jax /opt/tfc-bench/bin/python]
 
 The peer is bench/peer_torch.py (GPT-2 written in PyTorch, same weights). Set
 the peer up as BENCHMARKING.md says: an optimized BLAS, OMP_WAIT_POLICY=PASSIVE.
@@ -57,6 +61,8 @@ def main():
     ap.add_argument("--train", action="store_true")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile (inductor) as a second peer for forward and train_step")
+    ap.add_argument("--jax", metavar="PYTHON",
+                    help="a Python with jax: JAX jit as a peer (bench/peer_jax.py)")
     a = ap.parse_args()
     os.makedirs(a.work_dir, exist_ok=True)
     b = lambda tool: os.path.join(a.bin_dir, tool)
@@ -82,9 +88,23 @@ def main():
     prompt = " ".join(str(t) for t in rng.integers(0, 50257, 128))
 
     res = {k: [] for k in ["tfc_fwd", "pt_fwd", "tfc_dec", "pt_dec", "tfc_pre", "pt_pre",
-                           "tfc_train", "pt_train", "pt_rss", "pc_fwd", "pc_train"]}
+                           "tfc_train", "pt_train", "pt_rss", "pc_fwd", "pc_train",
+                           "jx_fwd", "jx_pre", "jx_dec", "jx_train", "jx_rss"]}
     peer = lambda *args: [a.python, os.path.join(HERE, "peer_torch.py"), *args, "--weights",
                           w("w.safetensors"), "--threads", str(a.threads)]
+    jax = lambda *args: [a.jax, os.path.join(HERE, "peer_jax.py"), *args, "--weights",
+                         w("w.safetensors"), "--threads", str(a.threads)]
+    if a.jax:
+        # The peer must compute the same model: its logits against tfc's forward.
+        run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
+             "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out")])
+        run(jax("logits", "--tokens", w("tokens.npy"), "--out", w("jax_logits.npy")))
+        want, got = np.load(w("out/logits.npy")), np.load(w("jax_logits.npy"))
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        print(f"JAX peer: logits within {err:.1e} of tfc's (max abs / max |logit|)",
+              file=sys.stderr)
+        if not err < 1e-4:
+            sys.exit(f"bench: the JAX peer's logits differ from tfc's by {err:.1e}")
     for r in range(a.runs):
         p, _ = run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
                     "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out"),
@@ -104,6 +124,13 @@ def main():
         j = json.loads(p.stdout)
         res["pt_pre"].append(j["prefill_tok_s"])
         res["pt_dec"].append(j["decode_tok_s"])
+        if a.jax:
+            p, _ = run(jax("forward", "--repeat", str(a.repeat)))
+            res["jx_fwd"].append(json.loads(p.stdout)["ms"])
+            p, _ = run(jax("decode", "--prompt", "128", "--new", "64"))
+            j = json.loads(p.stdout)
+            res["jx_pre"].append(j["prefill_tok_s"])
+            res["jx_dec"].append(j["decode_tok_s"])
         if a.train:
             hyper = ["lr=1e-4", "min_lr=0", "warmup=0", "total_steps=100", "schedule=0",
                      "weight_decay=0.1", "grad_clip=1.0", "beta1=0.9", "beta2=0.95", "eps=1e-8"]
@@ -122,6 +149,11 @@ def main():
             if a.compile:
                 p, _ = run(peer("train", "--repeat", "5", "--compile"), env=peer_env)
                 res["pc_train"].append(json.loads(p.stdout)["ms"])
+            if a.jax:
+                p, _ = run(jax("train", "--repeat", "5"))
+                j = json.loads(p.stdout)
+                res["jx_train"].append(j["ms"])
+                res["jx_rss"].append(j["peak_rss_mb"])
         print(f"run {r + 1}/{a.runs}: " + ", ".join(f"{k}={v[-1]:.2f}" for k, v in res.items() if v),
               file=sys.stderr)
 
@@ -142,17 +174,30 @@ def main():
           f"{fwd_floor_ms / med['tfc_fwd']:.0%} |")
     if compiled("pc_fwd", "tfc_fwd"):
         print(compiled("pc_fwd", "tfc_fwd"))
+    jaxrow = lambda key, tfc_key, unit="ms", rate=False: (
+        f"| ... JAX jit | | {med[key]:.1f} {unit} | " +
+        (f"{med[tfc_key] / med[key]:.2f}x" if rate else
+         f"tfc takes {med[tfc_key] / med[key]:.2f}x its time") + " | | |")
+    if "jx_fwd" in med:
+        print(jaxrow("jx_fwd", "tfc_fwd"))
     print(f"| prefill 128 tokens, batch 1 | {med['tfc_pre']:.1f} tok/s | {med['pt_pre']:.1f} tok/s | "
           f"{med['tfc_pre'] / med['pt_pre']:.2f}x | - | - |")
+    if "jx_pre" in med:
+        print(jaxrow("jx_pre", "tfc_pre", "tok/s", rate=True))
     print(f"| decode batch 1 after 128 | {med['tfc_dec']:.1f} tok/s | {med['pt_dec']:.1f} tok/s | "
           f"{med['tfc_dec'] / med['pt_dec']:.2f}x | {dec_floor:.0f} tok/s | "
           f"{med['tfc_dec'] / dec_floor:.0%} |")
+    if "jx_dec" in med:
+        print(jaxrow("jx_dec", "tfc_dec", "tok/s", rate=True))
     if a.train:
         print(f"| train_step B=4 T=64 AdamW | {med['tfc_train']:.0f} ms | {med['pt_train']:.0f} ms | "
               f"{med['pt_train'] / med['tfc_train']:.2f}x speed | ~1000 ms | "
               f"{1000 / med['tfc_train']:.0%} |")
         if compiled("pc_train", "tfc_train"):
             print(compiled("pc_train", "tfc_train"))
+        if "jx_train" in med:
+            print(jaxrow("jx_train", "tfc_train"))
+            print(f"| ... JAX jit train_step peak RSS | | {med['jx_rss']:.0f} MB | | | |")
         print(f"| train_step peak RSS | see tfc-run info arena | {med['pt_rss']:.0f} MB | | | |")
     print(f"\n(medians of {a.runs} processes each; {a.threads} threads; "
           f"compile times: " + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()) + ")")
