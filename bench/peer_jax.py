@@ -107,7 +107,7 @@ def main():
         for i in range(n_layer):
             x, _ = block(p, i, x)
         x = layer_norm(x, p["ln_f.weight"], p["ln_f.bias"])
-        return x @ p["wte.weight"].T
+        return jnp.einsum("btc,vc->btv", x, p["wte.weight"])
 
     def median(xs):
         return sorted(xs)[len(xs) // 2]
@@ -140,7 +140,7 @@ def main():
                 x, kv = block(p, i, x, caches[i], pos)
                 new.append(kv)
             x = layer_norm(x[:, -1:], p["ln_f.weight"], p["ln_f.bias"])
-            return jnp.argmax(x @ p["wte.weight"].T, -1).astype(jnp.int32), new
+            return jnp.argmax(jnp.einsum("btc,vc->btv", x, p["wte.weight"]), -1).astype(jnp.int32), new
 
         step = jax.jit(step, donate_argnums=(1,))
         empty = lambda: [(jnp.zeros((1, H, n_ctx, C // H)), jnp.zeros((1, H, n_ctx, C // H)))

@@ -11,11 +11,14 @@ Measures, interleaving tfc and the peer (--runs processes each, medians):
     excluded from the timings (each process warms up first);
   - with --jax PYTHON: JAX jit (XLA CPU; bench/peer_jax.py in that Python) for forward,
     prefill, decode and train_step, its compilation excluded; before timing, its forward
-    logits are checked against tfc's on the same weights and tokens.
+    logits are checked against tfc's on the same weights and tokens;
+  - with --llamacpp PYTHON: llama.cpp (bench/peer_llamacpp.py in that Python, with
+    llama-cpp-python built from source and gguf) for prefill and decode, on the same weights
+    written to an F32 GGUF file; its logits are checked against tfc's first.
 Prints a Markdown table with the ratios and the floors from FLOPs and bytes.
 
   bench/run_bench.py --bin-dir build/bin --python /opt/tfc-bench/bin/python [--train] [--compile] \
-      [--jax /opt/tfc-bench/bin/python]
+      [--jax /opt/tfc-bench/bin/python] [--llamacpp /opt/tfc-bench/bin/python]
 
 The peer is bench/peer_torch.py (GPT-2 written in PyTorch, same weights). Set
 the peer up as BENCHMARKING.md says: an optimized BLAS, OMP_WAIT_POLICY=PASSIVE.
@@ -63,6 +66,9 @@ def main():
                     help="torch.compile (inductor) as a second peer for forward and train_step")
     ap.add_argument("--jax", metavar="PYTHON",
                     help="a Python with jax: JAX jit as a peer (bench/peer_jax.py)")
+    ap.add_argument("--llamacpp", metavar="PYTHON",
+                    help="a Python with llama_cpp and gguf: llama.cpp as a peer "
+                         "(bench/peer_llamacpp.py)")
     a = ap.parse_args()
     os.makedirs(a.work_dir, exist_ok=True)
     b = lambda tool: os.path.join(a.bin_dir, tool)
@@ -89,7 +95,8 @@ def main():
 
     res = {k: [] for k in ["tfc_fwd", "pt_fwd", "tfc_dec", "pt_dec", "tfc_pre", "pt_pre",
                            "tfc_train", "pt_train", "pt_rss", "pc_fwd", "pc_train",
-                           "jx_fwd", "jx_pre", "jx_dec", "jx_train", "jx_rss"]}
+                           "jx_fwd", "jx_pre", "jx_dec", "jx_train", "jx_rss", "lc_pre",
+                           "lc_dec"]}
     peer = lambda *args: [a.python, os.path.join(HERE, "peer_torch.py"), *args, "--weights",
                           w("w.safetensors"), "--threads", str(a.threads)]
     jax = lambda *args: [a.jax, os.path.join(HERE, "peer_jax.py"), *args, "--weights",
@@ -105,6 +112,20 @@ def main():
               file=sys.stderr)
         if not err < 1e-4:
             sys.exit(f"bench: the JAX peer's logits differ from tfc's by {err:.1e}")
+    llamacpp = lambda *args: [a.llamacpp, os.path.join(HERE, "peer_llamacpp.py"), *args,
+                              "--threads", str(a.threads)]
+    if a.llamacpp:
+        run(llamacpp("gguf", "--weights", w("w.safetensors"), "--out", w("w.gguf")))
+        run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
+             "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out")])
+        run(llamacpp("logits", "--gguf", w("w.gguf"), "--tokens", w("tokens.npy"),
+                     "--out", w("llamacpp_logits.npy")))
+        want, got = np.load(w("out/logits.npy"))[0], np.load(w("llamacpp_logits.npy"))
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        print(f"llama.cpp peer: logits within {err:.1e} of tfc's (max abs / max |logit|)",
+              file=sys.stderr)
+        if not err < 1e-2:  # its KV cache is F16
+            sys.exit(f"bench: the llama.cpp peer's logits differ from tfc's by {err:.1e}")
     for r in range(a.runs):
         p, _ = run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
                     "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out"),
@@ -124,6 +145,12 @@ def main():
         j = json.loads(p.stdout)
         res["pt_pre"].append(j["prefill_tok_s"])
         res["pt_dec"].append(j["decode_tok_s"])
+        if a.llamacpp:
+            p, _ = run(llamacpp("decode", "--gguf", w("w.gguf"), "--prompt", "128",
+                                "--new", "64"))
+            j = json.loads(p.stdout)
+            res["lc_pre"].append(j["prefill_tok_s"])
+            res["lc_dec"].append(j["decode_tok_s"])
         if a.jax:
             p, _ = run(jax("forward", "--repeat", str(a.repeat)))
             res["jx_fwd"].append(json.loads(p.stdout)["ms"])
@@ -174,21 +201,25 @@ def main():
           f"{fwd_floor_ms / med['tfc_fwd']:.0%} |")
     if compiled("pc_fwd", "tfc_fwd"):
         print(compiled("pc_fwd", "tfc_fwd"))
-    jaxrow = lambda key, tfc_key, unit="ms", rate=False: (
-        f"| ... JAX jit | | {med[key]:.1f} {unit} | " +
+    peerrow = lambda key, tfc_key, unit="ms", rate=False, name="JAX jit": (
+        f"| ... {name} | | {med[key]:.1f} {unit} | " +
         (f"{med[tfc_key] / med[key]:.2f}x" if rate else
          f"tfc takes {med[tfc_key] / med[key]:.2f}x its time") + " | | |")
     if "jx_fwd" in med:
-        print(jaxrow("jx_fwd", "tfc_fwd"))
+        print(peerrow("jx_fwd", "tfc_fwd"))
     print(f"| prefill 128 tokens, batch 1 | {med['tfc_pre']:.1f} tok/s | {med['pt_pre']:.1f} tok/s | "
           f"{med['tfc_pre'] / med['pt_pre']:.2f}x | - | - |")
     if "jx_pre" in med:
-        print(jaxrow("jx_pre", "tfc_pre", "tok/s", rate=True))
+        print(peerrow("jx_pre", "tfc_pre", "tok/s", rate=True))
+    if "lc_pre" in med:
+        print(peerrow("lc_pre", "tfc_pre", "tok/s", rate=True, name="llama.cpp"))
     print(f"| decode batch 1 after 128 | {med['tfc_dec']:.1f} tok/s | {med['pt_dec']:.1f} tok/s | "
           f"{med['tfc_dec'] / med['pt_dec']:.2f}x | {dec_floor:.0f} tok/s | "
           f"{med['tfc_dec'] / dec_floor:.0%} |")
     if "jx_dec" in med:
-        print(jaxrow("jx_dec", "tfc_dec", "tok/s", rate=True))
+        print(peerrow("jx_dec", "tfc_dec", "tok/s", rate=True))
+    if "lc_dec" in med:
+        print(peerrow("lc_dec", "tfc_dec", "tok/s", rate=True, name="llama.cpp"))
     if a.train:
         print(f"| train_step B=4 T=64 AdamW | {med['tfc_train']:.0f} ms | {med['pt_train']:.0f} ms | "
               f"{med['pt_train'] / med['tfc_train']:.2f}x speed | ~1000 ms | "
@@ -196,7 +227,7 @@ def main():
         if compiled("pc_train", "tfc_train"):
             print(compiled("pc_train", "tfc_train"))
         if "jx_train" in med:
-            print(jaxrow("jx_train", "tfc_train"))
+            print(peerrow("jx_train", "tfc_train"))
             print(f"| ... JAX jit train_step peak RSS | | {med['jx_rss']:.0f} MB | | | |")
         print(f"| train_step peak RSS | see tfc-run info arena | {med['pt_rss']:.0f} MB | | | |")
     print(f"\n(medians of {a.runs} processes each; {a.threads} threads; "
