@@ -368,12 +368,17 @@ int runTrain(const Invocation& invocation) {
     paramCount += count;
   }
   const bool speaks = trainer->rank() == 0;  // data parallel: rank 0 alone prints
-  if (speaks && trainer->worldSize() > 1) {
+  const int64_t dp = trainer->dataParallelSize(), tp = trainer->tensorParallelSize();
+  if (speaks && dp > 1) {
     print(stderr,
-          "data parallel: {} processes, each reads its slice of the global batch {} x {} = {} "
+          "data parallel: {} replicas{}, each reads its slice of the global batch {} x {} = {} "
           "rows\n",
-          trainer->worldSize(), trainer->worldSize(), trainer->batch(),
-          trainer->worldSize() * trainer->batch());
+          dp, tp > 1 ? fmt::format(" of {} tensor-parallel processes", tp) : "", dp,
+          trainer->batch(), dp * trainer->batch());
+  }
+  if (speaks && tp > 1) {
+    print(stderr, "tensor parallel: {} processes split each layer{}\n", tp,
+          dp > 1 ? fmt::format(" ({} x {} = {} in all)", dp, tp, trainer->worldSize()) : "");
   }
   if (speaks) print(stderr,
         "training {}: {}, {} parameters, batch {} x seq {} = {} tokens/step, steps {}..{}\n"
@@ -444,7 +449,7 @@ int runTrain(const Invocation& invocation) {
   print("trained steps {}..{} in {} ({} tok/s): final loss {:.4f}{}\n", outcome->firstStep, steps,
         formatDuration(outcome->seconds),
         formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T *
-                                       trainer->worldSize()) /
+                                       trainer->dataParallelSize()) /
                    outcome->seconds),
         final.loss,
         std::isnan(final.evalLoss) ? "" : ", eval loss " + formatLogNumber(final.evalLoss));
