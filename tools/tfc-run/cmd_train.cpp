@@ -511,7 +511,9 @@ or SIGUSR1 to any rank stops every rank after the same step (they agree at each 
 0 saves and all exit 130. To stop the whole job, send SIGUSR1 to mpirun, which forwards it
 to every rank (Ctrl-C on mpirun makes it kill the ranks a second later). A rank that dies
 ends the job (mpirun), or the others fail after TFC_COMM_TIMEOUT_S seconds (default 300)
-naming the collective.
+naming the collective. Tensor parallel (`tfc --tp=M`, `mpirun -np M`): the M ranks split
+each layer and read the same batch. Both (`tfc --dp=N --tp=M`, `mpirun -np N*M`): rank
+d*M + t holds slice t of replica d, which reads slice d of the global batch of N x B rows.
 
 options:
   --weights FILE|DIR  start from these parameters: a .safetensors file of the model's
