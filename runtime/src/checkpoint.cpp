@@ -228,6 +228,15 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
       writer != metadata.end() && metadataInt(writer->second, TFC_METADATA_TP_SIZE).value_or(1) > 1;
   const bool skipLackingState = writtenWithTp != (tp.size > 1);
   const std::string statePrefix(kStatePrefix);
+  // The model's own state (not the training state that tfc-train-step and tfc-autocast add:
+  // opt.*, train.*, amp.*, which every training artifact of the module has alike).
+  auto skippable = [&](const std::string& name) {
+    if (!skipLackingState || name.rfind(statePrefix, 0) != 0) return false;
+    for (const char* training : {"opt.", "train.", "amp."}) {
+      if (name.compare(statePrefix.size(), std::strlen(training), training) == 0) return false;
+    }
+    return true;
+  };
   auto splitOf = [&](const std::string& name) -> const TensorSplit* {
     if (tp.size <= 1) return nullptr;
     const std::string prefix(kStatePrefix);
@@ -244,7 +253,7 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
     std::vector<int64_t> shape = shapeOf(desc);
     if (const TensorSplit* split = splitOf(name)) shape = wholeShape(*split, shape, tp.size);
-    if (info == nullptr && skipLackingState && name.rfind(statePrefix, 0) == 0) {
+    if (info == nullptr && skippable(name)) {
       return nullptr;  // skipped below
     } else if (info == nullptr) {
       problems.push_back("'" + name + "' is missing");
@@ -266,7 +275,7 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
   }
   for (const SafetensorsTensorInfo& info : file->tensors()) {
     if (expected.count(info.name)) continue;
-    if (skipLackingState && info.name.rfind(statePrefix, 0) == 0) continue;
+    if (skippable(info.name)) continue;
     problems.push_back("unexpected tensor '" + info.name + "'");
   }
   if (!problems.empty()) {

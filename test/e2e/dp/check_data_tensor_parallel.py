@@ -17,7 +17,8 @@ check_data_parallel.py gives) for gpt2. Also:
     --dp=2 --tp=2 (each rank its slice) both reach the one process's step 10 within 1e-5;
     one process (no mpirun) resumes the --dp=2 --tp=2 checkpoint and gives what it gives from
     the plain --dp=2 one, within 1e-5; --dp=2 --tp=2 resumed from its own checkpoint equals
-    its straight run bit for bit;
+    its straight run bit for bit; only the KV cache (absent from --tp artifacts) may be
+    missing on either side, so another optimizer's checkpoint is still refused;
   - the --dp=2 --tp=2 artifact in a world of 2 is refused before any step, naming both flags.
 Prints the numbers and one verdict line.
 """
@@ -135,6 +136,17 @@ def main():
                dp.read_safetensors(p("dp-then-one.safetensors")),
                f"one process resumed from the {label2d} checkpoint of step 5",
                f"resumed from plain DP={DP}'s")
+
+    # Only the model's own state (the KV cache, which --tp artifacts lack) may be absent across
+    # layouts: the AdamW --dp=2 --tp=2 artifact of the same module refuses plain DP's SGD
+    # checkpoint, whose optimizer state is another.
+    wrong = train(p("gpt2-adamw-2d.so"), WORLD, "adamw", "wrong-opt",
+                  ["--resume", p("half-dp.safetensors")], expect=None)
+    text = wrong.stdout + wrong.stderr
+    dp.check(wrong.returncode != 0 and "does not fit this model" in text and
+             "'state.opt.m." in text and "step 6" not in text,
+             "AdamW --dp=2 --tp=2 resuming plain DP's SGD checkpoint: refused: " +
+             next((line for line in text.splitlines() if "does not fit" in line), "")[-160:])
 
     # A world of another size, before any step, naming both flags.
     wrong = train(both, DP, opt, "wrong", expect=None)
