@@ -137,7 +137,8 @@ struct Options {
       cl::desc("Tensor parallel over M processes (mpirun -np M tfc-run "
                "model.so train ...), as Megatron-LM: each rank holds 1/M of "
                "every layer's heads and MLP columns (tfc-tensor-parallel); "
-               "gpt2 and llama models, f32"),
+               "gpt2 and llama models, f32. With --dp=N: N x M processes, "
+               "rank d x M + t holding slice t of data-parallel replica d"),
       cl::value_desc("M"), cl::init(0), cl::cat(category)};
   cl::opt<double> dpBucketMb{
       "dp-bucket-mb",
@@ -385,9 +386,11 @@ int compilerMain(int argc, char **argv) {
   if (options.tensorParallel < 0 || options.tensorParallel > 65536)
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 ": give the number of processes, 1 or more");
-  if (options.tensorParallel > 1 && options.dataParallel > 1)
-    return fail("--tp with --dp (process groups of a 2-D layout) is not "
-                "built yet; give one of them");
+  if (options.tensorParallel > 1 && options.zero == 1)
+    return fail("--zero=1 with --tp=" + std::to_string(options.tensorParallel) +
+                ": ZeRO-1 shards the optimizer's state over the ranks of the "
+                "world, not yet over the data-parallel groups of a --dp x --tp "
+                "layout; leave --zero out");
   if (options.tensorParallel > 0 && pipeline.target->name() != "cpu")
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 " with --target=" + pipeline.target->name().str() +
@@ -403,15 +406,21 @@ int compilerMain(int argc, char **argv) {
                 ": give a bucket size in MB (0: one collective per gradient)");
   pipeline.dpBucketMb = options.dpBucketMb;
   pipeline.dpOverlap = options.dpOverlap;
-  // ZeRO-1 reduce-scatters each gradient on its own (tfc-zero-shard), and a
-  // CUDA artifact's collectives are staged through the host one at a time:
-  // both take the blocking all-reduce per gradient, not buckets.
+  // ZeRO-1 reduce-scatters each gradient on its own (tfc-zero-shard), a
+  // CUDA artifact's collectives are staged through the host one at a time,
+  // and --dp with --tp runs its collectives on two process groups, which the
+  // runtime keeps on the caller's thread (MPI_THREAD_SERIALIZED allows one
+  // thread in MPI at a time, and a bucket would need the communication
+  // thread): all take the blocking all-reduce per gradient, not buckets.
+  const bool twoD = options.dataParallel > 1 && options.tensorParallel > 1;
   if (options.dataParallel > 0 &&
-      (options.zero == 1 || pipeline.target->name() != "cpu")) {
-    std::string why = options.zero == 1
-                          ? "--zero=1 reduce-scatters each gradient"
-                          : "--target=" + pipeline.target->name().str() +
-                                " stages each collective through the host";
+      (options.zero == 1 || pipeline.target->name() != "cpu" || twoD)) {
+    std::string why =
+        options.zero == 1 ? "--zero=1 reduce-scatters each gradient"
+        : twoD ? "--dp with --tp=" + std::to_string(options.tensorParallel) +
+                     " all-reduces each gradient over its data-parallel group"
+               : "--target=" + pipeline.target->name().str() +
+                     " stages each collective through the host";
     if (options.dpBucketMb.getNumOccurrences() && options.dpBucketMb >= 0)
       return fail("--dp-bucket-mb=" + std::to_string(options.dpBucketMb) +
                   ": " + why + "; gradient buckets are built for plain data "

@@ -19,7 +19,9 @@
 // first use of the averaged values: clipping and the optimizer, once
 // tfc-train-step inlines the entry), or, with `overlap=false`, right after
 // the start. The compiled world size goes into the artifact's metadata
-// (TFC_METADATA_WORLD_SIZE), which the runtime checks before any step.
+// (TFC_METADATA_WORLD_SIZE), which the runtime checks before any step: N, or
+// N x M after tfc-tensor-parallel (tp_size M; artifact_abi.h gives the 2-D
+// layout of the ranks).
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tfc/AttrNames.h"
@@ -43,11 +45,6 @@ using namespace mlir;
 using namespace tfc;
 
 namespace {
-
-/// `json` (an object's text, or "") with "world_size": n as its first key.
-std::string withWorldSize(StringRef json, int64_t n) {
-  return withMetadataEntry(json, TFC_METADATA_WORLD_SIZE, std::to_string(n));
-}
 
 struct DataParallelPass : public tfc::impl::TfcDataParallelBase<DataParallelPass> {
   using TfcDataParallelBase::TfcDataParallelBase;
@@ -161,10 +158,17 @@ struct DataParallelPass : public tfc::impl::TfcDataParallelBase<DataParallelPass
                        "tfc-autodiff first (tfc --dp needs --optimizer)");
       return signalPassFailure();
     }
+    // With tensor parallelism (tfc-tensor-parallel ran first and wrote
+    // tp_size = M) the world is N data-parallel groups of M ranks.
     auto meta = module->getAttrOfType<StringAttr>(attr::kMetadata);
-    module->setAttr(attr::kMetadata,
-                    StringAttr::get(&getContext(),
-                                    withWorldSize(meta ? meta.getValue() : "", size)));
+    StringRef json = meta ? meta.getValue() : "";
+    int64_t world =
+        size * metadataInt(json, TFC_METADATA_TP_SIZE).value_or(int64_t{1});
+    module->setAttr(
+        attr::kMetadata,
+        StringAttr::get(&getContext(),
+                        withMetadataEntry(json, TFC_METADATA_WORLD_SIZE,
+                                          std::to_string(world))));
   }
 };
 

@@ -181,7 +181,9 @@ def TfcDataParallel : Pass<"tfc-data-parallel", "mlir::ModuleOp"> {
     (result 0) are averaged (reduce "mean") over the group `group` of `size`
     ranks; `train_step` then clips and applies the averaged gradients, so N
     ranks of batch B train as one process of batch N x B. The module's
-    `tfc.metadata` gets `"world_size": N`, which the runtime checks.
+    `tfc.metadata` gets `"world_size": N`, which the runtime checks; after
+    `tfc-tensor-parallel` (`"tp_size": M`, `tfc --dp=N --tp=M`) it is
+    N x M, ranks laid out as artifact_abi.h says (group "dp": every M-th).
 
     Buckets (`bucket-mb` >= 0, `tfc --dp-bucket-mb`, default 25 like PyTorch
     DDP): the values, in the order the backward makes them final, are

@@ -69,13 +69,14 @@ StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact) 
 }
 
 // Tensor parallel: every rank holds a slice of each split parameter and state tensor; the
-// whole ones (gathered from the world, which is the "tp" group: block r from rank r) go into
-// |whole| by checkpoint name, their bytes into |storage|.
+// whole ones (gathered over the rank's "tp" group, the world with --tp alone: block t from its
+// rank t) go into |whole| by checkpoint name, their bytes into |storage|. With --dp x --tp every
+// group gathers (each rank takes part in its group's collectives); world rank 0 writes.
 Status gatherTensorParallel(const Artifact& artifact, const Params& params,
                             const Context& context, const TensorParallelLayout& tp,
                             std::vector<std::vector<uint8_t>>* storage,
                             std::map<std::string, TensorView>* whole) {
-  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+  TFC_ASSIGN_OR_RETURN(Communicator * group, groupCommunicator("tp", tp.size));
   auto gather = [&](const std::string& key, const std::string& name,
                     const tfc_tensor_ref_t& ref) -> Status {
     const TensorSplit* split = tp.find(name);
@@ -86,7 +87,7 @@ Status gatherTensorParallel(const Artifact& artifact, const Params& params,
     }
     const size_t count = ref.byte_size / sizeof(float);
     std::vector<uint8_t> blocks(ref.byte_size * static_cast<size_t>(tp.size));
-    TFC_RETURN_IF_ERROR(world->allGather(static_cast<const float*>(ref.data),
+    TFC_RETURN_IF_ERROR(group->allGather(static_cast<const float*>(ref.data),
                                          reinterpret_cast<float*>(blocks.data()), count, key));
     std::vector<int64_t> shape =
         wholeShape(*split, std::vector<int64_t>(ref.shape, ref.shape + ref.rank), tp.size);
@@ -218,6 +219,24 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     tpRank = world->rank() % tp.size;
   }
+  // A --tp artifact has no inference entries (tfc-tensor-parallel removes them) and so none of
+  // their state, the KV cache: between a checkpoint written with --tp and an artifact compiled
+  // without it, or the reverse, the state tensors that one side lacks are skipped (the
+  // context's own stay as it initialized them). Parameters and the training state must match.
+  auto writer = metadata.find("model_metadata");
+  const bool writtenWithTp =
+      writer != metadata.end() && metadataInt(writer->second, TFC_METADATA_TP_SIZE).value_or(1) > 1;
+  const bool skipLackingState = writtenWithTp != (tp.size > 1);
+  const std::string statePrefix(kStatePrefix);
+  // The model's own state (not the training state that tfc-train-step and tfc-autocast add:
+  // opt.*, train.*, amp.*, which every training artifact of the module has alike).
+  auto skippable = [&](const std::string& name) {
+    if (!skipLackingState || name.rfind(statePrefix, 0) != 0) return false;
+    for (const char* training : {"opt.", "train.", "amp."}) {
+      if (name.compare(statePrefix.size(), std::strlen(training), training) == 0) return false;
+    }
+    return true;
+  };
   auto splitOf = [&](const std::string& name) -> const TensorSplit* {
     if (tp.size <= 1) return nullptr;
     const std::string prefix(kStatePrefix);
@@ -234,7 +253,9 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     auto dtype = static_cast<tfc_dtype_t>(desc.dtype);
     std::vector<int64_t> shape = shapeOf(desc);
     if (const TensorSplit* split = splitOf(name)) shape = wholeShape(*split, shape, tp.size);
-    if (info == nullptr) {
+    if (info == nullptr && skippable(name)) {
+      return nullptr;  // skipped below
+    } else if (info == nullptr) {
       problems.push_back("'" + name + "' is missing");
     } else if (info->dtype != dtype || info->shape != shape) {
       problems.push_back("'" + name + "' is " + describe(info->dtype, info->shape) +
@@ -253,7 +274,9 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     stateInfos.push_back(check(std::string(kStatePrefix) + artifact.state(i).name, desc));
   }
   for (const SafetensorsTensorInfo& info : file->tensors()) {
-    if (!expected.count(info.name)) problems.push_back("unexpected tensor '" + info.name + "'");
+    if (expected.count(info.name)) continue;
+    if (skippable(info.name)) continue;
+    problems.push_back("unexpected tensor '" + info.name + "'");
   }
   if (!problems.empty()) {
     std::string text;
@@ -280,6 +303,7 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     auto ref = context.state(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     const SafetensorsTensorInfo* info = stateInfos[static_cast<size_t>(i)];
+    if (info == nullptr) continue;  // a state the writer lacked (skipLackingState)
     if (const TensorSplit* split = splitOf(std::string(kStatePrefix) + artifact.state(i).name)) {
       copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
                 const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);

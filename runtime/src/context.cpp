@@ -37,12 +37,19 @@ void hostReportError(void* user, const char* message) {
   context->error = message != nullptr ? message : "(null message)";
 }
 
-// Collectives of compiled code (tfc.all_reduce, ...) go to the process's world communicator;
-// every group is the world for now (data or tensor parallel alone; DP x TP needs groups).
+// Collectives of compiled code (tfc.all_reduce, ...) go to the communicator of their group:
+// the world where the artifact is data or tensor parallel alone, else the "dp" or "tp" group of
+// this rank (tfc --dp=N --tp=M; groupCommunicator()).
+tfc::StatusOr<tfc::Communicator*> communicatorOf(const tfc_context_t* context, const char* group) {
+  return tfc::groupCommunicator(group != nullptr ? group : "", context->tpSize);
+}
+
 tfc::Status runCollective(tfc::Communicator* comm, int32_t kind, int32_t reduce,
                           const char* group, const void* send, void* recv, uint64_t count) {
   const tfc::ReduceOp op = reduce == TFC_REDUCE_MEAN ? tfc::ReduceOp::kMean : tfc::ReduceOp::kSum;
-  const std::string what = std::string("group '") + (group ? group : "") + "'";
+  // A group's communicator names itself and its ranks in its messages.
+  const std::string what =
+      comm->name().empty() ? std::string("group '") + (group ? group : "") + "'" : "";
   const auto* in = static_cast<const float*>(send);
   auto* out = static_cast<float*>(recv);
   switch (kind) {
@@ -74,22 +81,22 @@ void collectiveBytes(int32_t kind, uint64_t count, int size, size_t* sendBytes,
 int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* group,
                        const void* send, void* recv, uint64_t count) {
   auto* context = static_cast<tfc_context_t*>(user);
-  auto world = tfc::worldCommunicator();
-  tfc::Status status = world.ok() ? tfc::Status() : std::move(world).takeStatus();
+  auto comm = communicatorOf(context, group);
+  tfc::Status status = comm.ok() ? tfc::Status() : std::move(comm).takeStatus();
   if (status.ok() && context->device != nullptr) {
     // A GPU's buffers: the executor stages them through the host.
     size_t sendBytes = 0, recvBytes = 0;
-    collectiveBytes(kind, count, (*world)->size(), &sendBytes, &recvBytes);
+    collectiveBytes(kind, count, (*comm)->size(), &sendBytes, &recvBytes);
     // A broadcast receives in place: its host copy starts as the root's data.
     if (kind == TFC_COLLECTIVE_BROADCAST) sendBytes = recvBytes;
     status = context->device->collective(
         kind == TFC_COLLECTIVE_BROADCAST ? recv : send, sendBytes, recv, recvBytes,
         [&](const void* hostSend, void* hostRecv) {
           if (kind == TFC_COLLECTIVE_BROADCAST) std::memcpy(hostRecv, hostSend, recvBytes);
-          return runCollective(*world, kind, reduce, group, hostSend, hostRecv, count);
+          return runCollective(*comm, kind, reduce, group, hostSend, hostRecv, count);
         });
   } else if (status.ok()) {
-    status = runCollective(*world, kind, reduce, group, send, recv, count);
+    status = runCollective(*comm, kind, reduce, group, send, recv, count);
   }
   if (status.ok()) return 0;
   hostReportError(user, status.message());
@@ -108,6 +115,14 @@ int32_t hostCollectiveStart(void* user, int32_t kind, int32_t reduce, const char
     status = tfc::Status::error(TFC_UNIMPLEMENTED,
                                 "gradient buckets on a GPU are not built (recompile with "
                                 "--dp-bucket-mb=-1)");
+  }
+  if (status.ok() && (*world)->size() > static_cast<tfc_context_t*>(user)->tpSize &&
+      static_cast<tfc_context_t*>(user)->tpSize > 1) {
+    // Buckets live on the world communicator; tfc --dp --tp compiles blocking all-reduces.
+    status = tfc::Status::error(TFC_UNIMPLEMENTED,
+                                "gradient buckets of group '%s' in a --dp x --tp artifact are not "
+                                "built (tfc compiles its gradients' all-reduces blocking)",
+                                group ? group : "");
   }
   if (status.ok() && kind != TFC_COLLECTIVE_ALL_REDUCE) {
     status = tfc::Status::error(TFC_INVALID_ARGUMENT,
@@ -147,18 +162,26 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
   if (!compiled) return tfc::Status();
   TFC_ASSIGN_OR_RETURN(tfc::Communicator* world, tfc::worldCommunicator());
   if (*compiled == world->size()) return tfc::Status();
-  // Tensor parallel (tfc --tp=M) or data parallel (tfc --dp=N): name the flag it came from.
-  const char* flag =
-      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_TP_SIZE).has_value() ? "tp"
-                                                                                       : "dp";
+  // Tensor parallel (tfc --tp=M), data parallel (tfc --dp=N) or both (world N x M): name the
+  // flags it came from.
+  const int64_t tp =
+      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_TP_SIZE).value_or(1);
+  std::string flags, hint;
+  if (tp > 1 && *compiled > tp) {
+    flags = "--dp=" + std::to_string(*compiled / tp) + " --tp=" + std::to_string(tp);
+    hint = "recompile with --dp and --tp whose product is " + std::to_string(world->size());
+  } else {
+    const char* flag = tp > 1 ? "tp" : "dp";
+    flags = std::string("--") + flag + "=" + std::to_string(*compiled);
+    hint = std::string("recompile with --") + flag + "=" + std::to_string(world->size());
+  }
   return tfc::Status::error(
       TFC_FAILED_PRECONDITION,
-      "%s was compiled for %lld processes (tfc --%s=%lld) but runs in a world of %d (%s); "
-      "start it with `mpirun -np %lld ...` or recompile with --%s=%d",
-      artifact->path.c_str(), static_cast<long long>(*compiled), flag,
-      static_cast<long long>(*compiled), world->size(),
+      "%s was compiled for %lld processes (tfc %s) but runs in a world of %d (%s); start it "
+      "with `mpirun -np %lld ...` or %s",
+      artifact->path.c_str(), static_cast<long long>(*compiled), flags.c_str(), world->size(),
       world->size() == 1 ? "not under mpirun" : "mpirun -np", static_cast<long long>(*compiled),
-      flag, world->size());
+      hint.c_str());
 }
 
 void hostDeviceLaunch(void* user, int32_t kernel, uint32_t grid, uint32_t block,
@@ -392,6 +415,15 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
                            params->artifact->path.c_str(), artifact->path.c_str());
   }
   if (tfc::Status world = checkWorldSize(artifact); !world.ok()) return world.release();
+  // A --dp x --tp artifact's process groups, made here, where every rank creates its context
+  // at the same point (splitting the world is a collective), not inside a step.
+  const int64_t tpSize =
+      tfc::metadataInt(artifact->table->metadata_json ? artifact->table->metadata_json : "",
+                       TFC_METADATA_TP_SIZE)
+          .value_or(1);
+  if (auto groups = tfc::groupCommunicator("tp", tpSize); !groups.ok()) {
+    return std::move(groups).takeStatus().release();
+  }
   tfc_context_options_t defaults;
   tfc_context_options_initialize(&defaults);
   if (options == nullptr) options = &defaults;
@@ -413,6 +445,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->params = params;
   context->allocator = options->allocator;
   context->stateSeed = options->state_seed;
+  context->tpSize = tpSize;
   const tfc_artifact_t& table = *artifact->table;
   Status status;
   for (int32_t i = 0; i < table.num_state && status.ok(); ++i) {

@@ -121,6 +121,9 @@ struct tfc_context_s {
   std::unique_ptr<tfc::internal::cuda::Executor> device;
   std::string deviceName = "cpu";
   tfc_host_api_t host{};
+  // The artifact's tensor-parallel group size (tp_size; 1 without): with a larger world the
+  // collectives of group "dp" and "tp" go to this rank's groups (groupCommunicator).
+  int64_t tpSize = 1;
   // Set by report_error during a call (possibly from pool threads).
   std::mutex errorMutex;
   std::string error;

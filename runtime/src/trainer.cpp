@@ -164,10 +164,11 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
     TFC_ASSIGN_OR_RETURN(LossEntry loss, LossEntry::create(artifact, trainStep));
     trainer.lossEntry_ = std::make_unique<LossEntry>(std::move(loss));
   }
-  trainer.sampler_ = std::make_unique<BatchSampler>(trainer.data_.get(), trainer.batch_,
-                                                    trainer.seq_, trainer.seed_,
-                                                    trainer.rank_ / trainer.tp_.size,
-                                                    trainer.world_ / trainer.tp_.size);
+  // World rank d x M + t (artifact_abi.h's layout) reads slice d of the global batch: the M
+  // ranks of one data-parallel replica read the same rows.
+  trainer.sampler_ = std::make_unique<BatchSampler>(
+      trainer.data_.get(), trainer.batch_, trainer.seq_, trainer.seed_,
+      trainer.rank_ / trainer.tp_.size, trainer.dataParallelSize());
   return trainer;
 }
 
@@ -329,8 +330,8 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
   };
 
   const int64_t first = step_ + 1, last = options_.steps;
-  const double tokensPerStep =  // every data-parallel rank's
-      static_cast<double>(batch_ * seq_ * (world_ / tp_.size));
+  const double tokensPerStep =  // every data-parallel replica's
+      static_cast<double>(batch_ * seq_ * dataParallelSize());
   const Clock::time_point runStart = Clock::now();
   double smoothedRate = 0;
   for (int64_t step = first; step <= last; ++step) {

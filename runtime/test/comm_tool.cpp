@@ -6,6 +6,9 @@
 //                                               # (also without mpirun: a world of one)
 //   mpirun -np 2 tfc-comm-tool stall R          # rank R stops answering (sleeps); the others
 //                                               # must fail within TFC_COMM_TIMEOUT_S
+//   mpirun -np 4 tfc-comm-tool groups M        # the process groups of --dp x --tp (M = tp
+//                                               # size): an all-reduce in each, against the
+//                                               # sum over the world ranks it should hold
 //   mpirun -np 2 tfc-comm-tool bench N          # the median time of an all-reduce of N floats
 //                                               # (docs/performance.md)
 #include <unistd.h>
@@ -146,6 +149,50 @@ int check(tfc::Communicator* comm) {
   return failures == 0 ? 0 : 1;
 }
 
+// The groups of a 2-D layout (groupCommunicator): world rank r = d x M + t; "tp" is the M ranks
+// of d, "dp" the ranks of t. Each rank all-reduces (sum) its world rank's data in both and
+// compares with the sum over the world ranks that the layout puts in its group.
+int checkGroups(tfc::Communicator* world, int m) {
+  const int rank = world->rank(), d = rank / m, t = rank % m, n = world->size() / m;
+  const size_t count = 100;
+  for (const char* name : {"tp", "dp", "tp"}) {
+    auto group = tfc::groupCommunicator(name, m);
+    if (!group.ok()) {
+      std::printf("rank %d: FAIL %s\n", rank, group.status().message());
+      return 1;
+    }
+    const bool tp = std::string(name) == "tp";
+    std::vector<int> members;
+    for (int i = 0; i < (tp ? m : n); ++i) members.push_back(tp ? d * m + i : t + i * m);
+    std::vector<float> in = randomData(rank, count, 40), out(count);
+    std::vector<double> want(count, 0.0);
+    for (int r : members) {
+      std::vector<float> other = randomData(r, count, 40);
+      for (size_t i = 0; i < count; ++i) want[i] += other[i];
+    }
+    tfc::Status s = (*group)->allReduce(in.data(), out.data(), count, tfc::ReduceOp::kSum, "test");
+    if (!s.ok()) {
+      std::printf("rank %d: FAIL %s\n", rank, s.message());
+      return 1;
+    }
+    std::string what = std::string("group ") + name + " of " + std::to_string((*group)->size()) +
+                       " ranks, rank " + std::to_string((*group)->rank()) + ": " + (*group)->name();
+    if ((*group)->size() != static_cast<int>(members.size()) || (*group)->rank() != (tp ? t : d)) {
+      std::printf("rank %d: FAIL %s: size or rank not the layout's\n", rank, what.c_str());
+      ++failures;
+    }
+    expectNear(rank, what.c_str(), out, want);
+  }
+  auto other = tfc::groupCommunicator("pp", m);
+  bool refused =
+      !other.ok() && std::string(other.status().message()).find("'pp'") != std::string::npos;
+  std::printf("rank %d: %s group 'pp' is refused\n", rank, refused ? "ok  " : "FAIL");
+  if (!refused) ++failures;
+  std::printf("rank %d of %d groups (%s): %s\n", rank, world->size(), world->transport(),
+              failures == 0 ? "PASS" : "FAIL");
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,6 +218,7 @@ int main(int argc, char** argv) {
                  s.ok() ? "the all-reduce completed without the stalled rank" : s.message());
     return 1;
   }
+  if (mode == "groups" && argc > 2) return checkGroups(comm, std::atoi(argv[2]));
   if (mode == "bench" && argc > 2) {
     const size_t n = std::strtoull(argv[2], nullptr, 10);
     std::vector<float> v = randomData(comm->rank(), n, 6);
@@ -197,6 +245,6 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  std::fprintf(stderr, "usage: tfc-comm-tool check | stall RANK | bench COUNT\n");
+  std::fprintf(stderr, "usage: tfc-comm-tool check | stall RANK | groups TP_SIZE | bench COUNT\n");
   return 2;
 }

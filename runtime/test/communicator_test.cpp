@@ -59,6 +59,34 @@ TEST(WorldCommunicator, OutsideMpirunIsOneRank) {
   EXPECT_STREQ((*world)->transport(), "single");
 }
 
+TEST(SingleCommunicator, SplitsIntoAnotherOfOneRank) {
+  auto comm = makeSingleCommunicator();
+  auto part = comm->split(0, 0, "group 'tp' (world ranks 0)");
+  ASSERT_TRUE(part.ok()) << part.status().message();
+  ASSERT_NE(*part, comm.get());
+  EXPECT_EQ((*part)->size(), 1);
+  EXPECT_EQ((*part)->name(), "group 'tp' (world ranks 0)");
+  EXPECT_EQ(comm->name(), "");
+  const std::vector<float> in = randomData(33);
+  std::vector<float> out(in.size(), 0.0f);
+  ASSERT_TRUE((*part)->allReduce(in.data(), out.data(), in.size(), ReduceOp::kMean).ok());
+  EXPECT_EQ(out, in);
+}
+
+TEST(GroupCommunicator, OneLayoutIsTheWorld) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) GTEST_SKIP();
+  auto world = worldCommunicator();
+  ASSERT_TRUE(world.ok()) << world.status().message();
+  // A world of one is never split (tp_size 1: data parallel alone; 2: larger than the world).
+  for (int64_t tp : {1, 2}) {
+    for (const char* group : {"dp", "tp", "other"}) {
+      auto comm = groupCommunicator(group, tp);
+      ASSERT_TRUE(comm.ok()) << comm.status().message();
+      EXPECT_EQ(*comm, *world) << group << " " << tp;
+    }
+  }
+}
+
 TEST(CommTimeout, ReadsTheEnvironment) {
   ::setenv("TFC_COMM_TIMEOUT_S", "2.5", 1);
   EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 2.5);

@@ -368,12 +368,17 @@ int runTrain(const Invocation& invocation) {
     paramCount += count;
   }
   const bool speaks = trainer->rank() == 0;  // data parallel: rank 0 alone prints
-  if (speaks && trainer->worldSize() > 1) {
+  const int64_t dp = trainer->dataParallelSize(), tp = trainer->tensorParallelSize();
+  if (speaks && dp > 1) {
     print(stderr,
-          "data parallel: {} processes, each reads its slice of the global batch {} x {} = {} "
+          "data parallel: {} replicas{}, each reads its slice of the global batch {} x {} = {} "
           "rows\n",
-          trainer->worldSize(), trainer->worldSize(), trainer->batch(),
-          trainer->worldSize() * trainer->batch());
+          dp, tp > 1 ? fmt::format(" of {} tensor-parallel processes", tp) : "", dp,
+          trainer->batch(), dp * trainer->batch());
+  }
+  if (speaks && tp > 1) {
+    print(stderr, "tensor parallel: {} processes split each layer{}\n", tp,
+          dp > 1 ? fmt::format(" ({} x {} = {} in all)", dp, tp, trainer->worldSize()) : "");
   }
   if (speaks) print(stderr,
         "training {}: {}, {} parameters, batch {} x seq {} = {} tokens/step, steps {}..{}\n"
@@ -444,7 +449,7 @@ int runTrain(const Invocation& invocation) {
   print("trained steps {}..{} in {} ({} tok/s): final loss {:.4f}{}\n", outcome->firstStep, steps,
         formatDuration(outcome->seconds),
         formatRate(static_cast<double>((steps - outcome->firstStep + 1) * B * T *
-                                       trainer->worldSize()) /
+                                       trainer->dataParallelSize()) /
                    outcome->seconds),
         final.loss,
         std::isnan(final.evalLoss) ? "" : ", eval loss " + formatLogNumber(final.evalLoss));
@@ -506,7 +511,9 @@ or SIGUSR1 to any rank stops every rank after the same step (they agree at each 
 0 saves and all exit 130. To stop the whole job, send SIGUSR1 to mpirun, which forwards it
 to every rank (Ctrl-C on mpirun makes it kill the ranks a second later). A rank that dies
 ends the job (mpirun), or the others fail after TFC_COMM_TIMEOUT_S seconds (default 300)
-naming the collective.
+naming the collective. Tensor parallel (`tfc --tp=M`, `mpirun -np M`): the M ranks split
+each layer and read the same batch. Both (`tfc --dp=N --tp=M`, `mpirun -np N*M`): rank
+d*M + t holds slice t of replica d, which reads slice d of the global batch of N x B rows.
 
 options:
   --weights FILE|DIR  start from these parameters: a .safetensors file of the model's

@@ -141,8 +141,8 @@ enum {
   TFC_COLLECTIVE_BARRIER = 5,
 };
 /* The key of tfc_artifact_t.metadata_json that holds the number of processes a data-parallel
- * artifact was compiled for (tfc --dp=N): the runtime refuses to run it in a world of
- * another size, before any step. Absent: one process. */
+ * or tensor-parallel artifact was compiled for (tfc --dp=N: N; --tp=M: M; both: N x M): the
+ * runtime refuses to run it in a world of another size, before any step. Absent: one process. */
 #define TFC_METADATA_WORLD_SIZE "world_size"
 /* The key of tfc_artifact_t.metadata_json that lists the module state a ZeRO-1 artifact keeps
  * as one block per rank (tfc --zero=1): a string "state=param,state=param,...". Such a state
@@ -153,8 +153,13 @@ enum {
 /* Tensor parallelism (tfc --tp=M, Megatron-LM's layout): "tp_size": M, the consecutive ranks
  * that split each layer; "tp_shards": {"<param>": [axis, blocks], ...}, the parameters each
  * such rank holds a 1/M slice of: along `axis` of the whole tensor, which is `blocks` equal
- * parts (GPT-2's fused [Q | K | V]: 3) of which rank r holds the r-th M-th of each. Absent:
- * every parameter whole on every rank. */
+ * parts (GPT-2's fused [Q | K | V]: 3) of which the rank t-th in its group holds the t-th M-th
+ * of each. Absent: every parameter whole on every rank.
+ * Both (tfc --dp=N --tp=M, world_size N x M): world rank r = d x M + t is slice t of
+ * data-parallel replica d. Group "tp" (the collectives of tfc-tensor-parallel) is the M ranks
+ * d x M ... d x M + M - 1; group "dp" (the gradients' mean, tfc-data-parallel) is the N ranks
+ * t, t + M, ..., t + (N - 1) x M; replica d reads slice d of the global batch. With one of
+ * them alone every group is the world. */
 #define TFC_METADATA_TP_SIZE "tp_size"
 #define TFC_METADATA_TP_SHARDS "tp_shards"
 

@@ -21,8 +21,8 @@
 extern "C" {
 #endif
 
-#define TFC_COMM_PLUGIN_VERSION 1u
-#define TFC_COMM_PLUGIN_SYMBOL "tfc_comm_plugin_open_v1"
+#define TFC_COMM_PLUGIN_VERSION 2u
+#define TFC_COMM_PLUGIN_SYMBOL "tfc_comm_plugin_open_v2"
 
 /* The collectives and reductions are the artifact ABI's (TFC_COLLECTIVE_*, TFC_REDUCE_*, with
  * the counts written there); BROADCAST here takes its root from `root`. */
@@ -32,10 +32,10 @@ typedef struct tfc_comm_plugin_t {
   int32_t rank;
   int32_t size;
   void* impl;
-  /* Runs one collective on every rank of the world; returns 0, or non-zero with a message in
-   * |error| (which names the collective and the ranks) when it failed or did not complete
-   * within |timeout_s| seconds. After a timeout the transport is unusable (a collective cannot
-   * be cancelled): close() then aborts the job instead of finalizing it. */
+  /* Runs one collective on every rank of this communicator; returns 0, or non-zero with a
+   * message in |error| (which names the collective and the ranks) when it failed or did not
+   * complete within |timeout_s| seconds. After a timeout the transport is unusable (a
+   * collective cannot be cancelled): close() then aborts the job instead of finalizing it. */
   int32_t (*run)(void* impl, int32_t kind, int32_t reduce, int32_t root, const void* send,
                  void* recv, uint64_t count, double timeout_s, char* error, size_t error_size);
   /* Finalizes the transport (or aborts the job after a failure) and frees impl. */
@@ -44,6 +44,13 @@ typedef struct tfc_comm_plugin_t {
    * MPI_THREAD_SERIALIZED): the runtime then runs gradient buckets on a communication thread
    * while compiled code goes on; zero (an older plugin's zeroed field): on the caller's. */
   int32_t thread_serialized;
+  /* Splits this communicator as MPI_Comm_split does: the ranks that pass the same |color| form
+   * one new communicator, ranked by |key|; fills |out| as the open function does (rank and size
+   * within the new one). Its close() frees it without ending the transport, and must come
+   * before its parent's. Collective over this communicator's ranks (every one calls it at the
+   * same point); no deadline. Returns 0, or non-zero with a message in |error|. */
+  int32_t (*split)(void* impl, int32_t color, int32_t key, struct tfc_comm_plugin_t* out,
+                   char* error, size_t error_size);
 } tfc_comm_plugin_t;
 
 typedef int32_t (*tfc_comm_plugin_open_fn_t)(tfc_comm_plugin_t* out, char* error,

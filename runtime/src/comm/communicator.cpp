@@ -53,6 +53,9 @@ class SingleCommunicator final : public Communicator {
     if (send != recv && count > 0) std::memmove(recv, send, count * sizeof(float));
     return Status();
   }
+  StatusOr<std::unique_ptr<Communicator>> splitTransport(int, int) override {
+    return std::unique_ptr<Communicator>(new SingleCommunicator);
+  }
 };
 
 // A transport in a plugin (comm_plugin.h), wrapped in the C++ interface.
@@ -61,7 +64,8 @@ class PluginCommunicator final : public Communicator {
   PluginCommunicator(const tfc_comm_plugin_t& plugin, const char* transport)
       : plugin_(plugin), transport_(transport) {}
   ~PluginCommunicator() override {
-    stopAsync();  // the thread's last bucket runs before the transport closes
+    closeSplits();  // MPI frees a split communicator before it ends the transport
+    stopAsync();    // the thread's last bucket runs before the transport closes
     plugin_.close(plugin_.impl);
   }
   int rank() const override { return plugin_.rank; }
@@ -83,10 +87,21 @@ class PluginCommunicator final : public Communicator {
                              count, commTimeoutSeconds(), error, sizeof(error));
     if (rc == 0) return Status();
     broken_ = true;
-    return Status::error(TFC_FAILED_PRECONDITION, "%s%s%s: %s", kindName(kind),
-                         what.empty() ? "" : " of ", what.c_str(), error);
+    return Status::error(TFC_FAILED_PRECONDITION, "%s%s%s%s%s: %s", kindName(kind),
+                         what.empty() ? "" : " of ", what.c_str(), name().empty() ? "" : " in ",
+                         name().c_str(), error);
   }
-  bool runsOnAnyThread() const override { return plugin_.thread_serialized != 0; }
+  bool runsOnAnyThread() const override {
+    return plugin_.thread_serialized != 0 && !splitOrSplitOff();
+  }
+  StatusOr<std::unique_ptr<Communicator>> splitTransport(int color, int key) override {
+    tfc_comm_plugin_t child{};
+    char error[1024] = {0};
+    if (plugin_.split(plugin_.impl, color, key, &child, error, sizeof(error)) != 0) {
+      return Status::error(TFC_FAILED_PRECONDITION, "%s", error);
+    }
+    return std::unique_ptr<Communicator>(new PluginCommunicator(child, transport_));
+  }
 
  private:
   tfc_comm_plugin_t plugin_;
@@ -218,13 +233,26 @@ void Communicator::stopAsync() {
   if (env != nullptr && *env != '\0' && std::strcmp(env, "0") != 0 && size() > 1) {
     const Stats s = async_->stats;
     std::fprintf(stderr,
-                 "tfc comm stats: rank %d of %d: %lld collectives (%lld buckets), %.1f MB; "
+                 "tfc comm stats: rank %d of %d%s%s: %lld collectives (%lld buckets), %.1f MB; "
                  "%.3f s in the transport, %.3f s exposed (blocking calls and waits), %.3f s "
                  "copying buckets\n",
-                 rank(), size(), static_cast<long long>(s.collectives),
-                 static_cast<long long>(s.buckets), s.bytes / 1e6, s.commSeconds,
-                 s.exposedSeconds, s.copySeconds);
+                 rank(), size(), name_.empty() ? "" : " in ", name_.c_str(),
+                 static_cast<long long>(s.collectives), static_cast<long long>(s.buckets),
+                 s.bytes / 1e6, s.commSeconds, s.exposedSeconds, s.copySeconds);
   }
+}
+
+StatusOr<Communicator*> Communicator::split(int color, int key, const std::string& name) {
+  auto made = splitTransport(color, key);
+  if (!made.ok()) {
+    return Status::error(made.status().code(), "making %s: %s", name.c_str(),
+                         made.status().message());
+  }
+  std::unique_ptr<Communicator> child = std::move(made).value();
+  child->name_ = name;
+  child->isSplit_ = true;
+  splits_.push_back(std::move(child));
+  return splits_.back().get();
 }
 
 Communicator::Stats Communicator::stats() const {
@@ -428,6 +456,70 @@ StatusOr<Communicator*> worldCommunicator() {
   });
   if (failure != nullptr) return Status(failure->code(), failure->message());
   return world->get();
+}
+
+namespace {
+
+// "group 'dp' (world ranks 1, 3)": |count| ranks from |first|, |stride| apart.
+std::string groupName(const char* group, int first, int stride, int count) {
+  std::string ranks;
+  for (int i = 0; i < count; ++i) {
+    if (count > 8 && i == 3) {  // 0, 2, 4, ..., 30
+      ranks += ", ...";
+      i = count - 1;
+    }
+    ranks += (i == 0 ? "" : ", ") + std::to_string(first + i * stride);
+  }
+  return std::string("group '") + group + "' (world ranks " + ranks + ")";
+}
+
+}  // namespace
+
+StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t tp_size) {
+  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+  if (tp_size <= 1 || world->size() <= tp_size) return world;
+  // Made once, on the thread that creates the first context (the groups live as long as the
+  // world, which owns them).
+  static std::mutex mu;
+  static int64_t madeFor = 0;
+  static Communicator* tp = nullptr;
+  static Communicator* dp = nullptr;
+  static Status* failure = nullptr;
+  std::lock_guard<std::mutex> lock(mu);
+  if (failure != nullptr) return Status(failure->code(), failure->message());
+  if (madeFor == 0) {
+    const int size = world->size(), rank = world->rank(), m = static_cast<int>(tp_size);
+    if (size % m != 0) {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "a world of %d processes does not divide into tensor-parallel "
+                           "groups of %d (tp_size)",
+                           size, m);
+    }
+    const int d = rank / m, t = rank % m;
+    // Every rank splits the world twice, in the same order.
+    auto made = world->split(d, t, groupName("tp", d * m, 1, m));
+    if (made.ok()) {
+      tp = *made;
+      made = world->split(t, d, groupName("dp", t, m, size / m));
+    }
+    if (!made.ok()) {
+      failure = new Status(std::move(made).takeStatus());
+      return Status(failure->code(), failure->message());
+    }
+    dp = *made;
+    madeFor = tp_size;
+  } else if (madeFor != tp_size) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "this process made its process groups for tensor-parallel groups of "
+                         "%lld (tp_size), not %lld: one process runs artifacts of one 2-D layout",
+                         static_cast<long long>(madeFor), static_cast<long long>(tp_size));
+  }
+  if (group == "tp") return tp;
+  if (group == "dp") return dp;
+  return Status::error(TFC_INVALID_ARGUMENT,
+                       "a collective over process group '%s': a --dp x --tp layout has the "
+                       "groups 'dp' and 'tp'",
+                       group.c_str());
 }
 
 }  // namespace tfc

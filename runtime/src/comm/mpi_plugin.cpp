@@ -22,6 +22,7 @@ struct Impl {
   int rank = 0;
   int size = 1;
   bool failed = false;
+  MPI_Comm comm = MPI_COMM_WORLD;  // the world, or one split off it (freed by close)
 };
 
 const char* kindName(int32_t kind) {
@@ -94,23 +95,22 @@ int32_t run(void* p, int32_t kind, int32_t reduce, int32_t root, const void* sen
   float* out = static_cast<float*>(recv);
   switch (kind) {
     case TFC_COLLECTIVE_ALL_REDUCE:
-      rc = MPI_Iallreduce(in, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &request);
+      rc = MPI_Iallreduce(in, recv, n, MPI_FLOAT, MPI_SUM, impl->comm, &request);
       break;
     case TFC_COLLECTIVE_REDUCE_SCATTER:
-      rc = MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                     &request);
+      rc = MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_SUM, impl->comm, &request);
       break;
     case TFC_COLLECTIVE_ALL_GATHER:
-      rc = MPI_Iallgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD, &request);
+      rc = MPI_Iallgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, impl->comm, &request);
       break;
     case TFC_COLLECTIVE_ALL_TO_ALL:
-      rc = MPI_Ialltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD, &request);
+      rc = MPI_Ialltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, impl->comm, &request);
       break;
     case TFC_COLLECTIVE_BROADCAST:
-      rc = MPI_Ibcast(recv, n, MPI_BYTE, root, MPI_COMM_WORLD, &request);
+      rc = MPI_Ibcast(recv, n, MPI_BYTE, root, impl->comm, &request);
       break;
     case TFC_COLLECTIVE_BARRIER:
-      rc = MPI_Ibarrier(MPI_COMM_WORLD, &request);
+      rc = MPI_Ibarrier(impl->comm, &request);
       break;
     default:
       std::snprintf(error, error_size, "unknown collective %d", kind);
@@ -141,15 +141,55 @@ void close(void* p) {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  if (impl->comm != MPI_COMM_WORLD) {
+    MPI_Comm_free(&impl->comm);
+    delete impl;
+    return;
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
   delete impl;
 }
 
+int32_t split(void* p, int32_t color, int32_t key, tfc_comm_plugin_t* out, char* error,
+              size_t error_size);
+
+void fill(Impl* impl, int32_t thread_serialized, tfc_comm_plugin_t* out) {
+  out->version = TFC_COMM_PLUGIN_VERSION;
+  out->rank = impl->rank;
+  out->size = impl->size;
+  out->impl = impl;
+  out->run = run;
+  out->close = close;
+  out->thread_serialized = thread_serialized;
+  out->split = split;
+}
+
+int32_t split(void* p, int32_t color, int32_t key, tfc_comm_plugin_t* out, char* error,
+              size_t error_size) {
+  Impl* parent = static_cast<Impl*>(p);
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rc = MPI_Comm_split(parent->comm, color, key, &comm);
+  if (rc != MPI_SUCCESS) {
+    std::snprintf(error, error_size, "rank %d of %d: MPI_Comm_split failed: %s", parent->rank,
+                  parent->size, mpiError(rc).c_str());
+    return 1;
+  }
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  Impl* impl = new Impl;
+  impl->comm = comm;
+  MPI_Comm_rank(comm, &impl->rank);
+  MPI_Comm_size(comm, &impl->size);
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  fill(impl, provided >= MPI_THREAD_SERIALIZED ? 1 : 0, out);
+  return 0;
+}
+
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v1(
+extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v2(
     tfc_comm_plugin_t* out, char* error, size_t error_size) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -170,12 +210,6 @@ extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v
   Impl* impl = new Impl;
   MPI_Comm_rank(MPI_COMM_WORLD, &impl->rank);
   MPI_Comm_size(MPI_COMM_WORLD, &impl->size);
-  out->version = TFC_COMM_PLUGIN_VERSION;
-  out->rank = impl->rank;
-  out->size = impl->size;
-  out->impl = impl;
-  out->run = run;
-  out->close = close;
-  out->thread_serialized = provided >= MPI_THREAD_SERIALIZED ? 1 : 0;
+  fill(impl, provided >= MPI_THREAD_SERIALIZED ? 1 : 0, out);
   return 0;
 }

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tfc/runtime/status.hpp"
 
@@ -39,6 +40,17 @@ class Communicator {
   virtual int size() const = 0;
   // "single" or "mpi", for messages.
   virtual const char* transport() const = 0;
+  // "" for the world; for a communicator made by split(), the name given there ("group 'tp'
+  // (world ranks 0, 1)"), which its error messages carry.
+  const std::string& name() const { return name_; }
+
+  // A communicator of some of this one's ranks, as MPI_Comm_split makes: the ranks that pass the
+  // same |color| form one, ranked by |key|. Collective over this communicator (every rank calls
+  // it at the same point), without a deadline. The new communicator belongs to this one and is
+  // closed before it; it runs everything on the caller's thread (runsOnAnyThread() is false for
+  // both from then on: MPI_THREAD_SERIALIZED allows one thread in MPI at a time, whichever
+  // communicator it uses).
+  StatusOr<Communicator*> split(int color, int key, const std::string& name);
 
   // |what| names the data in error messages (a tensor, "loss"); may be "".
   // recv = op over ranks of send (count floats each); send may equal recv.
@@ -86,6 +98,13 @@ class Communicator {
   // Whether run() may be called from a thread other than the one that opened the transport
   // (one call at a time): then buckets run on a communication thread.
   virtual bool runsOnAnyThread() const { return false; }
+  // The transport's part of split(): a communicator of the ranks of |color|, ranked by |key|.
+  virtual StatusOr<std::unique_ptr<Communicator>> splitTransport(int color, int key) = 0;
+  // Whether this communicator was made by split() or has made one.
+  bool splitOrSplitOff() const { return isSplit_ || !splits_.empty(); }
+  // Closes the communicators split off this one; a transport's destructor calls it before it
+  // closes its own.
+  void closeSplits() { splits_.clear(); }
   // Ends the communication thread after the buckets queued and prints TFC_COMM_STATS; the
   // destructor of a transport whose runsOnAnyThread() is true calls it before closing the
   // transport (the thread calls run()). Idempotent.
@@ -97,6 +116,9 @@ class Communicator {
                      size_t count, const std::string& what);
   struct Async;
   std::unique_ptr<Async> async_;
+  std::string name_;
+  bool isSplit_ = false;
+  std::vector<std::unique_ptr<Communicator>> splits_;
 };
 
 // A communicator of one rank: every collective copies send to recv.
@@ -106,6 +128,15 @@ std::unique_ptr<Communicator> makeSingleCommunicator();
 // process runs under mpirun, else a single rank. An error (no plugin, MPI failing to start)
 // is returned at every call.
 StatusOr<Communicator*> worldCommunicator();
+
+// The process groups of a 2-D layout (tfc --dp=N --tp=M; artifact_abi.h): world rank
+// r = d x M + t, "tp" the M consecutive ranks d x M ... d x M + M - 1, "dp" the N ranks t, t + M,
+// ..., t + (N - 1) x M. Where |tp_size| <= 1 or the world has no more than |tp_size| ranks (tensor
+// or data parallel alone) every group is the world. The first call that needs groups splits
+// the world into both (collective: every rank makes it at the same point, as
+// tfc_context_create does); a later call with another |tp_size|, a world that is not a
+// multiple of it, or a group other than "dp" and "tp" is an error.
+StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t tp_size);
 
 // The deadline of every collective: TFC_COMM_TIMEOUT_S (seconds, > 0), default 300.
 double commTimeoutSeconds();

@@ -115,6 +115,10 @@ class Trainer {
   // Only rank 0 writes the log and the checkpoints.
   int rank() const { return rank_; }
   int worldSize() const { return world_; }
+  // Tensor parallel (tfc --tp=M): the ranks that split each layer (1 without); the world is
+  // worldSize() / M data-parallel replicas (tfc --dp), each reading its slice of the batch.
+  int64_t tensorParallelSize() const { return tp_.size; }
+  int64_t dataParallelSize() const { return world_ / tp_.size; }
   int64_t seq() const { return seq_; }
   // The step of the parameters (0, or the resumed checkpoint's).
   int64_t step() const { return step_; }
@@ -152,7 +156,8 @@ class Trainer {
   std::unique_ptr<BatchSampler> sampler_;
   int rank_ = 0, world_ = 1;
   // Tensor parallel (tfc --tp=M): the M consecutive ranks that split each layer read the same
-  // batch; checkpoints hold whole tensors, gathered from the ranks' slices.
+  // batch (with --dp=N: world rank d x M + t reads slice d of N); checkpoints hold whole
+  // tensors, gathered from the ranks' slices.
   TensorParallelLayout tp_;
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
