@@ -44,6 +44,10 @@ typedef struct tfc_comm_plugin_t {
    * MPI_THREAD_SERIALIZED): the runtime then runs gradient buckets on a communication thread
    * while compiled code goes on; zero (an older plugin's zeroed field): on the caller's. */
   int32_t thread_serialized;
+  /* Marks the transport failed, so that close() aborts the job: a failure elsewhere (a CUDA
+   * context's NCCL collective) left the ranks out of step. NULL (an older plugin's zeroed
+   * field): not available. */
+  void (*mark_failed)(void* impl);
 } tfc_comm_plugin_t;
 
 typedef int32_t (*tfc_comm_plugin_open_fn_t)(tfc_comm_plugin_t* out, char* error,

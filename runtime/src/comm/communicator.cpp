@@ -88,6 +88,11 @@ class PluginCommunicator final : public Communicator {
   }
   bool runsOnAnyThread() const override { return plugin_.thread_serialized != 0; }
 
+ public:
+  void markFailed() override {
+    if (plugin_.mark_failed != nullptr) plugin_.mark_failed(plugin_.impl);
+  }
+
  private:
   tfc_comm_plugin_t plugin_;
   const char* transport_;

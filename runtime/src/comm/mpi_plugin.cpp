@@ -147,6 +147,8 @@ void close(void* p) {
   delete impl;
 }
 
+void markFailed(void* p) { static_cast<Impl*>(p)->failed = true; }
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v1(
@@ -177,5 +179,6 @@ extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v
   out->run = run;
   out->close = close;
   out->thread_serialized = provided >= MPI_THREAD_SERIALIZED ? 1 : 0;
+  out->mark_failed = markFailed;
   return 0;
 }
