@@ -16,6 +16,9 @@
 //  - ncclCommDestroy prints "fake-nccl: rank R of N: C collectives" to stderr, so that a test
 //    shows that the collectives took this path and not the host-staging one.
 //  - TFC_FAKE_NCCL_VERSION (an ncclGetVersion code) overrides the version, 22809 (2.28.9).
+//  - TFC_FAKE_NCCL_FAIL_RANK=R and TFC_FAKE_NCCL_FAIL_AT=K make rank R's K-th collective
+//    (from 1) fail with ncclRemoteError, as a lost peer would, while the other ranks enter it
+//    and wait: the runtime must then abort, not hang.
 #include <mpi.h>
 
 #include <cstdio>
@@ -72,6 +75,19 @@ ncclResult_t checkCall(ncclComm_t comm, ncclDataType_t datatype, ncclDataType_t 
     return ncclInvalidArgument;
   }
   return ncclSuccess;
+}
+
+// Whether this collective of |comm| is the one TFC_FAKE_NCCL_FAIL_RANK/_AT ask to fail.
+bool injectedFailure(ncclComm_t comm, const char* what) {
+  const char* rank = std::getenv("TFC_FAKE_NCCL_FAIL_RANK");
+  const char* at = std::getenv("TFC_FAKE_NCCL_FAIL_AT");
+  if (rank == nullptr || at == nullptr || std::atoi(rank) != comm->rank ||
+      std::atol(at) != comm->collectives + 1) {
+    return false;
+  }
+  std::fprintf(stderr, "fake-nccl: rank %d: %s: collective %ld fails (TFC_FAKE_NCCL_FAIL_AT)\n",
+               comm->rank, what, comm->collectives + 1);
+  return true;
 }
 
 ncclResult_t mpiResult(int rc, const char* what, int rank) {
@@ -187,6 +203,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff,
                                            ncclComm_t comm, cudaStream_t) {
   const char* what = "ncclAllReduce";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
   const void* in = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
   ncclResult_t result =
       mpiResult(MPI_Allreduce(in, recvbuff, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
@@ -203,6 +220,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
                                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
   const char* what = "ncclReduceScatter";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
   ncclResult_t result =
       mpiResult(MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
                                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
@@ -218,6 +236,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                                            ncclComm_t comm, cudaStream_t) {
   const char* what = "ncclAllGather";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
   ncclResult_t result = mpiResult(
       MPI_Allgather(sendbuff, static_cast<int>(sendcount), MPI_FLOAT, recvbuff,
                     static_cast<int>(sendcount), MPI_FLOAT, MPI_COMM_WORLD),
@@ -232,6 +251,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff,
                                            cudaStream_t) {
   const char* what = "ncclBroadcast";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclUint8, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
   if (comm->rank == root && sendbuff != recvbuff) std::memmove(recvbuff, sendbuff, count);
   ncclResult_t result = mpiResult(
       MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, MPI_COMM_WORLD), what,

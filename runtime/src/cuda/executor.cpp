@@ -581,7 +581,9 @@ Status Executor::collective(const void* send, size_t sendBytes, void* recv, size
                  "copying a collective's result to the GPU");
 }
 
-bool Executor::hasNccl() const { return impl_->comm != nullptr; }
+// Also after a failure: the entry's later collectives then fail too, never fall back on the
+// host path, which would pair them with other collectives of the other ranks.
+bool Executor::hasNccl() const { return impl_->nccl != nullptr; }
 
 Status Executor::openNccl(const Nccl& nccl, Communicator& world) {
   Impl& x = *impl_;
@@ -650,14 +652,14 @@ Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send
            "), rank " + std::to_string(rank) + " of " + std::to_string(size) + " on " +
            x.description;
   };
-  if (x.comm == nullptr || name == nullptr) {
-    return Status::error(TFC_INTERNAL, "%s: collective kind %d has no NCCL form here",
-                         subject().c_str(), kind);
-  }
   if (x.commFailed) {
     return Status::error(TFC_FAILED_PRECONDITION,
                          "%s: the NCCL communicator failed earlier and cannot be used again",
                          subject().c_str());
+  }
+  if (x.comm == nullptr || name == nullptr) {
+    return Status::error(TFC_INTERNAL, "%s: collective kind %d has no NCCL form here",
+                         subject().c_str(), kind);
   }
   const Nccl& n = *x.nccl;
   // The kernels before the collective first, so that the deadline is the collective's own.

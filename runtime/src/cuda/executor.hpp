@@ -87,6 +87,7 @@ class Executor {
   // or fails on every rank alike (the ranks agree over |world|), so that all of them may fall
   // back on the host path together.
   Status openNccl(const Nccl& nccl, Communicator& world);
+  // Whether openNccl succeeded (true also after the communicator failed since).
   bool hasNccl() const;
   // One collective of artifact_abi.h (all-reduce, reduce-scatter, all-gather, broadcast from
   // rank 0) over NCCL on this GPU's buffers, after the kernels queued before it; |reduce| is

@@ -16,13 +16,14 @@ losses, both ways:
     proof that the NCCL path, not the host one, ran them).
 TFC_COMM_DEVICE=nccl without a loadable NCCL fails before any step, naming the library,
 with a non-zero exit and no hang; TFC_COMM_DEVICE=auto then falls back on the host and says
-so. An entry with a collective is never captured as a CUDA graph (the host takes part in
+so. An NCCL collective that fails on one rank ends the job with an error naming it. An entry with a collective is never captured as a CUDA graph (the host takes part in
 it): every step runs eagerly. Prints the numbers and one verdict line.
 """
 
 import os
 import re
 import sys
+import time
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def main():
                                           "build_host_kernels.py"),
              "--dump-dir", p(kind + "-dump"), "--out", p(f"{kind}-kernels.so")], timeout=900)
 
-    def train(kind, tag, steps=STEPS, expect=0, extra_env=()):
+    def train(kind, tag, steps=STEPS, expect=0, extra_env=(), timeout=900):
         """Trains artifact `kind` under mpirun; its checkpoint and log are `tag`'s. Returns
         the run's stdout + stderr."""
         artifact = kind.replace("-nccl", "")
@@ -64,7 +65,8 @@ def main():
                      "--save", p(f"{tag}.safetensors"), "--log", p(f"{tag}.csv")],
                      env=dict(env, TFC_CUDA_EMULATOR_KERNELS=p(f"{artifact}-kernels.so"),
                               **dict(extra_env)),
-                     timeout=900, expect=expect)
+                     timeout=timeout, expect=expect)
+        train.returncode = result.returncode
         return result.stdout + result.stderr
 
     host = dict(TFC_COMM_DEVICE="host")
@@ -126,6 +128,27 @@ def main():
     check("tfc: collectives staged through the host over MPI (TFC_NCCL_LIBRARY=/nonexistent/"
           "libnccl.so.2 not loadable" in text and os.path.exists(p("fallback.safetensors")),
           "TFC_COMM_DEVICE=auto without NCCL: one step staged through the host, rank 0 says why")
+    # A collective that fails on one rank (the fake NCCL's injected ncclRemoteError on rank
+    # 1's 5th collective) while rank 0 waits in it: rank 1's error names the NCCL call, the
+    # group and the ranks, its NCCL communicator is aborted, the entry's later collectives
+    # fail too (none falls back on MPI, where it would meet another collective of rank 0),
+    # and the job is aborted at rank 1's exit (MPI_Abort), so rank 0 does not hang (for the
+    # 300 s of TFC_COMM_TIMEOUT_S, nor for ever in the fake's blocking MPI call).
+    start = time.time()
+    text = train("cuda", "nccl-fail", expect=None, timeout=240, extra_env=dict(
+        nccl, TFC_FAKE_NCCL_FAIL_RANK="1", TFC_FAKE_NCCL_FAIL_AT="5"))
+    seconds = time.time() - start
+    check(re.search(r"nccl\w+ of group '[^']*' \(\d+ (elements|bytes)\), rank 1 of 2 on GPU 0: "
+                    r"tfc CUDA emulator \(sm_90\): could not start: remote process exited",
+                    text) is not None and
+          "fake-nccl: rank 1 of 2: aborted after 4 collectives" in text and
+          train.returncode != 0 and seconds < 120 and
+          # Over MPI, rank 1 ran the setup's 3 (the ranks that load NCCL, the unique id, the
+          # ranks whose ncclCommInitRank succeeded), none of step 1's collectives.
+          "tfc comm stats: rank 1 of 2: 3 collectives (0 buckets)" in text and
+          not os.path.exists(p("nccl-fail.safetensors")),
+          f"an NCCL collective failing on rank 1: the error names it, the group and the ranks, "
+          f"and the job ends (rc {train.returncode}) in {seconds:.1f} s instead of hanging")
     # An unknown transport is refused by name.
     text = train("cuda", "unknown", steps=1, expect=None,
                  extra_env=dict(TFC_COMM_DEVICE="gpu"))
