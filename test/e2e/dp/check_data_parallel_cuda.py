@@ -123,6 +123,12 @@ def main():
           not os.path.exists(p("missing.safetensors")),
           "TFC_COMM_DEVICE=nccl with TFC_NCCL_LIBRARY=/nonexistent: the error names the "
           "library, before any step")
+    # An NCCL older than 2.10 (no ncclAvg) is refused with both versions named.
+    text = train("cuda", "old", steps=1, expect=None,
+                 extra_env=dict(nccl, TFC_FAKE_NCCL_VERSION="20804"))
+    check("NCCL 2.8.4 is older than 2.10.0, which tfc needs (ncclAvg)" in text and
+          train.returncode != 0 and not os.path.exists(p("old.safetensors")),
+          "TFC_COMM_DEVICE=nccl with NCCL 2.8.4: refused before any step, naming both versions")
     # The same under auto: staged through the host, and rank 0 says why.
     text = train("cuda", "fallback", steps=1, extra_env=dict(missing, TFC_COMM_DEVICE="auto"))
     check("tfc: collectives staged through the host over MPI (TFC_NCCL_LIBRARY=/nonexistent/"
