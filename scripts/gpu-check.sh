@@ -27,6 +27,18 @@
 # ask for 540 s. Put the table, with
 # the date, in docs/performance.md.
 #
+# Not run here (this check has one GPU, and NCCL refuses two ranks of one
+# communicator on one GPU): data-parallel training over NCCL on a machine with
+# two GPUs, Open MPI and NCCL 2.10+ (libnccl.so.2 on the loader's path, or
+# TFC_NCCL_LIBRARY=/path/libnccl.so.2), each rank on the GPU of its node-local
+# rank; rank 0 prints "tfc: collectives on the GPUs over NCCL ...", and the
+# weights should equal the CPU --dp=2 artifact's (check_data_parallel_cuda.py):
+#   tfc-trace gpt2 --set batch=4 -o m.mlir
+#   tfc m.mlir --optimizer=adamw --dp=2 --target=cuda -o m.so
+#   TFC_COMM_DEVICE=nccl TFC_COMM_STATS=1 mpirun -np 2 -x TFC_COMM_DEVICE \
+#     -x TFC_COMM_STATS tfc-run m.so train --data train.bin --init-seed 0 \
+#     --steps 20 --save dp2.safetensors
+#
 # Environment: TFC_GPU_PEAK_TFLOPS (default 67, the H200's FP32 peak without
 # tensor cores), TFC_GPU_BANDWIDTH_GBS (default 4800, its HBM3e), TFC_TRAIN_REPEAT
 # (default 5).

@@ -1,9 +1,15 @@
 // Contexts: state, arenas, the thread pool, and calling entry points.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "cuda/executor.hpp"
+#include "cuda/nccl.hpp"
 #include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/metadata.hpp"
 #include "file_util.hpp"
@@ -83,7 +89,15 @@ int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* gro
   auto* context = static_cast<tfc_context_t*>(user);
   auto comm = communicatorOf(context, group);
   tfc::Status status = comm.ok() ? tfc::Status() : std::move(comm).takeStatus();
-  if (status.ok() && context->device != nullptr) {
+  if (status.ok() && context->device != nullptr && context->device->hasNccl() &&
+      kind != TFC_COLLECTIVE_ALL_TO_ALL && kind != TFC_COLLECTIVE_BARRIER) {
+    // On the GPU, over NCCL (all-to-all, which NCCL has no call for, and the barrier, which
+    // has no data, go through the host). A CUDA artifact's only group is the world (no
+    // --tp on CUDA), which is NCCL's communicator.
+    status = context->device->deviceCollective(kind, reduce, send, recv, count,
+                                               std::string("group '") + (group ? group : "") +
+                                                   "'");
+  } else if (status.ok() && context->device != nullptr) {
     // A GPU's buffers: the executor stages them through the host.
     size_t sendBytes = 0, recvBytes = 0;
     collectiveBytes(kind, count, (*comm)->size(), &sendBytes, &recvBytes);
@@ -182,6 +196,72 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
       artifact->path.c_str(), static_cast<long long>(*compiled), flags.c_str(), world->size(),
       world->size() == 1 ? "not under mpirun" : "mpirun -np", static_cast<long long>(*compiled),
       hint.c_str());
+}
+
+// How a CUDA context of a multi-process job runs its collectives: over NCCL on the GPU's
+// buffers, or staged through the host over the world communicator (MPI). TFC_COMM_DEVICE
+// chooses: "auto" (the default: NCCL where it loads), "nccl" (an error where it does not),
+// "host". Only for an artifact compiled for a world of processes (its collectives); rank 0
+// says on stderr, once per process, which transport and why.
+Status setUpDeviceCollectives(tfc_context_t* context) {
+  const char* json = context->artifact->table->metadata_json;
+  if (!tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_WORLD_SIZE)) return Status();
+  TFC_ASSIGN_OR_RETURN(tfc::Communicator* world, tfc::worldCommunicator());
+  if (world->size() == 1) return Status();
+  const char* variable = std::getenv("TFC_COMM_DEVICE");
+  const std::string mode = variable != nullptr && *variable != '\0' ? variable : "auto";
+  if (mode != "auto" && mode != "nccl" && mode != "host") {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "TFC_COMM_DEVICE='%s' is not a transport for a CUDA artifact's "
+                         "collectives: auto (the default: NCCL where libnccl.so.2 loads), nccl "
+                         "or host (staged through the host over MPI)",
+                         variable);
+  }
+  static std::once_flag said;
+  auto say = [&](const std::string& line) {
+    if (world->rank() != 0) return;
+    std::call_once(said, [&] { std::fprintf(stderr, "tfc: %s\n", line.c_str()); });
+  };
+  if (mode == "host") {
+    say("collectives staged through the host over MPI (TFC_COMM_DEVICE=host)");
+    return Status();
+  }
+  auto nccl = tfc::internal::cuda::loadNccl();
+  // Every rank takes the same way: one falling back alone would leave the others waiting.
+  float loaded = nccl.ok() ? 1.0f : 0.0f;
+  TFC_RETURN_IF_ERROR(world->allReduce(&loaded, &loaded, 1, tfc::ReduceOp::kSum,
+                                       "the count of ranks that load NCCL"));
+  if (!nccl.ok() || loaded != static_cast<float>(world->size())) {
+    const std::string why =
+        !nccl.ok() ? nccl.status().message()
+                   : fmt::format("NCCL loads on {} of the {} ranks only", loaded, world->size());
+    if (mode == "nccl") {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "%s: rank %d: TFC_COMM_DEVICE=nccl, but NCCL cannot be used: %s "
+                           "(install NCCL 2.10 or newer, set TFC_NCCL_LIBRARY to its "
+                           "libnccl.so.2, or set TFC_COMM_DEVICE=host)",
+                           context->artifact->path.c_str(), world->rank(), why.c_str());
+    }
+    say("collectives staged through the host over MPI (" + why + ")");
+    return Status();
+  }
+  // Fails alike on every rank: NCCL loads but cannot run (a GPU it cannot use, the emulated
+  // driver of the tests) is a reason to fall back as a missing NCCL is.
+  if (Status opened = context->device->openNccl(**nccl, *world); !opened.ok()) {
+    if (mode == "nccl") {
+      return Status::error(opened.code(), "%s: TFC_COMM_DEVICE=nccl: %s (%s)",
+                           context->artifact->path.c_str(), opened.message(),
+                           (*nccl)->path.c_str());
+    }
+    say(std::string("collectives staged through the host over MPI (NCCL ") +
+        tfc::internal::cuda::ncclVersionText((*nccl)->version) + " from " + (*nccl)->path +
+        " loads but cannot run: " + opened.message() + ")");
+    return Status();
+  }
+  say("collectives on the GPUs over NCCL " +
+      tfc::internal::cuda::ncclVersionText((*nccl)->version) + " (" + (*nccl)->path +
+      ", TFC_COMM_DEVICE=" + mode + ")");
+  return Status();
 }
 
 void hostDeviceLaunch(void* user, int32_t kernel, uint32_t grid, uint32_t block,
@@ -400,7 +480,7 @@ void tfc_context_options_initialize(tfc_context_options_t* out_options) {
   out_options->allocator = tfc_allocator_system();
   out_options->num_threads = 0;
   out_options->state_seed = 0;
-  out_options->device = 0;
+  out_options->device = -1;
 }
 
 tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* params,
@@ -487,6 +567,10 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
     }
     context->device = std::move(*device);
     context->deviceName = context->device->description();
+    if (Status comm = setUpDeviceCollectives(context); !comm.ok()) {
+      tfc_context_release(context);
+      return comm.release();
+    }
     context->host.device_launch = hostDeviceLaunch;
     context->host.device_copy = hostDeviceCopy;
     context->host.device_constant = hostDeviceConstant;

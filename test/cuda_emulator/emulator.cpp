@@ -758,6 +758,19 @@ TFC_EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
   return CUDA_SUCCESS;
 }
 
+// Launches and copies run at once, so a stream has never work left to do.
+TFC_EMU_EXPORT CUresult cuStreamQuery(CUstream hStream) {
+  TFC_EMU_LOCK();
+  TFC_EMU_TRY(needContext());
+  CUstream_st* stream = nullptr;
+  TFC_EMU_TRY(findStream(hStream, &stream));
+  if (stream->capturing) {
+    stream->invalidated = true;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  return CUDA_SUCCESS;
+}
+
 TFC_EMU_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   TFC_EMU_LOCK();
   TFC_EMU_TRY(needContext());

@@ -101,7 +101,7 @@ bool parseArgs(const Command& command, const std::vector<std::string>& argv, Arg
 }
 
 std::string parseDevice(const Args& args, int32_t* out) {
-  *out = 0;
+  *out = -1;  // the runtime's default: GPU 0, or the node-local rank's under mpirun
   if (!args.has("--device")) return "";
   int64_t device = 0;
   if (!parseInt64(args.get("--device"), &device) || device < 0 || device > 1023) {

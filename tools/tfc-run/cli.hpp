@@ -84,7 +84,8 @@ int usageError(const Command* command, const std::string& message);
 
 // Parsing helpers; false when |text| is not entirely a number in range.
 bool parseInt64(const std::string& text, int64_t* out);
-// --device N (which GPU runs a CUDA artifact; default 0) into *out; the usage error's text
+// --device N (which GPU runs a CUDA artifact; default -1: the runtime's
+// choice, GPU 0 or the node-local rank's under mpirun) into *out; the usage error's text
 // when N is not a GPU number, else "".
 std::string parseDevice(const Args& args, int32_t* out);
 bool parseUint64(const std::string& text, uint64_t* out);

@@ -539,7 +539,8 @@ options:
   --log FILE.csv      step,loss,lr,grad_norm,tokens_per_s,eval_loss per step
   --plot FILE.png     the loss curve (raw, smoothed, eval), rewritten with each checkpoint
   -j, --threads N     threads for parallel kernels (default 0 = all cores)
-  --device N          the GPU that runs a CUDA artifact (default 0)
+  --device N          the GPU that runs a CUDA artifact (default 0; under mpirun
+                      the node-local rank modulo the GPUs)
 hyper-parameters (0-d inputs of train_step):
 )") + hyperParamHelp(HyperParams{}) +
       R"(

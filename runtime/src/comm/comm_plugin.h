@@ -51,6 +51,10 @@ typedef struct tfc_comm_plugin_t {
    * same point); no deadline. Returns 0, or non-zero with a message in |error|. */
   int32_t (*split)(void* impl, int32_t color, int32_t key, struct tfc_comm_plugin_t* out,
                    char* error, size_t error_size);
+  /* Marks the transport failed, so that close() aborts the job: a failure elsewhere (a CUDA
+   * context's NCCL collective) left the ranks out of step. NULL (an older plugin's zeroed
+   * field): not available. */
+  void (*mark_failed)(void* impl);
 } tfc_comm_plugin_t;
 
 typedef int32_t (*tfc_comm_plugin_open_fn_t)(tfc_comm_plugin_t* out, char* error,

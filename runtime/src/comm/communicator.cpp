@@ -103,6 +103,11 @@ class PluginCommunicator final : public Communicator {
     return std::unique_ptr<Communicator>(new PluginCommunicator(child, transport_));
   }
 
+ public:
+  void markFailed() override {
+    if (plugin_.mark_failed != nullptr) plugin_.mark_failed(plugin_.impl);
+  }
+
  private:
   tfc_comm_plugin_t plugin_;
   const char* transport_;

@@ -152,6 +152,8 @@ void close(void* p) {
   delete impl;
 }
 
+void markFailed(void* p) { static_cast<Impl*>(p)->failed = true; }
+
 int32_t split(void* p, int32_t color, int32_t key, tfc_comm_plugin_t* out, char* error,
               size_t error_size);
 
@@ -164,6 +166,7 @@ void fill(Impl* impl, int32_t thread_serialized, tfc_comm_plugin_t* out) {
   out->close = close;
   out->thread_serialized = thread_serialized;
   out->split = split;
+  out->mark_failed = markFailed;
 }
 
 int32_t split(void* p, int32_t color, int32_t key, tfc_comm_plugin_t* out, char* error,

@@ -157,6 +157,7 @@ constexpr int kMinDriverVersion = 12000;
   X(cuStreamCreate, cuStreamCreate, CUresult(CUstream* phStream, unsigned int Flags))          \
   X(cuStreamDestroy, cuStreamDestroy_v2, CUresult(CUstream hStream))                           \
   X(cuStreamSynchronize, cuStreamSynchronize, CUresult(CUstream hStream))                      \
+  X(cuStreamQuery, cuStreamQuery, CUresult(CUstream hStream))                                  \
   X(cuStreamBeginCapture, cuStreamBeginCapture_v2,                                             \
     CUresult(CUstream hStream, CUstreamCaptureMode mode))                                      \
   X(cuStreamEndCapture, cuStreamEndCapture, CUresult(CUstream hStream, CUgraph* phGraph))      \

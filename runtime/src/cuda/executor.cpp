@@ -1,6 +1,10 @@
 // The device half of a context on a CUDA artifact (executor.hpp).
 #include "cuda/executor.hpp"
 
+#include <sched.h>
+
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -8,6 +12,7 @@
 #include <utility>
 
 #include "cuda/driver.hpp"
+#include "cuda/nccl.hpp"
 
 namespace tfc::internal::cuda {
 namespace {
@@ -35,6 +40,32 @@ bool parseArch(const char* arch, int* number, bool* specific) {
   *number = static_cast<int>(value);
   *specific = *end != '\0';
   return true;
+}
+
+// This process's rank among the job's processes on this node, as the MPI launchers say (Open
+// MPI, MPICH's Hydra, Slurm); 0 outside one. The default GPU of a rank is this modulo the
+// node's GPUs, so that the ranks of a node use different GPUs (NCCL refuses two ranks of one
+// communicator on one GPU).
+int localRank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    long rank = std::strtol(value, &end, 10);
+    if (*end == '\0' && rank >= 0 && rank < (1L << 20)) return static_cast<int>(rank);
+  }
+  return 0;
+}
+
+// The NCCL call of a collective kind (artifact_abi.h's TFC_COLLECTIVE_*), or null.
+const char* ncclName(int32_t kind) {
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE: return "ncclAllReduce";
+    case TFC_COLLECTIVE_REDUCE_SCATTER: return "ncclReduceScatter";
+    case TFC_COLLECTIVE_ALL_GATHER: return "ncclAllGather";
+    case TFC_COLLECTIVE_BROADCAST: return "ncclBroadcast";
+    default: return nullptr;
+  }
 }
 
 bool graphsEnabled() {
@@ -83,6 +114,14 @@ struct Executor::Impl {
   Status pending;  // the first failure of a device_* callback during a call
   // Host copies of a collective's buffers (collective()); kept across calls.
   std::vector<unsigned char> collectiveSend, collectiveRecv;
+  // The NCCL communicator of deviceCollective (openNccl), the world it was made over, and
+  // whether it failed (then aborted: it cannot be used again).
+  const Nccl* nccl = nullptr;
+  ncclComm_t comm = nullptr;
+  Communicator* world = nullptr;
+  int commRank = 0, commSize = 1;
+  bool commFailed = false;
+  int64_t ncclCollectives = 0;
   // While profiling: an event before and after each launch of the call, in launch order
   // (the order of the entry's tfc_entry_t.kernels), from a pool kept across calls.
   bool timing = false;
@@ -206,6 +245,13 @@ Executor::~Executor() {
   if (x.d == nullptr || x.context == nullptr) return;
   x.d->cuCtxSetCurrent(x.context);
   if (x.stream != nullptr) x.d->cuStreamSynchronize(x.stream);
+  if (x.comm != nullptr) x.nccl->ncclCommDestroy(x.comm);  // (a failed one is aborted)
+  const char* stats = std::getenv("TFC_COMM_STATS");
+  if (x.nccl != nullptr && stats != nullptr && *stats != '\0' && std::strcmp(stats, "0") != 0) {
+    std::fprintf(stderr, "tfc comm stats: rank %d of %d: %lld collectives over NCCL on %s\n",
+                 x.commRank, x.commSize, static_cast<long long>(x.ncclCollectives),
+                 x.description.c_str());
+  }
   for (auto& e : x.entries) {
     if (e.graph != nullptr) x.d->cuGraphExecDestroy(e.graph);
   }
@@ -234,6 +280,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
   const Driver& d = *x.d;
   int count = 0;
   TFC_RETURN_IF_ERROR(x.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount"));
+  if (ordinal < 0 && count > 0) ordinal = localRank() % count;
   if (ordinal < 0 || ordinal >= count) {
     return Status::error(TFC_INVALID_ARGUMENT, "%s: there is no GPU %d (this machine has %d; "
                          "GPUs are numbered from 0)", path.c_str(), ordinal, count);
@@ -532,6 +579,152 @@ Status Executor::collective(const void* send, size_t sendBytes, void* recv, size
   return x.check(x.d->cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(recv),
                                         x.collectiveRecv.data(), recvBytes, x.stream),
                  "copying a collective's result to the GPU");
+}
+
+// Also after a failure: the entry's later collectives then fail too, never fall back on the
+// host path, which would pair them with other collectives of the other ranks.
+bool Executor::hasNccl() const { return impl_->nccl != nullptr; }
+
+Status Executor::openNccl(const Nccl& nccl, Communicator& world) {
+  Impl& x = *impl_;
+  TFC_RETURN_IF_ERROR(x.makeCurrent());
+  const int rank = world.rank(), size = world.size();
+  // Rank 0's unique id, and whether it could make one, to every rank. Each step below ends
+  // the same way on every rank (an error everywhere, or success everywhere), so that none is
+  // left waiting in NCCL for another that gave up.
+  struct {
+    ncclUniqueId id;
+    int32_t made;
+  } bootstrap;
+  std::memset(&bootstrap, 0, sizeof(bootstrap));
+  Status made;
+  if (rank == 0) {
+    made = checkNccl(nccl, nccl.ncclGetUniqueId(&bootstrap.id), "rank 0: ncclGetUniqueId");
+    bootstrap.made = made.ok() ? 1 : 0;
+  }
+  TFC_RETURN_IF_ERROR(world.broadcast(&bootstrap, sizeof(bootstrap), 0, "the NCCL unique id"));
+  if (!made.ok()) return made;
+  if (bootstrap.made == 0) {
+    return Status(TFC_FAILED_PRECONDITION, "rank 0 could not make an NCCL unique id");
+  }
+  // The current context's device is the communicator's (NCCL asks the CUDA runtime, which
+  // follows the driver's current context).
+  ncclComm_t comm = nullptr;
+  Status init = checkNccl(nccl, nccl.ncclCommInitRank(&comm, size, bootstrap.id, rank),
+                          "ncclCommInitRank (rank " + std::to_string(rank) + " of " +
+                              std::to_string(size) + ", " + x.description + ")");
+  float initialized = init.ok() ? 1.0f : 0.0f;
+  Status agreed = world.allReduce(&initialized, &initialized, 1, ReduceOp::kSum,
+                                  "the count of ranks whose ncclCommInitRank succeeded");
+  if (!agreed.ok() || initialized != static_cast<float>(size)) {
+    if (init.ok()) nccl.ncclCommAbort(comm);
+    if (!agreed.ok()) return agreed;
+    if (init.ok()) {
+      return Status::error(TFC_FAILED_PRECONDITION, "ncclCommInitRank failed on %d of the %d "
+                           "ranks (they say why)", size - static_cast<int>(initialized),
+                           size);
+    }
+    return init;
+  }
+  x.nccl = &nccl;
+  x.comm = comm;
+  x.world = &world;
+  x.commRank = rank;
+  x.commSize = size;
+  return Status();
+}
+
+Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send, void* recv,
+                                  uint64_t count, const std::string& what) {
+  Impl& x = *impl_;
+  if (!x.pending.ok()) return Status();  // reported when the entry returns
+  if (x.capturing) {
+    // As in collective(): never in a graph (the wait below is the host's).
+    x.pending = Status::error(TFC_INTERNAL, "a collective while capturing a graph");
+    return Status();
+  }
+  const char* name = ncclName(kind);
+  const int rank = x.commRank, size = x.commSize;
+  // "ncclAllReduce of group 'dp' (1234 elements), rank 0 of 2 on GPU 0: ..."
+  auto subject = [&] {
+    return std::string(name != nullptr ? name : "collective") + " of " + what + " (" +
+           std::to_string(count) + (kind == TFC_COLLECTIVE_BROADCAST ? " bytes" : " elements") +
+           "), rank " + std::to_string(rank) + " of " + std::to_string(size) + " on " +
+           x.description;
+  };
+  if (x.commFailed) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "%s: the NCCL communicator failed earlier and cannot be used again",
+                         subject().c_str());
+  }
+  if (x.comm == nullptr || name == nullptr) {
+    return Status::error(TFC_INTERNAL, "%s: collective kind %d has no NCCL form here",
+                         subject().c_str(), kind);
+  }
+  const Nccl& n = *x.nccl;
+  // The kernels before the collective first, so that the deadline is the collective's own.
+  TFC_RETURN_IF_ERROR(x.check(x.d->cuStreamSynchronize(x.stream), [&] {
+    return "waiting for the kernels before " + subject();
+  }));
+  // A failure from here on leaves the ranks out of step: abort the communicator, and the
+  // job at exit (a rank still inside a collective would hang MPI's finalization).
+  auto fail = [&](std::string message) {
+    n.ncclCommAbort(x.comm);
+    x.comm = nullptr;
+    x.commFailed = true;
+    if (x.world != nullptr) x.world->markFailed();
+    return Status(TFC_FAILED_PRECONDITION, message);
+  };
+  // Sum and mean: NCCL's ncclAvg divides the sum by the ranks' count, as TFC_REDUCE_MEAN does.
+  const ncclRedOp_t op = reduce == TFC_REDUCE_MEAN ? ncclAvg : ncclSum;
+  const size_t elements = static_cast<size_t>(count);
+  ncclResult_t started = ncclSuccess;
+  switch (kind) {
+    case TFC_COLLECTIVE_ALL_REDUCE:
+      started = n.ncclAllReduce(send, recv, elements, ncclFloat32, op, x.comm, x.stream);
+      break;
+    case TFC_COLLECTIVE_REDUCE_SCATTER:
+      started = n.ncclReduceScatter(send, recv, elements, ncclFloat32, op, x.comm, x.stream);
+      break;
+    case TFC_COLLECTIVE_ALL_GATHER:
+      started = n.ncclAllGather(send, recv, elements, ncclFloat32, x.comm, x.stream);
+      break;
+    default:  // TFC_COLLECTIVE_BROADCAST: in place, from rank 0
+      started = n.ncclBroadcast(recv, recv, elements, ncclUint8, 0, x.comm, x.stream);
+      break;
+  }
+  if (started != ncclSuccess) {
+    return fail(checkNccl(n, started, subject() + ": could not start").message());
+  }
+  ++x.ncclCollectives;
+  // NCCL's calls only queue work: poll the stream (and NCCL's own errors, such as a peer's
+  // connection lost) until it is done or the deadline passes, never block for ever.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const double timeout = commTimeoutSeconds();
+  for (long polls = 0;; ++polls) {
+    CUresult queried = x.d->cuStreamQuery(x.stream);
+    if (queried == CUDA_SUCCESS) return Status();
+    if (queried != CUDA_ERROR_NOT_READY) {
+      return fail(x.check(queried, [&] { return subject(); }).message());
+    }
+    ncclResult_t async = ncclSuccess;
+    ncclResult_t asked = n.ncclCommGetAsyncError(x.comm, &async);
+    if (asked != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+      return fail(checkNccl(n, asked != ncclSuccess ? asked : async, subject()).message());
+    }
+    if (polls % 256 == 255 &&
+        std::chrono::duration<double>(Clock::now() - start).count() > timeout) {
+      char text[256];
+      std::snprintf(text, sizeof(text),
+                    ": did not complete within %.0f s (TFC_COMM_TIMEOUT_S): another rank of the "
+                    "%d died, stopped or is running a different program; NCCL communicator "
+                    "aborted",
+                    timeout, size);
+      return fail(subject() + text);
+    }
+    sched_yield();
+  }
 }
 
 }  // namespace tfc::internal::cuda

@@ -25,14 +25,18 @@
 #include <vector>
 
 #include "tfc/artifact_abi.h"
+#include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/runtime.h"
 #include "tfc/runtime/status.hpp"
 
 namespace tfc::internal::cuda {
 
+struct Nccl;
+
 class Executor {
  public:
-  // Opens GPU |ordinal| for the CUDA artifact |table| loaded from |path| (for messages):
+  // Opens GPU |ordinal| (-1: the node-local rank modulo the GPUs' count, see
+  // tfc_context_options_t.device) for the CUDA artifact |table| loaded from |path| (for messages):
   // loads the driver, checks the architecture, loads the module, creates the stream and
   // the device buffers of parameters and state. |host| is the context's host API, whose
   // device_* callbacks the caller points at this executor.
@@ -72,10 +76,26 @@ class Executor {
   // tfc_host_api_t.collective on this GPU's buffers: copies |sendBytes| of |send| to the
   // host, lets |exchange| (the communicator) write the result from that copy into a host
   // buffer, and queues the copy of its |recvBytes| into |recv| before the next kernels.
-  // Staged through the host, so it works over any communicator (MPI); NCCL would keep the
-  // data on the GPU. An entry with a collective is never captured as a graph.
+  // Staged through the host, so it works over any communicator (MPI); deviceCollective
+  // keeps the data on the GPU. An entry with a collective is never captured as a graph.
   Status collective(const void* send, size_t sendBytes, void* recv, size_t recvBytes,
                     const std::function<Status(const void*, void*)>& exchange);
+
+  // Creates this GPU's NCCL communicator over the ranks of |world| (every rank calls it, in
+  // the same order as its other collectives): rank 0's unique id goes to the others by
+  // |world|'s broadcast. From then on deviceCollective runs on this GPU's stream. Succeeds
+  // or fails on every rank alike (the ranks agree over |world|), so that all of them may fall
+  // back on the host path together.
+  Status openNccl(const Nccl& nccl, Communicator& world);
+  // Whether openNccl succeeded (true also after the communicator failed since).
+  bool hasNccl() const;
+  // One collective of artifact_abi.h (all-reduce, reduce-scatter, all-gather, broadcast from
+  // rank 0) over NCCL on this GPU's buffers, after the kernels queued before it; |reduce| is
+  // TFC_REDUCE_*. Waits until it is done, at most TFC_COMM_TIMEOUT_S seconds: then (or when
+  // NCCL reports an error) the NCCL communicator is aborted, |world| told to abort the job at
+  // exit, and the error names the collective, |what| and the ranks. Other kinds: an error.
+  Status deviceCollective(int32_t kind, int32_t reduce, const void* send, void* recv,
+                          uint64_t count, const std::string& what);
 
  private:
   struct Impl;

@@ -6,7 +6,12 @@
 //
 // Implementations: size 1 (every collective is a copy), and MPI, in the plugin
 // libtfc_comm_mpi.so that worldCommunicator() loads when the process was started by mpirun
-// (OMPI_COMM_WORLD_SIZE or PMI_SIZE in the environment). NCCL (CUDA artifacts) is not done yet.
+// (OMPI_COMM_WORLD_SIZE or PMI_SIZE in the environment). The collectives of a CUDA artifact's
+// context run over NCCL on the GPU's buffers instead where NCCL can (runtime/src/cuda/nccl.hpp,
+// libnccl.so.2 loaded at run time, TFC_NCCL_LIBRARY names another), its unique id broadcast
+// over this world communicator; TFC_COMM_DEVICE chooses: auto (the default: NCCL where it
+// loads and runs, else staged through the host over this communicator), nccl (an error where
+// it cannot), host (always staged).
 //
 // Every collective has a deadline, TFC_COMM_TIMEOUT_S seconds (default 300): a peer that died
 // or stopped makes the others fail with an error naming the collective, the tensor and the
@@ -90,6 +95,11 @@ class Communicator {
     double copySeconds = 0;      // packing and unpacking the buckets' flat buffers
   };
   Stats stats() const;
+
+  // A failure outside this communicator left the ranks out of step (a CUDA context's NCCL
+  // collective timed out or failed): at exit, abort the job instead of closing the transport
+  // in order, which could wait for ever on a rank still inside a collective.
+  virtual void markFailed() {}
 
  protected:
   // One collective (the kinds and counts of comm_plugin.h's TFC_COMM_*).

@@ -297,8 +297,9 @@ typedef struct tfc_context_options_t {
   int32_t num_threads;
   /* Seed for state tensors with random initializers (rare; KV caches are zeros). */
   uint64_t state_seed;
-  /* Which GPU runs a CUDA artifact (0, the default, is the first; ignored for CPU
-   * artifacts). */
+  /* Which GPU runs a CUDA artifact (ignored for CPU artifacts): 0 is the first; -1, the
+   * default, is the node-local rank of an MPI job (OMPI_COMM_WORLD_LOCAL_RANK,
+   * MPI_LOCALRANKID or SLURM_LOCALID) modulo the GPUs' count, so GPU 0 outside one. */
   int32_t device;
 } tfc_context_options_t;
 

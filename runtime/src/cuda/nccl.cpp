@@ -1,0 +1,106 @@
+// NCCL loaded with dlopen: see nccl.hpp.
+#include "cuda/nccl.hpp"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <type_traits>
+#include <utility>
+
+namespace tfc::internal::cuda {
+namespace {
+
+constexpr const char* kDefaultLibrary = "libnccl.so.2";
+constexpr const char* kEnvironmentVariable = "TFC_NCCL_LIBRARY";
+
+Status loadError(std::string message) { return Status(TFC_FAILED_PRECONDITION, message); }
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Nccl>> loadNcclFrom(const std::string& path, bool fromEnvironment) {
+  const std::string label =
+      fromEnvironment ? fmt::format("{}={}", kEnvironmentVariable, path) : path;
+  dlerror();
+  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* reason = dlerror();
+    return loadError(fmt::format("{} not loadable: {}", label,
+                                 reason != nullptr ? reason : "unknown dlopen error"));
+  }
+  auto nccl = std::make_unique<Nccl>();
+  nccl->path = path;
+  nccl->library = library;
+  auto resolve = [&](auto& slot, const char* symbol) -> Status {
+    void* address = dlsym(library, symbol);
+    if (address == nullptr) {
+      return loadError(
+          fmt::format("{}: lacks {} (not NCCL, or one older than 2.10?)", label, symbol));
+    }
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(address);
+    return Status();
+  };
+  auto resolveAll = [&]() -> Status {
+#define TFC_NCCL_RESOLVE_(name, signature) TFC_RETURN_IF_ERROR(resolve(nccl->name, #name));
+    TFC_NCCL_FUNCTIONS(TFC_NCCL_RESOLVE_)
+#undef TFC_NCCL_RESOLVE_
+    return Status();
+  };
+  Status status = resolveAll();
+  if (status.ok() && nccl->ncclGetVersion(&nccl->version) != ncclSuccess) {
+    status = loadError(fmt::format("{}: ncclGetVersion failed", label));
+  }
+  if (status.ok() && nccl->version < kMinNcclVersion) {
+    status =
+        loadError(fmt::format("{}: NCCL {} is older than {}, which tfc needs (ncclAvg)", label,
+                              ncclVersionText(nccl->version), ncclVersionText(kMinNcclVersion)));
+  }
+  if (!status.ok()) {
+    // Nothing of it is in use: a library that is not a usable NCCL is unloaded.
+    dlclose(library);
+    return status;
+  }
+  return nccl;
+}
+
+std::string ncclVersionText(int version) {
+  // NCCL_VERSION(X, Y, Z): X * 1000 + Y * 100 + Z up to 2.8, X * 10000 + Y * 100 + Z after.
+  if (version >= 10000) {
+    return fmt::format("{}.{}.{}", version / 10000, version / 100 % 100, version % 100);
+  }
+  return fmt::format("{}.{}.{}", version / 1000, version / 100 % 10, version % 100);
+}
+
+Status checkNccl(const Nccl& nccl, ncclResult_t result, const std::string& what) {
+  if (result == ncclSuccess) return Status();
+  const char* text = nccl.ncclGetErrorString(result);
+  return loadError(
+      fmt::format("{}: {} (NCCL error {})", what, text != nullptr ? text : "?", result));
+}
+
+StatusOr<const Nccl*> loadNccl() {
+  // Loaded once and never freed; the error, if any, kept as code and text (a Status cannot
+  // be copied).
+  struct Loaded {
+    const Nccl* nccl = nullptr;
+    tfc_status_code_t code = TFC_OK;
+    std::string message;
+  };
+  static const Loaded loaded = [] {
+    Loaded result;
+    const char* variable = std::getenv(kEnvironmentVariable);
+    const bool fromEnvironment = variable != nullptr && variable[0] != '\0';
+    auto nccl = loadNcclFrom(fromEnvironment ? variable : kDefaultLibrary, fromEnvironment);
+    if (nccl.ok()) {
+      result.nccl = std::move(nccl).value().release();
+    } else {
+      result.code = nccl.status().code();
+      result.message = nccl.status().message();
+    }
+    return result;
+  }();
+  if (loaded.nccl == nullptr) return Status(loaded.code, loaded.message);
+  return loaded.nccl;
+}
+
+}  // namespace tfc::internal::cuda

@@ -1,0 +1,269 @@
+// A fake libnccl.so.2 for the emulated CUDA driver (emulator.cpp), so that the NCCL path of
+// a CUDA artifact's collectives (runtime/src/cuda/nccl.hpp, executor.cpp) runs on machines
+// without a GPU. Test-only: point the runtime at it with
+// TFC_NCCL_LIBRARY=<build>/test/cuda_emulator/nccl/libnccl.so.2 under mpirun.
+//
+// What it does, and how:
+//  - Device memory is the emulator's, host memory; launches there run at once, so when a
+//    collective is called the data of the kernels before it is in place. Every collective
+//    runs at once over MPI_COMM_WORLD (initialized by the runtime's MPI plugin), blocking;
+//    the stream is then idle, as cuStreamQuery of the emulator says.
+//  - ncclGetUniqueId returns random bytes. ncclCommInitRank all-gathers every rank's id and
+//    (nranks, rank) and fails with ncclInvalidArgument, saying why on stderr, unless every
+//    rank passed rank 0's id, nranks is the world's size and the ranks are the world's: so a
+//    run that gets past it proves the runtime's bootstrap of the id (rank 0's, broadcast).
+//  - ncclAvg is the sum times 1 / nranks, as the runtime's MPI plugin computes a mean.
+//  - ncclCommDestroy prints "fake-nccl: rank R of N: C collectives" to stderr, so that a test
+//    shows that the collectives took this path and not the host-staging one.
+//  - TFC_FAKE_NCCL_VERSION (an ncclGetVersion code) overrides the version, 22809 (2.28.9).
+//  - TFC_FAKE_NCCL_FAIL_RANK=R and TFC_FAKE_NCCL_FAIL_AT=K make rank R's K-th collective
+//    (from 1) fail with ncclRemoteError, as a lost peer would, while the other ranks enter it
+//    and wait: the runtime must then abort, not hang.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/nccl.hpp"
+
+using namespace tfc::internal::cuda;  // NOLINT: NCCL's types, as nccl.h's users see them
+
+namespace tfc::internal::cuda {
+struct ncclComm {
+  int rank = 0;
+  int size = 1;
+  long collectives = 0;
+};
+}  // namespace tfc::internal::cuda
+
+#define TFC_FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+void complain(const char* format, const char* detail, int rank) {
+  std::fprintf(stderr, "fake-nccl: rank %d: ", rank);
+  std::fprintf(stderr, format, detail);
+  std::fputc('\n', stderr);
+}
+
+int worldRank() {
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+bool mpiReady() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+// The checks every collective makes of its arguments; ncclSuccess or the error.
+ncclResult_t checkCall(ncclComm_t comm, ncclDataType_t datatype, ncclDataType_t expected,
+                       const void* recv, const char* what) {
+  if (comm == nullptr || recv == nullptr || !mpiReady()) {
+    complain("%s: a null communicator or buffer, or MPI is not running", what, worldRank());
+    return ncclInvalidArgument;
+  }
+  if (datatype != expected) {
+    complain("%s: unexpected data type", what, comm->rank);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+// Whether this collective of |comm| is the one TFC_FAKE_NCCL_FAIL_RANK/_AT ask to fail.
+bool injectedFailure(ncclComm_t comm, const char* what) {
+  const char* rank = std::getenv("TFC_FAKE_NCCL_FAIL_RANK");
+  const char* at = std::getenv("TFC_FAKE_NCCL_FAIL_AT");
+  if (rank == nullptr || at == nullptr || std::atoi(rank) != comm->rank ||
+      std::atol(at) != comm->collectives + 1) {
+    return false;
+  }
+  std::fprintf(stderr, "fake-nccl: rank %d: %s: collective %ld fails (TFC_FAKE_NCCL_FAIL_AT)\n",
+               comm->rank, what, comm->collectives + 1);
+  return true;
+}
+
+ncclResult_t mpiResult(int rc, const char* what, int rank) {
+  if (rc == MPI_SUCCESS) return ncclSuccess;
+  complain("%s failed in MPI", what, rank);
+  return ncclSystemError;
+}
+
+void scaleForMean(ncclComm_t comm, ncclRedOp_t op, void* recv, size_t count) {
+  if (op != ncclAvg) return;
+  const float scale = 1.0f / static_cast<float>(comm->size);
+  float* out = static_cast<float*>(recv);
+  for (size_t i = 0; i < count; ++i) out[i] *= scale;
+}
+
+}  // namespace
+
+TFC_FAKE_EXPORT ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return ncclInvalidArgument;
+  const char* forced = std::getenv("TFC_FAKE_NCCL_VERSION");
+  *version = forced != nullptr && *forced != '\0' ? std::atoi(forced) : 22809;
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return ncclInvalidArgument;
+  std::random_device random;
+  for (char& byte : uniqueId->internal) byte = static_cast<char>(random());
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                                              int rank) {
+  if (comm == nullptr || !mpiReady()) {
+    complain("%s: a null communicator, or MPI is not running", "ncclCommInitRank", rank);
+    return ncclInvalidArgument;
+  }
+  int worldSize = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
+  const int me = worldRank();
+  // Every rank's id and (nranks, rank), to check that all of them agree.
+  std::vector<char> ids(kNcclUniqueIdBytes * static_cast<size_t>(worldSize));
+  int mine[2] = {nranks, rank};
+  std::vector<int> ranks(2 * static_cast<size_t>(worldSize));
+  if (MPI_Allgather(commId.internal, kNcclUniqueIdBytes, MPI_CHAR, ids.data(),
+                    kNcclUniqueIdBytes, MPI_CHAR, MPI_COMM_WORLD) != MPI_SUCCESS ||
+      MPI_Allgather(mine, 2, MPI_INT, ranks.data(), 2, MPI_INT, MPI_COMM_WORLD) !=
+          MPI_SUCCESS) {
+    complain("%s: MPI_Allgather failed", "ncclCommInitRank", me);
+    return ncclSystemError;
+  }
+  for (int r = 0; r < worldSize; ++r) {
+    if (std::memcmp(&ids[kNcclUniqueIdBytes * static_cast<size_t>(r)], ids.data(),
+                    kNcclUniqueIdBytes) != 0) {
+      std::fprintf(stderr,
+                   "fake-nccl: rank %d: ncclCommInitRank: rank %d passed another unique id "
+                   "than rank 0 (the id was not shared)\n",
+                   me, r);
+      return ncclInvalidArgument;
+    }
+    if (ranks[2 * static_cast<size_t>(r)] != worldSize ||
+        ranks[2 * static_cast<size_t>(r) + 1] != r) {
+      std::fprintf(stderr,
+                   "fake-nccl: rank %d: ncclCommInitRank: MPI rank %d of %d passed nranks %d, "
+                   "rank %d\n",
+                   me, r, worldSize, ranks[2 * static_cast<size_t>(r)],
+                   ranks[2 * static_cast<size_t>(r) + 1]);
+      return ncclInvalidArgument;
+    }
+  }
+  *comm = new ncclComm{rank, nranks, 0};
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  std::fprintf(stderr, "fake-nccl: rank %d of %d: %ld collectives\n", comm->rank, comm->size,
+               comm->collectives);
+  delete comm;
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  std::fprintf(stderr, "fake-nccl: rank %d of %d: aborted after %ld collectives\n", comm->rank,
+               comm->size, comm->collectives);
+  delete comm;
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (comm == nullptr || asyncError == nullptr) return ncclInvalidArgument;
+  *asyncError = ncclSuccess;  // every collective is done when its call returns
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, ncclRedOp_t op,
+                                           ncclComm_t comm, cudaStream_t) {
+  const char* what = "ncclAllReduce";
+  if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
+  const void* in = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
+  ncclResult_t result =
+      mpiResult(MPI_Allreduce(in, recvbuff, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                              MPI_COMM_WORLD),
+                what, comm->rank);
+  if (result != ncclSuccess) return result;
+  scaleForMean(comm, op, recvbuff, count);
+  ++comm->collectives;
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
+                                               size_t recvcount, ncclDataType_t datatype,
+                                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+  const char* what = "ncclReduceScatter";
+  if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
+  ncclResult_t result =
+      mpiResult(MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
+                                         MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                what, comm->rank);
+  if (result != ncclSuccess) return result;
+  scaleForMean(comm, op, recvbuff, recvcount);
+  ++comm->collectives;
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
+                                           size_t sendcount, ncclDataType_t datatype,
+                                           ncclComm_t comm, cudaStream_t) {
+  const char* what = "ncclAllGather";
+  if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
+  ncclResult_t result = mpiResult(
+      MPI_Allgather(sendbuff, static_cast<int>(sendcount), MPI_FLOAT, recvbuff,
+                    static_cast<int>(sendcount), MPI_FLOAT, MPI_COMM_WORLD),
+      what, comm->rank);
+  if (result != ncclSuccess) return result;
+  ++comm->collectives;
+  return ncclSuccess;
+}
+
+TFC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                                           cudaStream_t) {
+  const char* what = "ncclBroadcast";
+  if (ncclResult_t bad = checkCall(comm, datatype, ncclUint8, recvbuff, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
+  if (comm->rank == root && sendbuff != recvbuff) std::memmove(recvbuff, sendbuff, count);
+  ncclResult_t result = mpiResult(
+      MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, MPI_COMM_WORLD), what,
+      comm->rank);
+  if (result != ncclSuccess) return result;
+  ++comm->collectives;
+  return ncclSuccess;
+}
+
+// Every function of the runtime's list is exported here, with its signature.
+#define TFC_FAKE_CHECK_EXPORT_(name, signature)                     \
+  static_assert(std::is_same_v<decltype(&::name), DriverFunction<signature>>, \
+                "the fake " #name " differs from runtime/src/cuda/nccl.hpp's");
+TFC_NCCL_FUNCTIONS(TFC_FAKE_CHECK_EXPORT_)
+#undef TFC_FAKE_CHECK_EXPORT_
