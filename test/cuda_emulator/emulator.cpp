@@ -107,6 +107,7 @@ struct CUstream_st {
   unsigned int flags = 0;
   bool capturing = false;
   bool invalidated = false;  // an unsafe call happened during the capture
+  bool stalled = false;      // tfc_emu_test_stall_stream: never done again
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   std::thread::id captureThread;
   std::vector<Op> ops;
@@ -755,10 +756,12 @@ TFC_EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
     stream->invalidated = true;
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
+  // A stalled stream's work never finishes; a real synchronize would block for ever, which
+  // no test wants: it returns, and only cuStreamQuery reports the stall.
   return CUDA_SUCCESS;
 }
 
-// Launches and copies run at once, so a stream has never work left to do.
+// Launches and copies run at once, so a stream has never work left to do (but a stalled one).
 TFC_EMU_EXPORT CUresult cuStreamQuery(CUstream hStream) {
   TFC_EMU_LOCK();
   TFC_EMU_TRY(needContext());
@@ -768,6 +771,17 @@ TFC_EMU_EXPORT CUresult cuStreamQuery(CUstream hStream) {
     stream->invalidated = true;
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
+  return stream->stalled ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+// Test-only, for the fake NCCL (fake_nccl.cpp): makes |hStream| report work that never
+// finishes (cuStreamQuery: CUDA_ERROR_NOT_READY from now on), as a GPU's stream does whose
+// collective waits for a peer that is gone, so that the runtime's deadline is exercised.
+TFC_EMU_EXPORT CUresult tfc_emu_test_stall_stream(CUstream hStream) {
+  TFC_EMU_LOCK();
+  CUstream_st* stream = nullptr;
+  TFC_EMU_TRY(findStream(hStream, &stream));
+  stream->stalled = true;
   return CUDA_SUCCESS;
 }
 

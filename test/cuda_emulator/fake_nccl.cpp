@@ -19,12 +19,19 @@
 //  - TFC_FAKE_NCCL_FAIL_RANK=R and TFC_FAKE_NCCL_FAIL_AT=K make rank R's K-th collective
 //    (from 1) fail with ncclRemoteError, as a lost peer would, while the other ranks enter it
 //    and wait: the runtime must then abort, not hang.
+//  - TFC_FAKE_NCCL_STALL_RANK=R and TFC_FAKE_NCCL_STALL_AT=K make rank R's K-th collective
+//    queue nothing and never finish: its stream stays busy (the emulator's test hook
+//    tfc_emu_test_stall_stream, found in the driver that TFC_CUDA_DRIVER names) and
+//    ncclCommGetAsyncError says ncclInProgress, as for a collective whose peer is gone; the
+//    runtime must give up at TFC_COMM_TIMEOUT_S and abort the communicator.
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -37,6 +44,7 @@ struct ncclComm {
   int rank = 0;
   int size = 1;
   long collectives = 0;
+  bool stalled = false;  // TFC_FAKE_NCCL_STALL_*: a collective that never finishes
 };
 }  // namespace tfc::internal::cuda
 
@@ -77,16 +85,41 @@ ncclResult_t checkCall(ncclComm_t comm, ncclDataType_t datatype, ncclDataType_t 
   return ncclSuccess;
 }
 
+// Whether this collective of |comm| is the one that TFC_FAKE_NCCL_<kind>_RANK and _AT name.
+bool injectedHere(ncclComm_t comm, const char* kind) {
+  const std::string prefix = std::string("TFC_FAKE_NCCL_") + kind;
+  const char* rank = std::getenv((prefix + "_RANK").c_str());
+  const char* at = std::getenv((prefix + "_AT").c_str());
+  return rank != nullptr && at != nullptr && std::atoi(rank) == comm->rank &&
+         std::atol(at) == comm->collectives + 1;
+}
+
 // Whether this collective of |comm| is the one TFC_FAKE_NCCL_FAIL_RANK/_AT ask to fail.
 bool injectedFailure(ncclComm_t comm, const char* what) {
-  const char* rank = std::getenv("TFC_FAKE_NCCL_FAIL_RANK");
-  const char* at = std::getenv("TFC_FAKE_NCCL_FAIL_AT");
-  if (rank == nullptr || at == nullptr || std::atoi(rank) != comm->rank ||
-      std::atol(at) != comm->collectives + 1) {
-    return false;
-  }
+  if (!injectedHere(comm, "FAIL")) return false;
   std::fprintf(stderr, "fake-nccl: rank %d: %s: collective %ld fails (TFC_FAKE_NCCL_FAIL_AT)\n",
                comm->rank, what, comm->collectives + 1);
+  return true;
+}
+
+// Whether this collective is the one TFC_FAKE_NCCL_STALL_RANK/_AT ask never to finish; if
+// so, leaves |stream| busy for ever (the emulator's test hook) and |comm| in progress.
+bool injectedStall(ncclComm_t comm, cudaStream_t stream, const char* what) {
+  if (!injectedHere(comm, "STALL")) return false;
+  const char* driver = std::getenv("TFC_CUDA_DRIVER");
+  void* handle = driver != nullptr ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  using Stall = int (*)(cudaStream_t);
+  auto stall = handle != nullptr
+                   ? reinterpret_cast<Stall>(dlsym(handle, "tfc_emu_test_stall_stream"))
+                   : nullptr;
+  if (stall == nullptr || stall(stream) != 0) {
+    std::fprintf(stderr, "fake-nccl: rank %d: %s: cannot stall the stream (TFC_CUDA_DRIVER "
+                 "must name the loaded emulator)\n", comm->rank, what);
+    std::abort();
+  }
+  std::fprintf(stderr, "fake-nccl: rank %d: %s: collective %ld never finishes "
+               "(TFC_FAKE_NCCL_STALL_AT)\n", comm->rank, what, comm->collectives + 1);
+  comm->stalled = true;
   return true;
 }
 
@@ -194,16 +227,18 @@ TFC_FAKE_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 TFC_FAKE_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (comm == nullptr || asyncError == nullptr) return ncclInvalidArgument;
-  *asyncError = ncclSuccess;  // every collective is done when its call returns
+  // Every collective is done when its call returns, but a stalled one.
+  *asyncError = comm->stalled ? ncclInProgress : ncclSuccess;
   return ncclSuccess;
 }
 
 TFC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclRedOp_t op,
-                                           ncclComm_t comm, cudaStream_t) {
+                                           ncclComm_t comm, cudaStream_t stream) {
   const char* what = "ncclAllReduce";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
   if (injectedFailure(comm, what)) return ncclRemoteError;
+  if (injectedStall(comm, stream, what)) return ncclSuccess;
   const void* in = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
   ncclResult_t result =
       mpiResult(MPI_Allreduce(in, recvbuff, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
@@ -217,10 +252,12 @@ TFC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff,
 
 TFC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
                                                size_t recvcount, ncclDataType_t datatype,
-                                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t) {
+                                               ncclRedOp_t op, ncclComm_t comm,
+                                               cudaStream_t stream) {
   const char* what = "ncclReduceScatter";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
   if (injectedFailure(comm, what)) return ncclRemoteError;
+  if (injectedStall(comm, stream, what)) return ncclSuccess;
   ncclResult_t result =
       mpiResult(MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
                                          MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
@@ -233,10 +270,11 @@ TFC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
 
 TFC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                                            size_t sendcount, ncclDataType_t datatype,
-                                           ncclComm_t comm, cudaStream_t) {
+                                           ncclComm_t comm, cudaStream_t stream) {
   const char* what = "ncclAllGather";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
   if (injectedFailure(comm, what)) return ncclRemoteError;
+  if (injectedStall(comm, stream, what)) return ncclSuccess;
   ncclResult_t result = mpiResult(
       MPI_Allgather(sendbuff, static_cast<int>(sendcount), MPI_FLOAT, recvbuff,
                     static_cast<int>(sendcount), MPI_FLOAT, MPI_COMM_WORLD),
@@ -248,10 +286,11 @@ TFC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
 
 TFC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, int root, ncclComm_t comm,
-                                           cudaStream_t) {
+                                           cudaStream_t stream) {
   const char* what = "ncclBroadcast";
   if (ncclResult_t bad = checkCall(comm, datatype, ncclUint8, recvbuff, what)) return bad;
   if (injectedFailure(comm, what)) return ncclRemoteError;
+  if (injectedStall(comm, stream, what)) return ncclSuccess;
   if (comm->rank == root && sendbuff != recvbuff) std::memmove(recvbuff, sendbuff, count);
   ncclResult_t result = mpiResult(
       MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, MPI_COMM_WORLD), what,

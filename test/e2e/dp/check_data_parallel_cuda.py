@@ -155,6 +155,25 @@ def main():
           not os.path.exists(p("nccl-fail.safetensors")),
           f"an NCCL collective failing on rank 1: the error names it, the group and the ranks, "
           f"and the job ends (rc {train.returncode}) in {seconds:.1f} s instead of hanging")
+    # A collective that never finishes on one rank (the fake NCCL's injected stall of rank
+    # 1's 5th collective: its stream stays busy, NCCL says in progress), with a deadline of
+    # 3 s: rank 1 polls until TFC_COMM_TIMEOUT_S, aborts its NCCL communicator and fails,
+    # naming the collective and the deadline; the job ends instead of hanging (rank 0 waits
+    # in the fake's blocking MPI call until mpirun stops it).
+    start = time.time()
+    text = train("cuda", "nccl-stall", expect=None, timeout=240, extra_env=dict(
+        nccl, TFC_FAKE_NCCL_STALL_RANK="1", TFC_FAKE_NCCL_STALL_AT="5",
+        TFC_COMM_TIMEOUT_S="3"))
+    seconds = time.time() - start
+    check(re.search(r"nccl\w+ of group '[^']*' \(\d+ (elements|bytes)\), rank 1 of 2 on GPU 0: "
+                    r"tfc CUDA emulator \(sm_90\): did not complete within 3 s "
+                    r"\(TFC_COMM_TIMEOUT_S\)", text) is not None and
+          "fake-nccl: rank 1 of 2: aborted after 4 collectives" in text and
+          train.returncode != 0 and 3 <= seconds < 120 and
+          not os.path.exists(p("nccl-stall.safetensors")),
+          f"an NCCL collective that never finishes on rank 1: it times out after "
+          f"TFC_COMM_TIMEOUT_S=3, the error names it and the deadline, and the job ends "
+          f"(rc {train.returncode}) in {seconds:.1f} s")
     # An unknown transport is refused by name.
     text = train("cuda", "unknown", steps=1, expect=None,
                  extra_env=dict(TFC_COMM_DEVICE="gpu"))
