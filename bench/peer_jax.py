@@ -22,26 +22,11 @@ Threads: XLA's CPU client uses every core (2 here); it does not spin between cal
 import argparse
 import json
 import resource
-import struct
 import time
 
 import numpy as np
 
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] != "F32":
-            raise SystemExit(f"peer_jax: {path}: tensor {name} is {info['dtype']}, not F32")
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"])
-    return out
+from f32_weights import load_safetensors  # bench/, next to this script
 
 
 def main():
@@ -63,7 +48,7 @@ def main():
     import jax
     import jax.numpy as jnp
 
-    params = {k: jnp.asarray(v) for k, v in load_safetensors(a.weights).items()}
+    params = {k: jnp.asarray(v) for k, v in load_safetensors(a.weights, "peer_jax").items()}
     n_layer = sum(1 for k in params if k.endswith(".ln_1.weight"))
     H = a.n_head
     vocab, C = params["wte.weight"].shape

@@ -21,31 +21,16 @@ otherwise (its KV cache in F16, which it keeps for F32 models too: noted next to
 """
 import argparse
 import json
-import struct
 import time
 
 import numpy as np
 
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        if info["dtype"] != "F32":
-            raise SystemExit(f"peer_llamacpp: {path}: tensor {name} is {info['dtype']}, not F32")
-        begin, end = info["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"])
-    return out
+from f32_weights import load_safetensors  # bench/, next to this script
 
 
 def write_gguf(weights, n_head, out):
     import gguf
-    w = load_safetensors(weights)
+    w = load_safetensors(weights, "peer_llamacpp")
     vocab, C = w["wte.weight"].shape
     n_ctx = w["wpe.weight"].shape[0]
     n_layer = sum(1 for k in w if k.endswith(".ln_1.weight"))

@@ -19,28 +19,13 @@ import argparse
 import contextlib
 import json
 import resource
-import struct
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32", name
-        begin, end = info["data_offsets"]
-        out[name] = torch.from_numpy(
-            np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"]).copy())
-    return out
+from f32_weights import load_safetensors  # bench/, next to this script
 
 
 class GPT2(torch.nn.Module):
@@ -111,7 +96,8 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
-    model = GPT2(load_safetensors(a.weights), a.n_head).to(dev)
+    model = GPT2({k: torch.from_numpy(v.copy()) for k, v in
+                 load_safetensors(a.weights, "peer_torch").items()}, a.n_head).to(dev)
     step = torch.compile(model) if a.compile else model
     vocab = model.w("wte.weight").shape[0]
     g = torch.Generator().manual_seed(0)

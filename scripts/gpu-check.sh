@@ -76,7 +76,7 @@ prepare() {
     cp -L "$lib" "$dir/lib/"
   done
   cp "$root/test/e2e/cuda/check_cuda_artifacts.py" "$root/test/e2e/harness.py" \
-     "$root/bench/peer_torch.py" "$dir/scripts/"
+     "$root/bench/peer_torch.py" "$root/bench/f32_weights.py" "$dir/scripts/"
   cp "$0" "$dir/gpu-check.sh"
   # A portable host CPU: the artifacts' host code runs on the GPU machine's CPU.
   export TFC_OPTIONS="--cpu=x86-64-v3"

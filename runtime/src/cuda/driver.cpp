@@ -147,28 +147,7 @@ StatusOr<std::unique_ptr<Driver>> loadDriverFrom(const std::string& path, bool f
 }
 
 StatusOr<const Driver*> loadDriver() {
-  // Loaded once; never freed (the driver stays loaded for the process's life), and the error,
-  // if any, is kept as code and text since a Status cannot be copied.
-  struct Loaded {
-    const Driver* driver = nullptr;
-    tfc_status_code_t code = TFC_OK;
-    std::string message;
-  };
-  static const Loaded loaded = [] {
-    Loaded result;
-    const char* variable = std::getenv(kEnvironmentVariable);
-    const bool fromEnvironment = variable != nullptr && variable[0] != '\0';
-    auto driver = loadDriverFrom(fromEnvironment ? variable : kDefaultLibrary, fromEnvironment);
-    if (driver.ok()) {
-      result.driver = std::move(driver).value().release();
-    } else {
-      result.code = driver.status().code();
-      result.message = driver.status().message();
-    }
-    return result;
-  }();
-  if (loaded.driver == nullptr) return Status(loaded.code, loaded.message);
-  return loaded.driver;
+  return loadOnce<Driver>(kEnvironmentVariable, kDefaultLibrary, loadDriverFrom);
 }
 
 }  // namespace tfc::internal::cuda

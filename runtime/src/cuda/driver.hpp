@@ -18,6 +18,7 @@
 #define TFC_RUNTIME_SRC_CUDA_DRIVER_HPP_
 
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -201,6 +202,37 @@ StatusOr<const Driver*> loadDriver();
 // (whether the path came from TFC_CUDA_DRIVER). For loadDriver and for tests.
 StatusOr<std::unique_ptr<Driver>> loadDriverFrom(const std::string& path,
                                                  bool fromEnvironment = false);
+
+// The process's one copy of a dlopen'ed library T (the driver, NCCL): the first call loads
+// the path in the environment variable |variable| when it is set and not empty, else
+// |defaultLibrary|, with |loadFrom| (which words its errors by whether the path came from
+// the environment); every call returns that library, or that first error again. Never
+// freed. One loader per T (the cache is per T).
+template <class T>
+StatusOr<const T*> loadOnce(const char* variable, const char* defaultLibrary,
+                            StatusOr<std::unique_ptr<T>> (*loadFrom)(const std::string&, bool)) {
+  // The error is kept as code and text, since a Status cannot be copied.
+  struct Loaded {
+    const T* library = nullptr;
+    tfc_status_code_t code = TFC_OK;
+    std::string message;
+  };
+  static const Loaded loaded = [&] {
+    Loaded result;
+    const char* value = std::getenv(variable);
+    const bool fromEnvironment = value != nullptr && value[0] != '\0';
+    auto library = loadFrom(fromEnvironment ? value : defaultLibrary, fromEnvironment);
+    if (library.ok()) {
+      result.library = std::move(library).value().release();
+    } else {
+      result.code = library.status().code();
+      result.message = library.status().message();
+    }
+    return result;
+  }();
+  if (loaded.library == nullptr) return Status(loaded.code, loaded.message);
+  return loaded.library;
+}
 
 // OK when |result| is CUDA_SUCCESS, else an error "<what>: CUDA_ERROR_OUT_OF_MEMORY (out of
 // memory)". Codes: TFC_OUT_OF_MEMORY for CUDA_ERROR_OUT_OF_MEMORY; TFC_INTERNAL for the

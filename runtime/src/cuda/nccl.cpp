@@ -79,28 +79,7 @@ Status checkNccl(const Nccl& nccl, ncclResult_t result, const std::string& what)
 }
 
 StatusOr<const Nccl*> loadNccl() {
-  // Loaded once and never freed; the error, if any, kept as code and text (a Status cannot
-  // be copied).
-  struct Loaded {
-    const Nccl* nccl = nullptr;
-    tfc_status_code_t code = TFC_OK;
-    std::string message;
-  };
-  static const Loaded loaded = [] {
-    Loaded result;
-    const char* variable = std::getenv(kEnvironmentVariable);
-    const bool fromEnvironment = variable != nullptr && variable[0] != '\0';
-    auto nccl = loadNcclFrom(fromEnvironment ? variable : kDefaultLibrary, fromEnvironment);
-    if (nccl.ok()) {
-      result.nccl = std::move(nccl).value().release();
-    } else {
-      result.code = nccl.status().code();
-      result.message = nccl.status().message();
-    }
-    return result;
-  }();
-  if (loaded.nccl == nullptr) return Status(loaded.code, loaded.message);
-  return loaded.nccl;
+  return loadOnce<Nccl>(kEnvironmentVariable, kDefaultLibrary, loadNcclFrom);
 }
 
 }  // namespace tfc::internal::cuda
