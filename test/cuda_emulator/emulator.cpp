@@ -747,15 +747,22 @@ TFC_EMU_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
   return destroyHandle(state().streams, hStream);
 }
 
-TFC_EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
-  TFC_EMU_LOCK();
+// The stream of a call that waits for it, which a capture forbids (and the capture is then
+// invalidated, as a real driver does).
+static CUresult waitableStream(CUstream hStream, CUstream_st** stream) {
   TFC_EMU_TRY(needContext());
-  CUstream_st* stream = nullptr;
-  TFC_EMU_TRY(findStream(hStream, &stream));
-  if (stream->capturing) {
-    stream->invalidated = true;
+  TFC_EMU_TRY(findStream(hStream, stream));
+  if ((*stream)->capturing) {
+    (*stream)->invalidated = true;
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   }
+  return CUDA_SUCCESS;
+}
+
+TFC_EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
+  TFC_EMU_LOCK();
+  CUstream_st* stream = nullptr;
+  TFC_EMU_TRY(waitableStream(hStream, &stream));
   // A stalled stream's work never finishes; a real synchronize would block for ever, which
   // no test wants: it returns, and only cuStreamQuery reports the stall.
   return CUDA_SUCCESS;
@@ -764,13 +771,8 @@ TFC_EMU_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
 // Launches and copies run at once, so a stream has never work left to do (but a stalled one).
 TFC_EMU_EXPORT CUresult cuStreamQuery(CUstream hStream) {
   TFC_EMU_LOCK();
-  TFC_EMU_TRY(needContext());
   CUstream_st* stream = nullptr;
-  TFC_EMU_TRY(findStream(hStream, &stream));
-  if (stream->capturing) {
-    stream->invalidated = true;
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
+  TFC_EMU_TRY(waitableStream(hStream, &stream));
   return stream->stalled ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 

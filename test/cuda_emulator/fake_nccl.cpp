@@ -232,72 +232,64 @@ TFC_FAKE_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t
   return ncclSuccess;
 }
 
+namespace {
+
+// What every collective shares: the argument checks, the injected failure or stall, then
+// |exchange| (an MPI call, returning its code) and the count of collectives run.
+template <class Exchange>
+ncclResult_t collective(ncclComm_t comm, cudaStream_t stream, ncclDataType_t datatype,
+                        ncclDataType_t expected, const void* recv, const char* what,
+                        Exchange exchange) {
+  if (ncclResult_t bad = checkCall(comm, datatype, expected, recv, what)) return bad;
+  if (injectedFailure(comm, what)) return ncclRemoteError;
+  if (injectedStall(comm, stream, what)) return ncclSuccess;
+  if (ncclResult_t result = mpiResult(exchange(), what, comm->rank)) return result;
+  ++comm->collectives;
+  return ncclSuccess;
+}
+
+}  // namespace
+
 TFC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, ncclRedOp_t op,
                                            ncclComm_t comm, cudaStream_t stream) {
-  const char* what = "ncclAllReduce";
-  if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
-  if (injectedFailure(comm, what)) return ncclRemoteError;
-  if (injectedStall(comm, stream, what)) return ncclSuccess;
-  const void* in = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
-  ncclResult_t result =
-      mpiResult(MPI_Allreduce(in, recvbuff, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                              MPI_COMM_WORLD),
-                what, comm->rank);
-  if (result != ncclSuccess) return result;
-  scaleForMean(comm, op, recvbuff, count);
-  ++comm->collectives;
-  return ncclSuccess;
+  return collective(comm, stream, datatype, ncclFloat32, recvbuff, "ncclAllReduce", [&] {
+    const void* in = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
+    int rc = MPI_Allreduce(in, recvbuff, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                           MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS) scaleForMean(comm, op, recvbuff, count);
+    return rc;
+  });
 }
 
 TFC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff,
                                                size_t recvcount, ncclDataType_t datatype,
                                                ncclRedOp_t op, ncclComm_t comm,
                                                cudaStream_t stream) {
-  const char* what = "ncclReduceScatter";
-  if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
-  if (injectedFailure(comm, what)) return ncclRemoteError;
-  if (injectedStall(comm, stream, what)) return ncclSuccess;
-  ncclResult_t result =
-      mpiResult(MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
-                                         MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-                what, comm->rank);
-  if (result != ncclSuccess) return result;
-  scaleForMean(comm, op, recvbuff, recvcount);
-  ++comm->collectives;
-  return ncclSuccess;
+  return collective(comm, stream, datatype, ncclFloat32, recvbuff, "ncclReduceScatter", [&] {
+    int rc = MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
+                                      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS) scaleForMean(comm, op, recvbuff, recvcount);
+    return rc;
+  });
 }
 
 TFC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                                            size_t sendcount, ncclDataType_t datatype,
                                            ncclComm_t comm, cudaStream_t stream) {
-  const char* what = "ncclAllGather";
-  if (ncclResult_t bad = checkCall(comm, datatype, ncclFloat32, recvbuff, what)) return bad;
-  if (injectedFailure(comm, what)) return ncclRemoteError;
-  if (injectedStall(comm, stream, what)) return ncclSuccess;
-  ncclResult_t result = mpiResult(
-      MPI_Allgather(sendbuff, static_cast<int>(sendcount), MPI_FLOAT, recvbuff,
-                    static_cast<int>(sendcount), MPI_FLOAT, MPI_COMM_WORLD),
-      what, comm->rank);
-  if (result != ncclSuccess) return result;
-  ++comm->collectives;
-  return ncclSuccess;
+  return collective(comm, stream, datatype, ncclFloat32, recvbuff, "ncclAllGather", [&] {
+    return MPI_Allgather(sendbuff, static_cast<int>(sendcount), MPI_FLOAT, recvbuff,
+                         static_cast<int>(sendcount), MPI_FLOAT, MPI_COMM_WORLD);
+  });
 }
 
 TFC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, int root, ncclComm_t comm,
                                            cudaStream_t stream) {
-  const char* what = "ncclBroadcast";
-  if (ncclResult_t bad = checkCall(comm, datatype, ncclUint8, recvbuff, what)) return bad;
-  if (injectedFailure(comm, what)) return ncclRemoteError;
-  if (injectedStall(comm, stream, what)) return ncclSuccess;
-  if (comm->rank == root && sendbuff != recvbuff) std::memmove(recvbuff, sendbuff, count);
-  ncclResult_t result = mpiResult(
-      MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, MPI_COMM_WORLD), what,
-      comm->rank);
-  if (result != ncclSuccess) return result;
-  ++comm->collectives;
-  return ncclSuccess;
+  return collective(comm, stream, datatype, ncclUint8, recvbuff, "ncclBroadcast", [&] {
+    if (comm->rank == root && sendbuff != recvbuff) std::memmove(recvbuff, sendbuff, count);
+    return MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, MPI_COMM_WORLD);
+  });
 }
 
 // Every function of the runtime's list is exported here, with its signature.
