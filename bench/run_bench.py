@@ -101,31 +101,30 @@ def main():
                           w("w.safetensors"), "--threads", str(a.threads)]
     jax = lambda *args: [a.jax, os.path.join(HERE, "peer_jax.py"), *args, "--weights",
                          w("w.safetensors"), "--threads", str(a.threads)]
-    if a.jax:
-        # The peer must compute the same model: its logits against tfc's forward.
-        run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
-             "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out")])
-        run(jax("logits", "--tokens", w("tokens.npy"), "--out", w("jax_logits.npy")))
-        want, got = np.load(w("out/logits.npy")), np.load(w("jax_logits.npy"))
-        err = float(np.abs(got - want).max() / np.abs(want).max())
-        print(f"JAX peer: logits within {err:.1e} of tfc's (max abs / max |logit|)",
-              file=sys.stderr)
-        if not err < 1e-4:
-            sys.exit(f"bench: the JAX peer's logits differ from tfc's by {err:.1e}")
     llamacpp = lambda *args: [a.llamacpp, os.path.join(HERE, "peer_llamacpp.py"), *args,
                               "--threads", str(a.threads)]
-    if a.llamacpp:
-        run(llamacpp("gguf", "--weights", w("w.safetensors"), "--out", w("w.gguf")))
+
+    def check_logits(label, got_path, bound, rows=slice(None)):
+        """The peer must compute the same model: its logits against tfc's forward."""
+        want, got = tfc_logits[rows], np.load(got_path)
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        print(f"{label} peer: logits within {err:.1e} of tfc's (max abs / max |logit|)",
+              file=sys.stderr)
+        if not err < bound:
+            sys.exit(f"bench: the {label} peer's logits differ from tfc's by {err:.1e}")
+    if a.jax or a.llamacpp:
         run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
              "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out")])
+        tfc_logits = np.load(w("out/logits.npy"))
+    if a.jax:
+        run(jax("logits", "--tokens", w("tokens.npy"), "--out", w("jax_logits.npy")))
+        check_logits("JAX", w("jax_logits.npy"), 1e-4)
+    if a.llamacpp:
+        run(llamacpp("gguf", "--weights", w("w.safetensors"), "--out", w("w.gguf")))
         run(llamacpp("logits", "--gguf", w("w.gguf"), "--tokens", w("tokens.npy"),
                      "--out", w("llamacpp_logits.npy")))
-        want, got = np.load(w("out/logits.npy"))[0], np.load(w("llamacpp_logits.npy"))
-        err = float(np.abs(got - want).max() / np.abs(want).max())
-        print(f"llama.cpp peer: logits within {err:.1e} of tfc's (max abs / max |logit|)",
-              file=sys.stderr)
-        if not err < 1e-2:  # its KV cache is F16
-            sys.exit(f"bench: the llama.cpp peer's logits differ from tfc's by {err:.1e}")
+        # Row 0 of the batch; its KV cache is F16.
+        check_logits("llama.cpp", w("llamacpp_logits.npy"), 1e-2, rows=0)
     for r in range(a.runs):
         p, _ = run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
                     "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out"),
