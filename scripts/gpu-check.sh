@@ -23,9 +23,12 @@
 #    the fraction of the HBM-bandwidth floor;
 # 3. where the time goes: `tfc-run profile` of train_step and decode (f32).
 # On one H200 (2026-12-04) steps 1 and 2 took 321 s with TFC_TRAIN_REPEAT=3,
-# torch.compile's two compiles included, but tfc's train_step failed at once then;
-# ask for 540 s. Put the table, with
-# the date, in docs/performance.md.
+# torch.compile's two compiles included, but tfc's train_step failed at once then.
+# In the second run its train_step gave no result within the 240 s limit (tfc's
+# untiled CUDA products ran prefill at ~100 GFLOP/s, so B=8 T=1024 takes about a
+# minute a call) and 540 s did not reach the profile: until the products are
+# tiled, set TFC_TRAIN_REPEAT=1 and ask for 600 s. Put the table, with the date,
+# in docs/performance.md.
 #
 # Not run here (this check has one GPU, and NCCL refuses two ranks of one
 # communicator on one GPU): data-parallel training over NCCL on a machine with
@@ -98,6 +101,20 @@ prepare() {
   echo "gpu-check: carry $dir to the GPU machine and run: $dir/gpu-check.sh run"
 }
 
+# Runs "$@" under a limit of $1 seconds and says how it ended when it did not end well:
+# timeout(1) itself is silent both when the limit stops a command and when a signal kills it
+# (a run on an H200 printed nothing at all for a train_step that ran past its limit).
+limited() {
+  local limit="$1" what="$2" rc=0
+  shift 2
+  timeout "$limit" "$@" || rc=$?
+  if ((rc == 124)); then echo "gpu-check: $what: stopped, no result within $limit s" >&2
+  elif ((rc > 128)); then echo "gpu-check: $what: killed by signal $((rc - 128))" >&2
+  elif ((rc != 0)); then echo "gpu-check: $what: exit status $rc" >&2
+  fi
+  return $rc
+}
+
 run() {
   local device=0
   while [[ $# -gt 0 ]]; do
@@ -120,7 +137,7 @@ run() {
   echo "== correctness: the GPU against the CPU artifacts"
   cp -r "$dir/small/." "$work/"
   local status=0
-  timeout 300 python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
+  limited 300 "correctness" python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
     --device "$device" || status=1
 
   echo "== speed: gpt2-124m"
@@ -143,7 +160,7 @@ EOF
     fi
     [[ -f "$train_so" ]] || continue
     echo "-- tfc $tag train_step"
-    timeout 240 "$tfcrun" "$train_so" call train_step --device "$device" --weights "$work/w.safetensors" \
+    limited 240 "tfc $tag train_step" "$tfcrun" "$train_so" call train_step --device "$device" --weights "$work/w.safetensors" \
       --in tokens="$work/tokens.npy" --in targets="$work/targets.npy" --in lr=3e-4 \
       --in min_lr=3e-5 --in warmup=0 --in total_steps=1000 --in schedule=0 \
       --in weight_decay=0.1 --in grad_clip=1 --in beta1=0.9 --in beta2=0.95 --in eps=1e-8 \
@@ -153,16 +170,16 @@ EOF
     [[ $tag == f32 ]] || "$tfcrun" "$gen_so" init --seed 1 -o "$work/w-$tag.safetensors" >/dev/null
     local gen_weights="$work/w.safetensors"
     [[ $tag == f32 ]] || gen_weights="$work/w-$tag.safetensors"
-    timeout 120 "$tfcrun" "$gen_so" generate --device "$device" --weights "$gen_weights" \
+    limited 120 "tfc $tag generate" "$tfcrun" "$gen_so" generate --device "$device" --weights "$gen_weights" \
       --prompt-tokens "$prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate-$tag.txt" \
       || status=1
   done
   for flags in "" "--compile" "--bf16" "--compile --bf16"; do
     # shellcheck disable=SC2086
-    timeout 100 python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
+    limited 100 "PyTorch train $flags" python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
       --batch 8 --seq 1024 --repeat "$repeat" $flags | tee -a "$work/peers.jsonl" || true
   done
-  timeout 60 python3 "$dir/scripts/peer_torch.py" decode --device cuda --weights "$work/w.safetensors" \
+  limited 60 "PyTorch decode" python3 "$dir/scripts/peer_torch.py" decode --device cuda --weights "$work/w.safetensors" \
     --prompt 128 --new 64 | tee -a "$work/peers.jsonl" || true
 
   python3 - "$work" <<'EOF'
@@ -213,10 +230,10 @@ print(f"\nMFU: {flops_per_token / 1e9:.2f} GFLOP per token over {peak / 1e12:.0f
 EOF
   echo "== where the time goes: tfc-run profile (f32), the 20 slowest kernels"
   local peak_gflops=$(( ${TFC_GPU_PEAK_TFLOPS:-67} * 1000 )) bandwidth="${TFC_GPU_BANDWIDTH_GBS:-4800}"
-  timeout 120 "$tfcrun" "$model" profile train_step --device "$device" --weights "$work/w.safetensors" \
+  limited 120 "profile train_step" "$tfcrun" "$model" profile train_step --device "$device" --weights "$work/w.safetensors" \
     --in tokens="$work/tokens.npy" --in targets="$work/targets.npy" --repeat 2 --warmup 1 --top 20 \
     --peak-gflops "$peak_gflops" --bandwidth-gbs "$bandwidth" || status=1
-  timeout 60 "$tfcrun" "$model" profile decode --device "$device" --weights "$work/w.safetensors" \
+  limited 60 "profile decode" "$tfcrun" "$model" profile decode --device "$device" --weights "$work/w.safetensors" \
     --repeat 20 --top 20 --peak-gflops "$peak_gflops" --bandwidth-gbs "$bandwidth" || status=1
   [[ $status -eq 0 ]] && echo "gpu-check: passed" || echo "gpu-check: FAILED (see above)"
   return $status
