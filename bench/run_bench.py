@@ -15,7 +15,10 @@ Measures, interleaving tfc and the peer (--runs processes each, medians):
   - with --llamacpp PYTHON: llama.cpp (bench/peer_llamacpp.py in that Python, with
     llama-cpp-python built from source and gguf) for prefill and decode, on the same weights
     written to an F32 GGUF file; its logits are checked against tfc's first.
-Prints a Markdown table with the ratios and the floors from FLOPs and bytes.
+Each round also measures the machine (`tfc-run machine`: the f32 FMA peak and a STREAM
+triad on the same threads); the floors in the table come from FLOPs and bytes over those
+medians, not from nominal figures.
+Prints a Markdown table with the ratios and the floors.
 
   bench/run_bench.py --bin-dir build/bin --python /opt/tfc-bench/bin/python [--train] [--compile] \
       [--jax /opt/tfc-bench/bin/python] [--llamacpp /opt/tfc-bench/bin/python]
@@ -34,9 +37,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEAK_GFLOPS = 224.0  # 2 Zen 4 cores, fp32 FMA (BENCHMARKING.md)
-BANDWIDTH_GBS = 29.0
 PARAMS = 124_439_808
+N_LAYER, N_EMBD, N_CTX, VOCAB = 12, 768, 1024, 50257
 
 
 def run(cmd, env=None, check=True):
@@ -93,7 +95,7 @@ def main():
     np.save(w("targets.npy"), rng.integers(0, 50257, (4, 64), dtype=np.int32))
     prompt = " ".join(str(t) for t in rng.integers(0, 50257, 128))
 
-    res = {k: [] for k in ["tfc_fwd", "pt_fwd", "tfc_dec", "pt_dec", "tfc_pre", "pt_pre",
+    res = {k: [] for k in ["peak_gflops", "triad_gbs", "tfc_fwd", "pt_fwd", "tfc_dec", "pt_dec", "tfc_pre", "pt_pre",
                            "tfc_train", "pt_train", "pt_rss", "pc_fwd", "pc_train",
                            "jx_fwd", "jx_pre", "jx_dec", "jx_train", "jx_rss", "lc_pre",
                            "lc_dec"]}
@@ -126,6 +128,10 @@ def main():
         # Row 0 of the batch; its KV cache is F16.
         check_logits("llama.cpp", w("llamacpp_logits.npy"), 1e-2, rows=0)
     for r in range(a.runs):
+        p, _ = run([b("tfc-run"), "machine", "--threads", str(a.threads), "--json"])
+        j = json.loads(p.stdout)
+        res["peak_gflops"].append(j["peak_gflops"])
+        res["triad_gbs"].append(j["triad_gbs"])
         p, _ = run([b("tfc-run"), w("fwd.so"), "call", "forward", "--weights", w("w.safetensors"),
                     "--in", "tokens=" + w("tokens.npy"), "--out-dir", w("out"),
                     "--threads", str(a.threads), "--repeat", str(a.repeat)])
@@ -184,9 +190,25 @@ def main():
               file=sys.stderr)
 
     med = {k: statistics.median(v) for k, v in res.items() if v}
-    fwd_flops = 2 * PARAMS * 4 * 64 + 2 * 12 * 2 * 4 * 64 * 64 * 768  # matmuls + attention
-    fwd_floor_ms = max(fwd_flops / (PEAK_GFLOPS * 1e9), PARAMS * 4 / (BANDWIDTH_GBS * 1e9)) * 1e3
-    dec_floor = BANDWIDTH_GBS * 1e9 / (PARAMS * 4)
+    peak, triad = med["peak_gflops"] * 1e9, med["triad_gbs"] * 1e9
+    # Floors: the larger of FLOPs / peak and bytes / triad bandwidth.
+    wpe = N_CTX * N_EMBD
+    attn = lambda b, t, keys: 2 * 2 * N_LAYER * b * t * keys * N_EMBD  # QK^T and PV, unmasked
+    fwd_flops = 2 * (PARAMS - wpe) * 4 * 64 + attn(4, 64, 64)
+    fwd_floor_ms = max(fwd_flops / peak, PARAMS * 4 / triad) * 1e3
+    # Prefill: the blocks' products for 128 tokens and the lm_head for the last one.
+    blocks = PARAMS - wpe - VOCAB * N_EMBD
+    pre_flops = 2 * blocks * 128 + 2 * VOCAB * N_EMBD + attn(1, 128, 128)
+    pre_floor = 128 / max(pre_flops / peak, PARAMS * 4 / triad)
+    # Decode: every weight once (wte as the lm_head; one row of wpe) and the KV cache at the
+    # mean position of the 64 new tokens.
+    dec_bytes = (PARAMS - wpe) * 4 + 2 * N_LAYER * (128 + 32) * N_EMBD * 4
+    dec_floor = triad / dec_bytes
+    # train_step: forward and backward (3x the forward's FLOPs); AdamW reads the parameter,
+    # gradient and both moments and writes three of them (28 bytes a parameter).
+    train_floor_ms = (3 * fwd_flops / peak + 28 * PARAMS / triad) * 1e3
+    print(f"machine ({a.threads} threads, `tfc-run machine`, medians of the rounds): "
+          f"{med['peak_gflops']:.1f} GFLOP/s f32 peak, {med['triad_gbs']:.1f} GB/s STREAM triad")
     print("| figure | tfc | PyTorch eager | tfc / PyTorch | floor | tfc vs floor |")
     print("|---|---|---|---|---|---|")
     # tfc's time as a fraction of the peer's (the issue's targets are written so: <= 0.5x).
@@ -207,7 +229,8 @@ def main():
     if "jx_fwd" in med:
         print(peerrow("jx_fwd", "tfc_fwd"))
     print(f"| prefill 128 tokens, batch 1 | {med['tfc_pre']:.1f} tok/s | {med['pt_pre']:.1f} tok/s | "
-          f"{med['tfc_pre'] / med['pt_pre']:.2f}x | - | - |")
+          f"{med['tfc_pre'] / med['pt_pre']:.2f}x | {pre_floor:.0f} tok/s | "
+          f"{med['tfc_pre'] / pre_floor:.0%} |")
     if "jx_pre" in med:
         print(peerrow("jx_pre", "tfc_pre", "tok/s", rate=True))
     if "lc_pre" in med:
@@ -221,8 +244,8 @@ def main():
         print(peerrow("lc_dec", "tfc_dec", "tok/s", rate=True, name="llama.cpp"))
     if a.train:
         print(f"| train_step B=4 T=64 AdamW | {med['tfc_train']:.0f} ms | {med['pt_train']:.0f} ms | "
-              f"{med['pt_train'] / med['tfc_train']:.2f}x speed | ~1000 ms | "
-              f"{1000 / med['tfc_train']:.0%} |")
+              f"{med['pt_train'] / med['tfc_train']:.2f}x speed | {train_floor_ms:.0f} ms | "
+              f"{train_floor_ms / med['tfc_train']:.0%} |")
         if compiled("pc_train", "tfc_train"):
             print(compiled("pc_train", "tfc_train"))
         if "jx_train" in med:

@@ -30,7 +30,8 @@ const std::vector<const Command*>& commands() {
                                                         &kGenerateCommand,
                                                         &kTrainCommand, &kExportCommand,
                                                         &kSeedExperimentCommand,
-                                                        &kInspectCommand, &kTokenizeCommand};
+                                                        &kInspectCommand, &kTokenizeCommand,
+                                                        &kMachineCommand};
   return kCommands;
 }
 

@@ -71,6 +71,7 @@ extern const Command kSeedExperimentCommand;
 extern const Command kInspectCommand;
 extern const Command kTokenizeCommand;
 extern const Command kProfileCommand;
+extern const Command kMachineCommand;
 const std::vector<const Command*>& commands();
 
 // Parses |argv| for |command|. On a usage error prints it and returns false.

@@ -2,7 +2,7 @@
 // runtime (runtime/include/tfc/runtime/runtime.hpp); each subcommand lives in cmd_*.cpp.
 //
 //   tfc-run MODEL.so info | init | call | generate ...   commands on a model
-//   tfc-run inspect FILE... | tokenize ...      commands without a model
+//   tfc-run inspect FILE... | tokenize ... | machine   commands without a model
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +21,7 @@ void printOverview(FILE* out) {
         "usage: tfc-run MODEL.so COMMAND [options]\n"
         "       tfc-run inspect FILE...\n"
         "       tfc-run tokenize --tokenizer DIR|bytes IN.txt... -o train.bin\n"
+        "       tfc-run machine [--threads N]\n"
         "       tfc-run COMMAND --help\n"
         "\n"
         "Runs models compiled by tfc (tfc model.mlir -o model.so) on this machine.\n"
