@@ -8,11 +8,17 @@
 // the scalar loop. When every call passes the same value in two positions,
 // the kernel gets one argument for both: its loads and stores then use one
 // pointer at the same index, which the vectorizer handles without checks.
+// "The same value" includes two views of one arena at the same constant
+// offset: the memory plan's in-place reuse, where the result's buffer is the
+// operand's (GELU's backward into its incoming gradient) but each is its own
+// memref.view, SSA-distinct.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cpu/Passes.h"
 #include "dialects/tfc/AttrNames.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/BitVector.h"
 
@@ -25,6 +31,23 @@ using namespace mlir;
 
 namespace {
 
+/// Whether |a| and |b| are the same buffer: one value, or views of one base
+/// at equal offsets (equal values or equal constants) with one type.
+bool sameBuffer(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto va = a.getDefiningOp<memref::ViewOp>();
+  auto vb = b.getDefiningOp<memref::ViewOp>();
+  if (!va || !vb || va.getSource() != vb.getSource() ||
+      va.getType() != vb.getType() || va.getSizes() != vb.getSizes())
+    return false;
+  if (va.getByteShift() == vb.getByteShift())
+    return true;
+  APInt oa, ob;
+  return matchPattern(va.getByteShift(), m_ConstantInt(&oa)) &&
+         matchPattern(vb.getByteShift(), m_ConstantInt(&ob)) && oa == ob;
+}
+
 void mergeAliasedArgs(func::FuncOp kernel, ArrayRef<func::CallOp> calls) {
   unsigned n = kernel.getNumArguments();
   llvm::BitVector erased(n);
@@ -34,7 +57,7 @@ void mergeAliasedArgs(func::FuncOp kernel, ArrayRef<func::CallOp> calls) {
           kernel.getArgument(i).getType() != kernel.getArgument(j).getType())
         continue;
       bool alwaysSame = llvm::all_of(calls, [&](func::CallOp call) {
-        return call.getOperand(i) == call.getOperand(j);
+        return sameBuffer(call.getOperand(i), call.getOperand(j));
       });
       if (!alwaysSame)
         continue;
