@@ -540,6 +540,10 @@ def build_cases(g):
               scale=0.3)
     attn_case("causal larger [2,2,33,16] MQA", (2, 2, 33, 16), (2, 1, 33, 16), (2, 1, 33, 16),
               causal=True)
+    # the library's blocked backward: several 32-key tiles, 4-row blocks and a partial one,
+    # rows of whole 16-float vectors (D=64) and a ragged one (Dv=40)
+    attn_case("causal GQA [1,4,70,64] Hkv=2, Dv=40", (1, 4, 70, 64), (1, 2, 70, 64),
+              (1, 2, 70, 40), causal=True)
 
     # --- rotary: the VJP is the inverse rotation ---
     for label, shape, pos, theta in [("theta 1e4", (2, 2, 5, 8), None, 1e4),
