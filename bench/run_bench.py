@@ -6,7 +6,8 @@ Measures, interleaving tfc and the peer (--runs processes each, medians):
   - compile time of gpt2-124m (tfc-trace + tfc, reported on its own);
   - forward at B=4, T=64 (median of --repeat calls per process, after warm-up);
   - decode tokens/s at batch 1 after a 128-token prompt (greedy);
-  - with --train: train_step at B=4, T=64 (AdamW, clip 1.0) and peak RSS;
+  - with --train: train_step at B=4, T=64 (AdamW, clip 1.0) and each process's peak RSS;
+  - with --long: train_step at B=1, T=1024 and peak RSS, tfc and PyTorch eager;
   - with --compile: forward and train_step of torch.compile (inductor) too, its compile
     excluded from the timings (each process warms up first);
   - with --jax PYTHON: JAX jit (XLA CPU; bench/peer_jax.py in that Python) for forward,
@@ -30,10 +31,10 @@ import argparse
 import json
 import os
 import re
-import resource
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,16 +43,27 @@ N_LAYER, N_EMBD, N_CTX, VOCAB = 12, 768, 1024, 50257
 
 
 def run(cmd, env=None, check=True):
+    """Runs cmd; returns its CompletedProcess-like result (.stdout, .stderr, .returncode,
+    .peak_rss_mb: this child's own peak, from wait4) and its wall time."""
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as child:
+        # communicate() reaps the child; take its rusage first, so the peak is its own.
+        out, err = [], []
+        readers = [threading.Thread(target=lambda f, acc: acc.append(f.read()), args=(f, acc))
+                   for f, acc in ((child.stdout, out), (child.stderr, err))]
+        for r in readers:
+            r.start()
+        _, status, usage = os.wait4(child.pid, 0)
+        for r in readers:
+            r.join()
+        child.returncode = os.waitstatus_to_exitcode(status)
     dt = time.perf_counter() - t
+    p = subprocess.CompletedProcess(cmd, child.returncode, "".join(out), "".join(err))
+    p.peak_rss_mb = usage.ru_maxrss / 1024
     if check and p.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     return p, dt
-
-
-def child_peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def main():
@@ -64,6 +76,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--train", action="store_true")
+    ap.add_argument("--long", action="store_true",
+                    help="also train_step at B=1 T=1024 (time and peak RSS, tfc and PyTorch)")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile (inductor) as a second peer for forward and train_step")
     ap.add_argument("--jax", metavar="PYTHON",
@@ -88,15 +102,22 @@ def main():
     if a.train:
         _, compile_s["train"] = run([b("tfc"), w("fwd.mlir"), "--optimizer=adamw",
                                      "-o", w("train.so")])
+    if a.long:
+        run([b("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "batch=1",
+             "--set", "seq=1024", "-o", w("long.mlir")])
+        run([b("tfc"), w("long.mlir"), "--optimizer=adamw", "-o", w("long.so")])
     run([b("tfc-run"), w("fwd.so"), "init", "--seed", "1", "-o", w("w.safetensors")])
     import numpy as np
     rng = np.random.default_rng(0)
     np.save(w("tokens.npy"), rng.integers(0, 50257, (4, 64), dtype=np.int32))
     np.save(w("targets.npy"), rng.integers(0, 50257, (4, 64), dtype=np.int32))
+    np.save(w("long_tokens.npy"), rng.integers(0, 50257, (1, 1024), dtype=np.int32))
+    np.save(w("long_targets.npy"), rng.integers(0, 50257, (1, 1024), dtype=np.int32))
     prompt = " ".join(str(t) for t in rng.integers(0, 50257, 128))
 
     res = {k: [] for k in ["peak_gflops", "triad_gbs", "tfc_fwd", "pt_fwd", "tfc_dec", "pt_dec", "tfc_pre", "pt_pre",
-                           "tfc_train", "pt_train", "pt_rss", "pc_fwd", "pc_train",
+                           "tfc_train", "pt_train", "tfc_rss", "pt_rss", "tfc_long", "pt_long",
+                           "tfc_long_rss", "pt_long_rss", "pc_fwd", "pc_train",
                            "jx_fwd", "jx_pre", "jx_dec", "jx_train", "jx_rss", "lc_pre",
                            "lc_dec"]}
     peer = lambda *args: [a.python, os.path.join(HERE, "peer_torch.py"), *args, "--weights",
@@ -163,17 +184,17 @@ def main():
             j = json.loads(p.stdout)
             res["jx_pre"].append(j["prefill_tok_s"])
             res["jx_dec"].append(j["decode_tok_s"])
+        hyper = ["lr=1e-4", "min_lr=0", "warmup=0", "total_steps=100", "schedule=0",
+                 "weight_decay=0.1", "grad_clip=1.0", "beta1=0.9", "beta2=0.95", "eps=1e-8"]
+        train_step = lambda so, tokens, targets, repeat: [
+            b("tfc-run"), w(so), "call", "train_step", "--weights", w("w.safetensors"),
+            "--in", "tokens=" + w(tokens), "--in", "targets=" + w(targets), "--out-dir",
+            w("out"), "--threads", str(a.threads), "--repeat", str(repeat)] + [
+            x for h in hyper for x in ("--in", h)]
         if a.train:
-            hyper = ["lr=1e-4", "min_lr=0", "warmup=0", "total_steps=100", "schedule=0",
-                     "weight_decay=0.1", "grad_clip=1.0", "beta1=0.9", "beta2=0.95", "eps=1e-8"]
-            cmd = [b("tfc-run"), w("train.so"), "call", "train_step", "--weights",
-                   w("w.safetensors"), "--in", "tokens=" + w("tokens.npy"), "--in",
-                   "targets=" + w("targets.npy"), "--out-dir", w("out"), "--threads",
-                   str(a.threads), "--repeat", "5"]
-            for h in hyper:
-                cmd += ["--in", h]
-            p, _ = run(cmd)
+            p, _ = run(train_step("train.so", "tokens.npy", "targets.npy", 5))
             res["tfc_train"].append(float(re.search(r"median ([\d.]+) ms", p.stderr).group(1)))
+            res["tfc_rss"].append(p.peak_rss_mb)
             p, _ = run(peer("train", "--repeat", "5"), env=peer_env)
             j = json.loads(p.stdout)
             res["pt_train"].append(j["ms"])
@@ -186,6 +207,15 @@ def main():
                 j = json.loads(p.stdout)
                 res["jx_train"].append(j["ms"])
                 res["jx_rss"].append(j["peak_rss_mb"])
+        if a.long:
+            p, _ = run(train_step("long.so", "long_tokens.npy", "long_targets.npy", 2))
+            res["tfc_long"].append(float(re.search(r"median ([\d.]+) ms", p.stderr).group(1)))
+            res["tfc_long_rss"].append(p.peak_rss_mb)
+            p, _ = run(peer("train", "--repeat", "2", "--batch", "1", "--seq", "1024"),
+                       env=peer_env)
+            j = json.loads(p.stdout)
+            res["pt_long"].append(j["ms"])
+            res["pt_long_rss"].append(p.peak_rss_mb)
         print(f"run {r + 1}/{a.runs}: " + ", ".join(f"{k}={v[-1]:.2f}" for k, v in res.items() if v),
               file=sys.stderr)
 
@@ -251,7 +281,17 @@ def main():
         if "jx_train" in med:
             print(peerrow("jx_train", "tfc_train"))
             print(f"| ... JAX jit train_step peak RSS | | {med['jx_rss']:.0f} MB | | | |")
-        print(f"| train_step peak RSS | see tfc-run info arena | {med['pt_rss']:.0f} MB | | | |")
+        print(f"| train_step peak RSS | {med['tfc_rss']:.0f} MB | {med['pt_rss']:.0f} MB | "
+              f"{med['tfc_rss'] / med['pt_rss']:.2f}x | | |")
+    if a.long:
+        long_flops = 3 * (2 * (PARAMS - wpe) * 1024 + attn(1, 1024, 1024) / 2)  # causal half
+        long_floor_ms = (long_flops / peak + 28 * PARAMS / triad) * 1e3
+        print(f"| train_step B=1 T=1024 AdamW | {med['tfc_long']:.0f} ms | {med['pt_long']:.0f} ms | "
+              f"tfc takes {med['tfc_long'] / med['pt_long']:.2f}x its time | "
+              f"{long_floor_ms:.0f} ms | {long_floor_ms / med['tfc_long']:.0%} |")
+        print(f"| ... peak RSS (process) | {med['tfc_long_rss']:.0f} MB | "
+              f"{med['pt_long_rss']:.0f} MB | {med['tfc_long_rss'] / med['pt_long_rss']:.2f}x | "
+              f"{16 * PARAMS / 2**20:.0f} MB (parameters, gradients, AdamW's moments) | |")
     print(f"\n(medians of {a.runs} processes each; {a.threads} threads; "
           f"compile times: " + ", ".join(f"{k} {v:.1f} s" for k, v in compile_s.items()) + ")")
 
