@@ -273,6 +273,16 @@ int main(int argc, char** argv) {
       {"mlp_up [256x768]@[768x3072]", 256, 3072, 768, false},
       {"mlp_dn [256x3072]@[3072x768]", 256, 768, 3072, false},
       {"lm_head [256x768]@[768x50257]^T", 256, 50257, 768, true},
+      // gpt2-124m prefill of 128 tokens (the fused linears of `tfc-run ... profile prefill`)
+      {"pf qkv    [128x768]@[768x2304]", 128, 2304, 768, false},
+      {"pf attn_o [128x768]@[768x768]", 128, 768, 768, false},
+      {"pf mlp_up [128x768]@[768x3072]", 128, 3072, 768, false},
+      {"pf mlp_dn [128x3072]@[3072x768]", 128, 768, 3072, false},
+      // the seed experiment's encoder-decoder (d_model 32, d_ff 128): small K and N, where
+      // packing and per-call overhead dominate
+      {"ed [1024x32]@[32x32]", 1024, 32, 32, false},
+      {"ed [1024x32]@[32x128]", 1024, 128, 32, false},
+      {"ed [1024x128]@[128x32]", 1024, 32, 128, false},
       {"dec qkv [1x768]@[768x2304]", 1, 2304, 768, false},
       {"dec attn_o [1x768]@[768x768]", 1, 768, 768, false},
       {"dec mlp_up [1x768]@[768x3072]", 1, 3072, 768, false},
