@@ -4,6 +4,7 @@
 // whole batch-1 decode pass (f32 vs bf16 weights) against a STREAM triad. Not run by ctest.
 //
 //   tfc-kernels-bench [--threads 1,2] [--min-time 0.3] [--filter SUBSTR] [--isa avx512]
+//                     [--cold-weights]   (B read from memory each call, not from L3)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ class Pool {
 };
 
 double min_time = 0.3;
+bool cold_weights = false;
 
 double g_best = 0;  // the fastest run of the last median_seconds call
 double g_cpu = 0;   // median process CPU seconds per run (robust to a loaded machine)
@@ -253,13 +255,16 @@ int main(int argc, char** argv) {
       min_time = atof(argv[++i]);
     } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
       filter = argv[++i];
+    } else if (!strcmp(argv[i], "--cold-weights")) {
+      cold_weights = true;
     } else if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
       if (!tfc_kernels_internal_set_isa(argv[++i])) {
         fprintf(stderr, "ISA %s not available\n", argv[i]);
         return 1;
       }
     } else {
-      fprintf(stderr, "usage: %s [--threads 1,2] [--min-time S] [--filter S] [--isa NAME]\n",
+      fprintf(stderr, "usage: %s [--threads 1,2] [--min-time S] [--filter S] [--isa NAME]"
+                      " [--cold-weights]\n",
               argv[0]);
       return 2;
     }
@@ -273,6 +278,16 @@ int main(int argc, char** argv) {
       {"mlp_up [256x768]@[768x3072]", 256, 3072, 768, false},
       {"mlp_dn [256x3072]@[3072x768]", 256, 768, 3072, false},
       {"lm_head [256x768]@[768x50257]^T", 256, 50257, 768, true},
+      // gpt2-124m prefill of 128 tokens (the fused linears of `tfc-run ... profile prefill`)
+      {"pf qkv    [128x768]@[768x2304]", 128, 2304, 768, false},
+      {"pf attn_o [128x768]@[768x768]", 128, 768, 768, false},
+      {"pf mlp_up [128x768]@[768x3072]", 128, 3072, 768, false},
+      {"pf mlp_dn [128x3072]@[3072x768]", 128, 768, 3072, false},
+      // the seed experiment's encoder-decoder (d_model 32, d_ff 128): small K and N, where
+      // packing and per-call overhead dominate
+      {"ed [1024x32]@[32x32]", 1024, 32, 32, false},
+      {"ed [1024x32]@[32x128]", 1024, 128, 32, false},
+      {"ed [1024x128]@[128x32]", 1024, 32, 128, false},
       {"dec qkv [1x768]@[768x2304]", 1, 2304, 768, false},
       {"dec attn_o [1x768]@[768x768]", 1, 768, 768, false},
       {"dec mlp_up [1x768]@[768x3072]", 1, 3072, 768, false},
@@ -293,13 +308,26 @@ int main(int argc, char** argv) {
       B16[i] = (uint16_t)(u >> 16);
     }
     std::vector<float> C((size_t)(s.m * s.n));
+    // --cold-weights: copies of B cycled through, together 3x the L3 size, so that each
+    // call reads its weights from memory as a model's layers do.
+    const size_t copies =
+        cold_weights ? std::max<size_t>(1, (96u << 20) / (B.size() * sizeof(float)) + 1) : 1;
+    std::vector<float> Bc(copies * B.size());
+    std::vector<uint16_t> B16c(copies * B16.size());
+    for (size_t c = 0; c < copies; ++c) {
+      std::copy(B.begin(), B.end(), Bc.begin() + c * B.size());
+      std::copy(B16.begin(), B16.end(), B16c.begin() + c * B16.size());
+    }
     for (int bt : {TFC_K_F32, TFC_K_BF16}) {
-      const void* bp = bt == TFC_K_F32 ? (const void*)B.data() : (const void*)B16.data();
       const std::string name = std::string(s.name) + (bt == TFC_K_F32 ? "" : " bf16");
       for (int t : threads) {
         Pool pool(t);
         tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+        size_t call = 0;
         double sec = median_seconds([&] {
+          const size_t c = call++ % copies;
+          const void* bp = bt == TFC_K_F32 ? (const void*)(Bc.data() + c * B.size())
+                                           : (const void*)(B16c.data() + c * B16.size());
           tfc_k_matmul_bx_f32(A.data(), bp, bt, C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
         });
         tfc_kernels_set_host(nullptr);
