@@ -114,6 +114,128 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
+// Small heads and short key sequences (d = dv in {8, 16}, tk <= 16, as in the seed
+// experiment's encoder and cross-attention; at tk = 17 the 32 lanes, twice the registers,
+// measured no faster than the general loops): the loops above, with run-time trip counts of 8 to 17,
+// spend more time on loop control and partial vectors than on arithmetic. Here every
+// length but the causal limit is a compile-time constant, a row's scores span TKP lanes
+// (the keys past tk or past the causal limit are masked to p = 0), and the part's dK and
+// dV and the row's dQ accumulate in stack arrays that stay in L1. The max and the sum over
+// a row run as a fixed tree (halving TKP), so the bits depend on neither the thread count
+// nor the ISA clone's vector width.
+// Everything below is inlined into the clones, so no vector ever crosses a call: GCC's
+// -Wpsabi note (such a call's ABI differs between the clones) does not apply.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// GCC vectors of N floats: the small path's rows, whatever the clone's register width.
+template <int N>
+struct Vec {
+  typedef float type __attribute__((vector_size(N * sizeof(float))));
+  typedef int32_t mask __attribute__((vector_size(N * sizeof(int32_t))));
+};
+
+template <class T>
+__attribute__((always_inline)) inline T load_vec(const float* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <int D, int TKP>
+__attribute__((always_inline)) inline void attention_grad_small(const AttentionGrad& a,
+                                                                int64_t part) {
+  typedef typename Vec<TKP>::type VT;  // a row of scores, one lane per key
+  typedef typename Vec<TKP>::mask MT;
+  typedef typename Vec<D>::type VD;  // a row of Q, K, V or their gradients
+  const int64_t group = a.heads / a.kv_heads, tk = a.tk;
+  const int64_t b = part / a.kv_heads, hk = part % a.kv_heads;
+  const float* kh = a.k + (b * a.kv_heads + hk) * tk * D;
+  const float* vh = a.v + (b * a.kv_heads + hk) * tk * D;
+  alignas(64) float ktf[D][TKP], vtf[D][TKP];
+  for (int c = 0; c < D; ++c) {
+    for (int j = 0; j < TKP; ++j) {
+      ktf[c][j] = j < tk ? kh[j * D + c] : 0.0f;
+      vtf[c][j] = j < tk ? vh[j * D + c] : 0.0f;
+    }
+  }
+  VT kt[D], vt[D];
+  for (int c = 0; c < D; ++c) {
+    kt[c] = load_vec<VT>(ktf[c]);
+    vt[c] = load_vec<VT>(vtf[c]);
+  }
+  MT lane;
+  for (int j = 0; j < TKP; ++j) lane[j] = j;
+  VD dk[TKP], dv[TKP];
+  for (int j = 0; j < TKP; ++j) dk[j] = dv[j] = VD{};
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t h = hk * group + g;
+    for (int64_t i = 0; i < a.tq; ++i) {
+      const int64_t row = (b * a.heads + h) * a.tq + i;
+      const float* qi = a.q + row * D;
+      const float* doi = a.dout + row * D;
+      float* dqi = a.dq + row * D;
+      int64_t limit = tk;
+      if (a.causal) {
+        const int64_t last = i + a.offset + 1;
+        limit = last < 0 ? 0 : (last < tk ? last : tk);
+      }
+      if (limit == 0) {
+        std::memset(dqi, 0, sizeof(float) * D);
+        continue;
+      }
+      const VD qv = load_vec<VD>(qi), dov = load_vec<VD>(doi);
+      const VD ov = load_vec<VD>(a.o + row * D);
+      VT s = VT{}, dp = VT{};
+      for (int c = 0; c < D; ++c) {
+        s += qv[c] * kt[c];
+        dp += dov[c] * vt[c];
+      }
+      const MT visible = lane < static_cast<int32_t>(limit);
+      s = visible ? s * a.scale : VT{} - INFINITY;
+      alignas(64) float t[TKP];
+      std::memcpy(t, &s, sizeof t);
+      for (int w = TKP / 2; w > 0; w /= 2) {
+        for (int j = 0; j < w; ++j) t[j] = t[j + w] > t[j] ? t[j + w] : t[j];
+      }
+      alignas(64) float e[TKP];
+      std::memcpy(e, &s, sizeof e);
+      for (int j = 0; j < TKP; ++j) e[j] = tfc_kern::exp_f32(e[j] - t[0]);
+      VT p = load_vec<VT>(e);
+      p = visible ? p : VT{};
+      std::memcpy(t, &p, sizeof t);
+      for (int w = TKP / 2; w > 0; w /= 2) {
+        for (int j = 0; j < w; ++j) t[j] += t[j + w];
+      }
+      p *= 1.0f / t[0];
+      float delta = 0.0f;
+      for (int c = 0; c < D; ++c) delta += dov[c] * ov[c];
+      const VT ds = p * (dp - delta) * a.scale;
+      VD dq = VD{};
+      // Only the visible keys: a masked key's zero p times an infinite dO would be NaN.
+      for (int64_t j = 0; j < limit; ++j) {
+        dv[j] += p[j] * dov;
+        dq += ds[j] * load_vec<VD>(kh + j * D);
+        dk[j] += ds[j] * qv;
+      }
+      std::memcpy(dqi, &dq, sizeof dq);
+    }
+  }
+  std::memcpy(a.dk + (b * a.kv_heads + hk) * tk * D, dk, sizeof(float) * tk * D);
+  std::memcpy(a.dv + (b * a.kv_heads + hk) * tk * D, dv, sizeof(float) * tk * D);
+}
+
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+void attention_grad_small_part(void* ctx, int64_t begin, int64_t end) {
+  const AttentionGrad& a = *static_cast<const AttentionGrad*>(ctx);
+  for (int64_t part = begin; part < end; ++part) {
+    if (a.d == 8) attention_grad_small<8, 16>(a, part);
+    else attention_grad_small<16, 16>(a, part);
+  }
+}
+
+#pragma GCC diagnostic pop
+
 }  // namespace
 
 extern "C" void tfc_k_attention_grad_f32(const float* q, const float* k, const float* v,
@@ -124,5 +246,7 @@ extern "C" void tfc_k_attention_grad_f32(const float* q, const float* k, const f
                                          float scale) {
   AttentionGrad a{q,     k,        v,  out, grad_out, dq,     dk,     dv,     heads,
                   kv_heads, tq,    tk, d,   dv_dim,   causal, offset, scale};
-  tfc_kern::parallel_for(batch * kv_heads, 1, attention_grad_part, &a);
+  const bool small = (d == 8 || d == 16) && dv_dim == d && tk <= 16;
+  tfc_kern::parallel_for(batch * kv_heads, 1,
+                         small ? attention_grad_small_part : attention_grad_part, &a);
 }
