@@ -114,15 +114,16 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
-// Small heads and short key sequences (d = dv in {8, 16}, tk <= 16, as in the seed
-// experiment's encoder and cross-attention; at tk = 17 the 32 lanes, twice the registers,
-// measured no faster than the general loops): the loops above, with run-time trip counts of 8 to 17,
+// Small heads and short key sequences (d = dv in {8, 16}, tk <= 32, as in the seed
+// experiment's encoder-decoder): the loops above, with run-time trip counts of 8 to 17,
 // spend more time on loop control and partial vectors than on arithmetic. Here every
-// length but the causal limit is a compile-time constant, a row's scores span TKP lanes
-// (the keys past tk or past the causal limit are masked to p = 0), and the part's dK and
-// dV and the row's dQ accumulate in stack arrays that stay in L1. The max and the sum over
-// a row run as a fixed tree (halving TKP), so the bits depend on neither the thread count
-// nor the ISA clone's vector width.
+// length but the causal limit is a compile-time constant, a row's first TKP = 16 scores
+// are one vector (the keys past tk or past the causal limit masked to p = 0) and keys 16
+// to 31 a scalar tail (32 lanes, twice the registers, measured slower for the decoder's
+// 17 keys), and the part's dK and dV and the row's dQ accumulate in stack arrays that stay
+// in L1. The max and the sum over the vector run as a fixed tree (halving TKP), then the
+// tail in order, so the bits depend on neither the thread count nor the ISA clone's
+// vector width.
 // Everything below is inlined into the clones, so no vector ever crosses a call: GCC's
 // -Wpsabi note (such a call's ABI differs between the clones) does not apply.
 #pragma GCC diagnostic push
@@ -166,8 +167,9 @@ __attribute__((always_inline)) inline void attention_grad_small(const AttentionG
   }
   MT lane;
   for (int j = 0; j < TKP; ++j) lane[j] = j;
-  VD dk[TKP], dv[TKP];
-  for (int j = 0; j < TKP; ++j) dk[j] = dv[j] = VD{};
+  // Keys TKP to tk - 1 (at most TKP more; one in the decoder's 17) are a scalar tail.
+  VD dk[2 * TKP], dv[2 * TKP];
+  for (int j = 0; j < tk; ++j) dk[j] = dv[j] = VD{};
   for (int64_t g = 0; g < group; ++g) {
     const int64_t h = hk * group + g;
     for (int64_t i = 0; i < a.tq; ++i) {
@@ -198,23 +200,44 @@ __attribute__((always_inline)) inline void attention_grad_small(const AttentionG
       for (int w = TKP / 2; w > 0; w /= 2) {
         for (int j = 0; j < w; ++j) t[j] = t[j + w] > t[j] ? t[j + w] : t[j];
       }
-      alignas(64) float e[TKP];
-      std::memcpy(e, &s, sizeof e);
-      for (int j = 0; j < TKP; ++j) e[j] = tfc_kern::exp_f32(e[j] - t[0]);
+      alignas(64) float e[2 * TKP], dpt[2 * TKP];
+      float max = t[0];
+      for (int64_t j = TKP; j < limit; ++j) {
+        float sj = 0.0f, dj = 0.0f;
+        for (int c = 0; c < D; ++c) {
+          sj += qv[c] * kh[j * D + c];
+          dj += dov[c] * vh[j * D + c];
+        }
+        e[j] = sj * a.scale;
+        dpt[j] = dj;
+        max = e[j] > max ? e[j] : max;
+      }
+      std::memcpy(e, &s, sizeof(VT));
+      for (int j = 0; j < TKP; ++j) e[j] = tfc_kern::exp_f32(e[j] - max);
       VT p = load_vec<VT>(e);
       p = visible ? p : VT{};
       std::memcpy(t, &p, sizeof t);
       for (int w = TKP / 2; w > 0; w /= 2) {
         for (int j = 0; j < w; ++j) t[j] += t[j + w];
       }
-      p *= 1.0f / t[0];
+      float sum = t[0];
+      for (int64_t j = TKP; j < limit; ++j) sum += (e[j] = tfc_kern::exp_f32(e[j] - max));
+      const float inv = 1.0f / sum;
+      p *= inv;
       float delta = 0.0f;
       for (int c = 0; c < D; ++c) delta += dov[c] * ov[c];
-      const VT ds = p * (dp - delta) * a.scale;
+      alignas(64) float ds[2 * TKP];
+      const VT dsv = p * (dp - delta) * a.scale;
+      std::memcpy(e, &p, sizeof(VT));
+      std::memcpy(ds, &dsv, sizeof(VT));
+      for (int64_t j = TKP; j < limit; ++j) {
+        e[j] *= inv;
+        ds[j] = e[j] * (dpt[j] - delta) * a.scale;
+      }
       VD dq = VD{};
       // Only the visible keys: a masked key's zero p times an infinite dO would be NaN.
       for (int64_t j = 0; j < limit; ++j) {
-        dv[j] += p[j] * dov;
+        dv[j] += e[j] * dov;
         dq += ds[j] * load_vec<VD>(kh + j * D);
         dk[j] += ds[j] * qv;
       }
@@ -246,7 +269,7 @@ extern "C" void tfc_k_attention_grad_f32(const float* q, const float* k, const f
                                          float scale) {
   AttentionGrad a{q,     k,        v,  out, grad_out, dq,     dk,     dv,     heads,
                   kv_heads, tq,    tk, d,   dv_dim,   causal, offset, scale};
-  const bool small = (d == 8 || d == 16) && dv_dim == d && tk <= 16;
+  const bool small = (d == 8 || d == 16) && dv_dim == d && tk <= 32;
   tfc_kern::parallel_for(batch * kv_heads, 1,
                          small ? attention_grad_small_part : attention_grad_part, &a);
 }

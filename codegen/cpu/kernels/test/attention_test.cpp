@@ -231,7 +231,11 @@ TEST_P(AttentionTest, GradSmallHeads) {
     check_grad({8, 4, 4, 16, 16, 8, 8, causal != 0, 0});   // encoder self-attention
     check_grad({8, 4, 4, 17, 17, 8, 8, causal != 0, 0});   // decoder self-attention
     check_grad({4, 2, 2, 9, 16, 16, 16, causal != 0, 7});  // D = 16, a causal offset
-    check_grad({3, 4, 2, 5, 3, 8, 8, causal != 0, 0});     // grouped heads, rows fully masked
+    check_grad({3, 4, 2, 5, 3, 8, 8, causal != 0, 0});     // grouped heads
+    check_grad({3, 2, 2, 6, 4, 8, 8, causal != 0, -2});    // rows fully masked
+    check_grad({2, 2, 2, 32, 32, 16, 16, causal != 0, 0});  // the longest scalar tail
+    check_grad({2, 3, 3, 7, 25, 8, 8, causal != 0, 18});
+    check_grad({1, 2, 2, 40, 33, 8, 8, causal != 0, 0});   // past the small path
   }
   check_grad({8, 4, 4, 17, 16, 8, 8, false, 0});  // decoder cross-attention: Tq != Tk
   check_grad({8, 4, 4, 16, 17, 8, 8, false, 0});
