@@ -126,8 +126,8 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
 // The max and the sum over the vector run as a fixed tree (halving kLanes), then the tail
 // in order, so the bits depend on neither the thread count nor the ISA clone's width.
 // Everything below is inlined into the clones, so no vector ever crosses a call: GCC's
-// -Wpsabi note (such a call's ABI differs between the clones) does not apply.
-#pragma GCC diagnostic push
+// -Wpsabi note (such a call's ABI differs between the clones) does not apply. (No pop:
+// GCC reports the lambdas below at the end of the unit.)
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 constexpr int kLanes = 16;
@@ -151,6 +151,18 @@ __attribute__((always_inline)) inline T load_vec(const float* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
+}
+
+// The fixed tree over a row's lanes: lane j takes op(v[j], v[j + w]) for w = 8, 4, 2, 1,
+// in registers (shuffles), and lane 0 holds the result.
+template <class Op>
+__attribute__((always_inline)) inline float lane_tree(VT v, Op op) {
+  static_assert(kLanes == 16, "the shuffles below are for 16 lanes");
+  v = op(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
 }
 
 inline float widen(uint16_t x, int kv_type) {
@@ -201,12 +213,7 @@ struct SmallHead {
     for (int c = 0; c < D; ++c) s += qv[c] * kt[c];
     const MT visible = lane < static_cast<int32_t>(limit);
     s = visible ? s * scale : VT{} - INFINITY;
-    alignas(64) float t[kLanes];
-    std::memcpy(t, &s, sizeof t);
-    for (int w = kLanes / 2; w > 0; w /= 2) {
-      for (int j = 0; j < w; ++j) t[j] = t[j + w] > t[j] ? t[j + w] : t[j];
-    }
-    float max = t[0];
+    float max = lane_tree(s, [](VT x, VT y) { return y > x ? y : x; });
     for (int64_t j = kLanes; j < limit; ++j) {
       float sj = 0.0f;
       for (int c = 0; c < D; ++c) sj += qv[c] * kf[j * D + c];
@@ -217,11 +224,7 @@ struct SmallHead {
     for (int j = 0; j < kLanes; ++j) e[j] = tfc_kern::exp_f32(e[j] - max);
     VT p = load_vec<VT>(e);
     p = visible ? p : VT{};
-    std::memcpy(t, &p, sizeof t);
-    for (int w = kLanes / 2; w > 0; w /= 2) {
-      for (int j = 0; j < w; ++j) t[j] += t[j + w];
-    }
-    float sum = t[0];
+    float sum = lane_tree(p, [](VT x, VT y) { return x + y; });
     for (int64_t j = kLanes; j < limit; ++j) sum += (e[j] = tfc_kern::exp_f32(e[j] - max));
     const float inv = 1.0f / sum;
     p *= inv;
@@ -337,8 +340,6 @@ void attention_small_part(void* ctx, int64_t begin, int64_t end) {
     else attention_small<16>(a, part);
   }
 }
-
-#pragma GCC diagnostic pop
 
 }  // namespace
 

@@ -137,6 +137,23 @@ TEST_P(AttentionTest, GroupedQueryHeads) {
 
 TEST_P(AttentionTest, LargeLogitsStayStable) {
   check({1, 2, 2, 40, 90, 64, 64, true, 10}, 30.f);
+  check({2, 2, 2, 17, 17, 8, 8, true, 0}, 30.f);
+  check({2, 2, 2, 9, 30, 16, 16, false, 0}, 30.f);
+}
+
+TEST_P(AttentionTest, SmallHeads) {
+  // The seed experiment's encoder-decoder (head dim 8, 16 and 17 tokens) and shapes
+  // around it: up to 32 keys take the small path, 33 the tiled one.
+  for (int causal = 0; causal < 2; ++causal) {
+    check({8, 4, 4, 16, 16, 8, 8, causal != 0, 0});
+    check({8, 4, 4, 17, 17, 8, 8, causal != 0, 0});
+    check({2, 4, 2, 9, 25, 16, 16, causal != 0, 7});
+    check({2, 2, 2, 32, 32, 16, 16, causal != 0, 0});
+    check({2, 2, 2, 5, 8, 8, 8, causal != 0, -3});  // rows fully masked
+    check({1, 2, 2, 33, 33, 8, 8, causal != 0, 0});
+  }
+  check({8, 4, 4, 17, 16, 8, 8, false, 0});  // decoder cross-attention: Tq != Tk
+  check({2, 4, 4, 1, 32, 8, 8, true, 20});   // decoding one token
 }
 
 // tfc_k_attention_grad_f32 against the gradients of the double-precision reference:
