@@ -375,7 +375,10 @@ int main(int argc, char** argv) {
   };
   const AT ats[] = {{"attn B4 H12 T64 D64 causal", 4, 12, 64, 64, true},
                     {"attn B4 H12 T1024 D64 causal", 4, 12, 1024, 64, true},
-                    {"attn B4 H12 T1024 D64 full", 4, 12, 1024, 64, false}};
+                    {"attn B4 H12 T1024 D64 full", 4, 12, 1024, 64, false},
+                    // the seed experiment's encoder-decoder (issue 14)
+                    {"attn B64 H4 T16 D8 full", 64, 4, 16, 8, false},
+                    {"attn B64 H4 T17 D8 causal", 64, 4, 17, 8, true}};
   printf("%-36s %8s %10s %10s %8s %10s %10s\n", "attention", "threads", "ms", "GFLOP/s", "",
          "best GF/s", "cpu GF/s");
   for (const AT& a : ats) {
@@ -394,6 +397,32 @@ int main(int argc, char** argv) {
       double pairs = a.causal ? a.t * (a.t + 1) / 2.0 : (double)a.t * a.t;
       double flops = 4.0 * a.b * a.h * pairs * a.d;  // QK^T and PV, multiply-add = 2
       printf("%-36s %8d %10.3f %10.1f %8s %10.1f %10.1f\n", a.name, t, sec * 1e3,
+             flops / sec * 1e-9, "", flops / g_best * 1e-9, flops / (g_cpu / t) * 1e-9);
+      fflush(stdout);
+    }
+  }
+  // The backward (dQ, dK, dV) on the same shapes: "attn_grad ..." rows.
+  for (const AT& a : ats) {
+    const std::string name = std::string("attn_grad") + (a.name + 4);
+    if (!filter.empty() && name.find(filter) == std::string::npos) continue;
+    size_t n = (size_t)(a.b * a.h * a.t * a.d);
+    auto q = rnd(n, 3), k = rnd(n, 4), v = rnd(n, 5), dout = rnd(n, 6);
+    std::vector<float> o(n), dq(n), dk(n), dv(n);
+    const float scale = 1.f / sqrtf((float)a.d);
+    tfc_k_attention_f32(q.data(), k.data(), v.data(), o.data(), a.b, a.h, a.h, a.t, a.t, a.d,
+                        a.d, a.causal, 0, scale);
+    for (int t : threads) {
+      Pool pool(t);
+      tfc_kernels_set_host(t > 1 ? pool.api() : nullptr);
+      double sec = median_seconds([&] {
+        tfc_k_attention_grad_f32(q.data(), k.data(), v.data(), o.data(), dout.data(), dq.data(),
+                                 dk.data(), dv.data(), a.b, a.h, a.h, a.t, a.t, a.d, a.d,
+                                 a.causal, 0, scale);
+      });
+      tfc_kernels_set_host(nullptr);
+      double pairs = a.causal ? a.t * (a.t + 1) / 2.0 : (double)a.t * a.t;
+      double flops = 8.0 * a.b * a.h * pairs * a.d;  // QK^T, dO V^T, dS K, dS^T Q (dV: +2)
+      printf("%-36s %8d %10.3f %10.1f %8s %10.1f %10.1f\n", name.c_str(), t, sec * 1e3,
              flops / sec * 1e-9, "", flops / g_best * 1e-9, flops / (g_cpu / t) * 1e-9);
       fflush(stdout);
     }

@@ -218,6 +218,7 @@ void tfc_k_attention_kvx_f32(const float* q, const void* k, const void* v, int32
   tfc_kern::AttnArgs a{q, k, v, out, batch, heads, kv_heads, tq, tk, d, dv, causal != 0, offset,
                        scale};
   a.kv_type = kv_type;
+  if (tfc_kern::attention_small(a)) return;
   tfc_kern::isa().attention(a);
 }
 

@@ -1,4 +1,5 @@
-// Attention backward: tfc_k_attention_grad_f32.
+// Attention backward: tfc_k_attention_grad_f32, and the forward's path for small heads
+// and short sequences (attention_small, reached from tfc_k_attention_kvx_f32).
 //
 // FlashAttention's backward in its simplest exact form: for every query row the
 // probabilities are recomputed from Q and K (never read from a saved T x T
@@ -201,6 +202,232 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
+// Small heads and short key sequences (d = dv in {8, 16}, tk <= 32, as in the seed
+// experiment's encoder-decoder), forward and backward: the loops above (and the forward's
+// tiles, blocked for d = 64 and 128 keys) spend more time on loop control, padding and
+// partial vectors than on arithmetic at run-time lengths of 8 to 17. Here every length but
+// the causal limit is a compile-time constant; a row's first kLanes = 16 scores are one
+// vector (keys past tk or past the causal limit masked to p = 0) and keys 16 to 31 a scalar
+// tail (32 lanes, twice the registers, measured slower for the decoder's 17 keys); the
+// part's dK and dV and a row's dQ or output accumulate in stack arrays that stay in L1.
+// The max and the sum over the vector run as a fixed tree (halving kLanes), then the tail
+// in order, so the bits depend on neither the thread count nor the ISA clone's width.
+// Everything below is inlined into the clones, so no vector ever crosses a call: GCC's
+// -Wpsabi note (such a call's ABI differs between the clones) does not apply. (No pop:
+// GCC reports the lambdas below at the end of the unit.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+constexpr int kLanes = 16;
+constexpr int kMaxKeys = 2 * kLanes;
+
+bool small_shape(int64_t d, int64_t dv, int64_t tk) {
+  return (d == 8 || d == 16) && dv == d && tk <= kMaxKeys;
+}
+
+// GCC vectors of N floats: the small path's rows, whatever the clone's register width.
+template <int N>
+struct Vec {
+  typedef float type __attribute__((vector_size(N * sizeof(float))));
+  typedef int32_t mask __attribute__((vector_size(N * sizeof(int32_t))));
+};
+typedef Vec<kLanes>::type VT;  // a row of scores, one lane per key
+typedef Vec<kLanes>::mask MT;
+
+template <class T>
+__attribute__((always_inline)) inline T load_vec(const float* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The fixed tree over a row's lanes: lane j takes op(v[j], v[j + w]) for w = 8, 4, 2, 1,
+// in registers (shuffles), and lane 0 holds the result.
+template <class Op>
+__attribute__((always_inline)) inline float lane_tree(VT v, Op op) {
+  static_assert(kLanes == 16, "the shuffles below are for 16 lanes");
+  v = op(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
+
+inline float widen(uint16_t x, int kv_type) {
+  return kv_type == tfc_kern::kBBf16 ? tfc_kern::bf16_to_f32(x) : tfc_kern::f16_to_f32(x);
+}
+
+// One key/value head: its rows as f32 (kf, vf: tk x D, the tail's and the gradient
+// loop's operands) and its first kLanes keys transposed (kt, vt: D vectors along keys,
+// zero past tk). K and V are f32 or, in the forward, 16-bit (kv_type).
+template <int D>
+struct SmallHead {
+  typedef typename Vec<D>::type VD;
+  alignas(64) float kf[kMaxKeys * D], vf[kMaxKeys * D];
+  VT kt[D], vt[D];
+
+  __attribute__((always_inline)) void load(const void* k, const void* v, int64_t tk,
+                                           int kv_type) {
+    const int64_t n = tk * D;
+    if (kv_type == tfc_kern::kBF32) {
+      std::memcpy(kf, k, sizeof(float) * n);
+      std::memcpy(vf, v, sizeof(float) * n);
+    } else {
+      for (int64_t e = 0; e < n; ++e) {
+        kf[e] = widen(static_cast<const uint16_t*>(k)[e], kv_type);
+        vf[e] = widen(static_cast<const uint16_t*>(v)[e], kv_type);
+      }
+    }
+    alignas(64) float ktf[D][kLanes], vtf[D][kLanes];
+    for (int c = 0; c < D; ++c) {
+      for (int j = 0; j < kLanes; ++j) {
+        ktf[c][j] = j < tk ? kf[j * D + c] : 0.0f;
+        vtf[c][j] = j < tk ? vf[j * D + c] : 0.0f;
+      }
+    }
+    for (int c = 0; c < D; ++c) {
+      kt[c] = load_vec<VT>(ktf[c]);
+      vt[c] = load_vec<VT>(vtf[c]);
+    }
+  }
+
+  // p = softmax(scale q . k_j) over the keys j < limit (limit >= 1): returns the first
+  // kLanes as a vector (zero where masked) and leaves all limit of them in e.
+  __attribute__((always_inline)) VT probs(const VD qv, int64_t limit, float scale,
+                                          float* e) const {
+    MT lane;
+    for (int j = 0; j < kLanes; ++j) lane[j] = j;
+    VT s = VT{};
+    for (int c = 0; c < D; ++c) s += qv[c] * kt[c];
+    const MT visible = lane < static_cast<int32_t>(limit);
+    s = visible ? s * scale : VT{} - INFINITY;
+    float max = lane_tree(s, [](VT x, VT y) { return y > x ? y : x; });
+    for (int64_t j = kLanes; j < limit; ++j) {
+      float sj = 0.0f;
+      for (int c = 0; c < D; ++c) sj += qv[c] * kf[j * D + c];
+      e[j] = sj * scale;
+      max = e[j] > max ? e[j] : max;
+    }
+    std::memcpy(e, &s, sizeof(VT));
+    for (int j = 0; j < kLanes; ++j) e[j] = tfc_kern::exp_f32(e[j] - max);
+    VT p = load_vec<VT>(e);
+    p = visible ? p : VT{};
+    float sum = lane_tree(p, [](VT x, VT y) { return x + y; });
+    for (int64_t j = kLanes; j < limit; ++j) sum += (e[j] = tfc_kern::exp_f32(e[j] - max));
+    const float inv = 1.0f / sum;
+    p *= inv;
+    std::memcpy(e, &p, sizeof(VT));
+    for (int64_t j = kLanes; j < limit; ++j) e[j] *= inv;
+    return p;
+  }
+};
+
+inline int64_t causal_limit(int32_t causal, int64_t i, int64_t offset, int64_t tk) {
+  if (!causal) return tk;
+  const int64_t last = i + offset + 1;
+  return last < 0 ? 0 : (last < tk ? last : tk);
+}
+
+template <int D>
+__attribute__((always_inline)) inline void attention_grad_small(const AttentionGrad& a,
+                                                                int64_t part) {
+  typedef typename Vec<D>::type VD;  // a row of Q, K, V or their gradients
+  const int64_t group = a.heads / a.kv_heads, tk = a.tk;
+  const int64_t kv = part;  // b * kv_heads + hk
+  SmallHead<D> head;
+  head.load(a.k + kv * tk * D, a.v + kv * tk * D, tk, tfc_kern::kBF32);
+  VD dk[kMaxKeys], dv[kMaxKeys];
+  for (int j = 0; j < tk; ++j) dk[j] = dv[j] = VD{};
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t h = (part % a.kv_heads) * group + g;
+    for (int64_t i = 0; i < a.tq; ++i) {
+      const int64_t row = ((part / a.kv_heads) * a.heads + h) * a.tq + i;
+      float* dqi = a.dq + row * D;
+      const int64_t limit = causal_limit(a.causal, i, a.offset, tk);
+      if (limit == 0) {
+        std::memset(dqi, 0, sizeof(float) * D);
+        continue;
+      }
+      const VD qv = load_vec<VD>(a.q + row * D), dov = load_vec<VD>(a.dout + row * D);
+      const VD ov = load_vec<VD>(a.o + row * D);
+      alignas(64) float e[kMaxKeys], ds[kMaxKeys];
+      const VT p = head.probs(qv, limit, a.scale, e);
+      float delta = 0.0f;
+      for (int c = 0; c < D; ++c) delta += dov[c] * ov[c];
+      VT dp = VT{};
+      for (int c = 0; c < D; ++c) dp += dov[c] * head.vt[c];
+      const VT dsv = p * (dp - delta) * a.scale;
+      std::memcpy(ds, &dsv, sizeof(VT));
+      for (int64_t j = kLanes; j < limit; ++j) {
+        float dpj = 0.0f;
+        for (int c = 0; c < D; ++c) dpj += dov[c] * head.vf[j * D + c];
+        ds[j] = e[j] * (dpj - delta) * a.scale;
+      }
+      VD dq = VD{};
+      // Only the visible keys: a masked key's zero p times an infinite dO would be NaN.
+      for (int64_t j = 0; j < limit; ++j) {
+        dv[j] += e[j] * dov;
+        dq += ds[j] * load_vec<VD>(head.kf + j * D);
+        dk[j] += ds[j] * qv;
+      }
+      std::memcpy(dqi, &dq, sizeof dq);
+    }
+  }
+  std::memcpy(a.dk + kv * tk * D, dk, sizeof(float) * tk * D);
+  std::memcpy(a.dv + kv * tk * D, dv, sizeof(float) * tk * D);
+}
+
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+void attention_grad_small_part(void* ctx, int64_t begin, int64_t end) {
+  const AttentionGrad& a = *static_cast<const AttentionGrad*>(ctx);
+  for (int64_t part = begin; part < end; ++part) {
+    if (a.d == 8) attention_grad_small<8>(a, part);
+    else attention_grad_small<16>(a, part);
+  }
+}
+
+// The forward on the same path: out_i = sum_j p_j v_j, in order over j.
+template <int D>
+__attribute__((always_inline)) inline void attention_small(const tfc_kern::AttnArgs& a,
+                                                           int64_t part) {
+  typedef typename Vec<D>::type VD;
+  const int64_t group = a.heads / a.kv_heads, tk = a.tk;
+  const size_t esize = tfc_kern::btype_bytes(a.kv_type);
+  SmallHead<D> head;
+  head.load(static_cast<const char*>(a.k) + part * tk * D * esize,
+            static_cast<const char*>(a.v) + part * tk * D * esize, tk, a.kv_type);
+  for (int64_t g = 0; g < group; ++g) {
+    const int64_t h = (part % a.kv_heads) * group + g;
+    for (int64_t i = 0; i < a.tq; ++i) {
+      const int64_t row = ((part / a.kv_heads) * a.heads + h) * a.tq + i;
+      const int64_t limit = causal_limit(a.causal, i, a.offset, tk);
+      VD o = VD{};
+      if (limit > 0) {
+        alignas(64) float e[kMaxKeys];
+        head.probs(load_vec<VD>(a.q + row * D), limit, a.scale, e);
+        // Two chains (even and odd keys), halving the dependent adds of a row.
+        VD o1 = VD{};
+        int64_t j = 0;
+        for (; j + 1 < limit; j += 2) {
+          o += e[j] * load_vec<VD>(head.vf + j * D);
+          o1 += e[j + 1] * load_vec<VD>(head.vf + (j + 1) * D);
+        }
+        if (j < limit) o += e[j] * load_vec<VD>(head.vf + j * D);
+        o += o1;
+      }
+      std::memcpy(a.out + row * D, &o, sizeof o);
+    }
+  }
+}
+
+__attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+void attention_small_part(void* ctx, int64_t begin, int64_t end) {
+  const tfc_kern::AttnArgs& a = *static_cast<const tfc_kern::AttnArgs*>(ctx);
+  for (int64_t part = begin; part < end; ++part) {
+    if (a.d == 8) attention_small<8>(a, part);
+    else attention_small<16>(a, part);
+  }
+}
+
 }  // namespace
 
 extern "C" void tfc_k_attention_grad_f32(const float* q, const float* k, const float* v,
@@ -211,5 +438,17 @@ extern "C" void tfc_k_attention_grad_f32(const float* q, const float* k, const f
                                          float scale) {
   AttentionGrad a{q,     k,        v,  out, grad_out, dq,     dk,     dv,     heads,
                   kv_heads, tq,    tk, d,   dv_dim,   causal, offset, scale};
-  tfc_kern::parallel_for(batch * kv_heads, 1, attention_grad_part, &a);
+  const bool small = small_shape(d, dv_dim, tk);
+  tfc_kern::parallel_for(batch * kv_heads, 1,
+                         small ? attention_grad_small_part : attention_grad_part, &a);
 }
+
+namespace tfc_kern {
+
+bool attention_small(const AttnArgs& a) {
+  if (!small_shape(a.d, a.dv, a.tk)) return false;
+  parallel_for(a.batch * a.kv_heads, 1, attention_small_part, const_cast<AttnArgs*>(&a));
+  return true;
+}
+
+}  // namespace tfc_kern

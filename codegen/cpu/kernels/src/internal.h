@@ -61,6 +61,10 @@ struct AttnArgs {
   int kv_type = kBF32;
 };
 
+// Attention with d = dv in {8, 16} and at most 32 keys, on any ISA (attention_grad.cpp):
+// returns false, doing nothing, for the other shapes.
+bool attention_small(const AttnArgs& a);
+
 struct IsaKernels {
   const char* name;
   int mr, nr, kc;  // microkernel shape and K block, for reports and tests
