@@ -38,23 +38,47 @@ struct AttentionGrad {
 constexpr int64_t kRows = 4;   // query rows per block
 constexpr int64_t kCols = 32;  // keys per register tile of scores (two AVX-512 vectors)
 
-// 16 floats in the widest registers of each clone (one zmm, two ymm, four xmm); built with
-// -ffp-contract=fast (CMakeLists.txt), a * b + c on them is one FMA where the clone has it.
-typedef float Vec16 __attribute__((vector_size(64), aligned(4), may_alias));
-#define TFC_INLINE __attribute__((always_inline)) inline
-TFC_INLINE Vec16 load16(const float* p) { return *reinterpret_cast<const Vec16*>(p); }
-TFC_INLINE void store16(float* p, Vec16 x) { *reinterpret_cast<Vec16*>(p) = x; }
+// Vectors of the widest registers of each clone (one zmm, two ymm, four xmm). Everything
+// using them is inlined into the clones, so no vector ever crosses a call: GCC's -Wpsabi
+// note (such a call's ABI differs between the clones) does not apply. (No pop: GCC reports
+// the small path's lambdas at the end of the unit.) Built with -ffp-contract=fast
+// (CMakeLists.txt), a * b + c on them is one FMA where the clone has it.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+constexpr int kLanes = 16;
+// GCC vectors of N floats, whatever the clone's register width.
+template <int N>
+struct Vec {
+  typedef float type __attribute__((vector_size(N * sizeof(float))));
+  typedef int32_t mask __attribute__((vector_size(N * sizeof(int32_t))));
+};
+typedef Vec<kLanes>::type VT;  // a row of scores, one lane per key
+typedef Vec<kLanes>::mask MT;
+
+template <class T>
+__attribute__((always_inline)) inline T load_vec(const float* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+__attribute__((always_inline)) inline void store_vec(float* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
 
 // out[r][j0 .. j0 + kCols) = sum over c of x_r[c] * yt[c][j0 ..] for the block's rows,
 // j0 < cols, each sum over c in order in a register; yt has row stride ldy and at least
 // `cols` (a multiple of kCols) columns, out has row stride ldo.
-TFC_INLINE void block_products(const float* const* x, int64_t n, const float* __restrict yt,
-                               int64_t ldy, int64_t cols, float* __restrict out, int64_t ldo) {
-  static_assert(kCols == 32, "two vectors of 16 a row");
+__attribute__((always_inline)) inline void block_products(const float* const* x, int64_t n,
+                                                          const float* __restrict yt, int64_t ldy,
+                                                          int64_t cols, float* __restrict out,
+                                                          int64_t ldo) {
+  static_assert(kCols == 2 * kLanes, "two vectors a row");
   for (int64_t j0 = 0; j0 < cols; j0 += kCols) {
-    Vec16 acc[kRows][2] = {};
+    VT acc[kRows][2] = {};
     for (int64_t c = 0; c < n; ++c) {
-      const Vec16 y0 = load16(yt + c * ldy + j0), y1 = load16(yt + c * ldy + j0 + 16);
+      const VT y0 = load_vec<VT>(yt + c * ldy + j0), y1 = load_vec<VT>(yt + c * ldy + j0 + 16);
       for (int64_t r = 0; r < kRows; ++r) {
         const float xr = x[r][c];
         acc[r][0] = xr * y0 + acc[r][0];
@@ -62,21 +86,22 @@ TFC_INLINE void block_products(const float* const* x, int64_t n, const float* __
       }
     }
     for (int64_t r = 0; r < kRows; ++r) {
-      store16(out + r * ldo + j0, acc[r][0]);
-      store16(out + r * ldo + j0 + 16, acc[r][1]);
+      store_vec(out + r * ldo + j0, acc[r][0]);
+      store_vec(out + r * ldo + j0 + 16, acc[r][1]);
     }
   }
 }
 
 // y[c] += sum over the block's rows r < nr, in order, of w[r] * x_r[c]: a dK or dV row,
 // read and written once a block, its sums in registers.
-TFC_INLINE void rank_update(float* __restrict y, int64_t n, const float* w,
-                            const float* const* x, int64_t nr) {
+__attribute__((always_inline)) inline void rank_update(float* __restrict y, int64_t n,
+                                                       const float* w, const float* const* x,
+                                                       int64_t nr) {
   int64_t c = 0;
-  for (; c + 16 <= n; c += 16) {
-    Vec16 acc = load16(y + c);
-    for (int64_t r = 0; r < nr; ++r) acc = w[r] * load16(x[r] + c) + acc;
-    store16(y + c, acc);
+  for (; c + kLanes <= n; c += kLanes) {
+    VT acc = load_vec<VT>(y + c);
+    for (int64_t r = 0; r < nr; ++r) acc = w[r] * load_vec<VT>(x[r] + c) + acc;
+    store_vec(y + c, acc);
   }
   for (; c < n; ++c) {
     float acc = y[c];
@@ -211,33 +236,12 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
 // tail (32 lanes, twice the registers, measured slower for the decoder's 17 keys); the
 // part's dK and dV and a row's dQ or output accumulate in stack arrays that stay in L1.
 // The max and the sum over the vector run as a fixed tree (halving kLanes), then the tail
-// in order, so the bits depend on neither the thread count nor the ISA clone's width.
-// Everything below is inlined into the clones, so no vector ever crosses a call: GCC's
-// -Wpsabi note (such a call's ABI differs between the clones) does not apply. (No pop:
-// GCC reports the lambdas below at the end of the unit.)
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-constexpr int kLanes = 16;
+// in order, so the bits depend on neither the thread count nor the clone's vector width
+// (products are FMAs where the CPU has them, as in the rest of this file).
 constexpr int kMaxKeys = 2 * kLanes;
 
 bool small_shape(int64_t d, int64_t dv, int64_t tk) {
   return (d == 8 || d == 16) && dv == d && tk <= kMaxKeys;
-}
-
-// GCC vectors of N floats: the small path's rows, whatever the clone's register width.
-template <int N>
-struct Vec {
-  typedef float type __attribute__((vector_size(N * sizeof(float))));
-  typedef int32_t mask __attribute__((vector_size(N * sizeof(int32_t))));
-};
-typedef Vec<kLanes>::type VT;  // a row of scores, one lane per key
-typedef Vec<kLanes>::mask MT;
-
-template <class T>
-__attribute__((always_inline)) inline T load_vec(const float* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 // The fixed tree over a row's lanes: lane j takes op(v[j], v[j + w]) for w = 8, 4, 2, 1,
