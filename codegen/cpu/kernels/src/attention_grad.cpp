@@ -21,6 +21,7 @@
 #include "internal.h"
 #include "tfc_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -124,7 +125,7 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   // score is a sum along c of vectors along j, and K with padded rows (ld x ldk) for dQ,
   // all zero-padded; the block's probabilities, dP and dS (kRows x ld each), its dQ rows
   // (kRows x ldk), and zeros standing in for the rows past the block's last.
-  const int64_t zeros = ld > ldk ? ld : ldk;
+  const int64_t zeros = std::max({ld, ldk, dvd});  // as long as any row it stands in for
   float* __restrict kt = tfc_kern::scratch(
       6, static_cast<size_t>(ld * (d + dvd + ldk + 3 * kRows) + kRows * ldk + zeros));
   float* __restrict vt = kt + ld * d;

@@ -261,6 +261,9 @@ TEST_P(AttentionTest, GradSmallHeads) {
 TEST_P(AttentionTest, GradGeneral) {
   check_grad({2, 3, 3, 33, 33, 64, 64, true, 0});
   check_grad({1, 4, 2, 20, 70, 32, 40, false, 0});
+  // V rows longer than the padded keys and K rows: the zero rows standing in for a
+  // block's missing query rows must be as long as a dO row.
+  check_grad({1, 2, 2, 3, 5, 8, 72, true, 2});
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, AttentionTest, ::testing::ValuesIn(available_isas()),
