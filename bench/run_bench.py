@@ -34,7 +34,7 @@ import re
 import statistics
 import subprocess
 import sys
-import threading
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,20 +46,17 @@ def run(cmd, env=None, check=True):
     """Runs cmd; returns its CompletedProcess-like result (.stdout, .stderr, .returncode,
     .peak_rss_mb: this child's own peak, from wait4) and its wall time."""
     t = time.perf_counter()
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=env) as child:
-        # communicate() reaps the child; take its rusage first, so the peak is its own.
-        out, err = [], []
-        readers = [threading.Thread(target=lambda f, acc: acc.append(f.read()), args=(f, acc))
-                   for f, acc in ((child.stdout, out), (child.stderr, err))]
-        for r in readers:
-            r.start()
+    # Output to files, not pipes: the child is reaped by wait4 (for its own rusage) without
+    # a reader that its writes could wait on.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         _, status, usage = os.wait4(child.pid, 0)
-        for r in readers:
-            r.join()
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait
+        out.seek(0)
+        err.seek(0)
+        out, err = out.read(), err.read()
     dt = time.perf_counter() - t
-    p = subprocess.CompletedProcess(cmd, child.returncode, "".join(out), "".join(err))
+    p = subprocess.CompletedProcess(cmd, child.returncode, out, err)
     p.peak_rss_mb = usage.ru_maxrss / 1024
     if check and p.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
