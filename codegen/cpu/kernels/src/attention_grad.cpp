@@ -238,7 +238,9 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
 // part's dK and dV and a row's dQ or output accumulate in stack arrays that stay in L1.
 // The max and the sum over the vector run as a fixed tree (halving kLanes), then the tail
 // in order, so the bits depend on neither the thread count nor the clone's vector width
-// (products are FMAs where the CPU has them, as in the rest of this file).
+// (products are FMAs where the CPU has them, as in the rest of this file). Rows go in
+// blocks of kLanes with one lane a row (attention_grad_lanes, attention_small_lanes); the
+// one-row form takes a part's last few rows.
 constexpr int kMaxKeys = 2 * kLanes;
 
 bool small_shape(int64_t d, int64_t dv, int64_t tk) {
@@ -332,50 +334,170 @@ inline int64_t causal_limit(int32_t causal, int64_t i, int64_t offset, int64_t t
   return last < 0 ? 0 : (last < tk ? last : tk);
 }
 
+// exp_f32 on every lane; GCC vectorizes the loop (floor and fma become vector instructions
+// on the clones that have them), so the bits are exp_f32's.
+__attribute__((always_inline)) inline VT exp_lanes(VT x) {
+  alignas(64) float t[kLanes];
+  store_vec(t, x);
+  for (int l = 0; l < kLanes; ++l) t[l] = tfc_kern::exp_f32(t[l]);
+  return load_vec<VT>(t);
+}
+
+// Rows [0, n) of a row-major block of D-float rows as D vectors along the rows (lanes >= n
+// zero), and back.
+template <int D>
+__attribute__((always_inline)) inline void rows_to_lanes(const float* rows, int n, VT* out) {
+  alignas(64) float t[D][kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    for (int c = 0; c < D; ++c) t[c][l] = l < n ? rows[l * D + c] : 0.0f;
+  }
+  for (int c = 0; c < D; ++c) out[c] = load_vec<VT>(t[c]);
+}
+
+template <int D>
+__attribute__((always_inline)) inline void lanes_to_rows(const VT* in, int n, float* rows) {
+  alignas(64) float t[D][kLanes];
+  for (int c = 0; c < D; ++c) store_vec(t[c], in[c]);
+  for (int l = 0; l < n; ++l) {
+    for (int c = 0; c < D; ++c) rows[l * D + c] = t[c][l];
+  }
+}
+
+// The causal limits of rows r0 .. r0 + n - 1 of a part (row r is query r % tq), one a lane
+// (0 past n); returns the largest.
+__attribute__((always_inline)) inline int64_t lane_limits(int32_t causal, int64_t r0, int n,
+                                                          int64_t tq, int64_t offset,
+                                                          int64_t tk, MT* lim) {
+  int64_t jmax = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    const int64_t limit = l < n ? causal_limit(causal, (r0 + l) % tq, offset, tk) : 0;
+    (*lim)[l] = static_cast<int32_t>(limit);
+    jmax = limit > jmax ? limit : jmax;
+  }
+  return jmax;
+}
+
+// Scores of a lane block: s[j] = scale q . k_j for each row's visible keys j < jmax, -inf
+// where masked; returns their max per lane (-inf for a row with no visible key).
+template <int D>
+__attribute__((always_inline)) inline VT lane_scores(const VT* qt, const float* kf, MT lim,
+                                                     int64_t jmax, float scale, VT* s) {
+  VT max = VT{} - INFINITY;
+  for (int64_t j = 0; j < jmax; ++j) {
+    VT acc = VT{};
+    for (int c = 0; c < D; ++c) acc += qt[c] * kf[j * D + c];
+    acc = lim > static_cast<int32_t>(j) ? acc * scale : VT{} - INFINITY;
+    s[j] = acc;
+    max = acc > max ? acc : max;
+  }
+  return max;
+}
+
+// Rows of a part in blocks of kLanes, one lane a row (a part's rows, ordered (query head,
+// query), lie one after another in Q, dO, the output and dQ): scores, softmax, dP, dS and
+// dQ run elementwise across the rows, each K and V element is broadcast once for all of
+// them, and no row needs a reduction across lanes (the one-row path's lane trees). Per row
+// that is about half the instructions. The last few rows (fewer than kMinLaneRows) take the
+// one-row path. Sums over keys and over c keep the one-row path's order; a row's bits
+// depend only on its own lane, never on the block, the thread count or the clone.
+constexpr int64_t kMinLaneRows = 4;
+
+template <int D>
+__attribute__((always_inline)) inline void attention_grad_lanes(
+    const AttentionGrad& a, const float* kf, const float* vf, int64_t row0, int64_t r0, int n,
+    typename Vec<D>::type* dk, typename Vec<D>::type* dv) {
+  typedef typename Vec<D>::type VD;
+  VT qt[D], dot[D], ot[D], dq[D] = {};
+  rows_to_lanes<D>(a.q + row0 * D, n, qt);
+  rows_to_lanes<D>(a.dout + row0 * D, n, dot);
+  rows_to_lanes<D>(a.o + row0 * D, n, ot);
+  MT lim = {};
+  const int64_t jmax = lane_limits(a.causal, r0, n, a.tq, a.offset, a.tk, &lim);
+  VT s[kMaxKeys];
+  const VT max = lane_scores<D>(qt, kf, lim, jmax, a.scale, s);
+  VT sum = VT{};
+  for (int64_t j = 0; j < jmax; ++j) sum += (s[j] = exp_lanes(s[j] - max));
+  const VT inv = 1.0f / sum;
+  VT delta = VT{};
+  for (int c = 0; c < D; ++c) delta += dot[c] * ot[c];
+  alignas(64) float p[kMaxKeys][kLanes], ds[kMaxKeys][kLanes];
+  for (int64_t j = 0; j < jmax; ++j) {
+    const MT visible = lim > static_cast<int32_t>(j);
+    const VT pj = visible ? s[j] * inv : VT{};
+    VT dp = VT{};
+    for (int c = 0; c < D; ++c) dp += dot[c] * vf[j * D + c];
+    const VT dsj = visible ? pj * (dp - delta) * a.scale : VT{};
+    for (int c = 0; c < D; ++c) dq[c] += dsj * kf[j * D + c];
+    store_vec(p[j], pj);
+    store_vec(ds[j], dsj);
+  }
+  lanes_to_rows<D>(dq, n, a.dq + row0 * D);
+  // dK and dV rows: over the block's rows in order, only the keys a row sees (a masked
+  // key's zero p times an infinite dO would be NaN).
+  const float* q = a.q + row0 * D;
+  const float* dout = a.dout + row0 * D;
+  for (int64_t j = 0; j < jmax; ++j) {
+    VD dvj = dv[j], dkj = dk[j];
+    for (int l = 0; l < n; ++l) {
+      if (j >= lim[l]) continue;
+      dvj += p[j][l] * load_vec<VD>(dout + l * D);
+      dkj += ds[j][l] * load_vec<VD>(q + l * D);
+    }
+    dv[j] = dvj;
+    dk[j] = dkj;
+  }
+}
+
 template <int D>
 __attribute__((always_inline)) inline void attention_grad_small(const AttentionGrad& a,
                                                                 int64_t part) {
   typedef typename Vec<D>::type VD;  // a row of Q, K, V or their gradients
   const int64_t group = a.heads / a.kv_heads, tk = a.tk;
   const int64_t kv = part;  // b * kv_heads + hk
-  SmallHead<D> head;
-  head.load(a.k + kv * tk * D, a.v + kv * tk * D, tk, tfc_kern::kBF32);
+  const int64_t rows = group * a.tq;
+  const int64_t base = ((part / a.kv_heads) * a.heads + (part % a.kv_heads) * group) * a.tq;
+  const float* k = a.k + kv * tk * D;
+  const float* v = a.v + kv * tk * D;
   VD dk[kMaxKeys], dv[kMaxKeys];
   for (int j = 0; j < tk; ++j) dk[j] = dv[j] = VD{};
-  for (int64_t g = 0; g < group; ++g) {
-    const int64_t h = (part % a.kv_heads) * group + g;
-    for (int64_t i = 0; i < a.tq; ++i) {
-      const int64_t row = ((part / a.kv_heads) * a.heads + h) * a.tq + i;
-      float* dqi = a.dq + row * D;
-      const int64_t limit = causal_limit(a.causal, i, a.offset, tk);
-      if (limit == 0) {
-        std::memset(dqi, 0, sizeof(float) * D);
-        continue;
-      }
-      const VD qv = load_vec<VD>(a.q + row * D), dov = load_vec<VD>(a.dout + row * D);
-      const VD ov = load_vec<VD>(a.o + row * D);
-      alignas(64) float e[kMaxKeys], ds[kMaxKeys];
-      const VT p = head.probs(qv, limit, a.scale, e);
-      float delta = 0.0f;
-      for (int c = 0; c < D; ++c) delta += dov[c] * ov[c];
-      VT dp = VT{};
-      for (int c = 0; c < D; ++c) dp += dov[c] * head.vt[c];
-      const VT dsv = p * (dp - delta) * a.scale;
-      std::memcpy(ds, &dsv, sizeof(VT));
-      for (int64_t j = kLanes; j < limit; ++j) {
-        float dpj = 0.0f;
-        for (int c = 0; c < D; ++c) dpj += dov[c] * head.vf[j * D + c];
-        ds[j] = e[j] * (dpj - delta) * a.scale;
-      }
-      VD dq = VD{};
-      // Only the visible keys: a masked key's zero p times an infinite dO would be NaN.
-      for (int64_t j = 0; j < limit; ++j) {
-        dv[j] += e[j] * dov;
-        dq += ds[j] * load_vec<VD>(head.kf + j * D);
-        dk[j] += ds[j] * qv;
-      }
-      std::memcpy(dqi, &dq, sizeof dq);
+  int64_t r = 0;
+  for (; rows - r >= kMinLaneRows; r += kLanes) {
+    const int n = static_cast<int>(rows - r < kLanes ? rows - r : kLanes);
+    attention_grad_lanes<D>(a, k, v, base + r, r, n, dk, dv);
+  }
+  SmallHead<D> head;
+  if (r < rows) head.load(k, v, tk, tfc_kern::kBF32);
+  for (; r < rows; ++r) {
+    const int64_t row = base + r, i = r % a.tq;
+    float* dqi = a.dq + row * D;
+    const int64_t limit = causal_limit(a.causal, i, a.offset, tk);
+    if (limit == 0) {
+      std::memset(dqi, 0, sizeof(float) * D);
+      continue;
     }
+    const VD qv = load_vec<VD>(a.q + row * D), dov = load_vec<VD>(a.dout + row * D);
+    const VD ov = load_vec<VD>(a.o + row * D);
+    alignas(64) float e[kMaxKeys], ds[kMaxKeys];
+    const VT p = head.probs(qv, limit, a.scale, e);
+    float delta = 0.0f;
+    for (int c = 0; c < D; ++c) delta += dov[c] * ov[c];
+    VT dp = VT{};
+    for (int c = 0; c < D; ++c) dp += dov[c] * head.vt[c];
+    const VT dsv = p * (dp - delta) * a.scale;
+    std::memcpy(ds, &dsv, sizeof(VT));
+    for (int64_t j = kLanes; j < limit; ++j) {
+      float dpj = 0.0f;
+      for (int c = 0; c < D; ++c) dpj += dov[c] * head.vf[j * D + c];
+      ds[j] = e[j] * (dpj - delta) * a.scale;
+    }
+    VD dq = VD{};
+    // Only the visible keys: a masked key's zero p times an infinite dO would be NaN.
+    for (int64_t j = 0; j < limit; ++j) {
+      dv[j] += e[j] * dov;
+      dq += ds[j] * load_vec<VD>(head.kf + j * D);
+      dk[j] += ds[j] * qv;
+    }
+    std::memcpy(dqi, &dq, sizeof dq);
   }
   std::memcpy(a.dk + kv * tk * D, dk, sizeof(float) * tk * D);
   std::memcpy(a.dv + kv * tk * D, dv, sizeof(float) * tk * D);
@@ -390,37 +512,77 @@ void attention_grad_small_part(void* ctx, int64_t begin, int64_t end) {
   }
 }
 
-// The forward on the same path: out_i = sum_j p_j v_j, in order over j.
+// The forward's lane block (see attention_grad_lanes): n <= kLanes consecutive rows of a
+// part, one lane a row; kf and vf are the part's K and V rows as f32.
+template <int D>
+__attribute__((always_inline)) inline void attention_small_lanes(const tfc_kern::AttnArgs& a,
+                                                                 const float* kf,
+                                                                 const float* vf,
+                                                                 int64_t row0, int64_t r0,
+                                                                 int n) {
+  VT qt[D], o[D] = {};
+  rows_to_lanes<D>(a.q + row0 * D, n, qt);
+  MT lim = {};
+  const int64_t jmax = lane_limits(a.causal, r0, n, a.tq, a.offset, a.tk, &lim);
+  VT s[kMaxKeys];
+  const VT max = lane_scores<D>(qt, kf, lim, jmax, a.scale, s);
+  // A masked key's p is exactly 0 (exp of -inf); a row with no visible key is 0.
+  VT sum = VT{};
+  for (int64_t j = 0; j < jmax; ++j) {
+    const VT p = exp_lanes(s[j] - max);
+    sum += p;
+    for (int c = 0; c < D; ++c) o[c] += p * vf[j * D + c];
+  }
+  const MT visible = lim > 0;
+  const VT inv = visible ? 1.0f / sum : VT{};
+  for (int c = 0; c < D; ++c) o[c] = visible ? o[c] * inv : VT{};
+  lanes_to_rows<D>(o, n, a.out + row0 * D);
+}
+
+// The forward on the same path, in lane blocks and then one row at a time:
+// out_i = sum_j p_j v_j, in order over j.
 template <int D>
 __attribute__((always_inline)) inline void attention_small(const tfc_kern::AttnArgs& a,
                                                            int64_t part) {
   typedef typename Vec<D>::type VD;
-  const int64_t group = a.heads / a.kv_heads, tk = a.tk;
+  const int64_t group = a.heads / a.kv_heads, tk = a.tk, rows = group * a.tq;
+  const int64_t base = ((part / a.kv_heads) * a.heads + (part % a.kv_heads) * group) * a.tq;
   const size_t esize = tfc_kern::btype_bytes(a.kv_type);
+  const char* k = static_cast<const char*>(a.k) + part * tk * D * esize;
+  const char* v = static_cast<const char*>(a.v) + part * tk * D * esize;
   SmallHead<D> head;
-  head.load(static_cast<const char*>(a.k) + part * tk * D * esize,
-            static_cast<const char*>(a.v) + part * tk * D * esize, tk, a.kv_type);
-  for (int64_t g = 0; g < group; ++g) {
-    const int64_t h = (part % a.kv_heads) * group + g;
-    for (int64_t i = 0; i < a.tq; ++i) {
-      const int64_t row = ((part / a.kv_heads) * a.heads + h) * a.tq + i;
-      const int64_t limit = causal_limit(a.causal, i, a.offset, tk);
-      VD o = VD{};
-      if (limit > 0) {
-        alignas(64) float e[kMaxKeys];
-        head.probs(load_vec<VD>(a.q + row * D), limit, a.scale, e);
-        // Two chains (even and odd keys), halving the dependent adds of a row.
-        VD o1 = VD{};
-        int64_t j = 0;
-        for (; j + 1 < limit; j += 2) {
-          o += e[j] * load_vec<VD>(head.vf + j * D);
-          o1 += e[j + 1] * load_vec<VD>(head.vf + (j + 1) * D);
-        }
-        if (j < limit) o += e[j] * load_vec<VD>(head.vf + j * D);
-        o += o1;
+  bool loaded = false;
+  auto load = [&] {
+    if (!loaded) head.load(k, v, tk, a.kv_type);
+    loaded = true;
+  };
+  const bool f32 = a.kv_type == tfc_kern::kBF32;
+  int64_t r = 0;
+  for (; rows - r >= kMinLaneRows; r += kLanes) {
+    if (!f32) load();
+    const int n = static_cast<int>(rows - r < kLanes ? rows - r : kLanes);
+    attention_small_lanes<D>(a, f32 ? reinterpret_cast<const float*>(k) : head.kf,
+                             f32 ? reinterpret_cast<const float*>(v) : head.vf, base + r, r, n);
+  }
+  for (; r < rows; ++r) {
+    load();
+    const int64_t row = base + r;
+    const int64_t limit = causal_limit(a.causal, r % a.tq, a.offset, tk);
+    VD o = VD{};
+    if (limit > 0) {
+      alignas(64) float e[kMaxKeys];
+      head.probs(load_vec<VD>(a.q + row * D), limit, a.scale, e);
+      // Two chains (even and odd keys), halving the dependent adds of a row.
+      VD o1 = VD{};
+      int64_t j = 0;
+      for (; j + 1 < limit; j += 2) {
+        o += e[j] * load_vec<VD>(head.vf + j * D);
+        o1 += e[j + 1] * load_vec<VD>(head.vf + (j + 1) * D);
       }
-      std::memcpy(a.out + row * D, &o, sizeof o);
+      if (j < limit) o += e[j] * load_vec<VD>(head.vf + j * D);
+      o += o1;
     }
+    std::memcpy(a.out + row * D, &o, sizeof o);
   }
 }
 
