@@ -68,9 +68,66 @@ Value toI64(OpBuilder &b, Location loc, Value v) {
 // Shape ops: transpose, concat, slice, dynamic_slice, broadcast_to
 //===----------------------------------------------------------------------===//
 
+/// A transpose that keeps its trailing dimensions in place (a head split or
+/// merge, [B, T, H, D] <-> [B, H, T, D]) moves contiguous runs. When a run is
+/// short (the seed model's D = 8: 32 bytes), LLVM unrolls the loop over it
+/// and vectorizes the next one instead, with a gather per vector; so each run
+/// is one memref.copy of two contiguous views (an inline memcpy), in a
+/// parallel loop over the other dimensions. Longer runs keep linalg.transpose,
+/// whose innermost loop vectorizes along the run.
+constexpr int64_t kShortRunBytes = 256;
+
 void emitTranspose(OpBuilder &b, TransposeOp op, Value input, Value output) {
-  // linalg.transpose has tfc's convention: result dim i is input dim perm[i].
-  b.create<linalg::TransposeOp>(op.getLoc(), input, output, op.getPerm());
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> perm = op.getPerm();
+  ArrayRef<int64_t> outShape = shapeOf(output);
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  int64_t kept = 0;
+  while (kept < rank && perm[rank - 1 - kept] == rank - 1 - kept)
+    ++kept;
+  const int64_t outer = rank - kept;
+  int64_t runBytes = llvm::divideCeil(
+      cast<MemRefType>(output.getType()).getElementTypeBitWidth(), 8);
+  for (int64_t d = outer; d < rank; ++d)
+    runBytes *= outShape[d];
+  if (kept == 0 || outer == 0 || runBytes >= kShortRunBytes) {
+    // linalg.transpose has tfc's convention: result dim i is input dim
+    // perm[i].
+    b.create<linalg::TransposeOp>(loc, input, output, perm);
+    return;
+  }
+  SmallVector<Value> lbs, ubs, steps;
+  for (int64_t d = 0; d < outer; ++d) {
+    lbs.push_back(indexConst(b, loc, 0));
+    ubs.push_back(indexConst(b, loc, outShape[d]));
+    steps.push_back(indexConst(b, loc, 1));
+  }
+  b.create<scf::ParallelOp>(
+      loc, lbs, ubs, steps, [&](OpBuilder &nb, Location nloc, ValueRange ivs) {
+        SmallVector<OpFoldResult> inOffsets(rank, nb.getIndexAttr(0));
+        SmallVector<OpFoldResult> outOffsets(rank, nb.getIndexAttr(0));
+        SmallVector<int64_t> sizes(rank, 1);
+        for (int64_t d = 0; d < outer; ++d) {
+          outOffsets[d] = ivs[d];
+          inOffsets[perm[d]] = ivs[d];
+        }
+        for (int64_t d = outer; d < rank; ++d)
+          sizes[d] = outShape[d];
+        SmallVector<int64_t> runShape(outShape.begin() + outer,
+                                      outShape.end());
+        auto view = [&](Value memref, ArrayRef<OpFoldResult> offsets) {
+          auto type = cast<MemRefType>(
+              memref::SubViewOp::inferRankReducedResultType(
+                  runShape, cast<MemRefType>(memref.getType()), offsets,
+                  indexAttrs(nb, sizes), indexAttrs(nb, SmallVector<int64_t>(
+                                                            rank, 1))));
+          return nb.create<memref::SubViewOp>(
+              nloc, type, memref, offsets, indexAttrs(nb, sizes),
+              indexAttrs(nb, SmallVector<int64_t>(rank, 1)));
+        };
+        nb.create<memref::CopyOp>(nloc, view(input, inOffsets),
+                                  view(output, outOffsets));
+      });
 }
 
 void emitConcat(OpBuilder &b, ConcatOp op, ValueRange inputs, Value output) {

@@ -17,6 +17,7 @@
 #include "codegen/cpu/Passes.h"
 #include "dialects/tfc/AttrNames.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -49,6 +50,13 @@ SmallVector<int64_t> tripCounts(ValueRange lbs, ValueRange ubs,
 int64_t workOf(Region &region) {
   int64_t work = 0;
   for (Operation &op : region.getOps()) {
+    // A copy of a static view (a transpose's contiguous run) moves each of
+    // its elements.
+    if (auto copy = llvm::dyn_cast<memref::CopyOp>(op)) {
+      auto type = llvm::cast<MemRefType>(copy.getSource().getType());
+      work += type.hasStaticShape() ? type.getNumElements() : 1;
+      continue;
+    }
     SmallVector<int64_t> trips;
     if (auto loop = llvm::dyn_cast<scf::ForOp>(op))
       trips = tripCounts(loop.getLowerBound(), loop.getUpperBound(),

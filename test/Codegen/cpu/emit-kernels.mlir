@@ -194,6 +194,28 @@ func.func @transpose(%x: tensor<2x3x5xf32>) -> tensor<5x2x3xf32> {
 
 // -----
 
+// Tests that a transpose keeping its short trailing runs in place (a head
+// split with head dim 8: 32-byte runs) copies each run as one contiguous view
+// in a parallel loop over the other dimensions, and that a long run (64
+// floats) stays a linalg.transpose.
+
+// CHECK-LABEL: func.func private @k0_transpose(
+// CHECK-SAME:      %[[X:.*]]: memref<2x17x4x8xf32>, %[[Y:.*]]: memref<2x4x17x8xf32>)
+// CHECK:         scf.parallel (%[[B:.*]], %[[H:.*]], %[[T:.*]]) =
+// CHECK-DAG:       %[[DST:.*]] = memref.subview %[[Y]][%[[B]], %[[H]], %[[T]], 0] [1, 1, 1, 8] [1, 1, 1, 1] : memref<2x4x17x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+// CHECK-DAG:       %[[SRC:.*]] = memref.subview %[[X]][%[[B]], %[[T]], %[[H]], 0] [1, 1, 1, 8] [1, 1, 1, 1] : memref<2x17x4x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+// CHECK:           memref.copy %[[SRC]], %[[DST]]
+// CHECK-NOT:     linalg.transpose
+// CHECK-LABEL: func.func private @k1_transpose(
+// CHECK:         linalg.transpose ins(%{{.*}} : memref<2x3x4x64xf32>) outs(%{{.*}} : memref<2x4x3x64xf32>) permutation = [0, 2, 1, 3]
+func.func @head_split(%x: tensor<2x17x4x8xf32>, %z: tensor<2x3x4x64xf32>) -> (tensor<2x4x17x8xf32>, tensor<2x4x3x64xf32>) {
+  %0 = tfc.transpose %x perm = [0, 2, 1, 3] : tensor<2x17x4x8xf32> -> tensor<2x4x17x8xf32>
+  %1 = tfc.transpose %z perm = [0, 2, 1, 3] : tensor<2x3x4x64xf32> -> tensor<2x4x3x64xf32>
+  return %0, %1 : tensor<2x4x17x8xf32>, tensor<2x4x3x64xf32>
+}
+
+// -----
+
 // Tests that concat copies each input into a subview of the result at its
 // running offset.
 
