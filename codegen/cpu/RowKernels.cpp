@@ -370,7 +370,37 @@ bool emitReduce(OpBuilder &b, Operation *op, ReduceKind kind,
   Type elem = elementTypeOf(input);
   if (llvm::isa<FloatType>(elem) && !checkFloat(op, input))
     return false;
-  emitReduceLoops(b, op->getLoc(), kind, dims, keepdim, shapeOf(input), elem,
+  Location loc = op->getLoc();
+  // Leading dimensions reduced, several trailing ones kept (the seed model's
+  // per-example weight gradients, [64, 4, 8, 8] summed over the 64): the
+  // column reduction of the contiguous view [R, K], whose inner loop runs
+  // along a row instead of striding over the reduced dimension. Each output
+  // element folds its values in row order, whatever the thread count.
+  ArrayRef<int64_t> shape = shapeOf(input);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  SmallVector<bool> reduced(rank, false);
+  for (int64_t d : dims)
+    reduced[normalizedDim(d, rank)] = true;
+  int64_t lead = 0;
+  while (lead < rank && reduced[lead])
+    ++lead;
+  if (lead > 0 && lead < rank - 1 &&
+      llvm::none_of(llvm::seq<int64_t>(lead, rank),
+                    [&](int64_t d) { return reduced[d]; })) {
+    ReassociationIndices rows = llvm::to_vector(llvm::seq<int64_t>(0, lead));
+    ReassociationIndices cols = llvm::to_vector(llvm::seq<int64_t>(lead, rank));
+    Value matrix = b.create<memref::CollapseShapeOp>(
+        loc, input, SmallVector<ReassociationIndices>{rows, cols});
+    emitReduceLoops(b, loc, kind, {0}, /*keepdim=*/false, shapeOf(matrix),
+                    elem,
+                    [&](OpBuilder &b, Location loc, ValueRange indices) {
+                      return widen(b, loc, b.create<memref::LoadOp>(
+                                               loc, matrix, indices));
+                    },
+                    flatten(b, loc, output));
+    return true;
+  }
+  emitReduceLoops(b, loc, kind, dims, keepdim, shape, elem,
                   [&](OpBuilder &b, Location loc, ValueRange indices) {
                     return widen(b, loc,
                                  b.create<memref::LoadOp>(loc, input, indices));

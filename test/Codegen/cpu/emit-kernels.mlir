@@ -101,6 +101,25 @@ func.func @column_sum(%x: tensor<4x3x100xf32>) -> tensor<100xf32> {
 
 // -----
 
+// Tests that a reduction over a leading dimension keeping several trailing
+// ones (per-example weight gradients summed over the batch) is the column
+// reduction of the collapsed [R, K] view.
+
+// CHECK-LABEL: func.func private @k0_reduce_sum(
+// CHECK-SAME:      %[[X:.*]]: memref<64x4x8x8xf32>, %[[Y:.*]]: memref<1x4x8x8xf32>)
+// CHECK-DAG:     %[[M:.*]] = memref.collapse_shape %[[X]] {{\[}}[0], [1, 2, 3]] : memref<64x4x8x8xf32> into memref<64x256xf32>
+// CHECK-DAG:     %[[OUT:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1, 2, 3]] : memref<1x4x8x8xf32> into memref<256xf32>
+// CHECK:         scf.parallel
+// CHECK:           scf.for %[[R:.*]] = %{{.*}} to %c64
+// CHECK:             scf.for %[[C:.*]] =
+// CHECK:               memref.load %[[M]][%[[R]], %[[C]]]
+func.func @batch_sum(%x: tensor<64x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %0 = tfc.reduce_sum %x dims = [0] keepdim : tensor<64x4x8x8xf32> -> tensor<1x4x8x8xf32>
+  return %0 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
 // Tests that cross_entropy skips ignored rows, reports a target out of
 // [0, V) through tfc_kernels_error without reading the row, and returns 0
 // when no row counts; rows are independent (a parallel loop into scratch),
