@@ -258,6 +258,13 @@ StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
       bytes = ::mmap(nullptr, contents.size, PROT_READ, MAP_PRIVATE, fd, 0);
     }
     if (bytes != MAP_FAILED) {
+      const int kept = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (kept >= 0) {
+        contents.fd = std::shared_ptr<const int>(new int(kept), [](const int* p) {
+          ::close(*p);
+          delete p;
+        });
+      }
       size_t size = contents.size;
       contents.owner = std::shared_ptr<const void>(bytes, [size](const void* p) {
         ::munmap(const_cast<void*>(p), size);
@@ -281,6 +288,32 @@ StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
   contents.writable = true;
   TFC_RETURN_IF_ERROR(readAll(fd, buffer, contents.size, path));
   return contents;
+}
+
+Status readMapped(const FileContents& contents, const void* data, void* out, size_t size,
+                  const std::string& path) {
+  const auto* from = static_cast<const uint8_t*>(data);
+  if (!contents.mapped || !contents.fd) {
+    std::memcpy(out, from, size);
+    return Status();
+  }
+  auto* to = static_cast<uint8_t*>(out);
+  const auto offset = static_cast<off_t>(from - contents.data);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(*contents.fd, to + done, size - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int error = errno;
+      return Status::error(TFC_IO_ERROR, "%s: read failed: %s", path.c_str(), std::strerror(error));
+    }
+    if (n == 0) {
+      return Status::error(TFC_IO_ERROR, "%s: file shrank while being read (%zu of %zu bytes)",
+                           path.c_str(), done, size);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status();
 }
 
 void releaseMappedPages(const FileContents& contents, const void* data, size_t size) {

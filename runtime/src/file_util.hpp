@@ -25,6 +25,9 @@ struct FileContents {
   // The bytes may be written through |data| (a copy-on-write mapping or a buffer of our
   // own); the file never sees such writes.
   bool writable = false;
+  // A mapped file stays open (shared with |owner|'s copies): readMapped reads its bytes
+  // without faulting the mapping's pages in.
+  std::shared_ptr<const int> fd;
 };
 
 // How readFile holds a file's bytes.
@@ -55,6 +58,25 @@ StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping);
 // copy-on-write mapping would lose the writes, so only for pages never written. Does
 // nothing when |contents| is not mapped.
 void releaseMappedPages(const FileContents& contents, const void* data, size_t size);
+
+// Copies [data, data + size) of |contents| (a range of its bytes) to |out|: with pread from
+// the file when it is mapped, so that the copy neither faults the mapping's pages into the
+// process (a page-cache copy per 4 KiB page) nor leaves them resident. |path| names the
+// file in errors.
+Status readMapped(const FileContents& contents, const void* data, void* out, size_t size,
+                  const std::string& path);
+
+// Calls fn(offset, length) over [0, size) in pieces of kLoadChunkBytes (a multiple of every
+// element size), for a copy out of a mapping that releases each piece's pages right after
+// it: a load then holds its copies plus one piece of the file, not plus a whole tensor
+// (gpt2's embedding alone is 147 MiB).
+constexpr size_t kLoadChunkBytes = size_t{8} << 20;
+template <typename Fn>
+void forEachLoadChunk(size_t size, Fn fn) {
+  for (size_t offset = 0; offset < size; offset += kLoadChunkBytes) {
+    fn(offset, size - offset < kLoadChunkBytes ? size - offset : kLoadChunkBytes);
+  }
+}
 
 // A piece of a file to write.
 struct ByteSpan {

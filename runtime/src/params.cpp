@@ -88,10 +88,10 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
       params->mapped[i] = true;
       anyMapped = true;
     } else if (info->byteSize > 0) {
-      std::memcpy(buffer.data, info->data, info->byteSize);
-      // Else a file that cannot be mapped in place (one written unaligned) holds its
-      // weights twice at the peak of the load: the copies and the pages read.
-      tfc::internal::releaseMappedPages(contents, info->data, info->byteSize);
+      // Read from the file, not through the mapping, or a copied load would hold its
+      // weights twice at the peak: the copies and the mapping's pages.
+      TFC_RETURN_IF_ERROR(
+          tfc::internal::readMapped(contents, info->data, buffer.data, info->byteSize, path));
     }
     params->set[i] = true;
   }

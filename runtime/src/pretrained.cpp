@@ -226,10 +226,14 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
         params->mapped[i] = true;
         anyInPlace = true;
       } else if (info.byteSize > 0) {
-        size_t elements = info.byteSize / tfc_dtype_size(info.dtype);
-        convertFloats(info.dtype, info.data, static_cast<tfc_dtype_t>(table.params[i].dtype),
-                      buffer.data, elements);
-        releaseMappedPages(shard.contents, info.data, info.byteSize);
+        const size_t from = tfc_dtype_size(info.dtype);
+        const auto to = static_cast<tfc_dtype_t>(table.params[i].dtype);
+        forEachLoadChunk(info.byteSize, [&](size_t offset, size_t length) {
+          convertFloats(info.dtype, info.data + offset, to,
+                        static_cast<uint8_t*>(buffer.data) + offset / from * tfc_dtype_size(to),
+                        length / from);
+          releaseMappedPages(shard.contents, info.data + offset, length);
+        });
       }
       params->set[i] = true;
     }

@@ -5,15 +5,31 @@
 #include <cstring>
 #include <map>
 
+#include <sys/mman.h>
+
 #include "file_util.hpp"
 #include "runtime_internal.hpp"
 
 namespace {
 
+// A buffer of at least one huge page (weights, arenas, optimizer state, the KV cache) starts
+// on a huge-page boundary and is advised to use huge pages: Linux's transparent huge pages
+// are commonly given only on advice ("madvise" mode). A stream through 2 MiB pages takes no
+// TLB miss every 4 KiB and the hardware prefetcher does not stop at each 4 KiB boundary; on
+// the 2-core Zen 4 of docs/performance.md a plain read stream goes from 17-32 GB/s to 25-49
+// GB/s and the 49 products of a gpt2-124m decode pass (one thread) from 26-29 ms to 21.6-24
+// ms. Only advice: where it is refused or unsupported the pages are ordinary ones.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
 void* systemAllocate(void* /*self*/, size_t byteSize, size_t alignment) {
   void* memory = nullptr;
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  const bool huge = byteSize >= kHugePageBytes;
+  if (huge && alignment < kHugePageBytes) alignment = kHugePageBytes;
   if (posix_memalign(&memory, alignment, byteSize == 0 ? 1 : byteSize) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+  if (huge) (void)::madvise(memory, byteSize, MADV_HUGEPAGE);
+#endif
   return memory;
 }
 

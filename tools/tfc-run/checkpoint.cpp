@@ -43,8 +43,8 @@ bool isPretrainedCheckpoint(const std::string& path) {
   return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
-Status loadPretrainedWeights(const std::string& path, Params& params) {
-  auto tensors = params.loadPretrained(path);
+Status loadPretrainedWeights(const std::string& path, Params& params, WeightsMemory memory) {
+  auto tensors = params.loadPretrained(path, memory == WeightsMemory::kCopied);
   if (!tensors.ok()) return std::move(tensors).takeStatus();
   Artifact artifact = Artifact::share(tfc_params_artifact(params.get()));
   std::vector<std::string> skipped;
@@ -83,14 +83,17 @@ Status loadPretrainedWeights(const std::string& path, Params& params) {
   return Status();
 }
 
-Status loadWeights(const std::string& path, Params& params) {
-  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params);
-  return withPretrainedHint(params.loadSafetensors(path));
+Status loadWeights(const std::string& path, Params& params, WeightsMemory memory) {
+  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params, memory);
+  tfc_params_load_options_t options;
+  tfc_params_load_options_initialize(&options);
+  options.copy = memory == WeightsMemory::kCopied;
+  return withPretrainedHint(params.loadSafetensors(path, &options));
 }
 
 Status loadParameters(const std::string& path, const Artifact& artifact, Params& params,
-                      bool allowUnexpected) {
-  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params);
+                      bool allowUnexpected, WeightsMemory memory) {
+  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params, memory);
   auto file = SafetensorsFile::open(path);
   if (!file.ok()) return std::move(file).takeStatus();
   const auto& metadata = file->metadata();
@@ -115,6 +118,7 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
   }
   tfc_params_load_options_t options;
   tfc_params_load_options_initialize(&options);
+  options.copy = memory == WeightsMemory::kCopied;
   options.allow_unexpected = allowUnexpected || unexpected.empty();
   if (!options.allow_unexpected && stateTensors > 0) {
     // The runtime would list the skipped state tensors too: name only the others.

@@ -115,7 +115,9 @@ int runCall(const Invocation& invocation) {
   if (!params.ok()) return fail(params.status());
   Status status = args.has("--weights")
                       ? loadParameters(args.get("--weights"), *artifact, *params,
-                                       args.has("--allow-unexpected"))
+                                       args.has("--allow-unexpected"),
+                                       args.has("--mmap") ? WeightsMemory::kMapped
+                                                          : WeightsMemory::kCopied)
                       : params->init(initSeed);
   if (!status.ok()) return fail(status);
   tfc_context_options_t options;
@@ -208,6 +210,9 @@ options:
                          (F32/BF16/F16 converted to the model's dtype, a "transformer."-like
                          prefix dropped, buffers that are not parameters skipped, with notes)
   --allow-unexpected     ignore tensors of --weights that are not parameters of the model
+  --mmap                 map --weights copy-on-write instead of copying them into this
+                         process's memory (huge pages): processes loading one file share
+                         its pages, at a slower decode
   --init-seed S          instead of --weights, initialize parameters with seed S
   --in NAME=FILE|VALUE   one input (repeat for each)
   --out-dir DIR          where to write NAME.npy for each output (default: .)
@@ -230,6 +235,7 @@ examples:
     true,
     {{"--weights", nullptr, true, false},
      {"--allow-unexpected", nullptr, false, false},
+     {"--mmap", nullptr, false, false},
      {"--init-seed", nullptr, true, false},
      {"--in", "-i", true, true},
      {"--out-dir", nullptr, true, false},

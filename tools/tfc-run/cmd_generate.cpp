@@ -51,6 +51,7 @@ struct Options {
   const Command* command = nullptr;
   std::string weights;
   bool allowUnexpected = false;
+  WeightsMemory weightsMemory = WeightsMemory::kCopied;
   std::optional<std::string> promptTokens, promptText, tokenizerSpec;
   std::vector<int32_t> stopTokens;
   std::optional<int64_t> maxNewTokens;
@@ -122,6 +123,7 @@ int parseOptions(const Invocation& invocation, Options* options) {
   }
   options->weights = args.get("--weights");
   options->allowUnexpected = args.has("--allow-unexpected");
+  if (args.has("--mmap")) options->weightsMemory = WeightsMemory::kMapped;
   if (args.has("--max-new-tokens")) {
     int64_t n = 0;
     if (!parseInt64(args.get("--max-new-tokens"), &n) || n < 1 || n > (int64_t{1} << 30)) {
@@ -453,7 +455,7 @@ int runGenerate(const Invocation& invocation) {
   if (!params.ok()) return fail(params.status());
   if (!options.weights.empty()) {
     Status status = loadParameters(options.weights, *artifact, *params,
-                                   options.allowUnexpected);
+                                   options.allowUnexpected, options.weightsMemory);
     if (!status.ok()) return fail(status);
   }
   tfc_context_options_t contextOptions;
@@ -509,6 +511,9 @@ options:
                          under model.safetensors.index.json), converted to the model's
                          dtype; see `tfc-run help call`
   --allow-unexpected     ignore tensors of --weights that are not parameters of the model
+  --mmap                 map --weights copy-on-write instead of copying them into this
+                         process's memory (huge pages): processes loading one file share
+                         its pages, at a slower decode
   --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
   --prompt TEXT          the prompt as text, encoded with --tokenizer
   --tokenizer DIR        a Hugging Face tokenizer.json or its folder (BPE: GPT-2, LLaMA 2
@@ -540,6 +545,7 @@ examples:
     true,
     {{"--weights", nullptr, true, false},
      {"--allow-unexpected", nullptr, false, false},
+     {"--mmap", nullptr, false, false},
      {"--prompt-tokens", nullptr, true, false},
      {"--prompt", "-p", true, false},
      {"--tokenizer", nullptr, true, false},

@@ -274,7 +274,9 @@ int runProfile(const Invocation& invocation) {
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
   status = args.has("--weights") ? loadParameters(args.get("--weights"), *artifact, *params,
-                                                  args.has("--allow-unexpected"))
+                                                  args.has("--allow-unexpected"),
+                                                  args.has("--mmap") ? WeightsMemory::kMapped
+                                                                     : WeightsMemory::kCopied)
                                  : params->init(initSeed);
   if (!status.ok()) return fail(status);
   int32_t device = 0;
@@ -451,6 +453,9 @@ options:
   --weights FILE|DIR     parameters (or a training checkpoint of this model, or a Hugging
                          Face checkpoint directory, as for `call`)
   --allow-unexpected     ignore tensors of --weights that are not parameters
+  --mmap                 map --weights copy-on-write instead of copying them into this
+                         process's memory (huge pages): processes loading one file share
+                         its pages, at a slower decode
   --init-seed S          initialize the parameters with seed S (default 0)
   --in NAME=FILE|VALUE   one input, as for `call` (repeat for each)
   --seed S               seed of the drawn inputs (default 0)
@@ -471,6 +476,7 @@ examples:
     true,
     {{"--weights", nullptr, true, false},
      {"--allow-unexpected", nullptr, false, false},
+     {"--mmap", nullptr, false, false},
      {"--init-seed", nullptr, true, false},
      {"--in", "-i", true, true},
      {"--seed", nullptr, true, false},

@@ -5,10 +5,12 @@
 //
 //   tfc-kernels-bench [--threads 1,2] [--min-time 0.3] [--filter SUBSTR] [--isa avx512]
 //                     [--cold-weights]   (B read from memory each call, not from L3)
+//                     [--huge-pages]     (the decode pass on 2 MiB pages)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <algorithm>
@@ -99,6 +101,32 @@ class Pool {
 
 double min_time = 0.3;
 bool cold_weights = false;
+bool huge_pages = false;
+
+// With --huge-pages the decode pass's weights and triad arrays start on 2 MiB boundaries and
+// are advised to use transparent huge pages, as the runtime's buffers are
+// (runtime/src/runtime_util.cpp): the two page sizes compared in separate processes.
+template <class T>
+struct PageAlloc {
+  using value_type = T;
+  PageAlloc() = default;
+  template <class U>
+  PageAlloc(const PageAlloc<U>&) {}
+  T* allocate(size_t n) {
+    void* p = nullptr;
+    const size_t bytes = n * sizeof(T);
+    if (posix_memalign(&p, huge_pages ? (2u << 20) : 64, bytes ? bytes : 1) != 0) abort();
+    if (huge_pages) (void)madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { free(p); }
+  template <class U>
+  bool operator==(const PageAlloc<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const PageAlloc<U>&) const { return false; }
+};
+template <class T>
+using PageVec = std::vector<T, PageAlloc<T>>;
 
 double g_best = 0;  // the fastest run of the last median_seconds call
 double g_cpu = 0;   // median process CPU seconds per run (robust to a loaded machine)
@@ -181,13 +209,13 @@ void decode_pass(const std::vector<int>& threads, const std::string& filter) {
     lins.push_back({768, 3072, false});
   }
   lins.push_back({50257, 768, true});
-  std::vector<std::vector<float>> w32;
-  std::vector<std::vector<uint16_t>> w16;
+  std::vector<PageVec<float>> w32;
+  std::vector<PageVec<uint16_t>> w16;
   double bytes32 = 0;
   uint32_t state = 12345;
   for (const Lin& l : lins) {
-    std::vector<float> w((size_t)(l.n * l.k));
-    std::vector<uint16_t> h(w.size());
+    PageVec<float> w((size_t)(l.n * l.k));
+    PageVec<uint16_t> h(w.size());
     for (size_t i = 0; i < w.size(); ++i) {
       state = state * 1664525u + 1013904223u;
       w[i] = ((int32_t)(state >> 8) - (1 << 23)) * (0.02f / (1 << 23));
@@ -202,7 +230,12 @@ void decode_pass(const std::vector<int>& threads, const std::string& filter) {
   auto x = rnd(3072, 7);
   std::vector<float> y(50257);
   const int64_t tn = 16 << 20;  // triad arrays of 64 MiB
-  std::vector<float> ta(tn), tb = rnd(tn, 8), tc = rnd(tn, 9);
+  PageVec<float> ta(tn), tb(tn), tc(tn);
+  {
+    const auto b = rnd(tn, 8), c = rnd(tn, 9);
+    std::copy(b.begin(), b.end(), tb.begin());
+    std::copy(c.begin(), c.end(), tc.begin());
+  }
   Triad tr{ta.data(), tb.data(), tc.data()};
   printf("%-36s %8s %10s %10s %10s %8s %8s %10s\n", name, "threads", "f32 ms", "bf16 ms",
          "f32/bf16", "f32 GB/s", "bf16 GB/s", "triad GB/s");
@@ -257,6 +290,8 @@ int main(int argc, char** argv) {
       filter = argv[++i];
     } else if (!strcmp(argv[i], "--cold-weights")) {
       cold_weights = true;
+    } else if (!strcmp(argv[i], "--huge-pages")) {
+      huge_pages = true;
     } else if (!strcmp(argv[i], "--isa") && i + 1 < argc) {
       if (!tfc_kernels_internal_set_isa(argv[++i])) {
         fprintf(stderr, "ISA %s not available\n", argv[i]);
@@ -264,7 +299,7 @@ int main(int argc, char** argv) {
       }
     } else {
       fprintf(stderr, "usage: %s [--threads 1,2] [--min-time S] [--filter S] [--isa NAME]"
-                      " [--cold-weights]\n",
+                      " [--cold-weights] [--huge-pages]\n",
               argv[0]);
       return 2;
     }

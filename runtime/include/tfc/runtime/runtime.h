@@ -195,9 +195,12 @@ typedef struct tfc_params_load_options_t {
   bool allow_missing;
   /* Ignore tensors of the file that are not parameters, instead of failing. */
   bool allow_unexpected;
-  /* Copy every tensor into allocated storage instead of mapping the file. For a file that
-   * may be rewritten in place (not replaced by rename) while the params live. Default
-   * false. */
+  /* Copy every tensor into allocated storage instead of mapping the file: read from the
+   * file (pread), never through the mapping, so the peak stays at about the weights. For a
+   * file that may be rewritten in place (not replaced by rename) while the params live, and
+   * for speed: the system allocator puts buffers of 2 MiB or more on transparent huge pages,
+   * which decode streams faster than the page cache's 4 KiB pages (docs/runtime.md).
+   * Default false. */
   bool copy;
 } tfc_params_load_options_t;
 
