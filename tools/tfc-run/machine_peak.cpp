@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "tfc/runtime/runtime.h"
+
 namespace tfc::run {
 namespace {
 
@@ -111,8 +113,18 @@ MachinePeak measureMachinePeak(int threads, size_t arrayBytes) {
   }
 
   // STREAM triad, each thread on its own contiguous part (first touched by that thread).
+  // The arrays come from the runtime's allocator, on the pages its weights, arenas and
+  // caches get (huge pages where the system gives them): the floor it sets is for the
+  // memory as the runtime uses it.
   const size_t n = std::max<size_t>(arrayBytes / sizeof(float), 1024);
-  std::unique_ptr<float[]> a(new float[n]), b(new float[n]), c(new float[n]);
+  const tfc_allocator_t allocator = tfc_allocator_system();
+  auto allocate = [&] {
+    void* p = allocator.allocate(allocator.self, n * sizeof(float), 64);
+    if (p == nullptr) throw std::bad_alloc();
+    return std::unique_ptr<float[], std::function<void(float*)>>(
+        static_cast<float*>(p), [allocator](float* q) { allocator.deallocate(allocator.self, q); });
+  };
+  auto a = allocate(), b = allocate(), c = allocate();
   auto part = [&](int t, size_t* begin, size_t* end) {
     *begin = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
     *end = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);

@@ -67,7 +67,8 @@ typedef struct tfc_allocator_t {
   void (*deallocate)(void* self, void* pointer);
 } tfc_allocator_t;
 
-/* The default allocator: posix_memalign and free. */
+/* The default allocator: posix_memalign and free; a buffer of 2 MiB or more is aligned to
+ * 2 MiB and advised to use transparent huge pages (madvise MADV_HUGEPAGE). */
 tfc_allocator_t tfc_allocator_system(void);
 
 /*===----------------------------------------------------------------------===
