@@ -144,7 +144,7 @@ TEST_P(MatmulTest, BatchStrides) {
   }
 }
 
-// The direct path (op(B) at most NR columns and 4096 floats: A and B read in place): the
+// The direct path (op(B) at most 4 NR columns and 4096 floats: A and B read in place): the
 // seed model's batched per-head products and weight gradients, its strides, accumulate,
 // partial register blocks, several K blocks.
 TEST_P(MatmulTest, DirectSmallProducts) {
@@ -165,8 +165,21 @@ TEST_P(MatmulTest, DirectSmallProducts) {
     }
     check({1, 1088, 32, 32, ta, tb, -1, -1, -1, false});  // batch 1: chunks of rows
     check({1, 1088, 12, 128, ta, tb, -1, -1, -1, true});
+    check({1, 1088, 128, 32, ta, tb, -1, -1, -1, false});  // several column blocks
+    check({5, 40, 70, 20, ta, tb, -1, -1, -1, true});
     check({3, 9, 3, 1100, ta, tb, -1, -1, -1, false});    // several K blocks
     check({2, 21, 4, 1000, ta, tb, -1, -1, -1, true});
+  }
+}
+
+// Packed products with few tiles (the seed's weight gradients X^T dY over ~1000 rows): M
+// chunks of equal height that are not panel multiples, serial and threaded.
+TEST_P(MatmulTest, FewTiles) {
+  for (auto& s : {std::array<int64_t, 3>{128, 32, 1088}, std::array<int64_t, 3>{32, 32, 1024},
+                  std::array<int64_t, 3>{32, 12, 1088}, std::array<int64_t, 3>{32, 128, 1088},
+                  std::array<int64_t, 3>{45, 40, 700}}) {
+    check({1, s[0], s[1], s[2], true, false, -1, -1, -1, false});
+    check({1, s[0], s[1], s[2], false, false, -1, -1, -1, true});
   }
 }
 
@@ -182,7 +195,7 @@ TEST_P(MatmulTest, DirectEqualsPacked) {
     for (int t = 0; t < 4; ++t) {
       for (int acc = 0; acc < 2; ++acc) {
         const bool ta = t & 1, tb = t & 2;
-        const int64_t M = s[0], N = s[1], K = s[2], W = nr + 5;  // W > NR: packed
+        const int64_t M = s[0], N = s[1], K = s[2], W = 4 * nr + 5;  // W > 4 NR: packed
         SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " m=" << M << " n=" << N
                                           << " k=" << K << " ta=" << ta << " tb=" << tb
                                           << " acc=" << acc);
