@@ -173,13 +173,22 @@ TEST_P(MatmulTest, DirectSmallProducts) {
 }
 
 // Packed products with few tiles (the seed's weight gradients X^T dY over ~1000 rows): M
-// chunks of equal height that are not panel multiples, serial and threaded.
+// chunks of equal height that are not panel multiples, B packed before the tiles, serial
+// and threaded.
 TEST_P(MatmulTest, FewTiles) {
   for (auto& s : {std::array<int64_t, 3>{128, 32, 1088}, std::array<int64_t, 3>{32, 32, 1024},
                   std::array<int64_t, 3>{32, 12, 1088}, std::array<int64_t, 3>{32, 128, 1088},
                   std::array<int64_t, 3>{45, 40, 700}}) {
     check({1, s[0], s[1], s[2], true, false, -1, -1, -1, false});
     check({1, s[0], s[1], s[2], false, false, -1, -1, -1, true});
+  }
+  // One N tile over several M chunks: B packed once up front (f32, 16-bit, B^T, batches).
+  for (int bt : {TFC_K_F32, TFC_K_BF16, TFC_K_F16}) {
+    for (int tb = 0; tb < 2; ++tb) {
+      check({1, 128, 32, 1088, true, tb != 0, -1, -1, -1, false}, 1e-5, bt);
+      check({2, 100, 40, 300, false, tb != 0, -1, -1, -1, true}, 1e-5, bt);
+      check({3, 60, 20, 700, true, tb != 0, -1, 0, -1, false}, 1e-5, bt);  // broadcast B
+    }
   }
 }
 
