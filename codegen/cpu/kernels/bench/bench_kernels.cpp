@@ -305,6 +305,7 @@ int main(int argc, char** argv) {
       {"seed ed [1088x32]@[32x128]", 1088, 128, 32, false},
       {"seed ed [1088x128]@[128x32]", 1088, 32, 128, false},
       {"seed ed [1088x32]@[32x12]", 1088, 12, 32, false},
+      {"seed ed [1088x128]@[32x128]^T", 1088, 32, 128, true},
       {"dec qkv [1x768]@[768x2304]", 1, 2304, 768, false},
       {"dec attn_o [1x768]@[768x768]", 1, 768, 768, false},
       {"dec mlp_up [1x768]@[768x3072]", 1, 3072, 768, false},
