@@ -115,7 +115,7 @@ class LinearExTest : public ::testing::TestWithParam<std::string> {
 // {m, n, k}: m <= 4 reaches the small-M paths (tw=0: K split into blocks of 128 whose
 // partial sums are reduced; tw=1: dot products); larger m the packed tiles, with one K
 // block (k <= 256) or several (k > 512 on AVX-512, > 256 on AVX2 and scalar); n at most
-// 4 NR (128, 64, 16) with n k <= 4096 the direct path (one K block or several).
+// 4 NR (128, 64, 16) the direct path (one K block or several).
 const int64_t kShapes[][3] = {
     {1, 77, 300},  {2, 129, 1000}, {3, 33, 129},  {4, 300, 640},  {1, 2304, 768},
     {15, 33, 257}, {29, 65, 513},  {33, 47, 77},  {47, 130, 1100}, {50, 100, 600},

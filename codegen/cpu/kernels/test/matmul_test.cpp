@@ -144,9 +144,9 @@ TEST_P(MatmulTest, BatchStrides) {
   }
 }
 
-// The direct path (op(B) at most 4 NR columns and 4096 floats: A and B read in place): the
-// seed model's batched per-head products and weight gradients, its strides, accumulate,
-// partial register blocks, several K blocks.
+// The direct path (op(B) at most 4 NR columns: A and B read in place): the seed model's
+// batched per-head products, its weight gradients X^T dY over ~1000 rows, strides,
+// accumulate, partial register blocks, several K blocks.
 TEST_P(MatmulTest, DirectSmallProducts) {
   for (int t = 0; t < 4; ++t) {
     const bool ta = t & 1, tb = t & 2;
@@ -169,16 +169,19 @@ TEST_P(MatmulTest, DirectSmallProducts) {
     check({5, 40, 70, 20, ta, tb, -1, -1, -1, true});
     check({3, 9, 3, 1100, ta, tb, -1, -1, -1, false});    // several K blocks
     check({2, 21, 4, 1000, ta, tb, -1, -1, -1, true});
+    check({1, 128, 32, 1088, ta, tb, -1, -1, -1, false});  // X^T dY, d_model 32
+    check({1, 32, 128, 1088, ta, tb, -1, -1, -1, true});
+    check({1, 32, 12, 1088, ta, tb, -1, -1, -1, false});
   }
 }
 
-// Packed products with few tiles (the seed's weight gradients X^T dY over ~1000 rows): M
-// chunks of equal height that are not panel multiples, B packed before the tiles, serial
-// and threaded.
+// Packed products (op(B) wider than 4 NR, or 16-bit B) with few tiles: M chunks of equal
+// height that are not panel multiples, B packed before the tiles, serial and threaded.
 TEST_P(MatmulTest, FewTiles) {
-  for (auto& s : {std::array<int64_t, 3>{128, 32, 1088}, std::array<int64_t, 3>{32, 32, 1024},
-                  std::array<int64_t, 3>{32, 12, 1088}, std::array<int64_t, 3>{32, 128, 1088},
-                  std::array<int64_t, 3>{45, 40, 700}}) {
+  const int64_t wide = 4 * tfc_kern::isa().nr;
+  for (auto& s : {std::array<int64_t, 3>{32, wide + 4, 1024},
+                  std::array<int64_t, 3>{30, wide + 12, 700},
+                  std::array<int64_t, 3>{45, wide + 1, 300}}) {
     check({1, s[0], s[1], s[2], true, false, -1, -1, -1, false});
     check({1, s[0], s[1], s[2], false, false, -1, -1, -1, true});
   }
