@@ -173,6 +173,8 @@ TEST_P(MatmulTest, DirectSmallProducts) {
     check({1, 32, 128, 1088, ta, tb, -1, -1, -1, true});
     check({1, 32, 12, 1088, ta, tb, -1, -1, -1, false});
   }
+  // A transposed B too deep for the direct path's 16 MiB buffer: the packed path.
+  check({1, 5, 3, (4 << 20) / tfc_kern::isa().nr + 1, false, true, -1, -1, -1, true});
 }
 
 // Packed products (op(B) wider than 4 NR, or 16-bit B) with few tiles: M chunks of equal
