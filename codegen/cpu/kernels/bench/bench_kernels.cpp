@@ -178,6 +178,8 @@ struct MM {
   const char* name;
   int64_t m, n, k;
   bool tb;
+  bool ta = false;
+  int64_t batch = 1;  // > 1: a batch of dense matrices (A, B and C each batch x one matrix)
 };
 
 // STREAM triad a = b + s c over the host's threads (one part per 64 Ki floats).
@@ -320,9 +322,25 @@ int main(int argc, char** argv) {
       {"pf mlp_dn [128x3072]@[3072x768]", 128, 768, 3072, false},
       // the seed experiment's encoder-decoder (d_model 32, d_ff 128): small K and N, where
       // packing and per-call overhead dominate
-      {"ed [1024x32]@[32x32]", 1024, 32, 32, false},
-      {"ed [1024x32]@[32x128]", 1024, 128, 32, false},
-      {"ed [1024x128]@[128x32]", 1024, 32, 128, false},
+      {"seed ed [1024x32]@[32x32]", 1024, 32, 32, false},
+      {"seed ed [1024x32]@[32x128]", 1024, 128, 32, false},
+      {"seed ed [1024x128]@[128x32]", 1024, 32, 128, false},
+      // its train_step's products as tfc_k_matmul_f32 sees them: per-head projections and
+      // their gradients in batches of 256 (64 sequences x 4 heads), the weight gradients
+      // X^T dY over 1088 (64 x 17) rows, the 17-token decoder's linears
+      {"seed b256 [16x8]@[8x8]", 16, 8, 8, false, false, 256},
+      {"seed b256 [17x8]@[8x8]", 17, 8, 8, false, false, 256},
+      {"seed b256 [16x8]@[8x8]^T", 16, 8, 8, true, false, 256},
+      {"seed b256 [16x8]^T@[16x8]", 8, 8, 16, false, true, 256},
+      {"seed b256 [17x8]^T@[17x8]", 8, 8, 17, false, true, 256},
+      {"seed [1088x128]^T@[1088x32]", 128, 32, 1088, false, true},
+      {"seed [1088x32]^T@[1088x128]", 32, 128, 1088, false, true},
+      {"seed [1024x32]^T@[1024x32]", 32, 32, 1024, false, true},
+      {"seed [1088x32]^T@[1088x12]", 32, 12, 1088, false, true},
+      {"seed ed [1088x32]@[32x128]", 1088, 128, 32, false},
+      {"seed ed [1088x128]@[128x32]", 1088, 32, 128, false},
+      {"seed ed [1088x32]@[32x12]", 1088, 12, 32, false},
+      {"seed ed [1088x128]@[32x128]^T", 1088, 32, 128, true},
       {"dec qkv [1x768]@[768x2304]", 1, 2304, 768, false},
       {"dec attn_o [1x768]@[768x768]", 1, 768, 768, false},
       {"dec mlp_up [1x768]@[768x3072]", 1, 3072, 768, false},
@@ -335,14 +353,14 @@ int main(int argc, char** argv) {
   // read and written, so batch-1 decode's figure compares with the STREAM bandwidth).
   for (const MM& s : mms) {
     if (!filter.empty() && std::string(s.name).find(filter) == std::string::npos) continue;
-    auto A = rnd((size_t)(s.m * s.k), 1), B = rnd((size_t)(s.k * s.n), 2);
+    auto A = rnd((size_t)(s.batch * s.m * s.k), 1), B = rnd((size_t)(s.batch * s.k * s.n), 2);
     std::vector<uint16_t> B16(B.size());
     for (size_t i = 0; i < B.size(); ++i) {
       uint32_t u;
       memcpy(&u, &B[i], 4);
       B16[i] = (uint16_t)(u >> 16);
     }
-    std::vector<float> C((size_t)(s.m * s.n));
+    std::vector<float> C((size_t)(s.batch * s.m * s.n));
     // --cold-weights: copies of B cycled through, together 3x the L3 size, so that each
     // call reads its weights from memory as a model's layers do.
     const size_t copies =
@@ -363,11 +381,13 @@ int main(int argc, char** argv) {
           const size_t c = call++ % copies;
           const void* bp = bt == TFC_K_F32 ? (const void*)(Bc.data() + c * B.size())
                                            : (const void*)(B16c.data() + c * B16.size());
-          tfc_k_matmul_bx_f32(A.data(), bp, bt, C.data(), 1, s.m, s.n, s.k, 0, s.tb, 0, 0, 0, 0);
+          tfc_k_matmul_bx_f32(A.data(), bp, bt, C.data(), s.batch, s.m, s.n, s.k, s.ta, s.tb,
+                              s.m * s.k, s.k * s.n, s.m * s.n, 0);
         });
         tfc_kernels_set_host(nullptr);
-        double flops = 2.0 * s.m * s.n * s.k;
-        double bytes = 4.0 * (s.m * s.k + s.m * s.n) + (bt == TFC_K_F32 ? 4.0 : 2.0) * s.k * s.n;
+        double flops = 2.0 * s.batch * s.m * s.n * s.k;
+        double bytes = s.batch * (4.0 * (s.m * s.k + s.m * s.n) +
+                                  (bt == TFC_K_F32 ? 4.0 : 2.0) * s.k * s.n);
         printf("%-36s %8d %10.3f %10.1f %8.1f %10.1f %10.1f\n", name.c_str(), t, sec * 1e3,
                flops / sec * 1e-9, bytes / sec * 1e-9, flops / g_best * 1e-9,
                flops / (g_cpu / t) * 1e-9);

@@ -114,11 +114,13 @@ class LinearExTest : public ::testing::TestWithParam<std::string> {
 
 // {m, n, k}: m <= 4 reaches the small-M paths (tw=0: K split into blocks of 128 whose
 // partial sums are reduced; tw=1: dot products); larger m the packed tiles, with one K
-// block (k <= 256) or several (k > 512 on AVX-512, > 256 on AVX2 and scalar).
+// block (k <= 256) or several (k > 512 on AVX-512, > 256 on AVX2 and scalar); n at most
+// 4 NR (128, 64, 16) the direct path (one K block or several).
 const int64_t kShapes[][3] = {
     {1, 77, 300},  {2, 129, 1000}, {3, 33, 129},  {4, 300, 640},  {1, 2304, 768},
     {15, 33, 257}, {29, 65, 513},  {33, 47, 77},  {47, 130, 1100}, {50, 100, 600},
-    {14, 64, 256}, {5, 17, 3},     {20, 24, 16},  {32, 32, 32},
+    {14, 64, 256}, {5, 17, 3},     {20, 24, 16},  {32, 32, 32},   {17, 8, 8},
+    {33, 12, 32},  {7, 1, 17},     {100, 7, 580}, {9, 3, 1000},   {40, 100, 32},
 };
 
 TEST_P(LinearExTest, ActivationsBiasResidual) {

@@ -144,6 +144,97 @@ TEST_P(MatmulTest, BatchStrides) {
   }
 }
 
+// The direct path (op(B) at most 4 NR columns: A and B read in place): the seed model's
+// batched per-head products, its weight gradients X^T dY over ~1000 rows, strides,
+// accumulate, partial register blocks, several K blocks.
+TEST_P(MatmulTest, DirectSmallProducts) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    for (auto& s : {std::array<int64_t, 3>{16, 8, 8}, std::array<int64_t, 3>{17, 8, 8},
+                    std::array<int64_t, 3>{8, 8, 16}, std::array<int64_t, 3>{8, 8, 17}}) {
+      check({256, s[0], s[1], s[2], ta, tb, -1, -1, -1, false});
+      check({64, s[0], s[1], s[2], ta, tb, -1, 0, -1, true});  // broadcast B
+      check({9, s[0], s[1], s[2], ta, tb, 3, 5, 2, true});     // gaps between matrices
+    }
+    for (int64_t m : {1, 7, 17, 33}) {
+      for (int64_t n : {1, 7, 17, 33}) {
+        for (int64_t k : {1, 7, 17, 33}) {
+          check({2, m, n, k, ta, tb, -1, -1, -1, (m + n + k) % 2 == 0});
+        }
+      }
+    }
+    check({1, 1088, 32, 32, ta, tb, -1, -1, -1, false});  // batch 1: chunks of rows
+    check({1, 1088, 12, 128, ta, tb, -1, -1, -1, true});
+    check({1, 1088, 128, 32, ta, tb, -1, -1, -1, false});  // several column blocks
+    check({5, 40, 70, 20, ta, tb, -1, -1, -1, true});
+    check({3, 9, 3, 1100, ta, tb, -1, -1, -1, false});    // several K blocks
+    check({2, 21, 4, 1000, ta, tb, -1, -1, -1, true});
+    check({1, 128, 32, 1088, ta, tb, -1, -1, -1, false});  // X^T dY, d_model 32
+    check({1, 32, 128, 1088, ta, tb, -1, -1, -1, true});
+    check({1, 32, 12, 1088, ta, tb, -1, -1, -1, false});
+  }
+  // A transposed B too deep for the direct path's 16 MiB buffer: the packed path.
+  check({1, 5, 3, (4 << 20) / tfc_kern::isa().nr + 1, false, true, -1, -1, -1, true});
+}
+
+// Packed products (op(B) wider than 4 NR, or 16-bit B) with few tiles: M chunks of equal
+// height that are not panel multiples, B packed before the tiles, serial and threaded.
+TEST_P(MatmulTest, FewTiles) {
+  const int64_t wide = 4 * tfc_kern::isa().nr;
+  for (auto& s : {std::array<int64_t, 3>{32, wide + 4, 1024},
+                  std::array<int64_t, 3>{30, wide + 12, 700},
+                  std::array<int64_t, 3>{45, wide + 1, 300}}) {
+    check({1, s[0], s[1], s[2], true, false, -1, -1, -1, false});
+    check({1, s[0], s[1], s[2], false, false, -1, -1, -1, true});
+  }
+  // One N tile over several M chunks: B packed once up front (f32, 16-bit, B^T, batches).
+  for (int bt : {TFC_K_F32, TFC_K_BF16, TFC_K_F16}) {
+    for (int tb = 0; tb < 2; ++tb) {
+      check({1, 128, 32, 1088, true, tb != 0, -1, -1, -1, false}, 1e-5, bt);
+      check({2, 100, 40, 300, false, tb != 0, -1, -1, -1, true}, 1e-5, bt);
+      check({3, 60, 20, 700, true, tb != 0, -1, 0, -1, false}, 1e-5, bt);  // broadcast B
+    }
+  }
+}
+
+// The direct path runs the packed microkernel's sequence of operations on the same K
+// blocks: its columns equal those of the same product made wide enough for the packed
+// path, bit for bit.
+TEST_P(MatmulTest, DirectEqualsPacked) {
+  TFC_SEED_TRACE(run_seed());
+  std::mt19937_64 rng(run_seed() + 23);
+  const int64_t nr = tfc_kern::isa().nr;
+  for (auto& s : {std::array<int64_t, 3>{16, 8, 8}, std::array<int64_t, 3>{17, 7, 33},
+                  std::array<int64_t, 3>{40, 4, 1000}, std::array<int64_t, 3>{9, 3, 600}}) {
+    for (int t = 0; t < 4; ++t) {
+      for (int acc = 0; acc < 2; ++acc) {
+        const bool ta = t & 1, tb = t & 2;
+        const int64_t M = s[0], N = s[1], K = s[2], W = 4 * nr + 5;  // W > 4 NR: packed
+        SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " m=" << M << " n=" << N
+                                          << " k=" << K << " ta=" << ta << " tb=" << tb
+                                          << " acc=" << acc);
+        auto A = random_vec(rng, (size_t)(M * K)), Bw = random_vec(rng, (size_t)(K * W)),
+             Cw = random_vec(rng, (size_t)(M * W));
+        // B: the first N columns of op(Bw); C likewise of Cw.
+        std::vector<float> B((size_t)(K * N)), C((size_t)(M * N));
+        for (int64_t p = 0; p < K; ++p) {
+          for (int64_t j = 0; j < N; ++j) {
+            (tb ? B[j * K + p] : B[p * N + j]) = tb ? Bw[j * K + p] : Bw[p * W + j];
+          }
+        }
+        for (int64_t i = 0; i < M; ++i) {
+          for (int64_t j = 0; j < N; ++j) C[i * N + j] = Cw[i * W + j];
+        }
+        tfc_k_matmul_f32(A.data(), B.data(), C.data(), 1, M, N, K, ta, tb, 0, 0, 0, acc);
+        tfc_k_matmul_f32(A.data(), Bw.data(), Cw.data(), 1, M, W, K, ta, tb, 0, 0, 0, acc);
+        for (int64_t i = 0; i < M; ++i) {
+          ASSERT_EQ(memcmp(&C[i * N], &Cw[i * W], N * sizeof(float)), 0) << "row " << i;
+        }
+      }
+    }
+  }
+}
+
 // bf16 and f16 B (weights read as 16 bits): every path (small M with rows of B or dot
 // products, packed tiles with one or several K blocks, vector tails) and batch strides.
 TEST_P(MatmulTest, SixteenBitB) {
