@@ -57,12 +57,12 @@ class FdCloser {
   int fd_;
 };
 
-// Reads exactly |size| bytes at the current offset; fails on a short read, since the size
-// came from fstat and a shorter file means someone truncated it under us.
-Status readAll(int fd, uint8_t* out, size_t size, const std::string& path) {
+// Reads exactly |size| bytes at |offset|; fails on a short read, since the size came from
+// fstat and a shorter file means someone truncated it under us.
+Status readAt(int fd, uint8_t* out, size_t size, off_t offset, const std::string& path) {
   size_t done = 0;
   while (done < size) {
-    ssize_t n = ::read(fd, out + done, size - done);
+    ssize_t n = ::pread(fd, out + done, size - done, offset + static_cast<off_t>(done));
     if (n < 0) {
       if (errno == EINTR) continue;
       int error = errno;
@@ -286,7 +286,7 @@ StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
   });
   contents.data = buffer;
   contents.writable = true;
-  TFC_RETURN_IF_ERROR(readAll(fd, buffer, contents.size, path));
+  TFC_RETURN_IF_ERROR(readAt(fd, buffer, contents.size, 0, path));
   return contents;
 }
 
@@ -297,23 +297,8 @@ Status readMapped(const FileContents& contents, const void* data, void* out, siz
     std::memcpy(out, from, size);
     return Status();
   }
-  auto* to = static_cast<uint8_t*>(out);
-  const auto offset = static_cast<off_t>(from - contents.data);
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(*contents.fd, to + done, size - done, offset + static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int error = errno;
-      return Status::error(TFC_IO_ERROR, "%s: read failed: %s", path.c_str(), std::strerror(error));
-    }
-    if (n == 0) {
-      return Status::error(TFC_IO_ERROR, "%s: file shrank while being read (%zu of %zu bytes)",
-                           path.c_str(), done, size);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status();
+  return readAt(*contents.fd, static_cast<uint8_t*>(out), size,
+                static_cast<off_t>(from - contents.data), path);
 }
 
 void releaseMappedPages(const FileContents& contents, const void* data, size_t size) {
