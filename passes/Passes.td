@@ -375,9 +375,9 @@ def TfcFuse : Pass<"tfc-fuse", "mlir::ModuleOp"> {
       with the pointwise group that computes its input, e.g. the residual
       add before a norm: the sum is written once (it is also a result when
       the residual stream reads it) and normalized while in cache.
-    - `linear`: a linear with the gelu (tanh), relu or silu and the
-      residual add that only it feeds, applied by the kernel library to each
-      output tile.
+    - `linear`: a linear with the gelu (tanh), relu, silu or leaky_relu
+      and the residual add that only it feeds, applied by the kernel library
+      to each output tile (as the target's supportsLinearEpilogue allows).
     - The unfused attention sequence (scores, scale, causal mask, softmax,
       values) becomes one `tfc.attention` (FlashAttention).
 

@@ -38,14 +38,15 @@ public:
   }
 
   bool supportsLinearEpilogue(Operation *op, Type elementType) const override {
-    // tfc_k_linear_ex_f32: gelu (tanh), relu, silu, then a residual add,
-    // applied to each output tile in cache; 16-bit floats are widened around
-    // the call (LibraryKernels.cpp), the epilogue computed in f32.
+    // tfc_k_linear_ex_f32: gelu (tanh), relu, silu, leaky relu, then a
+    // residual add, applied to each output tile in cache; 16-bit floats are
+    // widened around the call (LibraryKernels.cpp), the epilogue computed in
+    // f32.
     if (!llvm::isa<FloatType>(elementType))
       return false;
     if (auto gelu = llvm::dyn_cast<GeluOp>(op))
       return gelu.getApproximate() == GeluApproximation::Tanh;
-    return llvm::isa<ReluOp, SiluOp, AddOp>(op);
+    return llvm::isa<ReluOp, SiluOp, LeakyReluOp, AddOp>(op);
   }
 
   bool mayWriteOverOperand(Operation *op) const override {

@@ -186,9 +186,9 @@ LogicalResult emitRowGroup(OpBuilder &b, FusedOp op, ValueRange operands,
   return status;
 }
 
-/// linear [-> gelu | relu | silu] [-> add residual]: one call of the kernel
-/// library, whose epilogue applies the activation and the residual to each
-/// output tile while it is in cache.
+/// linear [-> gelu | relu | silu | leaky_relu] [-> add residual]: one call of
+/// the kernel library, whose epilogue applies the activation and the residual
+/// to each output tile while it is in cache.
 LogicalResult emitLinearGroup(OpBuilder &b, FusedOp op, ValueRange operands,
                               ValueRange results) {
   Block &body = op.getBody().front();
@@ -198,6 +198,7 @@ LogicalResult emitLinearGroup(OpBuilder &b, FusedOp op, ValueRange operands,
   };
   LinearOp linear;
   LinearActivation activation = LinearActivation::None;
+  float activationParam = 0.f;
   Value chain, residual;
   for (Operation &inner : body.without_terminator()) {
     if (auto l = llvm::dyn_cast<LinearOp>(inner)) {
@@ -210,6 +211,9 @@ LogicalResult emitLinearGroup(OpBuilder &b, FusedOp op, ValueRange operands,
       activation = LinearActivation::Relu, chain = inner.getResult(0);
     } else if (llvm::isa<SiluOp>(inner)) {
       activation = LinearActivation::Silu, chain = inner.getResult(0);
+    } else if (auto leaky = llvm::dyn_cast<LeakyReluOp>(inner)) {
+      activation = LinearActivation::LeakyRelu, chain = leaky.getResult();
+      activationParam = leaky.getAlpha().convertToFloat();
     } else if (auto add = llvm::dyn_cast<AddOp>(inner)) {
       residual = bufferOf(add.getLhs() == chain ? add.getRhs() : add.getLhs());
       chain = add.getResult();
@@ -223,7 +227,8 @@ LogicalResult emitLinearGroup(OpBuilder &b, FusedOp op, ValueRange operands,
                         "on the kernel's operands");
   emitLinearCall(b, op, bufferOf(linear.getX()), bufferOf(linear.getWeight()),
                  linear.getBias() ? bufferOf(linear.getBias()) : Value(),
-                 residual, results[0], linear.getTransposeWeight(), activation);
+                 residual, results[0], linear.getTransposeWeight(), activation,
+                 activationParam);
   return success();
 }
 

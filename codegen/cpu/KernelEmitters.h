@@ -89,15 +89,22 @@ mlir::FailureOr<bool> emitFusedKernel(mlir::OpBuilder &b, mlir::Operation *op,
 
 /// The activations the kernel library applies in a linear's epilogue (the
 /// codes of tfc_k_linear_ex_f32).
-enum class LinearActivation : int32_t { None = 0, GeluTanh = 1, Relu = 2, Silu = 3 };
+enum class LinearActivation : int32_t {
+  None = 0,
+  GeluTanh = 1,
+  Relu = 2,
+  Silu = 3,
+  LeakyRelu = 4, // slope: emitLinearCall's activationParam
+};
 
 /// y = act(x @ weight + bias) + residual through the kernel library, the
 /// epilogue applied to each output tile while it is in cache
-/// (LibraryKernels.cpp). `bias` and `residual` may be null.
+/// (LibraryKernels.cpp). `bias` and `residual` may be null; activationParam
+/// is LeakyRelu's alpha (unused by the other activations).
 void emitLinearCall(mlir::OpBuilder &b, mlir::Operation *op, mlir::Value x,
                     mlir::Value weight, mlir::Value bias, mlir::Value residual,
                     mlir::Value y, bool transposeWeight,
-                    LinearActivation activation);
+                    LinearActivation activation, float activationParam = 0.f);
 
 /// layer_norm, rms_norm, softmax or log_softmax (`op`, over the last
 /// dimension) of one row of n elements of the flat f32 buffer `rows`,

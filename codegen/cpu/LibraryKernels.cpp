@@ -418,7 +418,7 @@ bool emitAllReduceWait(OpBuilder &b, AllReduceWaitOp op, ValueRange,
 
 void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
                     Value bias, Value residual, Value y, bool transposeWeight,
-                    LinearActivation activation) {
+                    LinearActivation activation, float activationParam) {
   Location loc = op->getLoc();
   // The weight is passed as is (16-bit: tfc_k_linear_ex_bx_f32).
   if (llvm::any_of(ValueRange{x, y}, isHalf) || (bias && isHalf(bias)) ||
@@ -430,7 +430,7 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
     emitInF32(b, loc, operands, y, [&](ValueRange in, ValueRange out) {
       emitLinearCall(b, op, in[0], weight, bias ? in[1] : Value(),
                      residual ? in[bias ? 2 : 1] : Value(), out[0],
-                     transposeWeight, activation);
+                     transposeWeight, activation, activationParam);
     });
     return;
   }
@@ -451,7 +451,8 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
   args.append({orNull(bias), orNull(residual), pointerOf(b, loc, y),
                i64(b, loc, m), i64(b, loc, n), i64(b, loc, k),
                i32(b, loc, transposeWeight),
-               i32(b, loc, static_cast<int32_t>(activation))});
+               i32(b, loc, static_cast<int32_t>(activation)),
+               f32(b, loc, activationParam)});
   call(b, op, weightType ? "tfc_k_linear_ex_bx_f32" : "tfc_k_linear_ex_f32",
        args);
 }

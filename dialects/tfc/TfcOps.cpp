@@ -1237,15 +1237,16 @@ LogicalResult verifyRowBody(FusedOp fused, Block &body) {
       fused, llvm::make_range(body.begin(), row->getIterator()), space);
 }
 
-/// linear on kernel operands, then optionally gelu (tanh), relu or silu of
-/// it, then optionally the add of a kernel operand: what the library's
-/// epilogue applies.
+/// linear on kernel operands, then optionally gelu (tanh), relu, silu or
+/// leaky_relu of it, then optionally the add of a kernel operand: what the
+/// library's epilogue applies.
 LogicalResult verifyLinearBody(FusedOp fused, Block &body) {
   auto fail = [&]() {
     return fused.emitOpError(
         "a linear kernel is tfc.linear on its operands, then "
-        "optionally gelu (tanh), relu or silu of it, then optionally an add "
-        "of an operand of the same type, and yields the last");
+        "optionally gelu (tanh), relu, silu or leaky_relu of it, then "
+        "optionally an add of an operand of the same type, and yields the "
+        "last");
   };
   auto isArg = [&](Value v) {
     return v && llvm::isa<BlockArgument>(v) &&
@@ -1259,7 +1260,7 @@ LogicalResult verifyLinearBody(FusedOp fused, Block &body) {
   Value chain = linear.getResult();
   Operation *op = &*++it;
   if (op->getNumOperands() == 1 && op->getOperand(0) == chain &&
-      (llvm::isa<ReluOp, SiluOp>(op) ||
+      (llvm::isa<ReluOp, SiluOp, LeakyReluOp>(op) ||
        (llvm::isa<GeluOp>(op) &&
         llvm::cast<GeluOp>(op).getApproximate() == GeluApproximation::Tanh))) {
     chain = op->getResult(0);

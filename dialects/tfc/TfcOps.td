@@ -859,10 +859,10 @@ def TFC_FusedOp : TFC_Op<"fused", [Pure, IsolatedFromAbove, SingleBlock]> {
       the prologue (a residual add, say) is written once and normalized in
       place while the row is in cache. Prologue values read elsewhere (the
       residual stream) are results too.
-    - `linear`: a `tfc.linear` (f32), then optionally a gelu (tanh), relu or
-      silu of its result, then optionally an add of a residual of the
-      result's shape: the kernel library applies them to each output tile
-      while it is in cache.
+    - `linear`: a `tfc.linear` (f32), then optionally a gelu (tanh), relu,
+      silu or leaky_relu of its result, then optionally an add of a residual
+      of the result's shape: the kernel library applies them to each output
+      tile while it is in cache.
 
     ```mlir
     %m, %p = tfc.fused "pointwise" (%g, %m0, %p0, %lr) : (tensor<768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<f32>) -> (tensor<768xf32>, tensor<768xf32>) {

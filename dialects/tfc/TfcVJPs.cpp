@@ -290,9 +290,14 @@ LogicalResult GeluOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
 LogicalResult LeakyReluOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   double alpha = getAlpha().convertToDouble();
-  return unaryVJP(*this, b, grads, out, [this, alpha](G &e, Value g) {
+  // With 0 < alpha < inf, y = leaky_relu(x) has x's sign and y > 0 iff x > 0
+  // (x * alpha may underflow to -0, never above 0; NaN stays NaN): step(y) ==
+  // step(x). Reading y leaves x no use past the op, so a linear producing x
+  // can absorb the activation into its epilogue in training too.
+  Value sign = alpha > 0 && std::isfinite(alpha) ? getResult() : getX();
+  return unaryVJP(*this, b, grads, out, [alpha, sign](G &e, Value g) {
     Value slope =
-        e.add(e.c(g, alpha), e.mul(e.c(g, 1.0 - alpha), e.step(getX())));
+        e.add(e.c(g, alpha), e.mul(e.c(g, 1.0 - alpha), e.step(sign)));
     return e.mul(g, slope);
   });
 }

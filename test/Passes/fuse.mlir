@@ -171,6 +171,25 @@ func.func @linear_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor
 
 // -----
 
+// Tests that leaky_relu is a linear epilogue too (the encoder-decoder's
+// feed-forward), with a residual add after it.
+// CHECK-LABEL: func.func @linear_leaky_relu
+// CHECK: %[[F:.*]] = tfc.fused "linear"(%arg0, %arg1, %arg2)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tfc.linear
+// CHECK-NEXT: tfc.leaky_relu %{{.*}} alpha = 2.000000e-01
+// CHECK-NEXT: tfc.add
+// CHECK-NEXT: tfc.yield
+// CHECK: return %[[F]]
+func.func @linear_leaky_relu(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %l = tfc.linear %x, %w : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a = tfc.leaky_relu %l alpha = 2.000000e-01 : tensor<4x16xf32>
+  %y = tfc.add %a, %r : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
 // Tests that a linear whose result is also read elsewhere (the backward
 // needs gelu's input) keeps its activation apart; the exact (erf) gelu is
 // not a library epilogue either.

@@ -90,13 +90,15 @@ void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* 
  * trans_w as in tfc_k_linear_f32 (note the order m, n, k); residual [M, N] (laid out like
  * y) or NULL. y may be residual itself (in place: y += act(...)); it must not otherwise
  * overlap it. activation: 0 none, 1 gelu (tanh approximation, as PyTorch's
- * gelu(approximate='tanh')), 2 relu (NaN stays NaN), 3 silu (x * sigmoid(x)); other values
- * report an error. The activation is applied once per element after its whole sum over
- * K, so results do not depend on the thread count. With activation != 0 in place and
- * M > 4, the residual is copied once first (the partial sums over K blocks go to y). */
+ * gelu(approximate='tanh')), 2 relu (NaN stays NaN), 3 silu (x * sigmoid(x)), 4 leaky relu
+ * with slope act_param: x > 0 ? x : act_param * x (NaN stays NaN; tfc.leaky_relu's alpha);
+ * other values report an error. act_param is read by activation 4 only (pass 0 else).
+ * The activation is applied once per element after its whole sum over K, so results do
+ * not depend on the thread count. With activation != 0 in place and M > 4, the residual
+ * is copied once first (the partial sums over K blocks go to y). */
 void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
                          const float* residual, float* y, int64_t m, int64_t n, int64_t k,
-                         int32_t trans_w, int32_t activation);
+                         int32_t trans_w, int32_t activation, float act_param);
 
 /* Element types of the B (weight) operand of the *_bx_f32 products below. */
 enum { TFC_K_F32 = 0, TFC_K_BF16 = 1, TFC_K_F16 = 2 };
@@ -114,7 +116,7 @@ void tfc_k_matmul_bx_f32(const float* a, const void* b, int32_t b_type, float* c
                          int64_t stride_c, int32_t accumulate);
 void tfc_k_linear_ex_bx_f32(const float* x, const void* w, int32_t w_type, const float* bias,
                             const float* residual, float* y, int64_t m, int64_t n, int64_t k,
-                            int32_t trans_w, int32_t activation);
+                            int32_t trans_w, int32_t activation, float act_param);
 
 /* ---- Attention ---- */
 

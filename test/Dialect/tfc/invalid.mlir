@@ -1537,7 +1537,7 @@ func.func @fused_reduction_end(%a: tensor<4x8xf32>) -> tensor<4xf32> {
 // Tests that a linear kernel is what the library's epilogue applies: here
 // the activation is the exact (erf) GELU, which it does not have.
 func.func @fused_linear_epilogue(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{'tfc.fused' op a linear kernel is tfc.linear on its operands, then optionally gelu (tanh), relu or silu of it, then optionally an add of an operand of the same type, and yields the last}}
+  // expected-error @+1 {{'tfc.fused' op a linear kernel is tfc.linear on its operands, then optionally gelu (tanh), relu, silu or leaky_relu of it, then optionally an add of an operand of the same type, and yields the last}}
   %0 = tfc.fused "linear" (%x, %w) : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> {
   ^bb0(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>):
     %1 = tfc.linear %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>

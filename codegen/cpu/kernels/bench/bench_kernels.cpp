@@ -249,7 +249,7 @@ void decode_pass(const std::vector<int>& threads, const std::string& filter) {
       for (size_t i = 0; i < lins.size(); ++i) {
         const void* w = bt ? (const void*)w16[i].data() : (const void*)w32[i].data();
         tfc_k_linear_ex_bx_f32(x.data(), w, bt, nullptr, nullptr, y.data(), 1, lins[i].n,
-                               lins[i].k, lins[i].tb, 0);
+                               lins[i].k, lins[i].tb, 0, 0.f);
       }
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
@@ -415,7 +415,8 @@ int main(int argc, char** argv) {
         tfc_kern::parallel_for(m * n, 16384, gelu_pass, Y.data());
       });
       const double fused = median_seconds([&] {
-        tfc_k_linear_ex_f32(X.data(), W.data(), Bv.data(), nullptr, Y.data(), m, n, k, 0, 1);
+        tfc_k_linear_ex_f32(X.data(), W.data(), Bv.data(), nullptr, Y.data(), m, n, k, 0, 1,
+                            0.f);
       });
       tfc_kernels_set_host(nullptr);
       printf("%-36s %8d %10.3f %10.3f %10.3f %9.1f%%\n", fname, t, lin * 1e3, sep * 1e3,

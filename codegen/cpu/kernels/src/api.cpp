@@ -52,11 +52,12 @@ const IsaKernels* detect() {
 }
 
 // The epilogue's activations (see kernels_impl.inc), in scalar form for k == 0.
-float activate(float x, int act) {
-  switch (act) {
+float activate(float x, const GemmArgs& g) {
+  switch (g.act) {
     case 1: return x / (1.f + expf(-1.5957691216057308f * x * (1.f + 0.044715f * x * x)));
     case 2: return x < 0.f ? 0.f : x;  // NaN stays NaN
     case 3: return x / (1.f + expf(-x));
+    case 4: return x > 0.f ? x : x * g.act_alpha;  // NaN stays NaN
     default: return x;
   }
 }
@@ -71,7 +72,7 @@ void fill_k0(const GemmArgs& g) {
       for (int64_t j = 0; j < g.n; ++j) {
         float x = g.bias ? g.bias[j] : 0.f;
         x = (g.accumulate || (g.stride_c == 0 && b > 0)) ? c[i * g.n + j] + x : x;
-        if (last) x = activate(x, g.act);
+        if (last) x = activate(x, g);
         if (r) x += r[i * g.n + j];
         c[i * g.n + j] = x;
       }
@@ -171,17 +172,17 @@ void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* 
     tfc_kernels_error("tfc_k_linear_f32: negative size");
     return;
   }
-  tfc_k_linear_ex_f32(x, w, bias, nullptr, y, m, n, k, trans_w, 0);
+  tfc_k_linear_ex_f32(x, w, bias, nullptr, y, m, n, k, trans_w, 0, 0.f);
 }
 
 void tfc_k_linear_ex_bx_f32(const float* x, const void* w, int32_t w_type, const float* bias,
                             const float* residual, float* y, int64_t m, int64_t n, int64_t k,
-                            int32_t trans_w, int32_t activation) {
+                            int32_t trans_w, int32_t activation, float act_param) {
   if (m < 0 || n < 0 || k < 0) {
     tfc_kernels_error("tfc_k_linear_ex_f32: negative size");
     return;
   }
-  if (activation < 0 || activation > 3) {
+  if (activation < 0 || activation > 4) {
     tfc_kernels_error("tfc_k_linear_ex_f32: unknown activation");
     return;
   }
@@ -192,14 +193,16 @@ void tfc_k_linear_ex_bx_f32(const float* x, const void* w, int32_t w_type, const
   tfc_kern::GemmArgs g{x, w, y, bias, 1, m, n, k, false, trans_w != 0, 0, 0, 0, false};
   g.residual = residual;
   g.act = activation;
+  g.act_alpha = act_param;
   g.b_type = w_type;
   tfc_kern::run_gemm(g);
 }
 
 void tfc_k_linear_ex_f32(const float* x, const float* w, const float* bias,
                          const float* residual, float* y, int64_t m, int64_t n, int64_t k,
-                         int32_t trans_w, int32_t activation) {
-  tfc_k_linear_ex_bx_f32(x, w, TFC_K_F32, bias, residual, y, m, n, k, trans_w, activation);
+                         int32_t trans_w, int32_t activation, float act_param) {
+  tfc_k_linear_ex_bx_f32(x, w, TFC_K_F32, bias, residual, y, m, n, k, trans_w, activation,
+                         act_param);
 }
 
 void tfc_k_attention_kvx_f32(const float* q, const void* k, const void* v, int32_t kv_type,

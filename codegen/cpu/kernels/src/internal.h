@@ -37,10 +37,12 @@ struct GemmArgs {
   bool accumulate;
   // Epilogue, applied once per element of C after its last K contribution:
   //   C = act(op(A) op(B) + bias (+ C when accumulate)) + residual
-  // act: 0 none, 1 gelu (tanh approximation), 2 relu, 3 silu. residual: laid out like C
-  // (stride_c apart) or nullptr; it may be C itself (in place).
+  // act: 0 none, 1 gelu (tanh approximation), 2 relu, 3 silu, 4 leaky relu with slope
+  // act_alpha. residual: laid out like C (stride_c apart) or nullptr; it may be C itself
+  // (in place).
   const float* residual = nullptr;
   int act = 0;
+  float act_alpha = 0.f;
   // B's element type (BType). A bf16 or f16 B is widened to f32 as the kernels read it
   // (in registers on the small-M paths, while packing on the packed path): the product
   // reads B's 16-bit bytes once, and every sum stays in f32.

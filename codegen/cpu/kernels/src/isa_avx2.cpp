@@ -24,6 +24,10 @@ struct V {
   static inline reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static inline reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
   static inline reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
+  // x where x > 0 (ordered: NaN is not), b elsewhere.
+  static inline reg select_pos(reg x, reg b) {
+    return _mm256_blendv_ps(b, x, _mm256_cmp_ps(x, zero(), _CMP_GT_OQ));
+  }
   static inline mask make_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }

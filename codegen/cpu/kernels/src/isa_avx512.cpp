@@ -37,6 +37,10 @@ struct V {
   static inline reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
   static inline reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
   static inline reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
+  // x where x > 0 (ordered: NaN is not), b elsewhere.
+  static inline reg select_pos(reg x, reg b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero(), _CMP_GT_OQ), b, x);
+  }
   static inline mask make_mask(int n) { return (mask)((1u << n) - 1u); }
   // 16-bit floats: bf16 is the high half of an f32 (zero-extend, shift); f16 by vcvtph2ps.
   static inline reg bf16_bits(__m256i h) {

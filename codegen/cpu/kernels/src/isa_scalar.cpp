@@ -26,6 +26,7 @@ struct V {
   static inline reg mul(reg a, reg b) { return a * b; }
   static inline reg div(reg a, reg b) { return a / b; }
   static inline reg max(reg a, reg b) { return a > b ? a : b; }
+  static inline reg select_pos(reg x, reg b) { return x > 0.f ? x : b; }  // NaN: b
   static inline mask make_mask(int n) { return n > 0; }
   static inline reg load_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
   static inline reg load_f16(const uint16_t* p) { return f16_to_f32(*p); }

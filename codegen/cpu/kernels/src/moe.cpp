@@ -108,10 +108,10 @@ void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
     const float* w3 = experts[3 * e + 1];
     const float* w2 = experts[3 * e + 2];
     // silu(x w1^T) with the activation in the GEMM's epilogue, then * (x w3^T).
-    tfc_k_linear_ex_f32(xe.data(), w1, nullptr, nullptr, h1.data(), rows, f, d, 1, 3);
-    tfc_k_linear_ex_f32(xe.data(), w3, nullptr, nullptr, h3.data(), rows, f, d, 1, 0);
+    tfc_k_linear_ex_f32(xe.data(), w1, nullptr, nullptr, h1.data(), rows, f, d, 1, 3, 0.f);
+    tfc_k_linear_ex_f32(xe.data(), w3, nullptr, nullptr, h3.data(), rows, f, d, 1, 0, 0.f);
     for (int64_t i = 0; i < rows * f; ++i) h1[i] *= h3[i];
-    tfc_k_linear_ex_f32(h1.data(), w2, nullptr, nullptr, out.data(), rows, d, f, 1, 0);
+    tfc_k_linear_ex_f32(h1.data(), w2, nullptr, nullptr, out.data(), rows, d, f, 1, 0, 0.f);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t token = pairs[r] / k;
       const float w = weights[token * num_experts + e];
@@ -155,10 +155,10 @@ void tfc_k_moe_ffn_grad_f32(const float* x, const int32_t* ids, const float* wei
     h3.resize(rows * f);
     a.resize(rows * f);
     out.resize(rows * d);
-    tfc_k_linear_ex_f32(xe.data(), w1, nullptr, nullptr, h1.data(), rows, f, d, 1, 0);
-    tfc_k_linear_ex_f32(xe.data(), w3, nullptr, nullptr, h3.data(), rows, f, d, 1, 0);
+    tfc_k_linear_ex_f32(xe.data(), w1, nullptr, nullptr, h1.data(), rows, f, d, 1, 0, 0.f);
+    tfc_k_linear_ex_f32(xe.data(), w3, nullptr, nullptr, h3.data(), rows, f, d, 1, 0, 0.f);
     for (int64_t i = 0; i < rows * f; ++i) a[i] = h1[i] * sigmoid(h1[i]) * h3[i];
-    tfc_k_linear_ex_f32(a.data(), w2, nullptr, nullptr, out.data(), rows, d, f, 1, 0);
+    tfc_k_linear_ex_f32(a.data(), w2, nullptr, nullptr, out.data(), rows, d, f, 1, 0, 0.f);
     // d weights[token, e] = dy[token] . out; d out = weights[token, e] * dy[token].
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t token = pairs[r] / k;

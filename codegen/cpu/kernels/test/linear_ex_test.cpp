@@ -1,5 +1,6 @@
 // tfc_k_linear_ex_f32 (y = act(x W + bias) + residual, fused epilogue) against a
-// double-precision reference, on every ISA this CPU runs: every activation, with and
+// double-precision reference, on every ISA this CPU runs: every activation (leaky relu
+// with two slopes), with and
 // without bias, residual none / separate / in place (y == residual), both weight layouts,
 // shapes that reach each path (small M with the K split, small M dot products, packed
 // tiles with one and several K blocks), serial and with a 2-thread host (bit-identical).
@@ -16,13 +17,22 @@
 namespace tfc_kern_test {
 namespace {
 
-const char* const kActName[] = {"none", "gelu", "relu", "silu"};
+// The epilogues under test: the activation code and its parameter.
+struct Act {
+  int code;
+  float alpha;
+  const char* name;
+};
+const Act kActs[] = {{0, 0.f, "none"},           {1, 0.f, "gelu"},
+                     {2, 0.f, "relu"},           {3, 0.f, "silu"},
+                     {4, 0.01f, "leaky_relu 0.01"}, {4, 0.2f, "leaky_relu 0.2"}};
 
-double act_ref(double x, int act) {
-  switch (act) {
+double act_ref(double x, const Act& a) {
+  switch (a.code) {
     case 1: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     case 2: return x > 0 ? x : 0.0;
     case 3: return x / (1.0 + exp(-x));
+    case 4: return x > 0 ? x : (double)a.alpha * x;
     default: return x;
   }
 }
@@ -59,7 +69,7 @@ Inputs make_inputs(uint64_t seed, int64_t m, int64_t n, int64_t k, int tw) {
 enum ResMode { kNoRes = 0, kSeparate = 1, kInPlace = 2 };
 
 // Runs one variant; returns y.
-std::vector<float> run(const Inputs& in, bool bias, ResMode rm, int act) {
+std::vector<float> run(const Inputs& in, bool bias, ResMode rm, const Act& act) {
   std::vector<float> y((size_t)(in.m * in.n), 7.f);
   const float* res = nullptr;
   if (rm == kSeparate) res = in.res.data();
@@ -68,7 +78,7 @@ std::vector<float> run(const Inputs& in, bool bias, ResMode rm, int act) {
     res = y.data();
   }
   tfc_k_linear_ex_f32(in.x.data(), in.w.data(), bias ? in.bias.data() : nullptr, res, y.data(),
-                      in.m, in.n, in.k, in.tw, act);
+                      in.m, in.n, in.k, in.tw, act.code, act.alpha);
   return y;
 }
 
@@ -80,12 +90,12 @@ class LinearExTest : public ::testing::TestWithParam<std::string> {
   // Every activation x bias x residual mode on one input set, serial and 2 threads.
   void check_all(const Inputs& in, double tol = 1e-5) {
     std::vector<double> ref((size_t)(in.m * in.n));
-    for (int act = 0; act < 4; ++act) {
+    for (const Act& act : kActs) {
       for (int b = 0; b < 2; ++b) {
         for (int rm = 0; rm < 3; ++rm) {
           SCOPED_TRACE(::testing::Message()
                        << "isa=" << GetParam() << " m=" << in.m << " n=" << in.n << " k=" << in.k
-                       << " tw=" << in.tw << " act=" << kActName[act] << " bias=" << b
+                       << " tw=" << in.tw << " act=" << act.name << " bias=" << b
                        << " residual=" << (rm == kNoRes ? "none" : rm == kSeparate ? "separate" : "in-place"));
           for (int64_t i = 0; i < in.m; ++i) {
             for (int64_t j = 0; j < in.n; ++j) {
@@ -156,7 +166,7 @@ TEST_P(LinearExTest, LinearIsLinearExWithoutEpilogue) {
       std::vector<float> a((size_t)(in.m * in.n)), b((size_t)(in.m * in.n));
       tfc_k_linear_f32(in.x.data(), in.w.data(), in.bias.data(), a.data(), in.m, in.n, in.k, tw);
       tfc_k_linear_ex_f32(in.x.data(), in.w.data(), in.bias.data(), nullptr, b.data(), in.m,
-                          in.n, in.k, tw, 0);
+                          in.n, in.k, tw, 0, 0.f);
       EXPECT_EQ(memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
     }
   }
@@ -174,11 +184,11 @@ TEST_P(LinearExTest, SixteenBitWeights) {
       for (int wt : {TFC_K_BF16, TFC_K_F16}) {
         Inputs in = make_inputs(run_seed() + 77 + tw, s[0], s[1], s[2], tw);
         std::vector<uint16_t> w16 = round_to_16bit(in.w, wt);
-        for (int act = 0; act < 4; ++act) {
+        for (const Act& act : kActs) {
           for (int rm = 0; rm < 3; ++rm) {
             SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " m=" << in.m << " n="
                                               << in.n << " k=" << in.k << " tw=" << tw
-                                              << " w_type=" << wt << " act=" << kActName[act]
+                                              << " w_type=" << wt << " act=" << act.name
                                               << " residual mode=" << rm);
             std::vector<float> want = run(in, true, (ResMode)rm, act);
             auto run16 = [&] {
@@ -189,7 +199,7 @@ TEST_P(LinearExTest, SixteenBitWeights) {
                 res = y.data();
               }
               tfc_k_linear_ex_bx_f32(in.x.data(), w16.data(), wt, in.bias.data(), res, y.data(),
-                                     in.m, in.n, in.k, in.tw, act);
+                                     in.m, in.n, in.k, in.tw, act.code, act.alpha);
               return y;
             };
             std::vector<float> got = run16();
@@ -211,12 +221,14 @@ TEST_P(LinearExTest, ZeroK) {
   std::mt19937_64 rng(run_seed() + 3);
   const int64_t m = 3, n = 5;
   auto bias = random_vec(rng, n), res = random_vec(rng, m * n);
-  for (int act = 0; act < 4; ++act) {
-    SCOPED_TRACE(kActName[act]);
+  for (const Act& act : kActs) {
+    SCOPED_TRACE(act.name);
     std::vector<float> y((size_t)(m * n), 7.f);
-    tfc_k_linear_ex_f32(nullptr, nullptr, bias.data(), res.data(), y.data(), m, n, 0, 0, act);
+    tfc_k_linear_ex_f32(nullptr, nullptr, bias.data(), res.data(), y.data(), m, n, 0, 0,
+                        act.code, act.alpha);
     std::vector<float> yi = res;
-    tfc_k_linear_ex_f32(nullptr, nullptr, bias.data(), yi.data(), yi.data(), m, n, 0, 1, act);
+    tfc_k_linear_ex_f32(nullptr, nullptr, bias.data(), yi.data(), yi.data(), m, n, 0, 1,
+                        act.code, act.alpha);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         const double r = act_ref(bias[j], act) + res[i * n + j];
@@ -234,8 +246,8 @@ TEST_P(LinearExTest, NaNPropagates) {
     for (int tw = 0; tw < 2; ++tw) {
       Inputs in = make_inputs(run_seed() + 9, s[0], s[1], s[2], tw);
       in.x[1] = std::numeric_limits<float>::quiet_NaN();
-      for (int act = 0; act < 4; ++act) {
-        SCOPED_TRACE(::testing::Message() << "m=" << s[0] << " tw=" << tw << " act=" << kActName[act]);
+      for (const Act& act : kActs) {
+        SCOPED_TRACE(::testing::Message() << "m=" << s[0] << " tw=" << tw << " act=" << act.name);
         std::vector<float> y = run(in, true, kSeparate, act);
         for (int64_t j = 0; j < in.n; ++j) EXPECT_TRUE(isnan(y[j])) << j;
         for (int64_t j = in.n; j < in.m * in.n; ++j) EXPECT_TRUE(isfinite(y[j])) << j;
@@ -244,11 +256,58 @@ TEST_P(LinearExTest, NaNPropagates) {
   }
 }
 
+// The leaky relu epilogue gives, bit for bit, tfc.leaky_relu's CPU lowering
+// (select(x > 0, x, x * alpha) in f32, codegen/scalar/ScalarOps.cpp) applied to the
+// product without an epilogue, on every path, serial and with 3 threads; NaN, signed zeros
+// and infinities in the sum included.
+TEST_P(LinearExTest, LeakyReluMatchesItsLowering) {
+  TFC_SEED_TRACE(run_seed());
+  for (auto& s : kShapes) {
+    for (int tw = 0; tw < 2; ++tw) {
+      Inputs in = make_inputs(run_seed() + 13 + tw, s[0], s[1], s[2], tw);
+      std::vector<float> bias = in.bias;
+      if (in.n > 3) {
+        // Column j's sum is bias[j] when x W is 0: zero rows of W make x W exactly 0.
+        for (int64_t p = 0; p < in.k; ++p) {
+          for (int64_t j = 0; j < 4; ++j) (tw ? in.w[j * in.k + p] : in.w[p * in.n + j]) = 0.f;
+        }
+        bias[0] = -0.f;
+        bias[1] = std::numeric_limits<float>::quiet_NaN();
+        bias[2] = -std::numeric_limits<float>::infinity();
+        bias[3] = 0.f;
+      }
+      for (float alpha : {0.01f, 0.2f}) {
+        SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " m=" << in.m << " n="
+                                          << in.n << " k=" << in.k << " tw=" << tw
+                                          << " alpha=" << alpha);
+        std::vector<float> want((size_t)(in.m * in.n)), got(want.size()), gotp(want.size());
+        tfc_k_linear_ex_f32(in.x.data(), in.w.data(), bias.data(), nullptr, want.data(), in.m,
+                            in.n, in.k, tw, 0, 0.f);
+        for (float& v : want) v = v > 0.f ? v : v * alpha;
+        tfc_k_linear_ex_f32(in.x.data(), in.w.data(), bias.data(), nullptr, got.data(), in.m,
+                            in.n, in.k, tw, 4, alpha);
+        EXPECT_EQ(tfc_kernels_take_error(), nullptr);
+        EXPECT_EQ(memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+        ThreadHost host(3);
+        {
+          ScopedHost sh(host.api());
+          tfc_k_linear_ex_f32(in.x.data(), in.w.data(), bias.data(), nullptr, gotp.data(), in.m,
+                              in.n, in.k, tw, 4, alpha);
+        }
+        EXPECT_EQ(memcmp(got.data(), gotp.data(), got.size() * sizeof(float)), 0)
+            << "3-thread result differs from serial";
+      }
+    }
+  }
+}
+
 TEST_P(LinearExTest, BadArguments) {
   float y = 0;
-  tfc_k_linear_ex_f32(nullptr, nullptr, nullptr, nullptr, &y, 1, 1, 0, 0, 4);
+  tfc_k_linear_ex_f32(nullptr, nullptr, nullptr, nullptr, &y, 1, 1, 0, 0, 5, 0.f);
   EXPECT_NE(tfc_kernels_take_error(), nullptr);
-  tfc_k_linear_ex_f32(nullptr, nullptr, nullptr, nullptr, &y, -1, 1, 1, 0, 0);
+  tfc_k_linear_ex_f32(nullptr, nullptr, nullptr, nullptr, &y, 1, 1, 0, 0, -1, 0.f);
+  EXPECT_NE(tfc_kernels_take_error(), nullptr);
+  tfc_k_linear_ex_f32(nullptr, nullptr, nullptr, nullptr, &y, -1, 1, 1, 0, 0, 0.f);
   EXPECT_NE(tfc_kernels_take_error(), nullptr);
 }
 
