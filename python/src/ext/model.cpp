@@ -294,9 +294,10 @@ void bindModel(py::module_& m) {
       }, py::arg("path"), py::kw_only(), py::arg("allow_missing") = false,
          py::arg("allow_unexpected") = false, py::arg("copy") = false,
          "Binds parameters by name from a .safetensors file, checking dtypes and shapes; "
-         "nothing changes on failure. Aligned tensors are used in place from a private "
-         "copy-on-write mapping of the file (writes never reach it); copy=True copies every "
-         "tensor instead, for a file that may be rewritten in place meanwhile.")
+         "nothing changes when it is refused. Aligned tensors are used in place from a "
+         "private copy-on-write mapping of the file (writes never reach it); copy=True reads "
+         "every tensor into the process's own memory instead (huge pages for large ones: "
+         "faster decode), also for a file that may be rewritten in place meanwhile.")
       .def("load_pretrained", [](PyParams& p, const std::string& path, bool copy) {
         std::vector<PretrainedTensor> tensors;
         check(withoutGil([&] {

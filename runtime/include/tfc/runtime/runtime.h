@@ -200,8 +200,9 @@ typedef struct tfc_params_load_options_t {
    * file (pread), never through the mapping, so the peak stays at about the weights. For a
    * file that may be rewritten in place (not replaced by rename) while the params live, and
    * for speed: the system allocator puts buffers of 2 MiB or more on transparent huge pages,
-   * which decode streams faster than the page cache's 4 KiB pages (docs/runtime.md).
-   * Default false. */
+   * which decode streams faster than the page cache's 4 KiB pages (docs/runtime.md). A
+   * read that fails (the file truncated meanwhile) returns IO_ERROR with the parameters
+   * read before it already set. Default false. */
   bool copy;
 } tfc_params_load_options_t;
 
