@@ -115,15 +115,16 @@ void emitTranspose(OpBuilder &b, TransposeOp op, Value input, Value output) {
           sizes[d] = outShape[d];
         SmallVector<int64_t> runShape(outShape.begin() + outer,
                                       outShape.end());
+        SmallVector<OpFoldResult> sizeAttrs = indexAttrs(nb, sizes);
+        SmallVector<OpFoldResult> unitStrides =
+            indexAttrs(nb, SmallVector<int64_t>(rank, 1));
         auto view = [&](Value memref, ArrayRef<OpFoldResult> offsets) {
-          auto type = cast<MemRefType>(
-              memref::SubViewOp::inferRankReducedResultType(
+          auto type =
+              cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType(
                   runShape, cast<MemRefType>(memref.getType()), offsets,
-                  indexAttrs(nb, sizes), indexAttrs(nb, SmallVector<int64_t>(
-                                                            rank, 1))));
-          return nb.create<memref::SubViewOp>(
-              nloc, type, memref, offsets, indexAttrs(nb, sizes),
-              indexAttrs(nb, SmallVector<int64_t>(rank, 1)));
+                  sizeAttrs, unitStrides));
+          return nb.create<memref::SubViewOp>(nloc, type, memref, offsets,
+                                              sizeAttrs, unitStrides);
         };
         nb.create<memref::CopyOp>(nloc, view(input, inOffsets),
                                   view(output, outOffsets));

@@ -393,6 +393,22 @@ __attribute__((always_inline)) inline VT lane_scores(const VT* qt, const float* 
   return max;
 }
 
+// A lane block's scores from its n rows of Q (at q): the rows' causal limits (lim), s and
+// their max per lane, as lane_limits and lane_scores; returns the largest limit.
+template <int D>
+__attribute__((always_inline)) inline int64_t lane_block_scores(const float* q, int n,
+                                                                int32_t causal, int64_t r0,
+                                                                int64_t tq, int64_t offset,
+                                                                int64_t tk, const float* kf,
+                                                                float scale, MT* lim, VT* s,
+                                                                VT* max) {
+  VT qt[D];
+  rows_to_lanes<D>(q, n, qt);
+  const int64_t jmax = lane_limits(causal, r0, n, tq, offset, tk, lim);
+  *max = lane_scores<D>(qt, kf, *lim, jmax, scale, s);
+  return jmax;
+}
+
 // Rows of a part in blocks of kLanes, one lane a row (a part's rows, ordered (query head,
 // query), lie one after another in Q, dO, the output and dQ): scores, softmax, dP, dS and
 // dQ run elementwise across the rows, each K and V element is broadcast once for all of
@@ -407,14 +423,13 @@ __attribute__((always_inline)) inline void attention_grad_lanes(
     const AttentionGrad& a, const float* kf, const float* vf, int64_t row0, int64_t r0, int n,
     typename Vec<D>::type* dk, typename Vec<D>::type* dv) {
   typedef typename Vec<D>::type VD;
-  VT qt[D], dot[D], ot[D], dq[D] = {};
-  rows_to_lanes<D>(a.q + row0 * D, n, qt);
+  VT dot[D], ot[D], dq[D] = {};
   rows_to_lanes<D>(a.dout + row0 * D, n, dot);
   rows_to_lanes<D>(a.o + row0 * D, n, ot);
   MT lim = {};
-  const int64_t jmax = lane_limits(a.causal, r0, n, a.tq, a.offset, a.tk, &lim);
-  VT s[kMaxKeys];
-  const VT max = lane_scores<D>(qt, kf, lim, jmax, a.scale, s);
+  VT s[kMaxKeys], max;
+  const int64_t jmax = lane_block_scores<D>(a.q + row0 * D, n, a.causal, r0, a.tq, a.offset,
+                                            a.tk, kf, a.scale, &lim, s, &max);
   VT sum = VT{};
   for (int64_t j = 0; j < jmax; ++j) sum += (s[j] = exp_lanes(s[j] - max));
   const VT inv = 1.0f / sum;
@@ -520,12 +535,11 @@ __attribute__((always_inline)) inline void attention_small_lanes(const tfc_kern:
                                                                  const float* vf,
                                                                  int64_t row0, int64_t r0,
                                                                  int n) {
-  VT qt[D], o[D] = {};
-  rows_to_lanes<D>(a.q + row0 * D, n, qt);
+  VT o[D] = {};
   MT lim = {};
-  const int64_t jmax = lane_limits(a.causal, r0, n, a.tq, a.offset, a.tk, &lim);
-  VT s[kMaxKeys];
-  const VT max = lane_scores<D>(qt, kf, lim, jmax, a.scale, s);
+  VT s[kMaxKeys], max;
+  const int64_t jmax = lane_block_scores<D>(a.q + row0 * D, n, a.causal, r0, a.tq, a.offset,
+                                            a.tk, kf, a.scale, &lim, s, &max);
   // A masked key's p is exactly 0 (exp of -inf); a row with no visible key is 0.
   VT sum = VT{};
   for (int64_t j = 0; j < jmax; ++j) {
