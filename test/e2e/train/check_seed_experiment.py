@@ -103,6 +103,26 @@ def main():
     check(exact is not None and int(exact.group(1)) >= 8,
           f"at least 8 of 9 examples exact ({exact.group(0) if exact else 'none'})")
     print(f"experiment wall time (process): {wall:.1f}s")
+
+    # The thread count changes no number: each kernel's sums keep their order for any
+    # split, and the validation batches, shared out over one single-threaded context per
+    # thread, are summed in batch order. Short runs (2 epochs of 8 steps), logs compared
+    # apart from their seconds column.
+    logs = {}
+    for threads in (1, 3):
+        short = run([b("tfc-run"), p("encdec.so"), "seed-experiment", "--seed", str(args.seed),
+                     "--epochs", "2", "--steps-per-epoch", "8", "--threads", str(threads),
+                     "--log", p(f"short-{threads}.csv")], capture_output=True, text=True)
+        check(short.returncode == 0, f"seed-experiment --threads {threads} ran "
+              f"(exit {short.returncode}: {short.stderr[-500:]})")
+        if short.returncode == 0:
+            with open(p(f"short-{threads}.csv")) as f:
+                logs[threads] = [line.rsplit(",", 1)[0] for line in f]
+    if len(logs) == 2:
+        check(logs[1] == logs[3] and len(logs[1]) == 1 + 2 * 9,
+              f"--threads 1 and --threads 3 log the same losses ({len(logs[1])} and "
+              f"{len(logs[3])} lines; first difference: "
+              f"{next((a + ' / ' + c for a, c in zip(logs[1], logs[3]) if a != c), 'none')})")
     print(f"\n{len(failures)} check(s) failed" if failures else "\nall checks passed")
     return 1 if failures else 0
 
