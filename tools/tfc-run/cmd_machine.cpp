@@ -1,5 +1,5 @@
-// tfc-run machine: the peak f32 FMA rate and the STREAM-triad bandwidth of this
-// machine, the two numbers `profile` measures for its rooflines, on their own
+// tfc-run machine: the peak f32 FMA rate and the STREAM-triad (and read) bandwidth of
+// this machine, the two numbers `profile` measures for its rooflines, on their own
 // (benchmarks put their floors next to their figures from the same run:
 // bench/run_bench.py).
 #include <thread>
@@ -28,8 +28,9 @@ int runMachine(const Invocation& invocation) {
   if (args.has("--json")) {
     print(
         "{{\"threads\": {}, \"peak_gflops\": {:.2f}, \"triad_gbs\": {:.2f}, "
-        "\"isa\": \"{}\"}}\n",
-        threads, peak.flopsPerSecond / 1e9, peak.bytesPerSecond / 1e9, peak.isa);
+        "\"read_gbs\": {:.2f}, \"isa\": \"{}\"}}\n",
+        threads, peak.flopsPerSecond / 1e9, peak.bytesPerSecond / 1e9,
+        peak.readBytesPerSecond / 1e9, peak.isa);
     return 0;
   }
   print("machine: {} threads\n", threads);
@@ -38,6 +39,8 @@ int runMachine(const Invocation& invocation) {
   print("  bandwidth  {:8.1f} GB/s     (STREAM triad a = b + s*c, 12 bytes an element, arrays "
         "of 64 MiB)\n",
         peak.bytesPerSecond / 1e9);
+  print("  reads      {:8.1f} GB/s     (a sum over the same arrays, 4 bytes an element)\n",
+        peak.readBytesPerSecond / 1e9);
   return 0;
 }
 
@@ -55,9 +58,14 @@ arrays of 64 MiB, 12 bytes an element as STREAM counts them). Each is the best o
 runs, about half a second in all. These are the numbers `tfc-run MODEL.so profile` measures
 at its start; benchmarks print them next to their figures, from the same run.
 
+It also measures reads alone (a sum over the same arrays): the ceiling of a kernel that
+only streams its operands in, such as a batch-1 decode reading its weights. The triad
+stays the roofline's bandwidth. On a shared machine both move with the other tenants'
+load: measure them in the same run as the figure they judge.
+
 options:
   --threads N   threads to measure with (default: every hardware thread)
-  --json        one line of JSON: threads, peak_gflops, triad_gbs, isa
+  --json        one line of JSON: threads, peak_gflops, triad_gbs, read_gbs, isa
 
 examples:
   tfc-run machine --threads 2

@@ -159,8 +159,9 @@ Status writeJson(const std::string& path, const std::string& model, const std::s
                      jsonString(model), jsonString(entry), calls, threads);
   out += fmt::format(
       "  \"machine\": {{\"flops_per_second\": {:.6g}, \"bytes_per_second\": {:.6g}, "
-      "\"isa\": {}, \"measured\": {}}},\n",
-      peak.flopsPerSecond, peak.bytesPerSecond, jsonString(peak.isa), measured ? "true" : "false");
+      "\"read_bytes_per_second\": {:.6g}, \"isa\": {}, \"measured\": {}}},\n",
+      peak.flopsPerSecond, peak.bytesPerSecond, peak.readBytesPerSecond, jsonString(peak.isa),
+      measured ? "true" : "false");
   out += fmt::format("  \"call_seconds_median\": {:.9g},\n  \"call_seconds_mean\": {:.9g},\n",
                      medianCall, meanCall);
   out += "  \"kernels\": [\n";
@@ -364,9 +365,13 @@ int runProfile(const Invocation& invocation) {
 
   print("profile of {} in {}: {} calls after {} warm-up, {} threads\n", entryName,
              invocation.model, calls, warmup, context->numThreads());
+  // Each number says where it came from: measured here, or given by its flag.
   print("machine: {:.1f} GFLOP/s f32 peak ({}), {:.1f} GB/s ({})\n",
-             peak.flopsPerSecond / 1e9, measured ? "FMA loop, " + peak.isa : "given",
-             peak.bytesPerSecond / 1e9, measured ? "STREAM triad" : "given");
+             peak.flopsPerSecond / 1e9, peakGflops > 0 ? "given" : "FMA loop, " + peak.isa,
+             peak.bytesPerSecond / 1e9,
+             bandwidthGbs > 0 ? std::string("given")
+                              : fmt::format("STREAM triad; reads alone {:.1f} GB/s",
+                                            peak.readBytesPerSecond / 1e9));
   print("call: median {:.3f} ms; kernels {:.3f} ms ({:.1f}% of the mean call), {} "
              "launches of {} kernels; floor {:.3f} ms ({:.1f}% reached)\n\n",
              medianCall * 1e3, all.seconds * 1e3, 100 * all.seconds / meanCall,
