@@ -73,48 +73,24 @@ float fmaChainsSse(int64_t iterations) {
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
-// Sums of n floats (n a multiple of 64), four independent vector chains: a read stream.
-__attribute__((target("avx512f"))) float readAvx512(const float* p, size_t n) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+// Sums of n floats (n a multiple of 64), four independent chains of 16-float vectors: a read
+// stream, compiled for each vector width and picked by the CPU at run time.
+typedef float Float16 __attribute__((vector_size(64)));
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) float readSum(const float* p,
+                                                                           size_t n) {
+  Float16 s[4] = {};
   for (size_t i = 0; i < n; i += 64) {
-    s0 = _mm512_add_ps(s0, _mm512_loadu_ps(p + i));
-    s1 = _mm512_add_ps(s1, _mm512_loadu_ps(p + i + 16));
-    s2 = _mm512_add_ps(s2, _mm512_loadu_ps(p + i + 32));
-    s3 = _mm512_add_ps(s3, _mm512_loadu_ps(p + i + 48));
+    for (int c = 0; c < 4; ++c) {
+      Float16 x;
+      __builtin_memcpy(&x, p + i + 16 * c, sizeof x);
+      s[c] += x;
+    }
   }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, _mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-  float total = 0;
-  for (float v : lanes) total += v;
-  return total;
-}
-
-__attribute__((target("avx2"))) float readAvx2(const float* p, size_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (size_t i = 0; i < n; i += 32) {
-    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(p + i));
-    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(p + i + 8));
-    s2 = _mm256_add_ps(s2, _mm256_loadu_ps(p + i + 16));
-    s3 = _mm256_add_ps(s3, _mm256_loadu_ps(p + i + 24));
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-  float total = 0;
-  for (float v : lanes) total += v;
-  return total;
-}
-
-float readSse(const float* p, size_t n) {
-  __m128 s0 = _mm_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (size_t i = 0; i < n; i += 16) {
-    s0 = _mm_add_ps(s0, _mm_loadu_ps(p + i));
-    s1 = _mm_add_ps(s1, _mm_loadu_ps(p + i + 4));
-    s2 = _mm_add_ps(s2, _mm_loadu_ps(p + i + 8));
-    s3 = _mm_add_ps(s3, _mm_loadu_ps(p + i + 12));
-  }
-  alignas(16) float lanes[4];
-  _mm_store_ps(lanes, _mm_add_ps(_mm_add_ps(s0, s1), _mm_add_ps(s2, s3)));
-  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  Float16 total = (s[0] + s[1]) + (s[2] + s[3]);
+  float sum = 0;
+  for (int l = 0; l < 16; ++l) sum += total[l];
+  return sum;
 }
 
 // Runs body(t) on |threads| threads at once (t = 0 on the calling thread) and returns the
@@ -137,18 +113,15 @@ MachinePeak measureMachinePeak(int threads, size_t arrayBytes) {
   MachinePeak peak;
 
   float (*chains)(int64_t) = fmaChainsSse;
-  float (*read)(const float*, size_t) = readSse;
   int lanes = 4;
   peak.isa = "sse2";
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) {
     chains = fmaChainsAvx512;
-    read = readAvx512;
     lanes = 16;
     peak.isa = "avx512f";
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     chains = fmaChainsAvx2;
-    read = readAvx2;
     lanes = 8;
     peak.isa = "avx2+fma";
   }
@@ -207,7 +180,7 @@ MachinePeak measureMachinePeak(int threads, size_t arrayBytes) {
       begin = (begin + 63) / 64 * 64;
       end = std::max(begin, end / 64 * 64);
       float sum = 0;
-      for (const float* array : {a.get(), b.get(), c.get()}) sum += read(array + begin, end - begin);
+      for (const float* array : {a.get(), b.get(), c.get()}) sum += readSum(array + begin, end - begin);
       g_sink = sum;
     });
     if (rep == 0) continue;
