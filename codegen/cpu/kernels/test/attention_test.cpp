@@ -119,6 +119,10 @@ TEST_P(AttentionTest, DecodeWithOffset) {
   for (int64_t pos : {0, 1, 63, 64, 127, 200, 255}) {
     check({2, 4, 4, 1, 256, 64, 64, true, pos});
   }
+  // Head sizes that end inside a vector, no visible key (zeros), GQA without a mask.
+  check({1, 3, 3, 1, 40, 17, 9, true, 25});
+  check({1, 3, 3, 1, 40, 17, 9, true, -1});
+  check({2, 4, 2, 1, 100, 72, 40, false, 0});
 }
 
 TEST_P(AttentionTest, PrefillChunks) {
