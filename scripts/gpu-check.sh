@@ -27,8 +27,9 @@
 # In the second run its train_step gave no result within the 240 s limit (tfc's
 # untiled CUDA products ran prefill at ~100 GFLOP/s, so B=8 T=1024 takes about a
 # minute a call) and 540 s did not reach the profile: until the products are
-# tiled, set TFC_TRAIN_REPEAT=1 and ask for 600 s. Put the table, with the date,
-# in docs/performance.md.
+# tiled, set TFC_TRAIN_REPEAT=1 and ask for 600 s (the third lease measured
+# 76.7 s a call, so a warm-up and one call take about 155 s of the 240 s limit).
+# Put the table, with the date, in docs/performance.md.
 #
 # Not run here (this check has one GPU, and NCCL refuses two ranks of one
 # communicator on one GPU): data-parallel training over NCCL on a machine with
