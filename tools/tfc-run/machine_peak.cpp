@@ -180,7 +180,9 @@ MachinePeak measureMachinePeak(int threads, size_t arrayBytes) {
       begin = (begin + 63) / 64 * 64;
       end = std::max(begin, end / 64 * 64);
       float sum = 0;
-      for (const float* array : {a.get(), b.get(), c.get()}) sum += readSum(array + begin, end - begin);
+      for (const float* array : {a.get(), b.get(), c.get()}) {
+        sum += readSum(array + begin, end - begin);
+      }
       g_sink = sum;
     });
     if (rep == 0) continue;
