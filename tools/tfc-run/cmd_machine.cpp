@@ -1,5 +1,5 @@
 // tfc-run machine: the peak f32 FMA rate and the STREAM-triad (and read) bandwidth of
-// this machine, the two numbers `profile` measures for its rooflines, on their own
+// this machine, the numbers `profile` measures for its rooflines, on their own
 // (benchmarks put their floors next to their figures from the same run:
 // bench/run_bench.py).
 #include <thread>
