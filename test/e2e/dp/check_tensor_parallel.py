@@ -14,7 +14,8 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
     (max |a - b| / max |b|);
   - 10 SGD steps under mpirun -np 2 from --init-seed 0 (each rank draws the whole weights
     and keeps its slice) leave, in rank 0's checkpoint (the ranks' slices gathered), the
-    weights and momentum of one process, within 1e-5 relative, and log its losses;
+    weights and momentum of one process, within 1e-4 relative (1e-5 for the losses it
+    logs);
   - 5 steps + --resume to 10 under mpirun (each rank slicing the whole checkpoint) equal 10
     straight, bit for bit;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
@@ -35,6 +36,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_data_parallel import mpi_job  # noqa: E402
 
 TP, RTOL, VOCAB, SEQ, BATCH, STEPS = 2, 1e-5, 64, 8, 2, 10
+# After STEPS SGD steps (lr 0.3, momentum 0.9) the two runs' rounding differences (the
+# row-parallel products sum their halves over the ranks) have gone through the training's
+# own dynamics: llama's momentum buffers differed by 1.2e-6 to 2.25e-5 over 11 random seeds
+# (gpt2's by at most 1e-6). A sharding or communication error moves them by O(1).
+RTOL_TRAINED = 1e-4
 MODELS = {
     "gpt2": ["n_layer=2", "n_head=4", "n_embd=32", f"vocab_size={VOCAB}", "n_ctx=16",
              f"seq={SEQ}", f"batch={BATCH}", "prefill_len=8"],
@@ -95,9 +101,9 @@ def main():
     tfc = os.path.join(args.bin_dir, "tfc")
     trace = os.path.join(args.bin_dir, "tfc-trace")
     tfc_run = os.path.join(args.bin_dir, "tfc-run")
-    seed = int.from_bytes(os.urandom(4), "little")
+    seed = int(os.environ.get("TFC_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
     rng = np.random.default_rng(seed)
-    print(f"seed {seed}")
+    print(f"seed {seed} (reproduce with TFC_TEST_SEED={seed})")
     tokens = rng.integers(0, VOCAB, 20000)
     with open(p("train.bin"), "wb") as f:
         f.write(tokens.astype("<u2").tobytes())
@@ -188,8 +194,8 @@ def main():
             e = rel(split_run[name], one[name])
             if e > worst:
                 worst, worst_name = e, name
-        check(worst <= RTOL, f"{model} TP={TP} vs one process after {STEPS} SGD steps: worst "
-              f"max|a-b|/max|b| {worst:.2e} ({worst_name}) <= {RTOL:g}")
+        check(worst <= RTOL_TRAINED, f"{model} TP={TP} vs one process after {STEPS} SGD "
+              f"steps: worst max|a-b|/max|b| {worst:.2e} ({worst_name}) <= {RTOL_TRAINED:g}")
         losses = [[float(r.split(",")[1]) for r in open(p(f"{model}-train{tp}.csv"))
                    .read().split()[1:]] for tp in (1, TP)]
         diff = max(abs(a - b) / abs(b) for a, b in zip(losses[1], losses[0]))
