@@ -168,11 +168,7 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
           qr[r] = r < nr ? a.q + (row0 + r) * d : zero;
           dor[r] = r < nr ? a.dout + (row0 + r) * dvd : zero;
           dsr[r] = r < nr ? ds + r * ld : zero;
-          limit[r] = r < nr ? tk : 0;
-          if (a.causal && r < nr) {
-            const int64_t last = i0 + r + a.offset + 1;
-            limit[r] = last < 0 ? 0 : (last < tk ? last : tk);
-          }
+          limit[r] = r < nr ? tfc_kern::causal_limit(a.causal, i0 + r, a.offset, tk) : 0;
           cols = limit[r] > cols ? limit[r] : cols;
         }
         if (cols == 0) {
@@ -328,11 +324,7 @@ struct SmallHead {
   }
 };
 
-inline int64_t causal_limit(int32_t causal, int64_t i, int64_t offset, int64_t tk) {
-  if (!causal) return tk;
-  const int64_t last = i + offset + 1;
-  return last < 0 ? 0 : (last < tk ? last : tk);
-}
+using tfc_kern::causal_limit;
 
 // exp_f32 on every lane; GCC vectorizes the loop (floor and fma become vector instructions
 // on the clones that have them), so the bits are exp_f32's.

@@ -63,6 +63,14 @@ struct AttnArgs {
   int kv_type = kBF32;
 };
 
+// The keys [0, limit) that query i sees: all tk without a mask; with `causal`, key j is
+// visible iff j <= i + offset (clamped to [0, tk]).
+inline int64_t causal_limit(bool causal, int64_t i, int64_t offset, int64_t tk) {
+  if (!causal) return tk;
+  const int64_t last = i + offset + 1;
+  return last < 0 ? 0 : (last < tk ? last : tk);
+}
+
 // Attention with d = dv in {8, 16} and at most 32 keys, on any ISA (attention_grad.cpp):
 // returns false, doing nothing, for the other shapes.
 bool attention_small(const AttnArgs& a);
