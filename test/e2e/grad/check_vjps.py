@@ -77,8 +77,11 @@ BF16_GRAD_RTOL = 2.0 ** -5
 # 0.011 against terms near 1): four times the bound. log_softmax's backward,
 # g - softmax(x) * sum(g), cancels the same way, and so does every case whose gradient
 # goes through one (--no-fuse, seed 180013: the chain ending in log_softmax, 8.4e-2 on
-# the layer norm's gain).
+# the layer norm's gain). Attention's backward holds the same difference
+# (dS = P * (dP - rowsum(P * dP))): its bf16 grad.q reached 0.58 of 2^-5 in 24 runs,
+# the highest of all cases, so it takes this bound too.
 BF16_SOFTMAX_GRAD_RTOL = 2.0 ** -3
+BF16_CANCELLING = ("softmax", "attention")
 # What the bf16 cases cover: the ops that matter to training.
 BF16_OPS = ("gelu", "silu", "matmul", "linear", "layer_norm", "rms_norm", "softmax",
             "log_softmax", "attention", "rotary", "embedding", "cross_entropy", "chain")
@@ -749,7 +752,8 @@ def bf16_variant(case):
     body = [re.sub(r"(\dx)f32>", r"\g<1>bf16>", line) for line in case.body]
     return Case(case.name + " [bf16]", {n: bf16_round(a) for n, a in case.params.items()},
                 case.ints, body, case.out, case.fn, case.grad, case.fd,
-                BF16_SOFTMAX_GRAD_RTOL if "softmax" in case.name else BF16_GRAD_RTOL,
+                BF16_SOFTMAX_GRAD_RTOL if any(w in case.name for w in BF16_CANCELLING)
+                else BF16_GRAD_RTOL,
                 bf16=True)
 
 
