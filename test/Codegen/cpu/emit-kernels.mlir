@@ -514,3 +514,39 @@ func.func @logits_in_place(%l: tensor<4x8xf32>, %t: tensor<4xi32>, %g: tensor<f3
   %1 = tfc.cross_entropy_grad %l, %t, %g ignore_index = -100 : (tensor<4x8xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x8xf32>
   return %0, %1 : tensor<f32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that cross_entropy_grad keeps a short row's exps in a stack row
+// (bracketed by stacksave/stackrestore, one row at a time), so that neither of
+// its loops reads the logits and writes the gradient (LLVM vectorizes a loop
+// under 16 iterations only without run-time overlap checks); a long row
+// recomputes the exps and takes no stack.
+
+// CHECK-LABEL: func.func private @k0_cross_entropy_grad(
+// CHECK:         scf.parallel
+// CHECK:           %[[SP:.*]] = llvm.intr.stacksave : !llvm.ptr
+// CHECK-NEXT:      %[[ROW:.*]] = memref.alloca() : memref<12xf32>
+// CHECK:           scf.for
+// CHECK:             math.exp
+// CHECK:             memref.store %{{.*}}, %[[ROW]][
+// CHECK:           scf.for
+// CHECK-NOT:         math.exp
+// CHECK:             memref.load %[[ROW]][
+// CHECK:           llvm.intr.stackrestore %[[SP]] : !llvm.ptr
+// CHECK-LABEL: func.func @short_rows(
+func.func @short_rows(%l: tensor<4x12xf32>, %t: tensor<4xi32>, %g: tensor<f32>) -> tensor<4x12xf32> {
+  %1 = tfc.cross_entropy_grad %l, %t, %g ignore_index = -100 : (tensor<4x12xf32>, tensor<4xi32>, tensor<f32>) -> tensor<4x12xf32>
+  return %1 : tensor<4x12xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func private @k0_cross_entropy_grad(
+// CHECK-NOT:     llvm.intr.stacksave
+// CHECK-NOT:     memref.alloca
+// CHECK-LABEL: func.func @long_rows(
+func.func @long_rows(%l: tensor<2x300xf32>, %t: tensor<2xi32>, %g: tensor<f32>) -> tensor<2x300xf32> {
+  %1 = tfc.cross_entropy_grad %l, %t, %g ignore_index = -100 : (tensor<2x300xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x300xf32>
+  return %1 : tensor<2x300xf32>
+}
