@@ -331,6 +331,9 @@ void validate(const ModelConfig &cfg) {
               "already puts biases on q, k and v)");
   if (cfg.model().findOption("n_expert")) {
     int64_t experts = cfg.size("n_expert"), topK = cfg.size("n_expert_per_tok");
+    cfg.require(experts <= kMaxExperts,
+                "n_expert (" + cfg.text("n_expert") + ") must be at most " +
+                    llvm::Twine(kMaxExperts));
     cfg.require(topK <= experts, "n_expert_per_tok (" + llvm::Twine(topK) +
                                      ") must not exceed n_expert (" +
                                      llvm::Twine(experts) + ")");

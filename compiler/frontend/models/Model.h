@@ -97,6 +97,11 @@ public:
 /// The most layers a model may have: tracing is linear in them, and a
 /// mistyped count (2^31) would trace for hours; no checkpoint comes near it.
 constexpr int64_t kMaxLayers = 1024;
+/// The most experts an MoE layer may have: tracing is linear in n_layer x
+/// n_expert (three weights an expert), and a million experts ran the tracer
+/// out of memory (fuzz/hf-config-mutate.test); the largest released MoE
+/// checkpoints route over a few hundred.
+constexpr int64_t kMaxExperts = 1024;
 
 /// Every model of the library, in a fixed order.
 const std::vector<ModelInfo> &allModels();
