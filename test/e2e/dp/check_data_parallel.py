@@ -160,13 +160,15 @@ def dead_rank_cases(mpirun, env, tfc_run, model, p, seed, hyper, at_step_5):
         "dead-timeout", 0, ["--mca", "orte_abort_on_non_zero_status", "0"],
         [("TFC_COMM_TIMEOUT_S", str(timeout_s))])
     want = (f"after step 6: all_reduce of the stop flag: rank 1 of 2: MPI_Iallreduce of 1 "
-            f"elements did not complete within {timeout_s} s (TFC_COMM_TIMEOUT_S)")
-    check(result.returncode != 0 and want in text and "MPI_ABORT was invoked on rank 1" in text
-          and seconds >= timeout_s,
-          f"rank 0 dies after step 6 and mpirun does not end the job: rank 1 fails after the "
-          f"{timeout_s} s timeout ({seconds:.1f} s in all) naming the collective and itself, "
-          f"non-zero (rc {result.returncode})")
-    if want not in text:
+            f"elements did not complete within {timeout_s} s (TFC_COMM_TIMEOUT_S): another "
+            f"rank of the 2 died, stopped or is running a different program; aborting the job")
+    # Open MPI's own banner ("MPI_ABORT was invoked on rank 1 ...") is not required: a
+    # fresh-clone run under load ended with rc 1 after 31.3 s and tfc's message, without it.
+    ok = result.returncode != 0 and want in text and seconds >= timeout_s
+    check(ok, f"rank 0 dies after step 6 and mpirun does not end the job: rank 1 fails after "
+              f"the {timeout_s} s timeout ({seconds:.1f} s in all) naming the collective and "
+              f"itself, aborts the job, non-zero (rc {result.returncode})")
+    if not ok:
         print(text[-2000:])
     step, tensors = checkpoint_step(ckpt)
     check(step == 5 and same_tensors(tensors, at_step_5),
