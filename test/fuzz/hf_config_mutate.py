@@ -21,6 +21,7 @@ only on (seed, i).
 The last line is `N mutants, F failures`; exit status 1 on any failure.
 """
 import argparse
+import copy
 import glob
 import json
 import os
@@ -67,6 +68,13 @@ def load_seeds():
     return seeds
 
 
+def odd(rng):
+    """A fresh copy of one of ODD_VALUES: a shared dict or list put into a config and then
+    mutated in place would change the pool, or hold itself (seed 131711372: json.dumps
+    raised "Circular reference detected")."""
+    return copy.deepcopy(rng.choice(ODD_VALUES))
+
+
 def mutate(text, rng):
     try:
         config = json.loads(text)
@@ -80,11 +88,11 @@ def mutate(text, rng):
                 del config[key]
             elif kind < 0.3 and isinstance(config[key], dict) and config[key]:
                 sub = rng.choice(sorted(config[key]))
-                config[key][sub] = rng.choice(ODD_VALUES)
+                config[key][sub] = odd(rng)
             elif kind < 0.4 and isinstance(config[key], int):
                 config[key] = rng.choice([2**31 - 1, 2**31, 10**6, 0, -5])  # a size at its limits
             else:
-                config[key] = rng.choice(ODD_VALUES)
+                config[key] = odd(rng)
         else:
             text = json.dumps(config) if config is not None else text
             config = None
