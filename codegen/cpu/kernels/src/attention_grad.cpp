@@ -28,6 +28,8 @@
 
 namespace {
 
+using tfc_kern::causal_limit;
+
 struct AttentionGrad {
   const float *q, *k, *v, *o, *dout;
   float *dq, *dk, *dv;
@@ -169,7 +171,7 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
           qr[r] = r < nr ? a.q + (row0 + r) * d : zero;
           dor[r] = r < nr ? a.dout + (row0 + r) * dvd : zero;
           dsr[r] = r < nr ? ds + r * ld : zero;
-          limit[r] = r < nr ? tfc_kern::causal_limit(a.causal, i0 + r, a.offset, tk) : 0;
+          limit[r] = r < nr ? causal_limit(a.causal, i0 + r, a.offset, tk) : 0;
           cols = limit[r] > cols ? limit[r] : cols;
         }
         if (cols == 0) {
@@ -404,8 +406,6 @@ struct SmallHead {
     return p;
   }
 };
-
-using tfc_kern::causal_limit;
 
 // exp_f32 on every lane; GCC vectorizes the loop (floor and fma become vector instructions
 // on the clones that have them), so the bits are exp_f32's.
