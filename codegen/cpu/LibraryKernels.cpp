@@ -157,8 +157,12 @@ bool emitMatmul(OpBuilder &b, MatmulOp op, ValueRange operands,
                                    : lhsShape.back();
   SmallVector<Value> temporaries;
   // A stride per operand: the full matrix size when its batch equals the
-  // result's, 0 when it has a single matrix, else materialize the broadcast.
-  auto strideFor = [&](Value &v) -> int64_t {
+  // result's, 0 when it has a single matrix. The rhs may also repeat with a
+  // period (the library's period_b): its batch dims equal the result's
+  // trailing ones and it broadcasts over the leading ones, as a weight per
+  // head [H, K, N] against [B, H, M, K]. Other broadcasts are materialized.
+  int64_t periodB = 0;
+  auto strideFor = [&](Value &v, bool periodic) -> int64_t {
     auto shape = llvm::cast<MemRefType>(v.getType()).getShape();
     int64_t matrix = shape[shape.size() - 2] * shape.back();
     int64_t count = numElements(shape.drop_back(2));
@@ -168,23 +172,37 @@ bool emitMatmul(OpBuilder &b, MatmulOp op, ValueRange operands,
     padded.append(shape.begin(), shape.end() - 2);
     if (llvm::ArrayRef<int64_t>(padded) == batch)
       return matrix;
+    size_t lead = 0;
+    while (lead < padded.size() && padded[lead] == 1)
+      ++lead;
+    if (periodic &&
+        llvm::ArrayRef<int64_t>(padded).drop_front(lead) ==
+            batch.drop_front(lead)) {
+      periodB = count;
+      return matrix;
+    }
     v = materializeBatch(b, loc, v, batch);
     temporaries.push_back(v);
     return matrix;
   };
   Value lhs = operands[0], rhs = operands[1];
-  int64_t strideA = strideFor(lhs), strideB = strideFor(rhs);
-  // f32 calls stay the f32 entry point (the same code as before 16-bit B).
+  int64_t strideA = strideFor(lhs, false), strideB = strideFor(rhs, true);
+  // f32 calls without a period stay the f32 entry point (the same code as
+  // before 16-bit B).
   int32_t rhsType = libraryElementType(rhs);
+  bool general = rhsType != 0 || periodB != 0;
   SmallVector<Value> args = {pointerOf(b, loc, lhs), pointerOf(b, loc, rhs)};
-  if (rhsType != 0)
+  if (general)
     args.push_back(i32(b, loc, rhsType));
   args.append({pointerOf(b, loc, results[0]), i64(b, loc, batchCount),
                i64(b, loc, m), i64(b, loc, n), i64(b, loc, k),
                i32(b, loc, op.getTransposeLhs()),
                i32(b, loc, op.getTransposeRhs()), i64(b, loc, strideA),
-               i64(b, loc, strideB), i64(b, loc, m * n), i32(b, loc, 0)});
-  call(b, op, rhsType ? "tfc_k_matmul_bx_f32" : "tfc_k_matmul_f32", args);
+               i64(b, loc, strideB)});
+  if (general)
+    args.push_back(i64(b, loc, periodB));
+  args.append({i64(b, loc, m * n), i32(b, loc, 0)});
+  call(b, op, general ? "tfc_k_matmul_bx_f32" : "tfc_k_matmul_f32", args);
   for (Value t : temporaries)
     b.create<memref::DeallocOp>(loc, t);
   return true;

@@ -109,11 +109,15 @@ enum { TFC_K_F32 = 0, TFC_K_BF16 = 1, TFC_K_F16 = 2 };
  * while packing on the packed one. A product thus reads B's 16-bit bytes once (batch-1
  * decode, bound by the weights' bytes, runs about twice as fast as with f32 weights) and
  * sums in f32: the result is the f32 product of the widened values, with the f32 entry
- * points' summation order. Other element types report an error. */
+ * points' summation order. Other element types report an error.
+ * tfc_k_matmul_bx_f32 also takes period_b: when > 0, batch item b reads B's matrix
+ * b % period_b (stride_b elements apart), a weight per head [H, K, N] broadcast over the
+ * leading batch dims of [B, H, M, K] activations without copying it per item; 0: matrix
+ * b, as tfc_k_matmul_f32. */
 void tfc_k_matmul_bx_f32(const float* a, const void* b, int32_t b_type, float* c,
                          int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                          int32_t trans_b, int64_t stride_a, int64_t stride_b,
-                         int64_t stride_c, int32_t accumulate);
+                         int64_t period_b, int64_t stride_c, int32_t accumulate);
 void tfc_k_linear_ex_bx_f32(const float* x, const void* w, int32_t w_type, const float* bias,
                             const float* residual, float* y, int64_t m, int64_t n, int64_t k,
                             int32_t trans_w, int32_t activation, float act_param);

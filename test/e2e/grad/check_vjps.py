@@ -437,6 +437,9 @@ def build_cases(g):
     mm_case((2, 1, 3, 4), (3, 5, 4), False, True, "[2,1,3,4]x[3,5,4]^T (both broadcast)")
     mm_case((2, 1, 4, 3), (1, 3, 4, 5), True, False, "[2,1,4,3]^T x[1,3,4,5]")
     mm_case((2, 4, 3), (2, 5, 4), True, True, "batched both transposed")
+    # A weight per head against [B, H, M, K]: the library reads the rhs with a period.
+    mm_case((3, 2, 4, 3), (2, 3, 5), False, False, "[3,2,4,3]x[2,3,5] (rhs per head)")
+    mm_case((3, 2, 4, 3), (2, 5, 3), False, True, "[3,2,4,3]x[2,5,3]^T (rhs per head)")
 
     # --- linear: [K,N] (Conv1D) and [N,K] (nn.Linear) layouts, with/without bias ---
     def lin_case(xs, k, n, tw, bias, label):

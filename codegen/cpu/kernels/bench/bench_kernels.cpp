@@ -382,7 +382,7 @@ int main(int argc, char** argv) {
           const void* bp = bt == TFC_K_F32 ? (const void*)(Bc.data() + c * B.size())
                                            : (const void*)(B16c.data() + c * B16.size());
           tfc_k_matmul_bx_f32(A.data(), bp, bt, C.data(), s.batch, s.m, s.n, s.k, s.ta, s.tb,
-                              s.m * s.k, s.k * s.n, s.m * s.n, 0);
+                              s.m * s.k, s.k * s.n, 0, s.m * s.n, 0);
         });
         tfc_kernels_set_host(nullptr);
         double flops = 2.0 * s.batch * s.m * s.n * s.k;

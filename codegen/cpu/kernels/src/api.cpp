@@ -99,7 +99,7 @@ void run_gemm(GemmArgs g) {
     one.batch = 1;
     for (int64_t b = 0; b < g.batch; ++b) {
       one.a = g.a + b * g.stride_a;
-      one.b = static_cast<const char*>(g.b) + b * g.stride_b * btype_bytes(g.b_type);
+      one.b = static_cast<const char*>(g.b) + b_matrix(g, b) * g.stride_b * btype_bytes(g.b_type);
       one.accumulate = g.accumulate || b > 0;
       one.bias = b == 0 ? g.bias : nullptr;
       one.residual = b == g.batch - 1 ? g.residual : nullptr;  // epilogue on the total
@@ -142,8 +142,8 @@ const char* tfc_kernels_internal_isa_name(void) { return tfc_kern::isa().name; }
 void tfc_k_matmul_bx_f32(const float* a, const void* b, int32_t b_type, float* c,
                          int64_t batch, int64_t m, int64_t n, int64_t k, int32_t trans_a,
                          int32_t trans_b, int64_t stride_a, int64_t stride_b,
-                         int64_t stride_c, int32_t accumulate) {
-  if (m < 0 || n < 0 || k < 0 || batch < 0) {
+                         int64_t period_b, int64_t stride_c, int32_t accumulate) {
+  if (m < 0 || n < 0 || k < 0 || batch < 0 || period_b < 0) {
     tfc_kernels_error("tfc_k_matmul_f32: negative size");
     return;
   }
@@ -155,6 +155,7 @@ void tfc_k_matmul_bx_f32(const float* a, const void* b, int32_t b_type, float* c
                        n,       k,        trans_a != 0, trans_b != 0, stride_a, stride_b,
                        stride_c, accumulate != 0};
   g.b_type = b_type;
+  g.b_period = period_b;
   tfc_kern::run_gemm(g);
 }
 
@@ -163,7 +164,7 @@ void tfc_k_matmul_f32(const float* a, const float* b, float* c, int64_t batch, i
                       int64_t stride_a, int64_t stride_b, int64_t stride_c,
                       int32_t accumulate) {
   tfc_k_matmul_bx_f32(a, b, TFC_K_F32, c, batch, m, n, k, trans_a, trans_b, stride_a, stride_b,
-                      stride_c, accumulate);
+                      0, stride_c, accumulate);
 }
 
 void tfc_k_linear_f32(const float* x, const float* w, const float* bias, float* y, int64_t m,

@@ -47,7 +47,21 @@ struct GemmArgs {
   // (in registers on the small-M paths, while packing on the packed path): the product
   // reads B's 16-bit bytes once, and every sum stays in f32.
   int b_type = kBF32;
+  // When > 0, batch item bi reads B's matrix bi % b_period (stride_b apart): a weight per
+  // head, [H, K, N], broadcast over the leading batch dims of [B, H, M, K] activations.
+  int64_t b_period = 0;
 };
+
+// The matrix of B that batch item bi reads (0 for all items when stride_b is 0).
+inline int64_t b_matrix(const GemmArgs& g, int64_t bi) {
+  if (g.stride_b == 0) return 0;
+  return g.b_period > 0 ? bi % g.b_period : bi;
+}
+// How many distinct matrices of B a product reads.
+inline int64_t b_matrices(const GemmArgs& g) {
+  if (g.stride_b == 0) return 1;
+  return g.b_period > 0 && g.b_period < g.batch ? g.b_period : g.batch;
+}
 
 struct AttnArgs {
   const float* q;

@@ -20,6 +20,7 @@ struct MatmulCase {
   bool ta, tb;
   int64_t sa, sb, sc;  // in units: -1 = dense, 0 = broadcast, else extra gap
   bool acc;
+  int64_t pb = 0;  // > 0: item b reads B's matrix b % pb (period_b)
 };
 
 // Reference: C[b] = sum_k op(A)op(B) (+C); with stride_c == 0 all batches sum into C.
@@ -35,7 +36,8 @@ void reference(const std::vector<float>& A, const std::vector<float>& B,
         double s = 0;
         for (int64_t p = 0; p < K; ++p) {
           double a = c.ta ? A[b * sa + p * M + i] : A[b * sa + i * K + p];
-          double bb = c.tb ? B[b * sb + j * K + p] : B[b * sb + p * N + j];
+          const int64_t bm = c.pb > 0 ? b % c.pb : b;
+          double bb = c.tb ? B[bm * sb + j * K + p] : B[bm * sb + p * N + j];
           s += a * bb;
         }
         size_t idx = (size_t)(b * sc + i * N + j);
@@ -62,7 +64,7 @@ class MatmulTest : public ::testing::TestWithParam<std::string> {
     SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " batch=" << c.batch << " m=" << c.m
                                       << " n=" << c.n << " k=" << c.k << " ta=" << c.ta
                                       << " tb=" << c.tb << " sa=" << c.sa << " sb=" << c.sb
-                                      << " sc=" << c.sc << " acc=" << c.acc
+                                      << " sc=" << c.sc << " acc=" << c.acc << " pb=" << c.pb
                                       << " b_type=" << b_type);
     std::mt19937_64 rng(seed);
     auto stride = [&](int64_t s, int64_t size) { return s < 0 ? size : (s == 0 ? 0 : size + s); };
@@ -79,13 +81,13 @@ class MatmulTest : public ::testing::TestWithParam<std::string> {
     reference(A, B, C0, ref, c, sa, sb, sc);
     std::vector<float> C = C0;
     tfc_k_matmul_bx_f32(A.data(), bptr, b_type, C.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa,
-                        sb, sc, c.acc);
+                        sb, c.pb, sc, c.acc);
     EXPECT_EQ(tfc_kernels_take_error(), nullptr);
     EXPECT_LE(rel_max_err(C.data(), ref.data(), C.size()), tol);
     if (b_type != TFC_K_F32) {
       std::vector<float> C32 = C0;
-      tfc_k_matmul_f32(A.data(), B.data(), C32.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb, sa, sb,
-                       sc, c.acc);
+      tfc_k_matmul_bx_f32(A.data(), B.data(), TFC_K_F32, C32.data(), c.batch, c.m, c.n, c.k, c.ta,
+                          c.tb, sa, sb, c.pb, sc, c.acc);
       EXPECT_EQ(memcmp(C.data(), C32.data(), C.size() * sizeof(float)), 0)
           << "16-bit B differs from f32 B holding the same values";
     }
@@ -95,7 +97,7 @@ class MatmulTest : public ::testing::TestWithParam<std::string> {
     {
       ScopedHost sh(host.api());
       tfc_k_matmul_bx_f32(A.data(), bptr, b_type, Cp.data(), c.batch, c.m, c.n, c.k, c.ta, c.tb,
-                          sa, sb, sc, c.acc);
+                          sa, sb, c.pb, sc, c.acc);
     }
     EXPECT_EQ(memcmp(C.data(), Cp.data(), C.size() * sizeof(float)), 0)
         << "parallel result differs from serial";
@@ -258,9 +260,34 @@ TEST_P(MatmulTest, SixteenBitB) {
   }
 }
 
+// B's matrices repeating over the batch (period_b: a weight per head [H, K, N] against
+// [B, H, M, K] activations, the seed model's per-head products) on every path: the direct
+// path with B or B^T (each head's B^T transposed as the items change heads), small M, the
+// packed path with B packed per tile or up front, one C summed over the batch, 16-bit B.
+TEST_P(MatmulTest, PeriodicB) {
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    for (auto& s : {std::array<int64_t, 3>{16, 8, 8}, std::array<int64_t, 3>{17, 8, 8},
+                    std::array<int64_t, 3>{3, 33, 29}, std::array<int64_t, 3>{40, 70, 20},
+                    std::array<int64_t, 3>{60, 20, 300}}) {
+      check({256, s[0], s[1], s[2], ta, tb, -1, -1, -1, false, 4});  // [64, 4, M, K] @ [4, K, N]
+      check({12, s[0], s[1], s[2], ta, tb, 3, 5, 2, true, 5});       // gaps; 12 % 5 != 0
+      check({6, s[0], s[1], s[2], ta, tb, -1, -1, 0, false, 2});     // one C
+      check({3, s[0], s[1], s[2], ta, tb, -1, -1, -1, true, 7});      // period > batch
+      check({4, s[0], s[1], s[2], ta, tb, -1, 0, -1, false, 2});      // stride 0 wins
+    }
+  }
+  for (int bt : {TFC_K_BF16, TFC_K_F16}) {
+    for (int tb = 0; tb < 2; ++tb) {
+      check({8, 3, 70, 20, false, tb != 0, -1, -1, -1, false, 2}, 1e-5, bt);
+      check({6, 40, 70, 300, true, tb != 0, -1, -1, -1, true, 3}, 1e-5, bt);
+    }
+  }
+}
+
 TEST_P(MatmulTest, BadBType) {
   float a = 1, b = 1, c = 0;
-  tfc_k_matmul_bx_f32(&a, &b, 3, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0);
+  tfc_k_matmul_bx_f32(&a, &b, 3, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0);
   EXPECT_NE(tfc_kernels_take_error(), nullptr);
   tfc_k_linear_ex_bx_f32(&a, &b, -1, nullptr, nullptr, &c, 1, 1, 1, 0, 0, 0.f);
   EXPECT_NE(tfc_kernels_take_error(), nullptr);
