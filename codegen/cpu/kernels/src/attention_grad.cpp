@@ -194,7 +194,9 @@ __attribute__((always_inline)) inline void key_updates(float* __restrict y, int6
   for (int64_t j0 = 0; j0 < cols; j0 += kKeys) {
     const int64_t nk = cols - j0 < kKeys ? cols - j0 : kKeys;
     int64_t c0 = 0;
-    for (; c0 + 4 * kLanes <= n; c0 += 4 * kLanes) key_tile<4>(y, n, j0, nk, c0, w, ldw, x, lim, nb);
+    for (; c0 + 4 * kLanes <= n; c0 += 4 * kLanes) {
+      key_tile<4>(y, n, j0, nk, c0, w, ldw, x, lim, nb);
+    }
     for (; c0 + kLanes <= n; c0 += kLanes) key_tile<1>(y, n, j0, nk, c0, w, ldw, x, lim, nb);
     for (; c0 < n; ++c0) {
       for (int64_t t = 0; t < nk; ++t) {
@@ -221,8 +223,9 @@ void attention_grad_part(void* ctx, int64_t begin, int64_t end) {
   // This thread's scratch: the head's K and V transposed (d x ld, dv x ld) so that a
   // score is a sum along c of vectors along j, in tiles of kCols keys (a tile's d rows
   // one contiguous run: the score products read them in order), and K with padded rows
-  // (ld x ldk) for dQ, all zero-padded; the block's probabilities and dS (kBlock x ld each), a row tile's dP
-  // (kRows x ld) and dQ rows (kRows x ldk), and zeros standing in for rows past the last.
+  // (ld x ldk) for dQ, all zero-padded; the block's probabilities and dS (kBlock x ld
+  // each), a row tile's dP (kRows x ld) and dQ rows (kRows x ldk), and zeros standing in
+  // for rows past the last.
   const int64_t zeros = std::max({ld, ldk, dvd});  // as long as any row it stands in for
   float* __restrict kt = tfc_kern::scratch(
       6, static_cast<size_t>(ld * (d + dvd + ldk + 2 * kBlock + kRows) + kRows * ldk + zeros));
