@@ -90,6 +90,14 @@ __attribute__((always_inline)) inline float lane_tree(VT v, Op op) {
   v = op(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
   return v[0];
 }
+// The max and the sum of a vector's lanes through the fixed tree (the max as `y > x ? y :
+// x`: a NaN lane never wins over a number to its left).
+__attribute__((always_inline)) inline float lane_max(VT v) {
+  return lane_tree(v, [](VT x, VT y) { return y > x ? y : x; });
+}
+__attribute__((always_inline)) inline float lane_sum(VT v) {
+  return lane_tree(v, [](VT x, VT y) { return x + y; });
+}
 
 // A row's max and sum: whole vectors in kLanes lanes, the lanes through the fixed tree,
 // then the tail in order. The max equals the one of a scalar loop bit for bit (a max
@@ -104,7 +112,7 @@ __attribute__((always_inline)) inline float row_max(const float* __restrict x, i
       const VT v = load_vec<VT>(x + j);
       mv = v > mv ? v : mv;
     }
-    m = lane_tree(mv, [](VT a, VT b) { return b > a ? b : a; });
+    m = lane_max(mv);
   }
   for (; j < n; ++j) m = x[j] > m ? x[j] : m;
   return m;
@@ -116,7 +124,7 @@ __attribute__((always_inline)) inline float row_sum(const float* __restrict x, i
   if (n >= kLanes) {
     VT acc = VT{};
     for (; j + kLanes <= n; j += kLanes) acc += load_vec<VT>(x + j);
-    sum = lane_tree(acc, [](VT a, VT b) { return a + b; });
+    sum = lane_sum(acc);
   }
   for (; j < n; ++j) sum += x[j];
   return sum;
@@ -486,7 +494,7 @@ struct SmallHead {
     for (int c = 0; c < D; ++c) s += qv[c] * kt[c];
     const MT visible = lane < static_cast<int32_t>(limit);
     s = visible ? s * scale : VT{} - INFINITY;
-    float max = lane_tree(s, [](VT x, VT y) { return y > x ? y : x; });
+    float max = lane_max(s);
     for (int64_t j = kLanes; j < limit; ++j) {
       float sj = 0.0f;
       for (int c = 0; c < D; ++c) sj += qv[c] * kf[j * D + c];
@@ -497,7 +505,7 @@ struct SmallHead {
     for (int j = 0; j < kLanes; ++j) e[j] = tfc_kern::exp_f32(e[j] - max);
     VT p = load_vec<VT>(e);
     p = visible ? p : VT{};
-    float sum = lane_tree(p, [](VT x, VT y) { return x + y; });
+    float sum = lane_sum(p);
     for (int64_t j = kLanes; j < limit; ++j) sum += (e[j] = tfc_kern::exp_f32(e[j] - max));
     const float inv = 1.0f / sum;
     p *= inv;
