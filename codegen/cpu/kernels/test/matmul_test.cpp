@@ -289,6 +289,10 @@ TEST_P(MatmulTest, BadBType) {
   float a = 1, b = 1, c = 0;
   tfc_k_matmul_bx_f32(&a, &b, 3, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0);
   EXPECT_NE(tfc_kernels_take_error(), nullptr);
+  // A negative period is refused too, and C is left alone.
+  tfc_k_matmul_bx_f32(&a, &b, TFC_K_F32, &c, 1, 1, 1, 1, 0, 0, 0, 1, -1, 0, 0);
+  EXPECT_NE(tfc_kernels_take_error(), nullptr);
+  EXPECT_EQ(c, 0.f);
   tfc_k_linear_ex_bx_f32(&a, &b, -1, nullptr, nullptr, &c, 1, 1, 1, 0, 0, 0.f);
   EXPECT_NE(tfc_kernels_take_error(), nullptr);
 }
