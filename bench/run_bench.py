@@ -5,7 +5,8 @@ in one run.
 Measures, interleaving tfc and the peer (--runs processes each, medians):
   - compile time of gpt2-124m (tfc-trace + tfc, reported on its own);
   - forward at B=4, T=64 (median of --repeat calls per process, after warm-up);
-  - decode tokens/s at batch 1 after a 128-token prompt (greedy);
+  - prefill of a 128-token prompt and decode tokens/s at batch 1 after it (greedy), each
+    process after one warm-up (tfc-run generate --warmup 1; the peers likewise);
   - with --train: train_step at B=4, T=64 (AdamW, clip 1.0) and each process's peak RSS;
   - with --long: train_step at B=1, T=1024 and peak RSS, tfc and PyTorch eager;
   - with --compile: forward and train_step of torch.compile (inductor) too, its compile
@@ -161,7 +162,7 @@ def main():
             res["pc_fwd"].append(json.loads(p.stdout)["ms"])
         p, _ = run([b("tfc-run"), w("gen.so"), "generate", "--weights", w("w.safetensors"),
                     "--prompt-tokens", prompt, "--max-new-tokens", "64",
-                    "--threads", str(a.threads)])
+                    "--threads", str(a.threads), "--warmup", "1"])
         res["tfc_pre"].append(float(re.search(r"prefill .*?([\d.]+) tokens/s", p.stderr).group(1)))
         res["tfc_dec"].append(float(re.search(r"decode .*?([\d.]+) tokens/s", p.stderr).group(1)))
         p, _ = run(peer("decode", "--prompt", "128", "--new", "64"), env=peer_env)

@@ -61,6 +61,7 @@ struct Options {
   int64_t seed = 0;
   int32_t device = 0;
   int64_t threads = 0;
+  int64_t warmup = 0;  // untimed runs before the timed one (their KV cache is reset after)
   bool quiet = false;
   bool samplingGiven = false;  // --temperature, --top-k or --top-p
 };
@@ -171,6 +172,12 @@ int parseOptions(const Invocation& invocation, Options* options) {
   if (std::string bad = parseDevice(args, &options->device); !bad.empty()) {
     return usageError(command, bad);
   }
+  if (args.has("--warmup") &&
+      (!parseInt64(args.get("--warmup"), &options->warmup) || options->warmup < 0 ||
+       options->warmup > 100)) {
+    return usageError(command, "--warmup '" + args.get("--warmup") +
+                                   "' is not a count of untimed runs (0 to 100)");
+  }
   options->quiet = args.has("--quiet");
   return 0;
 }
@@ -239,7 +246,7 @@ std::string samplingText(const Options& options) {
                      options.temperature, options.topK, options.topP, options.seed);
 }
 
-int generateDecoderOnly(const Options& options, const Context& context,
+int generateDecoderOnly(const Options& options, Context& context,
                         const std::vector<int32_t>& prompt,
                         const std::shared_ptr<const Tokenizer>& tokenizer, double loadMs) {
   auto generator = Generator::create(context);
@@ -272,6 +279,18 @@ int generateDecoderOnly(const Options& options, const Context& context,
   settings.sampling.topP = options.topP;
   settings.sampling.seed = options.seed;
   settings.stopTokens = options.stopTokens;
+  // --warmup: whole untimed generations (first-call costs: the kernels' scratch buffers,
+  // waking the threads, the weights' first pass through the caches), then the KV cache
+  // back to its initial state, so that the timed run starts as a first one would.
+  for (int64_t i = 0; i < options.warmup; ++i) {
+    auto warm = generator->generate(prompt, settings, [](int32_t, std::string_view) { return true; });
+    if (!warm.ok()) return fail(warm.status());
+    if (Status reset = context.resetState(); !reset.ok()) return fail(reset);
+  }
+  if (options.warmup > 0 && !options.quiet) {
+    print(stderr, "tfc-run: warm-up: {} untimed run{}, then the KV cache reset\n",
+          options.warmup, options.warmup == 1 ? "" : "s");
+  }
   Printer printer(tokenizer != nullptr);
   auto stats = generator->generate(prompt, settings, [&](int32_t id, std::string_view bytes) {
     printer.token(id, bytes);
@@ -370,6 +389,10 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
   // tgt_in = [Start, 0, ...]; step t reads the logits of position t (which see only
   // positions <= t: the zeros after it do not matter) and writes the argmax to t + 1.
   Printer printer(false);
+  for (int64_t i = 0; i < options.warmup; ++i) {  // untimed runs (forward has no state)
+    Status status = forward->call(context);
+    if (!status.ok()) return fail(std::string("forward (warm-up): ") + status.message());
+  }
   Clock::time_point start = Clock::now();
   for (int64_t t = 0; t < steps; ++t) {
     Status status = forward->call(context);
@@ -481,7 +504,8 @@ const Command kGenerateCommand = {
     R"(usage: tfc-run MODEL.so generate --weights W.safetensors|DIR
                           (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR)
                           --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
-                          [--seed S] [--stop-token ID]... [--threads N] [--device N] [--quiet]
+                          [--seed S] [--stop-token ID]... [--threads N] [--device N]
+                          [--warmup N] [--quiet]
 
 Generates a continuation of the prompt in one process, keeping the KV cache in the
 context's state between calls.
@@ -531,6 +555,9 @@ options:
   --stop-token ID        stop after this token id (printed); repeatable
   --threads N            threads for parallel kernels (default 0 = all cores)
   --device N             the GPU that runs a CUDA artifact (default 0)
+  --warmup N             first N untimed generations of the same prompt, the KV cache reset
+                         after them (default 0): the speeds printed are then those of a warm
+                         process, as llama-bench's (which warms up by default)
   --quiet                print no settings or statistics on stderr (errors and a stop at
                          the context limit still are)
 
@@ -557,6 +584,7 @@ examples:
      {"--stop-token", nullptr, true, true},
      {"--threads", "-j", true, false},
      {"--device", nullptr, true, false},
+     {"--warmup", nullptr, true, false},
      {"--quiet", "-q", false, false}},
     runGenerate,
 };
