@@ -40,6 +40,25 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
       loc, DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0)));
 }
 
+/// x + y, two contributions to one gradient. Where one is a tfc.embedding_grad
+/// without `init` that nothing reads yet and the other has its type (a tied
+/// input embedding and output projection: GPT-2's wte), the other becomes its
+/// init: one scatter onto that gradient instead of a zeroed table-sized
+/// buffer, then an add reading two of them and writing a third.
+Value addGradients(OpBuilder &b, Location loc, Value x, Value y) {
+  for (auto [scatter, other] : {std::pair{x, y}, std::pair{y, x}}) {
+    auto e = scatter.getDefiningOp<EmbeddingGradOp>();
+    if (!e || e.getInit() || !scatter.use_empty() ||
+        other.getType() != e.getType())
+      continue;
+    Value folded = b.create<EmbeddingGradOp>(loc, e.getType(), e.getGrad(),
+                                             e.getIds(), other);
+    e.erase();
+    return folded;
+  }
+  return b.create<AddOp>(loc, x, y);
+}
+
 struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
   using TfcAutodiffBase::TfcAutodiffBase;
   std::string lossEntry;
@@ -117,7 +136,7 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
     llvm::MapVector<StringAttr, Value> paramGrads;
     auto accumulate = [&](DenseMap<Value, Value> &map, Value key, Value g) {
       Value &slot = map[key];
-      slot = slot ? b.create<AddOp>(g.getLoc(), slot, g).getResult() : g;
+      slot = slot ? addGradients(b, g.getLoc(), slot, g) : g;
     };
     auto lossType = llvm::cast<RankedTensorType>(loss.getType());
     // f16 mixed precision (tfc-autocast): the backward starts from the loss
@@ -171,7 +190,7 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
         if (trainableNames.contains(name)) {
           Value &slot = paramGrads[name];
           Value g = grads.lookup(load.getResult());
-          slot = slot ? b.create<AddOp>(load.getLoc(), slot, g).getResult() : g;
+          slot = slot ? addGradients(b, load.getLoc(), slot, g) : g;
         }
         continue;
       }

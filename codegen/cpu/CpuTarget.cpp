@@ -49,6 +49,16 @@ public:
     return llvm::isa<ReluOp, SiluOp, LeakyReluOp, AddOp>(op);
   }
 
+  /// An embedding_grad's result over `init` is `init` plus the scattered
+  /// rows (DataMovementKernels.cpp skips the copy when they share bytes).
+  /// Only `init` may be the operand it takes: `grad`, read after the result
+  /// is written, must not have the result's shape (ids of length V).
+  static bool scattersOntoInit(Operation *op) {
+    auto e = llvm::dyn_cast<EmbeddingGradOp>(op);
+    return e && e.getInit() &&
+           e.getGrad().getType().getShape() != e.getType().getShape();
+  }
+
   bool mayWriteOverOperand(Operation *op) const override {
     bool readsBeforeWriting =
         isElementwise(op) ||
@@ -60,7 +70,7 @@ public:
         // element j after reading element j (RowKernels.cpp): the logits'
         // bytes, the largest buffer of a language model's step, take their
         // gradient.
-        llvm::isa<CrossEntropyGradOp>(op);
+        llvm::isa<CrossEntropyGradOp>(op) || scattersOntoInit(op);
     // Reads nothing of its operands (the pending buffers of the start): it
     // copies the runtime's reduced flat buffer into its results, which may
     // then take the operands' bytes (no second copy of the bucket).

@@ -369,12 +369,14 @@ void emitEmbedding(OpBuilder &b, EmbeddingOp op, Value table, Value ids,
       });
 }
 
-/// out = 0; out[ids[r], :] += grad[r, :] for every r in order, so the sum is
-/// the same on every run. An id outside [0, V) is reported and skipped. A
-/// 16-bit table's rows are summed in an f32 buffer and rounded once at the
-/// end (summed in place they would round at every repeated id).
+/// out = init (or 0); out[ids[r], :] += grad[r, :] for every r in order, so
+/// the sum is the same on every run. An id outside [0, V) is reported and
+/// skipped. A 16-bit table's rows are summed in an f32 buffer and rounded
+/// once at the end (summed in place they would round at every repeated id).
+/// An f32 result planned over `init` (CpuTarget::mayWriteOverOperand) holds
+/// init already: only the rows of ids are touched.
 void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
-                       Value output) {
+                       Value init, Value output) {
   Location loc = op.getLoc();
   int64_t vocab = shapeOf(output)[0], dim = shapeOf(output)[1];
   Value gf = flatten(b, loc, grad), idf = flatten(b, loc, ids),
@@ -384,10 +386,27 @@ void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
   Value of = out;
   if (elem != outElem)
     of = b.create<memref::AllocOp>(loc, MemRefType::get({vocab * dim}, elem));
-  Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
-  parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
-    b.create<memref::StoreOp>(loc, zero, of, ValueRange{i});
-  });
+  auto fill = [&](OpBuilder &b, Location loc) {
+    Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
+    Value initf = init ? flatten(b, loc, init) : Value();
+    parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
+      Value v = initf ? widen(b, loc, b.create<memref::LoadOp>(loc, initf, ValueRange{i}))
+                      : zero;
+      b.create<memref::StoreOp>(loc, v, of, ValueRange{i});
+    });
+  };
+  if (init && of == out) {
+    Value apart = b.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::ne,
+        b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, init),
+        b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, output));
+    b.create<scf::IfOp>(loc, apart, [&](OpBuilder &b, Location loc) {
+      fill(b, loc);
+      b.create<scf::YieldOp>(loc);
+    });
+  } else {
+    fill(b, loc);
+  }
   forRange(b, loc, numElements(shapeOf(ids)),
            [&](OpBuilder &b, Location loc, Value r) {
              auto [id, valid] = loadId(b, loc, idf, r, vocab);
@@ -509,7 +528,9 @@ FailureOr<bool> emitDataMovementKernel(OpBuilder &b, Operation *op,
         return true;
       })
       .Case([&](EmbeddingGradOp e) {
-        emitEmbeddingGrad(b, e, operands[0], operands[1], results[0]);
+        emitEmbeddingGrad(b, e, operands[0], operands[1],
+                          operands.size() > 2 ? operands[2] : Value(),
+                          results[0]);
         return true;
       })
       .Case([&](KvCacheUpdateOp kv) {

@@ -851,7 +851,8 @@ FailureOr<KernelSource> emitCrossEntropyGrad(StringRef name,
 FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
                                           ArrayRef<MemRefType> operands,
                                           ArrayRef<MemRefType> results) {
-  // operands: grad [..., D], ids [...]; result [V, D].
+  // operands: grad [..., D], ids [...], [init [V, D]]; result [V, D] = init
+  // (or 0) + the scattered rows.
   ArrayRef<int64_t> table = results[0].getShape();
   int64_t rows = table[0], width = table[1];
   int64_t positions = operands[1].getNumElements();
@@ -865,7 +866,10 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
   os << signature(name, operands, results) << " {\n"
      << "  const long long n = " << width << "LL;\n" << kGridStride
      << "    for (long long v = 0; v < " << rows << "LL; ++v) out0[v * "
-     << width << "LL + i] = " << store(out, "0.0f") << ";\n"
+     << width << "LL + i] = "
+     << (operands.size() > 2 ? std::string("in2[v * ") + std::to_string(width) + "LL + i]"
+                             : store(out, "0.0f"))
+     << ";\n"
      << "    for (long long p = 0; p < " << positions << "LL; ++p) {\n"
      << "      const long long id = in1[p];\n"
      << "      if (id < 0 || id >= " << rows << "LL) {\n"
@@ -882,7 +886,7 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
        << "      for (long long q = 0; q < p && first; ++q)\n"
        << "        first = in1[q] != id;\n"
        << "      if (!first) continue;\n"
-       << "      float acc = 0.0f;\n"
+       << "      float acc = " << load(out, "out0[at]") << ";\n"
        << "      for (long long q = p; q < " << positions << "LL; ++q) {\n"
        << "        if (in1[q] == id) acc += " << gradAt("q") << ";\n"
        << "      }\n"

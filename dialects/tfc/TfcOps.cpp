@@ -1060,6 +1060,9 @@ LogicalResult EmbeddingGradOp::verify() {
     return emitOpError("result element type ")
            << result.getElementType() << " differs from 'grad' "
            << grad.getElementType();
+  if (getInit() && getInit().getType() != result)
+    return emitOpError("operand 'init' has type ")
+           << getInit().getType() << ", expected the result's " << result;
   return success();
 }
 

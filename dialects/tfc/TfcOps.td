@@ -770,18 +770,25 @@ def TFC_EmbeddingGradOp : TFC_Op<"embedding_grad", [Pure]> {
   let summary = "scatter-adds gradient rows into a table-shaped gradient";
   let description = [{
     The VJP of `tfc.embedding` with respect to the table: the result [V, D]
-    is zero except that row ids[i] accumulates grad[i] for every position i
-    (in position order, so the sum is deterministic). Ids out of [0, V) are
-    a run-time error.
+    is zero, or `init` when given, except that row ids[i] accumulates
+    grad[i] for every position i (in position order, so the sum is
+    deterministic). Ids out of [0, V) are a run-time error.
+
+    With `into %init` the scatter adds onto a gradient the table already has
+    (a tied input embedding and output projection, GPT-2's `wte`): one
+    kernel instead of a zeroed [V, D] buffer and an add of two of them.
+    tfc-autodiff forms it; a target may write the result over `init`.
 
     ```mlir
     %dw = tfc.embedding_grad %dy, %tokens : (tensor<4x64x768xf32>, tensor<4x64xi32>) -> tensor<50257x768xf32>
+    %dt = tfc.embedding_grad %dy, %tokens into %dw_head : (tensor<4x64x768xf32>, tensor<4x64xi32>, tensor<50257x768xf32>) -> tensor<50257x768xf32>
     ```
   }];
-  let arguments = (ins TFC_FloatTensor:$grad, TFC_IntTensor:$ids);
+  let arguments = (ins TFC_FloatTensor:$grad, TFC_IntTensor:$ids,
+                       Optional<TFC_FloatTensor>:$init);
   let results = (outs TFC_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $ids attr-dict `:` functional-type(operands, results)
+    $grad `,` $ids (`into` $init^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

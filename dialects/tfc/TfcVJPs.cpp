@@ -476,7 +476,7 @@ LogicalResult EmbeddingOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
                                     SmallVectorImpl<Value> &out) {
   out.assign(2, Value());
   out[0] = b.create<EmbeddingGradOp>(getLoc(), getTable().getType(), grads[0],
-                                     getIds());
+                                     getIds(), /*init=*/Value());
   return success();
 }
 

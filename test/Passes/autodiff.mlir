@@ -26,15 +26,39 @@ func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
 
 // Tests that token ids carry no gradient and that the embedding table's
 // gradient is a scatter-add, and the loss's a fused cross-entropy gradient.
+// The table is tied to the output projection: the scatter adds onto the
+// projection's weight gradient (`into`), with no zeroed table and no add.
 // CHECK-LABEL: func.func @loss_grad
 // CHECK: %[[CE:.*]] = tfc.cross_entropy_grad
-// CHECK: tfc.embedding_grad %{{.*}}, %arg0 : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<16x8xf32>
+// CHECK: %[[DW:.*]] = tfc.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<6x16xf32>, tensor<6x8xf32> -> tensor<16x8xf32>
+// CHECK-NOT: tfc.add
+// CHECK: %[[DT:.*]] = tfc.embedding_grad %{{.*}}, %arg0 into %[[DW]] : (tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+// CHECK: return %{{.*}}, %[[DT]]
 tfc.param @wte : tensor<16x8xf32> = "normal(0.0, 0.02)"
 func.func @loss(%ids: tensor<2x3xi32>, %targets: tensor<2x3xi32>) -> tensor<f32> {
   %w = tfc.load @wte : tensor<16x8xf32>
   %e = tfc.embedding %w, %ids : tensor<16x8xf32>, tensor<2x3xi32> -> tensor<2x3x8xf32>
   %logits = tfc.linear %e, %w transpose_weight : (tensor<2x3x8xf32>, tensor<16x8xf32>) -> tensor<2x3x16xf32>
   %l = tfc.cross_entropy %logits, %targets ignore_index = -100 : tensor<2x3x16xf32>, tensor<2x3xi32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Tests that an untied table's gradient is the scatter alone (no `into`), and
+// that a table read by two embeddings gets one scatter onto the other.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK: %[[A:.*]] = tfc.embedding_grad %{{.*}}, %arg0 : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<16x8xf32>
+// CHECK-NOT: tfc.add
+// CHECK: %[[B:.*]] = tfc.embedding_grad %{{.*}}, %arg1 into %[[A]] :
+// CHECK: return %{{.*}}, %[[B]]
+tfc.param @table : tensor<16x8xf32> = "normal(0.0, 0.02)"
+func.func @loss(%ids: tensor<2x3xi32>, %more: tensor<2x3xi32>) -> tensor<f32> {
+  %w = tfc.load @table : tensor<16x8xf32>
+  %e = tfc.embedding %w, %ids : tensor<16x8xf32>, tensor<2x3xi32> -> tensor<2x3x8xf32>
+  %f = tfc.embedding %w, %more : tensor<16x8xf32>, tensor<2x3xi32> -> tensor<2x3x8xf32>
+  %p = tfc.mul %e, %f : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %l = tfc.reduce_mean %p dims = [0, 1, 2] : tensor<2x3x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 

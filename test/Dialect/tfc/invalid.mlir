@@ -1058,6 +1058,15 @@ func.func @embedding_table_rank(%t: tensor<10xf32>, %ids: tensor<3xi32>) {
 
 // -----
 
+// Tests that embedding_grad's `init` has the result's type.
+func.func @embedding_grad_init_type(%g: tensor<3x4xf32>, %ids: tensor<3xi32>, %w: tensor<10x5xf32>) {
+  // expected-error @+1 {{'tfc.embedding_grad' op operand 'init' has type 'tensor<10x5xf32>', expected the result's 'tensor<10x4xf32>'}}
+  %0 = tfc.embedding_grad %g, %ids into %w : (tensor<3x4xf32>, tensor<3xi32>, tensor<10x5xf32>) -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//

@@ -396,6 +396,13 @@ CASES = [
          lambda g, ids: [embedding_grad(g, ids, 4)],
          draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
                                   else rng.standard_normal(shape))),
+    Case("embedding_grad into an existing gradient",
+         "  %0 = tfc.embedding_grad %x0, %x1 into %x2 : (tensor<4x50x3xf32>, tensor<4x50xi32>, tensor<4x3xf32>) -> tensor<4x3xf32>\n"
+         "  return %0 : tensor<4x3xf32>",
+         [((4, 50, 3), "f32"), ((4, 50), "i32"), ((4, 3), "f32")], [((4, 3), "f32")],
+         lambda g, ids, w: [embedding_grad(g, ids, 4) + w],
+         draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
+                                  else rng.standard_normal(shape))),
     Case("rotary at an offset",
          "  %0 = tfc.rotary %x0 offset %x1 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>) -> tensor<1x2x3x8xf32>\n"
          "  return %0 : tensor<1x2x3x8xf32>",

@@ -696,6 +696,28 @@ def build_cases(g):
                  [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> "
                   f"{ttype((2, 5, 6), 'f32')}"],
                  {"y": "f32"}, lambda i: {"y": i["table"][i["ids"]]}))
+    # embedding_grad, f32: zeros, an entry argument (copied) or a value computed
+    # in the entry (its buffer taken over: the copy skipped) as the start
+    dy, ids = g.normal(3, 7, 6), g.ints(0, 11, 3, 7)
+    w = g.normal(11, 6)
+
+    def scattered(i):
+        out = np.zeros((11, 6))
+        np.add.at(out, i["ids"].reshape(-1), i["dy"].reshape(-1, 6))
+        return out
+    add(Case("embedding_grad", {"dy": dy, "ids": ids},
+             [f"%y = tfc.embedding_grad %dy, %ids : ({ty(dy)}, {ty(ids)}) -> {ty(w)}"],
+             {"y": "f32"}, lambda i: {"y": scattered(i)}))
+    add(Case("embedding_grad into", {"dy": dy, "ids": ids, "w": w},
+             [f"%y = tfc.embedding_grad %dy, %ids into %w : ({ty(dy)}, {ty(ids)}, {ty(w)}) -> "
+              f"{ty(w)}"],
+             {"y": "f32"}, lambda i: {"y": scattered(i) + i["w"]}))
+    add(Case("embedding_grad into a temporary, in place", {"dy": dy, "ids": ids, "w": w},
+             [f"%t = tfc.exp %w : {ty(w)}",
+              f"%s = tfc.embedding_grad %dy, %ids into %t : ({ty(dy)}, {ty(ids)}, {ty(w)}) -> "
+              f"{ty(w)}",
+              f"%y = tfc.neg %s : {ty(w)}"],
+             {"y": "f32"}, lambda i: {"y": -(scattered(i) + np.exp(i["w"]))}))
     ids = np.array([1, 11, 2], dtype=np.int32)
     add(Case("embedding id out of range -> error", {"table": table, "ids": ids},
              [f"%y = tfc.embedding %table, %ids : {ty(table)}, {ty(ids)} -> {ttype((3, 6), 'f32')}"],
@@ -1157,6 +1179,18 @@ def build_half_cases(g, add):
         add(Case(f"embedding_grad {H}", {"dy": dy, "ids": ids},
                  [f"%y = tfc.embedding_grad %dy, %ids : ({ty(dy)}, {ty(ids)}) -> {ttype((4, 6), e)}"],
                  {"y": e}, embedding_grad_ref, tol))
+        # into an existing gradient: an entry argument (copied), and a value
+        # computed in the entry, whose buffer the result takes over (in place)
+        w0 = normal(4, 6)
+        add(Case(f"embedding_grad into {H}", {"dy": dy, "ids": ids, "w": w0},
+                 [f"%y = tfc.embedding_grad %dy, %ids into %w : ({ty(dy)}, {ty(ids)}, "
+                  f"{ty(w0)}) -> {ty(w0)}"],
+                 {"y": e}, lambda i: {"y": embedding_grad_ref(i)["y"] + i["w"]}, tol))
+        add(Case(f"embedding_grad into a temporary {H}", {"dy": dy, "ids": ids, "w": w0},
+                 [f"%t = tfc.mul %w, %w : {ty(w0)}, {ty(w0)} -> {ty(w0)}",
+                  f"%y = tfc.embedding_grad %dy, %ids into %t : ({ty(dy)}, {ty(ids)}, "
+                  f"{ty(w0)}) -> {ty(w0)}"],
+                 {"y": e}, lambda i: {"y": embedding_grad_ref(i)["y"] + i["w"] * i["w"]}, tol))
         cache, upd = normal(1, 2, 8, 4), normal(1, 2, 3, 4)
 
         def kv_ref(c, u, p):
