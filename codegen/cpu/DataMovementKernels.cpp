@@ -389,8 +389,10 @@ void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
   auto fill = [&](OpBuilder &b, Location loc) {
     Value zero = b.create<arith::ConstantOp>(loc, b.getZeroAttr(elem));
     Value initf = init ? flatten(b, loc, init) : Value();
-    parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc, Value i) {
-      Value v = initf ? widen(b, loc, b.create<memref::LoadOp>(loc, initf, ValueRange{i}))
+    parallelRange(b, loc, vocab * dim, [&](OpBuilder &b, Location loc,
+                                           Value i) {
+      Value v = initf ? widen(b, loc, b.create<memref::LoadOp>(
+                                          loc, initf, ValueRange{i}))
                       : zero;
       b.create<memref::StoreOp>(loc, v, of, ValueRange{i});
     });

@@ -283,7 +283,8 @@ int generateDecoderOnly(const Options& options, Context& context,
   // waking the threads, the weights' first pass through the caches), then the KV cache
   // back to its initial state, so that the timed run starts as a first one would.
   for (int64_t i = 0; i < options.warmup; ++i) {
-    auto warm = generator->generate(prompt, settings, [](int32_t, std::string_view) { return true; });
+    auto warm =
+        generator->generate(prompt, settings, [](int32_t, std::string_view) { return true; });
     if (!warm.ok()) return fail(warm.status());
     if (Status reset = context.resetState(); !reset.ok()) return fail(reset);
   }
