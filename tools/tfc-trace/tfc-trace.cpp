@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/frontend/models/HuggingFace.h"
 #include "compiler/frontend/models/Model.h"
+#include "support/FileIdentity.h"
 #include "support/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
@@ -23,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 
 using namespace tfc::frontend;
@@ -55,6 +57,46 @@ static cl::opt<std::string>
 static int error(const llvm::Twine &message) {
   llvm::errs() << "tfc-trace: error: " << message << "\n";
   return 1;
+}
+
+/// An empty path: a usage error, exit 2, as tfc-run's.
+static int usageError(const llvm::Twine &message) {
+  llvm::errs() << "tfc-trace: error: " << message << "\n";
+  return 2;
+}
+
+/// Files of a model folder that `tfc-run --weights/--tokenizer DIR` reads:
+/// an output written over one would destroy the model it was traced from.
+static bool isModelFolderFile(llvm::StringRef name) {
+  return name.ends_with(".safetensors") || name.ends_with(".json") ||
+         name.ends_with(".bin") || name.ends_with(".model") ||
+         name == "merges.txt";
+}
+
+/// The output rule of support/FileIdentity.h: -o is neither the config it
+/// reads nor a file of the model folder beside it.
+static std::optional<std::string> outputCollision() {
+  if (hfPath.empty() || outputFile == "-")
+    return std::nullopt;
+  std::string config = hfPath;
+  std::string folder = llvm::sys::path::parent_path(hfPath).str();
+  if (llvm::sys::fs::is_directory(hfPath)) {
+    llvm::SmallString<256> joined(hfPath);
+    llvm::sys::path::append(joined, "config.json");
+    config = joined.str().str();
+    folder = hfPath;
+  }
+  if (llvm::Error err = tfc::checkDistinctFiles({{"--hf", config}},
+                                                {{"-o", outputFile}}))
+    return llvm::toString(std::move(err));
+  if (tfc::isDirectlyInside(outputFile, folder.empty() ? "." : folder) &&
+      isModelFolderFile(llvm::sys::path::filename(outputFile)) &&
+      llvm::sys::fs::exists(outputFile))
+    return "-o '" + outputFile + "' is a file of the model folder '" +
+           (folder.empty() ? std::string(".") : folder) +
+           "' (its checkpoint, config or tokenizer): writing it would "
+           "destroy it; give another path";
+  return std::nullopt;
 }
 
 static std::string kindHint(const ModelOption &option) {
@@ -155,6 +197,12 @@ int main(int argc, char **argv) {
     describeModel(*model, llvm::outs());
     return 0;
   }
+  if (outputFile.empty())
+    return usageError("-o '': give an output file ('-' for standard output)");
+  if (hfPath.getNumOccurrences() && hfPath.empty())
+    return usageError("--hf '': give a model folder or its config.json");
+  if (std::optional<std::string> collision = outputCollision())
+    return error(*collision);
   std::vector<std::string> allSettings;
   const ModelInfo *model = nullptr;
   if (!hfPath.empty()) {

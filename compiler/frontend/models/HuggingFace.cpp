@@ -9,12 +9,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/frontend/models/HuggingFace.h"
+#include "support/UntrustedFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <charconv>
 #include <optional>
@@ -26,11 +28,53 @@ namespace {
 /// cache is allocated for all of it, and 128K-token caches are rarely meant.
 constexpr int64_t kDefaultContextCap = 4096;
 
+/// The largest config.json read: real ones are a few KiB.
+constexpr uint64_t kMaxConfigBytes = uint64_t{64} << 20;
+
 /// Shortest text that reads back as `value` (so 1e-06 stays "1e-06").
 std::string formatNumber(double value) {
   char buffer[64];
   auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
   return std::string(buffer, result.ptr);
+}
+
+/// "a string (\"500000\")", "a number (2.5)", "null": what a JSON value is,
+/// for messages that say which type a field has and which it needs.
+std::string describe(const llvm::json::Value &value) {
+  switch (value.kind()) {
+  case llvm::json::Value::Null:
+    return "null";
+  case llvm::json::Value::Boolean:
+    return *value.getAsBoolean() ? "true" : "false";
+  case llvm::json::Value::Number: {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << value;
+    return "a number (" + text + ")";
+  }
+  case llvm::json::Value::String: {
+    llvm::StringRef text = *value.getAsString();
+    std::string shown = text.take_front(40).str();
+    return "a string (\"" + shown + (text.size() > 40 ? "...\")" : "\")");
+  }
+  case llvm::json::Value::Array:
+    return "an array";
+  case llvm::json::Value::Object:
+    return "an object";
+  }
+  return "a JSON value";
+}
+
+/// Fields that transformers' Config classes themselves take null for, as
+/// "the default" (n_inner: 4 x n_embd, head_dim: hidden_size / heads,
+/// num_key_value_heads: the heads, sliding_window and rope_scaling: none),
+/// and which save_pretrained writes as null. Any other field that is null is
+/// refused: `"n_layer": null` is not a 12-layer model.
+bool nullMeansDefault(llvm::StringRef key) {
+  return llvm::is_contained({"architectures", "n_inner", "head_dim",
+                             "num_key_value_heads", "sliding_window",
+                             "rope_scaling", "rope_parameters"},
+                            key);
 }
 
 /// Typed access to config.json's fields, with errors naming file and field.
@@ -43,14 +87,38 @@ public:
     throw TraceError(file_ + ": " + message.str());
   }
 
-  /// The field, or nullptr when absent or null.
-  const llvm::json::Value *find(llvm::StringRef key) const {
-    const llvm::json::Value *value = root_.get(key);
-    return value && value->kind() != llvm::json::Value::Null ? value : nullptr;
+  [[noreturn]] void wrongType(llvm::StringRef key, llvm::StringRef expected,
+                              const llvm::json::Value &value) const {
+    fail("field '" + key + "' must be " + expected + ", not " +
+         describe(value));
+  }
+
+  /// The field, or nullptr when absent or (for nullMeansDefault's fields)
+  /// null; `expected` names its type for the error on any other null.
+  const llvm::json::Value *find(llvm::StringRef key,
+                                llvm::StringRef expected) const {
+    return find(root_, key, key, expected);
+  }
+
+  /// The same for `key` of `object` (a nested field, `path` in messages:
+  /// "rope_scaling.factor"); in a nested object null is never a default.
+  const llvm::json::Value *find(const llvm::json::Object &object,
+                                llvm::StringRef key, llvm::StringRef path,
+                                llvm::StringRef expected) const {
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      return nullptr;
+    if (value->kind() == llvm::json::Value::Null) {
+      if (&object == &root_ && nullMeansDefault(key))
+        return nullptr;
+      fail("field '" + path + "' is null; it must be " + expected +
+           (&object == &root_ ? " (leave it out for the default)" : ""));
+    }
+    return value;
   }
 
   int64_t integer(llvm::StringRef key, std::optional<int64_t> fallback) const {
-    const llvm::json::Value *value = find(key);
+    const llvm::json::Value *value = find(key, "an integer");
     if (!value) {
       if (!fallback)
         fail("missing field '" + key + "'");
@@ -58,47 +126,51 @@ public:
     }
     std::optional<int64_t> v = value->getAsInteger();
     if (!v)
-      fail("field '" + key + "' must be an integer");
+      wrongType(key, "an integer", *value);
     return *v;
   }
 
   double number(llvm::StringRef key, double fallback) const {
-    const llvm::json::Value *value = find(key);
+    const llvm::json::Value *value = find(key, "a number");
     if (!value)
       return fallback;
-    std::optional<double> v = value->getAsNumber();
+    return number(*value, key);
+  }
+
+  double number(const llvm::json::Value &value, llvm::StringRef path) const {
+    std::optional<double> v = value.getAsNumber();
     if (!v)
-      fail("field '" + key + "' must be a number");
+      wrongType(path, "a number", value);
     return *v;
   }
 
   bool boolean(llvm::StringRef key, bool fallback) const {
-    const llvm::json::Value *value = find(key);
+    const llvm::json::Value *value = find(key, "true or false");
     if (!value)
       return fallback;
     std::optional<bool> v = value->getAsBoolean();
     if (!v)
-      fail("field '" + key + "' must be true or false");
+      wrongType(key, "true or false", *value);
     return *v;
   }
 
   std::string string(llvm::StringRef key, llvm::StringRef fallback) const {
-    const llvm::json::Value *value = find(key);
+    const llvm::json::Value *value = find(key, "a string");
     if (!value)
       return fallback.str();
     std::optional<llvm::StringRef> v = value->getAsString();
     if (!v)
-      fail("field '" + key + "' must be a string");
+      wrongType(key, "a string", *value);
     return v->str();
   }
 
   const llvm::json::Object *object(llvm::StringRef key) const {
-    const llvm::json::Value *value = find(key);
+    const llvm::json::Value *value = find(key, "an object");
     if (!value)
       return nullptr;
     const llvm::json::Object *v = value->getAsObject();
     if (!v)
-      fail("field '" + key + "' must be an object");
+      wrongType(key, "an object", *value);
     return v;
   }
 
@@ -135,7 +207,7 @@ void mapGPT2(const ConfigReader &c, Mapping &m) {
   int64_t positions = c.integer("n_positions", 1024);
   m.set("n_positions", positions);
   m.set("n_ctx", positions);
-  if (c.find("n_inner"))
+  if (c.find("n_inner", "an integer"))
     m.set("n_inner", c.integer("n_inner", std::nullopt));
   m.set("layer_norm_eps", c.number("layer_norm_epsilon", 1e-5));
   std::string activation = c.string("activation_function", "gelu_new");
@@ -169,25 +241,43 @@ void mapGPT2(const ConfigReader &c, Mapping &m) {
 void mapRope(const ConfigReader &c, Mapping &m) {
   const llvm::json::Object *params = c.object("rope_parameters");
   const llvm::json::Object *scaling = params ? params : c.object("rope_scaling");
+  const char *field = params ? "rope_parameters" : "rope_scaling";
+  auto path = [&](llvm::StringRef key) {
+    return (llvm::Twine(field) + "." + key).str();
+  };
+  // A nested number: present, of the right type, or an error naming it.
+  auto number = [&](llvm::StringRef key) {
+    const llvm::json::Value *v = c.find(*scaling, key, path(key), "a number");
+    if (!v)
+      c.fail("missing field '" + path(key) + "'");
+    return c.number(*v, path(key));
+  };
   double theta = c.number("rope_theta", 10000.0);
   if (params)
-    if (std::optional<double> t = params->getNumber("rope_theta"))
-      theta = *t;
+    if (c.find(*params, "rope_theta", path("rope_theta"), "a number"))
+      theta = number("rope_theta");
   m.set("rope_theta", theta);
   if (!scaling)
     return;
-  const char *field = params ? "rope_parameters" : "rope_scaling";
-  std::optional<llvm::StringRef> type = scaling->getString("rope_type");
+  // transformers reads rope_type, then the older "type"; an object naming
+  // neither is not "no scaling" (that is null) but a config that lost it.
+  std::optional<std::string> type;
+  for (llvm::StringRef key : {"rope_type", "type"}) {
+    if (type)
+      break;
+    const llvm::json::Value *v = scaling->get(key);
+    if (!v || v->kind() == llvm::json::Value::Null)
+      continue;
+    if (!v->getAsString())
+      c.wrongType(path(key), "a string", *v);
+    type = v->getAsString()->str();
+  }
   if (!type)
-    type = scaling->getString("type");
-  if (!type || *type == "default")
+    c.fail(llvm::Twine(field) + " names no 'rope_type' (or 'type'): give one "
+           "of default, linear, llama3, or make " + field +
+           " null for no scaling");
+  if (*type == "default")
     return;
-  auto number = [&](llvm::StringRef key) {
-    std::optional<double> v = scaling->getNumber(key);
-    if (!v)
-      c.fail(llvm::Twine(field) + "." + key + " must be a number");
-    return *v;
-  };
   if (*type == "linear") {
     m.set("rope_scaling", std::string("linear"));
     m.set("rope_factor", number("factor"));
@@ -196,8 +286,15 @@ void mapRope(const ConfigReader &c, Mapping &m) {
     m.set("rope_factor", number("factor"));
     m.set("rope_low_freq_factor", number("low_freq_factor"));
     m.set("rope_high_freq_factor", number("high_freq_factor"));
-    m.set("rope_original_context",
-          (int64_t)number("original_max_position_embeddings"));
+    const std::string original = path("original_max_position_embeddings");
+    const llvm::json::Value *v = c.find(
+        *scaling, "original_max_position_embeddings", original, "an integer");
+    if (!v)
+      c.fail("missing field '" + original + "'");
+    std::optional<int64_t> context = v->getAsInteger();
+    if (!context)
+      c.wrongType(original, "an integer", *v);
+    m.set("rope_original_context", *context);
   } else {
     c.fail(llvm::Twine(field) + " type '" + *type +
            "' is not supported (supported: default, linear, llama3)");
@@ -221,7 +318,7 @@ void mapLlamaFamily(const ConfigReader &c, Mapping &m, llvm::StringRef type,
   m.set("n_head", heads);
   m.set("n_kv_head", c.integer("num_key_value_heads", heads));
   m.set("vocab_size", c.integer("vocab_size", defaults.vocab));
-  if (c.find("head_dim")) {
+  if (c.find("head_dim", "an integer")) {
     int64_t headDim = c.integer("head_dim", std::nullopt);
     if (heads <= 0 || headDim * heads != hidden)
       m.set("head_dim", headDim);
@@ -250,7 +347,8 @@ void mapLlamaFamily(const ConfigReader &c, Mapping &m, llvm::StringRef type,
 
   // A sliding window that never binds is plain causal attention.
   std::optional<int64_t> window;
-  if ((type == "mistral" || type == "mixtral") && c.find("sliding_window"))
+  if ((type == "mistral" || type == "mixtral") &&
+      c.find("sliding_window", "an integer"))
     window = c.integer("sliding_window", std::nullopt);
   if (type == "qwen2" && c.boolean("use_sliding_window", false))
     window = c.integer("sliding_window", 4096);
@@ -317,12 +415,15 @@ HuggingFaceModel readHuggingFaceConfig(const std::string &path) {
     llvm::sys::path::append(joined, "config.json");
     file = joined.str().str();
   }
-  auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/true);
+  // config.json comes from whoever published the model: a FIFO in its place
+  // must not block, a huge file not be read whole, and deep nesting not
+  // overflow the parser's stack (support/UntrustedFile.h).
+  auto buffer = readUntrustedFile(file, kMaxConfigBytes, "a config.json");
   if (!buffer)
     throw TraceError("cannot read '" + file +
-                     "': " + buffer.getError().message());
+                     "': " + llvm::toString(buffer.takeError()));
   llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
+      parseBoundedJson((*buffer)->getBuffer());
   if (!json)
     throw TraceError(file + ": not valid JSON: " +
                      llvm::toString(json.takeError()));
@@ -335,7 +436,8 @@ HuggingFaceModel readHuggingFaceConfig(const std::string &path) {
   // "architectures" names the class that saved the weights; "model_type" is
   // all that a config saved from a bare Config class has.
   std::string name, modelType = config.string("model_type", "");
-  if (const llvm::json::Value *list = config.find("architectures")) {
+  if (const llvm::json::Value *list =
+          config.find("architectures", "a list of names")) {
     const llvm::json::Array *names = list->getAsArray();
     if (!names || names->empty() || !(*names)[0].getAsString())
       config.fail("field 'architectures' must be a non-empty list of names");
