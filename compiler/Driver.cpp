@@ -14,10 +14,12 @@
 #include "compiler/IRDumper.h"
 #include "compiler/ParseGuard.h"
 #include "compiler/Pipeline.h"
+#include "support/FileIdentity.h"
 #include "support/OutputFile.h"
 #include "compiler/Registration.h"
 #include "compiler/Report.h"
 #include "dialects/tfc/AttrNames.h"
+#include "dialects/tfc/TfcOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -35,6 +37,8 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -48,9 +52,14 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 namespace cl = llvm::cl;
 
@@ -97,7 +106,8 @@ struct Options {
   cl::opt<std::string> cpu{
       "cpu",
       cl::desc("CPU the kernels are compiled for: native (default), "
-               "x86-64-v3, x86-64-v4, or any LLVM CPU name"),
+               "x86-64-v3, x86-64-v4, or any 64-bit LLVM CPU name "
+               "(--cpu=help lists them)"),
       cl::value_desc("name"), cl::init("native"), cl::cat(category)};
   cl::opt<int64_t> parallelMinWork{
       "parallel-min-work",
@@ -145,8 +155,8 @@ struct Options {
       cl::desc("With --dp: all-reduce the gradients in buckets of this many "
                "MB (default 25, as PyTorch DDP), each started as soon as its "
                "gradients are final, overlapping the rest of the backward; 0: "
-               "one collective per gradient; negative: one blocking "
-               "all-reduce per gradient"),
+               "one collective per gradient; -1: one blocking all-reduce "
+               "per gradient"),
       cl::value_desc("MB"), cl::init(25.0), cl::cat(category)};
   cl::opt<bool> dpOverlap{
       "dp-overlap",
@@ -209,6 +219,104 @@ int fail(const llvm::Twine &message) {
   llvm::errs() << "tfc: error: " << message << "\n";
   return 1;
 }
+
+/// An empty path, which would otherwise mean "no output": a usage error,
+/// exit 2, as tfc-run's.
+int usageError(const llvm::Twine &message) {
+  llvm::errs() << "tfc: error: " << message << "\n";
+  return 2;
+}
+
+/// Shortest text that reads back as `value` ("-2", "0.5"), for messages.
+std::string numberText(double value) {
+  char buffer[64];
+  auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+/// Where TFC_OPTIONS opens a quote it never closes, by the GNU rules LLVM
+/// splits it with (which would otherwise take the rest of the variable as
+/// one argument, silently).
+std::optional<size_t> unbalancedQuote(llvm::StringRef text) {
+  char quote = 0;
+  size_t opened = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quote == '\'') {
+      if (c == '\'')
+        quote = 0;
+      continue;
+    }
+    if (c == '\\') {
+      ++i;
+      continue;
+    }
+    if (quote == '"') {
+      if (c == '"')
+        quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"')
+      quote = c, opened = i;
+  }
+  if (quote)
+    return opened;
+  return std::nullopt;
+}
+
+/// The 64-bit CPUs of the host's LLVM target: with an x86-64 triple, those
+/// with the "64bit" feature (i386, i686 or pentium4 are x86 CPUs too, and
+/// LLVM ends with a fatal error and a stack dump when asked to compile 64-bit
+/// code for them).
+struct CpuNames {
+  std::string triple;
+  const llvm::Target *target = nullptr;
+  std::string error;
+
+  CpuNames() {
+    llvm::InitializeNativeTarget();
+    triple = llvm::sys::getDefaultTargetTriple();
+    target = llvm::TargetRegistry::lookupTarget(triple, error);
+  }
+
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(llvm::StringRef cpu) const {
+    return std::unique_ptr<llvm::MCSubtargetInfo>(
+        target->createMCSubtargetInfo(triple, cpu, ""));
+  }
+
+  bool is64Bit(llvm::StringRef cpu) const {
+    if (llvm::Triple(triple).getArch() != llvm::Triple::x86_64)
+      return true;
+    return subtarget(cpu)->checkFeatures("+64bit");
+  }
+
+  /// Why `cpu` cannot be compiled for, or "".
+  std::string check(llvm::StringRef cpu) const {
+    if (!target)
+      return "no LLVM target for " + triple + ": " + error;
+    // Asked of the generic subtarget: one made for an unknown name warns.
+    if (!subtarget("")->isCPUStringValid(cpu))
+      return "unknown --cpu='" + cpu.str() +
+             "' (native, x86-64, x86-64-v2, x86-64-v3, x86-64-v4, ...; "
+             "--cpu=help lists every name)";
+    if (!is64Bit(cpu))
+      return "--cpu=" + cpu.str() + " is a 32-bit CPU: tfc compiles 64-bit "
+             "code for " + triple + " (native, x86-64, x86-64-v2, x86-64-v3, "
+             "x86-64-v4, ...; --cpu=help lists every name)";
+    return "";
+  }
+
+  std::vector<std::string> all() const {
+    std::vector<std::string> names;
+    if (!target)
+      return names;
+    for (const llvm::SubtargetSubTypeKV &cpu :
+         subtarget("")->getAllProcessorDescriptions())
+      if (is64Bit(cpu.Key))
+        names.push_back(cpu.Key);
+    return names;
+  }
+};
 
 std::optional<Emit> parseEmit(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<Emit>>(name)
@@ -286,6 +394,69 @@ std::string hexDigest(llvm::StringRef text) {
   return llvm::toHex(hash, /*LowerCase=*/true);
 }
 
+/// Why --dump-ir=DIR would write over one of `inputs` or `outputs`, or "":
+/// it writes NN-<pass>.mlir and NN-llvm.ll files into DIR.
+std::string dumpCollision(const std::string &dir,
+                          llvm::ArrayRef<NamedPath> inputs,
+                          llvm::ArrayRef<NamedPath> outputs) {
+  auto isDumpName = [](llvm::StringRef name) {
+    return name.size() > 3 && llvm::isDigit(name[0]) &&
+           llvm::isDigit(name[1]) &&
+           name.drop_while(llvm::isDigit).starts_with("-") &&
+           (name.ends_with(".mlir") || name.ends_with(".ll"));
+  };
+  // Dump files already there: one may be a link to an input.
+  std::vector<std::string> existing;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec))
+    if (isDumpName(llvm::sys::path::filename(it->path())))
+      existing.push_back(it->path());
+  for (llvm::ArrayRef<NamedPath> group : {inputs, outputs})
+    for (const NamedPath &p : group) {
+      if (p.path.empty() || p.path == "-")
+        continue;
+      bool named = isDirectlyInside(p.path, dir) &&
+                   isDumpName(llvm::sys::path::filename(p.path));
+      bool linked = llvm::any_of(existing, [&](const std::string &e) {
+        return isSameFile(e, p.path);
+      });
+      if (named || linked || isSameFile(p.path, dir))
+        return "--dump-ir='" + dir + "' writes numbered files (NN-<pass>.mlir) "
+               "over " + p.what + " '" + p.path + "': give another folder";
+    }
+  return "";
+}
+
+/// Why a --no-decay name matches no parameter of `module`, or "": a typo
+/// would otherwise decay the parameter it meant, silently.
+std::string unknownNoDecay(mlir::ModuleOp module,
+                           llvm::ArrayRef<std::string> patterns,
+                           llvm::StringRef input) {
+  std::vector<llvm::StringRef> names;
+  for (auto param : module.getOps<ParamOp>())
+    names.push_back(param.getSymName());
+  for (llvm::StringRef pattern : patterns) {
+    bool matches = llvm::any_of(names, [&](llvm::StringRef name) {
+      return pattern.ends_with("*") ? name.starts_with(pattern.drop_back())
+                                    : name == pattern;
+    });
+    if (matches)
+      continue;
+    std::string some;
+    for (size_t i = 0; i < names.size() && i < 6; ++i)
+      some += (i ? ", " : "") + names[i].str();
+    if (names.size() > 6)
+      some += ", ... (" + std::to_string(names.size()) + " in all)";
+    return "--no-decay=" + pattern.str() + ": '" + input.str() +
+           "' has no parameter of that name (" +
+           (names.empty() ? std::string("it has no parameters")
+                          : "parameters: " + some) +
+           "; a name ending in * matches a prefix)";
+  }
+  return "";
+}
+
 llvm::Error writeText(const std::string &path,
                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
   return writeOutput(path, [&](llvm::raw_ostream &os) {
@@ -334,8 +505,43 @@ int compilerMain(int argc, char **argv) {
       entry.getValue()->addCategory(mlirCategory);
   }
   cl::HideUnrelatedOptions({&options.category, &mlirCategory});
+  if (const char *env = std::getenv("TFC_OPTIONS"))
+    if (std::optional<size_t> at = unbalancedQuote(env))
+      return fail(llvm::Twine("TFC_OPTIONS='") + env +
+                        "': the quote at character " + llvm::Twine(*at + 1) +
+                        " is never closed");
   cl::ParseCommandLineOptions(argc, argv, overview, /*Errs=*/nullptr,
                               /*EnvVar=*/"TFC_OPTIONS");
+
+  // An empty path would mean "no output" and write nothing without a word.
+  for (auto [path, flag] : {std::pair{&options.output, "-o"},
+                             {&options.report, "--report"},
+                             {&options.dumpIR, "--dump-ir"}})
+    if (path->getNumOccurrences() && path->empty())
+      return usageError(llvm::Twine(flag) + " '': give a path" +
+                        (path == &options.dumpIR
+                             ? " (a folder)"
+                             : " ('-' for standard output)"));
+  if (options.cpu == "help") {
+    CpuNames names;
+    llvm::outs() << "CPUs for --cpu (" << names.triple
+                 << "): native (this machine's)";
+    for (const std::string &name : names.all())
+      llvm::outs() << ", " << name;
+    llvm::outs() << "\n";
+    return 0;
+  }
+  if (options.cpu != "native")
+    if (std::string bad = CpuNames().check(options.cpu); !bad.empty())
+      return fail(bad);
+  if (options.parallelMinWork < -1)
+    return fail("--parallel-min-work=" +
+                      llvm::Twine(options.parallelMinWork.getValue()) +
+                      ": give the least work of a threaded loop (0: every "
+                      "parallel loop; -1: none)");
+  if (!options.noDecay.empty() && options.optimizer.empty())
+    return fail("--no-decay names parameters of the optimizer's weight "
+                      "decay: it needs --optimizer=adamw|sgd");
 
   // Resolve what to produce before doing any work.
   std::string emitName =
@@ -365,7 +571,9 @@ int compilerMain(int argc, char **argv) {
     return fail("unknown --optimizer='" + options.optimizer +
                 "' (expected adamw or sgd)");
   pipeline.optimizer = options.optimizer;
-  if (options.dataParallel < 0 || options.dataParallel > 65536)
+  // --dp=0 would mean "no data parallelism" as if the flag were left out.
+  if ((options.dataParallel.getNumOccurrences() && options.dataParallel < 1) ||
+      options.dataParallel > 65536)
     return fail("--dp=" + std::to_string(options.dataParallel) +
                 ": give the number of processes, 1 or more");
   if (options.dataParallel > 0 && options.optimizer.empty())
@@ -383,7 +591,9 @@ int compilerMain(int argc, char **argv) {
     return fail("--zero=1 shards the optimizer's state over data-parallel "
                 "ranks: it needs --dp=N (N processes under mpirun)");
   pipeline.zero = options.zero;
-  if (options.tensorParallel < 0 || options.tensorParallel > 65536)
+  if ((options.tensorParallel.getNumOccurrences() &&
+       options.tensorParallel < 1) ||
+      options.tensorParallel > 65536)
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 ": give the number of processes, 1 or more");
   if (options.tensorParallel > 1 && options.zero == 1)
@@ -401,9 +611,11 @@ int compilerMain(int argc, char **argv) {
                 " with --precision=" + options.precision.getValue() +
                 ": tensor parallelism is built for f32 only so far");
   pipeline.tensorParallel = options.tensorParallel;
-  if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6)
-    return fail("--dp-bucket-mb=" + std::to_string(options.dpBucketMb) +
-                ": give a bucket size in MB (0: one collective per gradient)");
+  if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6 ||
+      (options.dpBucketMb < 0 && options.dpBucketMb != -1))
+    return fail("--dp-bucket-mb=" + numberText(options.dpBucketMb) +
+                ": give a bucket size in MB (0: one collective per gradient; "
+                "-1: one blocking all-reduce per gradient)");
   pipeline.dpBucketMb = options.dpBucketMb;
   pipeline.dpOverlap = options.dpOverlap;
   // ZeRO-1 reduce-scatters each gradient on its own (tfc-zero-shard), a
@@ -475,6 +687,20 @@ int compilerMain(int argc, char **argv) {
     if (*emit == Emit::So || *emit == Emit::Obj)
       return fail("--emit=" + emitName + " needs an output file (-o)");
     out = options.summary ? "" : "-";
+  }
+  // No output may be the input or another output (support/FileIdentity.h),
+  // found before any work: `tfc x.mlir -o x.mlir` would replace the module
+  // it compiles.
+  {
+    std::vector<NamedPath> inputs = {{"the input", options.input}};
+    std::vector<NamedPath> outputs = {{"-o", out},
+                                      {"--report", options.report}};
+    if (llvm::Error err = checkDistinctFiles(inputs, outputs))
+      return fail(llvm::toString(std::move(err)));
+    if (!options.dumpIR.empty())
+      if (std::string bad = dumpCollision(options.dumpIR, inputs, outputs);
+          !bad.empty())
+        return fail(bad);
   }
   ArtifactOptions artifactOptions;
   artifactOptions.cpu = options.cpu;
@@ -556,6 +782,11 @@ int compilerMain(int argc, char **argv) {
                   phaseName(pipeline.compileTo) + " (it is at phase " +
                   phaseName(reached) + ")");
   }
+  if (!options.noDecay.empty())
+    if (std::string bad = unknownNoDecay(*module, options.noDecay,
+                                         options.input);
+        !bad.empty())
+      return fail(bad);
   Phase first = reached == Phase::Input
                     ? Phase::Input
                     : static_cast<Phase>(static_cast<int>(reached) + 1);

@@ -21,7 +21,7 @@
 // LLVM-COUNT-1: llvm.call @tfc_kernels_collective_start_f32
 // LLVM-COUNT-1: llvm.call @tfc_kernels_collective_wait_f32
 // BLOCKING-COUNT-2: llvm.call @tfc_kernels_collective_f32
-// BUCKET: tfc: error: --dp-bucket-mb=inf: give a bucket size in MB (0: one collective per gradient)
+// BUCKET: tfc: error: --dp-bucket-mb=inf: give a bucket size in MB (0: one collective per gradient; -1: one blocking all-reduce per gradient)
 // GRAPH: module attributes {{{.*}}tfc.metadata = "{\22world_size\22: 2}"
 // GRAPH-LABEL: func.func @train_step(
 // GRAPH: tfc.all_reduce_start %{{.*}}, %{{.*}} {bucket = 0 : i64, group = "dp", reduce = "mean", size = 2 : i64}
