@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -343,6 +344,68 @@ Status checkNoOverlap(std::vector<Range>& ranges, const std::string& entrySubjec
   return Status();
 }
 
+// The KV-cache entries of decoder-only models take positions the compiled code can only
+// check late and obscurely: a position past the cache fails as a row of the position
+// embedding ("embedding: id out of range"), and prefill's n is clamped (after an int32
+// n - 1, so n = -2147483648 acts as the maximum). Checked here, before the call, so that
+// every caller (tfc-run, Python, the C API) gets the same message. Host buffers only.
+Status checkCacheInputs(const tfc_context_t* context, const tfc_entry_t& entry,
+                        const tfc_tensor_ref_t* inputs, const std::string& subject) {
+  const std::string name = entry.name;
+  if (name != "prefill" && name != "decode") return Status();
+  auto scalar = [&](const char* input) -> std::optional<int64_t> {
+    for (int32_t i = 0; i < entry.num_inputs; ++i) {
+      if (std::strcmp(entry.inputs[i].name, input) != 0 || entry.inputs[i].rank != 0 ||
+          inputs[i].data == nullptr) {
+        continue;
+      }
+      if (entry.inputs[i].dtype == TFC_DTYPE_I32) {
+        return *static_cast<const int32_t*>(inputs[i].data);
+      }
+      if (entry.inputs[i].dtype == TFC_DTYPE_I64) {
+        return *static_cast<const int64_t*>(inputs[i].data);
+      }
+    }
+    return std::nullopt;
+  };
+  // The chunk's length P: the tokens each call writes into the cache.
+  int64_t chunk = 1;
+  for (int32_t i = 0; i < entry.num_inputs; ++i) {
+    if ((std::strcmp(entry.inputs[i].name, "tokens") == 0 ||
+         std::strcmp(entry.inputs[i].name, "token") == 0) &&
+        entry.inputs[i].rank == 2) {
+      chunk = entry.inputs[i].shape[1];
+    }
+  }
+  if (std::optional<int64_t> n = scalar("n"); n && name == "prefill" && (*n < 1 || *n > chunk)) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: n = %lld is out of range: it counts the tokens of the chunk in "
+                         "use, 1 to %lld (the chunk's length P)",
+                         subject.c_str(), static_cast<long long>(*n),
+                         static_cast<long long>(chunk));
+  }
+  std::optional<int64_t> pos = scalar("pos");
+  if (!pos) return Status();
+  const int64_t nCtx = context->nCtx;
+  if (*pos < 0) {
+    std::string limit =
+        nCtx > 0 ? " and the context length (n_ctx) is " + std::to_string(nCtx) : "";
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: pos = %lld is not a position in the KV cache: positions start "
+                         "at 0%s",
+                         subject.c_str(), static_cast<long long>(*pos), limit.c_str());
+  }
+  if (nCtx > 0 && *pos + chunk > nCtx) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "%s: position %lld + %lld token%s exceeds the context: the model's "
+                         "context length (n_ctx) is %lld, so pos is at most %lld",
+                         subject.c_str(), static_cast<long long>(*pos),
+                         static_cast<long long>(chunk), chunk == 1 ? "" : "s",
+                         static_cast<long long>(nCtx), static_cast<long long>(nCtx - chunk));
+  }
+  return Status();
+}
+
 std::string nameList(const tfc_tensor_desc_t* descs, int32_t count) {
   std::string list;
   for (int32_t i = 0; i < count; ++i) {
@@ -410,6 +473,7 @@ Status callEntry(tfc_context_t* context, int32_t index, const tfc_tensor_ref_t* 
                       "state tensor " + quoteForMessage(table.state[i].name)});
   }
   TFC_RETURN_IF_ERROR(checkNoOverlap(ranges, subject));
+  if (!deviceIO) TFC_RETURN_IF_ERROR(checkCacheInputs(context, entry, inputs, subject));
   tfc_status_t unset = tfc_params_check_all_set(context->params);
   if (unset != nullptr) return Status(unset);
 
@@ -512,10 +576,11 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
                            "tfc_context_create: the allocator has null functions (call "
                            "tfc_context_options_initialize)");
   }
-  if (options->num_threads < 0) {
+  if (options->num_threads < 0 || options->num_threads > TFC_CONTEXT_MAX_THREADS) {
     return tfc_status_make(TFC_INVALID_ARGUMENT,
-                           "tfc_context_create: num_threads is %d (0 means all cores)",
-                           options->num_threads);
+                           "tfc_context_create: num_threads is %d: at most %d threads "
+                           "(0 means all cores)",
+                           options->num_threads, TFC_CONTEXT_MAX_THREADS);
   }
   auto* context = new (std::nothrow) tfc_context_s();
   if (context == nullptr) return tfc_status_make(TFC_OUT_OF_MEMORY, "out of memory");
@@ -526,6 +591,10 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->allocator = options->allocator;
   context->stateSeed = options->state_seed;
   context->tpSize = tpSize;
+  context->nCtx = std::max<int64_t>(
+      0, tfc::metadataInt(artifact->table->metadata_json ? artifact->table->metadata_json : "",
+                          "n_ctx")
+             .value_or(0));
   const tfc_artifact_t& table = *artifact->table;
   Status status;
   for (int32_t i = 0; i < table.num_state && status.ok(); ++i) {
@@ -581,8 +650,14 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
     return unknown.release();
   }
   // A GPU context's host code only queues launches: one thread.
-  context->pool = std::make_unique<tfc::internal::ThreadPool>(
-      context->device ? 1 : options->num_threads);
+  auto pool = tfc::internal::ThreadPool::create(context->device ? 1 : options->num_threads);
+  if (!pool.ok()) {
+    Status failed = Status::error(pool.status().code(), "tfc_context_create: %s",
+                                  pool.status().message());
+    tfc_context_release(context);
+    return failed.release();
+  }
+  context->pool = std::move(*pool);
   context->host.struct_size = sizeof(tfc_host_api_t);
   context->host.user = context;
   context->host.parallel_for = hostParallelFor;

@@ -124,6 +124,9 @@ struct tfc_context_s {
   // The artifact's tensor-parallel group size (tp_size; 1 without): with a larger world the
   // collectives of group "dp" and "tp" go to this rank's groups (groupCommunicator).
   int64_t tpSize = 1;
+  // The model's context length (metadata n_ctx; 0 without), which bounds the KV-cache
+  // positions prefill and decode take (checked in the library, for every caller).
+  int64_t nCtx = 0;
   // Set by report_error during a call (possibly from pool threads).
   std::mutex errorMutex;
   std::string error;

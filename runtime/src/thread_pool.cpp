@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <new>
+#include <system_error>
 
 namespace tfc::internal {
 
@@ -22,24 +24,61 @@ struct ThreadPool::Job {
 };
 
 ThreadPool::ThreadPool(int numThreads) {
-  if (numThreads <= 0) numThreads = static_cast<int>(std::thread::hardware_concurrency());
+  if (numThreads <= 0) {
+    numThreads = std::min(static_cast<int>(std::thread::hardware_concurrency()), kMaxThreads);
+  }
   numThreads_ = std::max(1, numThreads);
   if (const char* spin = std::getenv("TFC_SPIN_US")) {
     char* end = nullptr;
     long long us = std::strtoll(spin, &end, 10);
     if (end != spin && us >= 0 && us <= 1000000) spinNanos_ = us * 1000;
   }
-  workers_.reserve(static_cast<size_t>(numThreads_ - 1));
-  for (int i = 1; i < numThreads_; ++i) workers_.emplace_back([this] { workerLoop(); });
+  try {
+    workers_.reserve(static_cast<size_t>(numThreads_ - 1));
+    for (int i = 1; i < numThreads_; ++i) workers_.emplace_back([this] { workerLoop(); });
+  } catch (...) {
+    // A throwing constructor runs no destructor: without this the started workers would
+    // stay joinable (std::terminate) or wait for work for ever.
+    stopWorkers();
+    throw;
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stopWorkers(); }
+
+void ThreadPool::stopWorkers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true);
   }
   workCv_.notify_all();
-  for (std::thread& worker : workers_) worker.join();
+  for (std::thread& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  workers_.clear();
+}
+
+StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::create(int numThreads) {
+  if (numThreads < 0 || numThreads > kMaxThreads) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "num_threads is %d: it must be from 1 to %d (0 means all cores)",
+                         numThreads, kMaxThreads);
+  }
+  const int wanted =
+      numThreads > 0
+          ? numThreads
+          : std::max(1, std::min(static_cast<int>(std::thread::hardware_concurrency()),
+                                 kMaxThreads));
+  try {
+    return std::make_unique<ThreadPool>(numThreads);
+  } catch (const std::system_error& error) {
+    return Status::error(TFC_OUT_OF_MEMORY,
+                         "cannot start %d threads: %s (the system's limit on processes or "
+                         "memory; ask for fewer threads)",
+                         wanted, error.what());
+  } catch (const std::bad_alloc&) {
+    return Status::error(TFC_OUT_OF_MEMORY, "cannot start %d threads: out of memory", wanted);
+  }
 }
 
 int64_t ThreadPool::chunkCount(int64_t n, int64_t grain, int numThreads) {

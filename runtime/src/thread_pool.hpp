@@ -5,9 +5,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "tfc/runtime/runtime.h"
+#include "tfc/runtime/status.hpp"
 
 namespace tfc::internal {
 
@@ -22,7 +26,19 @@ class ThreadPool {
  public:
   using Fn = void (*)(void* ctx, int64_t begin, int64_t end);
 
-  // |numThreads| <= 0 means std::thread::hardware_concurrency() (at least 1).
+  // The most threads a pool may have (TFC_CONTEXT_MAX_THREADS, runtime.h): beyond it a
+  // request is refused, and the hardware default is capped to it.
+  static constexpr int kMaxThreads = TFC_CONTEXT_MAX_THREADS;
+
+  // A pool of |numThreads| threads; 0 means std::thread::hardware_concurrency() (at least
+  // 1, at most kMaxThreads). A count below 0 or above kMaxThreads is TFC_INVALID_ARGUMENT,
+  // naming the value and the bound; a thread the system refuses to start (too many
+  // processes, no memory for its stack) is TFC_OUT_OF_MEMORY, with the threads started so
+  // far stopped and joined.
+  static StatusOr<std::unique_ptr<ThreadPool>> create(int numThreads);
+
+  // As create(), for callers that pass a valid count; throws std::system_error when a
+  // thread cannot be started, after stopping and joining those it started.
   explicit ThreadPool(int numThreads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -43,6 +59,7 @@ class ThreadPool {
  private:
   struct Job;
   void workerLoop();
+  void stopWorkers();
   static void runChunks(Job* job);
 
   int numThreads_ = 1;

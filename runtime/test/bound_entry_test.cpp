@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +121,47 @@ TEST_F(BoundEntryTest, ReplacesAndBorrowsInputs) {
   EXPECT_EQ(std::vector<float>((*outputs)[0].dataAs<float>(), (*outputs)[0].dataAs<float>() + 32),
             fromOwned);
   EXPECT_FALSE(context_.call("decode", {caller->view()}).ok());  // one input short
+}
+
+// Issue 29: prefill's n and the KV-cache position are checked by the library, so that every
+// caller (Python's Context.call, the C API, BoundEntry) gets a message naming them instead
+// of a clamped n or "embedding: id out of range" (fake_train: n_ctx 8, chunk P 4).
+TEST_F(BoundEntryTest, CacheInputsOutsideTheContextAreRefusedByName) {
+  auto prefill = BoundEntry::create(artifact_, "prefill");
+  ASSERT_TRUE(prefill.ok()) << prefill.status().message();
+  auto setPrefill = [&](int32_t pos, int32_t n) {
+    *prefill->input("pos").mutableDataAs<int32_t>() = pos;
+    *prefill->input("n").mutableDataAs<int32_t>() = n;
+    return prefill->call(context_);
+  };
+  EXPECT_TRUE(setPrefill(0, 4).ok());
+  EXPECT_TRUE(setPrefill(4, 1).ok());
+  for (int32_t n : {0, -3, 5, 1000000, INT32_MIN}) {
+    Status status = setPrefill(0, n);
+    SCOPED_TRACE(n);
+    EXPECT_EQ(status.code(), TFC_INVALID_ARGUMENT);
+    EXPECT_TRUE(contains(status, "entry 'prefill': n = " + std::to_string(n) +
+                                     " is out of range"))
+        << status.message();
+    EXPECT_TRUE(contains(status, "1 to 4")) << status.message();
+  }
+  Status past = setPrefill(5, 4);
+  EXPECT_EQ(past.code(), TFC_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(past, "position 5 + 4 tokens exceeds the context")) << past.message();
+  EXPECT_TRUE(contains(past, "(n_ctx) is 8, so pos is at most 4")) << past.message();
+  EXPECT_FALSE(contains(past, "embedding")) << past.message();
+  Status negative = setPrefill(-1, 4);
+  EXPECT_TRUE(contains(negative, "pos = -1 is not a position in the KV cache"))
+      << negative.message();
+
+  auto decode = BoundEntry::create(artifact_, "decode");
+  ASSERT_TRUE(decode.ok());
+  *decode->input("pos").mutableDataAs<int32_t>() = 7;
+  EXPECT_TRUE(decode->call(context_).ok());
+  *decode->input("pos").mutableDataAs<int32_t>() = 8;
+  Status full = decode->call(context_);
+  EXPECT_TRUE(contains(full, "entry 'decode': position 8 + 1 token exceeds the context"))
+      << full.message();
 }
 
 }  // namespace

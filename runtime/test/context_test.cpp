@@ -2,6 +2,7 @@
 // calling entry points with shape/dtype checks, state updates and resets, errors reported
 // by compiled code, lazy arenas and concurrent contexts.
 #include <atomic>
+#include <climits>
 #include <functional>
 #include <cstring>
 #include <thread>
@@ -517,6 +518,18 @@ TEST(ContextOptionsTest, BadOptionsAreRefused) {
   options.num_threads = -2;
   auto context = Context::create(*artifact, *params, &options);
   EXPECT_TRUE(isError(context.status(), TFC_INVALID_ARGUMENT, "num_threads", "-2"));
+  // Issue 29: 10**6 started threads until the system refused one (an abort).
+  for (int32_t threads : {TFC_CONTEXT_MAX_THREADS + 1, 1000000, INT32_MAX}) {
+    options.num_threads = threads;
+    context = Context::create(*artifact, *params, &options);
+    EXPECT_TRUE(isError(context.status(), TFC_INVALID_ARGUMENT,
+                        "num_threads is " + std::to_string(threads),
+                        "at most " + std::to_string(TFC_CONTEXT_MAX_THREADS) + " threads"));
+  }
+  options.num_threads = 3;
+  context = Context::create(*artifact, *params, &options);
+  ASSERT_OK(context);
+  EXPECT_EQ(context->numThreads(), 3);
   tfc_context_options_initialize(&options);
   options.allocator.allocate = nullptr;
   context = Context::create(*artifact, *params, &options);

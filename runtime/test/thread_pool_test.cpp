@@ -1,6 +1,13 @@
 // Tests of the thread pool behind tfc_host_api_t.parallel_for: every index exactly once in
 // contiguous chunks, across thread counts, sizes and grains; reuse; nesting; n = 0.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
 
 #include <atomic>
 #include <chrono>
@@ -158,7 +165,70 @@ TEST(ThreadPoolTest, ConcurrentCallersAreSerialized) {
 TEST(ThreadPoolTest, DefaultIsHardwareConcurrency) {
   ThreadPool pool(0);
   unsigned hardware = std::thread::hardware_concurrency();
-  EXPECT_EQ(pool.numThreads(), hardware == 0 ? 1 : static_cast<int>(hardware));
+  EXPECT_EQ(pool.numThreads(),
+            hardware == 0 ? 1 : std::min(static_cast<int>(hardware), ThreadPool::kMaxThreads));
+}
+
+// Issue 29: num_threads = 10**6 started threads until the system refused one.
+TEST(ThreadPoolTest, CountsOutsideTheBoundAreRefused) {
+  for (int threads : {-1, ThreadPool::kMaxThreads + 1, 1000000}) {
+    auto pool = ThreadPool::create(threads);
+    ASSERT_FALSE(pool.ok()) << threads;
+    EXPECT_EQ(pool.status().code(), TFC_INVALID_ARGUMENT);
+    std::string message = pool.status().message();
+    EXPECT_NE(message.find("num_threads is " + std::to_string(threads)), std::string::npos)
+        << message;
+    EXPECT_NE(message.find(std::to_string(ThreadPool::kMaxThreads)), std::string::npos)
+        << message;
+  }
+  auto pool = ThreadPool::create(3);
+  ASSERT_TRUE(pool.ok()) << pool.status().message();
+  EXPECT_EQ((*pool)->numThreads(), 3);
+}
+
+// Issue 29: when the system refuses a thread (here: no address space left for its stack),
+// std::thread throws; the pool used to leave the threads it had started joinable (an abort,
+// or in Python a deadlock). Now: a status, and the started threads stopped and joined. In a
+// child process, whose address-space limit the test lowers; alarm() ends a hang.
+TEST(ThreadPoolTest, AThreadTheSystemRefusesIsAStatusNotAnAbort) {
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::alarm(20);
+    long pages = 0;
+    if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(statm, "%ld", &pages) != 1) pages = 0;
+      std::fclose(statm);
+    }
+    if (pages <= 0) ::_exit(3);
+    // Room for a few threads' stacks (8 MiB each by default), not for 200.
+    const rlim_t limit = static_cast<rlim_t>(pages) * ::sysconf(_SC_PAGESIZE) + (32 << 20);
+    struct rlimit rl = {limit, limit};
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(4);
+    auto pool = ThreadPool::create(200);
+    if (pool.ok()) ::_exit(5);
+    if (pool.status().code() != TFC_OUT_OF_MEMORY) ::_exit(6);
+    std::string message = pool.status().message();
+    if (message.find("cannot start 200 threads") == std::string::npos &&
+        message.find("out of memory") == std::string::npos) {
+      ::_exit(7);
+    }
+    // The started threads were joined and their stacks freed: a small pool starts and runs.
+    auto small = ThreadPool::create(2);
+    if (!small.ok()) ::_exit(8);
+    Coverage coverage(100);
+    (*small)->parallelFor(100, 1, Coverage::fn, &coverage);
+    for (auto& hit : coverage.hits) {
+      if (hit.load() != 1) ::_exit(9);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                 << " (SIGABRT: an abort; SIGALRM: a hang)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's check that failed (see the test)";
 }
 
 }  // namespace

@@ -295,10 +295,17 @@ tfc_status_t tfc_params_save_safetensors(const tfc_params_t* params, const char*
  * tfc_host_api_t.parallel_for. */
 typedef struct tfc_context_s tfc_context_t;
 
+/* The most threads a context may have. A larger num_threads is refused (a typo such as
+ * 10**6 would otherwise start threads until the system runs out), and the all-cores
+ * default is capped to it; a thread the system refuses to start (a process or memory
+ * limit) makes tfc_context_create fail with TFC_OUT_OF_MEMORY rather than abort. */
+#define TFC_CONTEXT_MAX_THREADS 1024
+
 typedef struct tfc_context_options_t {
   tfc_allocator_t allocator; /* state and arenas; default: tfc_allocator_system() */
   /* Threads for parallel_for, the calling thread included: 0 (default) means
-   * std::thread::hardware_concurrency(), 1 runs everything on the calling thread. */
+   * std::thread::hardware_concurrency() (at most TFC_CONTEXT_MAX_THREADS), 1 runs
+   * everything on the calling thread; above TFC_CONTEXT_MAX_THREADS is refused. */
   int32_t num_threads;
   /* Seed for state tensors with random initializers (rare; KV caches are zeros). */
   uint64_t state_seed;
