@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace tfc {
@@ -90,10 +91,32 @@ TEST(GroupCommunicator, OneLayoutIsTheWorld) {
 TEST(CommTimeout, ReadsTheEnvironment) {
   ::setenv("TFC_COMM_TIMEOUT_S", "2.5", 1);
   EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 2.5);
-  ::setenv("TFC_COMM_TIMEOUT_S", "nonsense", 1);
+  ::setenv("TFC_COMM_TIMEOUT_S", "", 1);
   EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 300.0);
   ::unsetenv("TFC_COMM_TIMEOUT_S");
   EXPECT_DOUBLE_EQ(commTimeoutSeconds(), 300.0);
+}
+
+// Issue 29: these were accepted silently (the default, or a rank that never times out).
+TEST(CommTimeout, RefusesValuesThatAreNotSeconds) {
+  for (const char* value : {"abc", "-5", "0", "nan", "inf", "5s", "1e300", " "}) {
+    SCOPED_TRACE(value);
+    ::setenv("TFC_COMM_TIMEOUT_S", value, 1);
+    StatusOr<double> timeout = commTimeout();
+    ASSERT_FALSE(timeout.ok());
+    EXPECT_EQ(timeout.status().code(), TFC_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(timeout.status().message())
+                  .find("TFC_COMM_TIMEOUT_S is '" + std::string(value) + "'"),
+              std::string::npos)
+        << timeout.status().message();
+    // Every context reaches the world through worldCommunicator(): it refuses too.
+    auto world = worldCommunicator();
+    ASSERT_FALSE(world.ok());
+    EXPECT_NE(std::string(world.status().message()).find("TFC_COMM_TIMEOUT_S"),
+              std::string::npos);
+  }
+  ::unsetenv("TFC_COMM_TIMEOUT_S");
+  EXPECT_TRUE(worldCommunicator().ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -429,14 +430,26 @@ std::unique_ptr<Communicator> makeSingleCommunicator() {
   return std::make_unique<SingleCommunicator>();
 }
 
-double commTimeoutSeconds() {
+StatusOr<double> commTimeout() {
+  constexpr double kDefault = 300.0, kMax = 1e6;
   const char* v = std::getenv("TFC_COMM_TIMEOUT_S");
-  if (v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    double s = std::strtod(v, &end);
-    if (end != v && *end == '\0' && s > 0) return s;
+  if (v == nullptr || *v == '\0') return kDefault;  // unset or empty: the default
+  char* end = nullptr;
+  double s = std::strtod(v, &end);
+  // The whole value, a finite number of seconds: "abc", "-5", "nan" or "5s" would
+  // otherwise fall back to the default silently, or a rank would never time out.
+  if (end == v || *end != '\0' || !std::isfinite(s) || s <= 0 || s > kMax) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "TFC_COMM_TIMEOUT_S is '%s': it must be a number of seconds above 0 "
+                         "and at most %.0f (unset: %.0f)",
+                         v, kMax, kDefault);
   }
-  return 300.0;
+  return s;
+}
+
+double commTimeoutSeconds() {
+  StatusOr<double> timeout = commTimeout();
+  return timeout.ok() ? *timeout : 300.0;
 }
 
 StatusOr<Communicator*> worldCommunicator() {
@@ -445,6 +458,11 @@ StatusOr<Communicator*> worldCommunicator() {
   static std::once_flag once;
   static std::unique_ptr<Communicator>* world = nullptr;
   static Status* failure = nullptr;
+  // Checked at every call, before anything is made, so that a bad value is refused where
+  // the world is first needed (tfc_context_create) and not only once a collective waits.
+  if (StatusOr<double> timeout = commTimeout(); !timeout.ok()) {
+    return std::move(timeout).takeStatus();
+  }
   std::call_once(once, [] {
     if (!launchedByMpirun()) {
       world = new std::unique_ptr<Communicator>(makeSingleCommunicator());

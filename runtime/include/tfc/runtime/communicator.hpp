@@ -148,7 +148,12 @@ StatusOr<Communicator*> worldCommunicator();
 // multiple of it, or a group other than "dp" and "tp" is an error.
 StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t tp_size);
 
-// The deadline of every collective: TFC_COMM_TIMEOUT_S (seconds, > 0), default 300.
+// The deadline of every collective: TFC_COMM_TIMEOUT_S (seconds, above 0 and at most
+// 1e6), default 300 when unset or empty. Any other value (not a number, negative, nan, with
+// trailing text) is TFC_INVALID_ARGUMENT naming the variable and the value, which
+// worldCommunicator() (and so every context) returns.
+StatusOr<double> commTimeout();
+// commTimeout(), or 300 when the variable is invalid (for callers past that check).
 double commTimeoutSeconds();
 
 }  // namespace tfc
