@@ -51,8 +51,21 @@ StatusOr<TensorMatch> matchTensors(const std::string& where, const std::vector<S
       if (!used[t] && !stripped.empty()) byStripped.emplace(stripped, t);
     }
     for (size_t i = 0; i < descCount; ++i) {
-      if (bound[i] != nullptr) continue;
       auto [begin, end] = byStripped.equal_range(descs[i].name);
+      if (bound[i] != nullptr) {
+        // "wte.weight" and "transformer.wte.weight" both: which one the user meant is
+        // unknowable, so refuse it as two prefixed ones are, not take the exact one silently.
+        if (begin == end) continue;
+        std::string names = quoteForMessage(bound[i]->info->name);
+        for (auto it = begin; it != end; ++it) {
+          names += ", " + quoteForMessage(tensors[it->second].info->name);
+          used[it->second] = true;
+        }
+        problems.add(TFC_INVALID_ARGUMENT, std::string(what) + " " +
+                                               quoteForMessage(descs[i].name) +
+                                               " could be any of the tensors " + names);
+        continue;
+      }
       if (begin == end) continue;
       if (std::next(begin) != end) {
         std::string names;

@@ -295,12 +295,11 @@ TEST_F(PretrainedLoadTest, ALeadingPrefixIsDropped) {
   }
 }
 
-// "P.N" binds N only without a tensor N; a prefix is one component; two candidates are an
-// error that names both.
-TEST_F(PretrainedLoadTest, ExactNamesWinAndAmbiguousPrefixesAreRefused) {
+// "P.N" binds N only without a tensor N; a prefix is one component; two candidates (two
+// prefixed ones, or an exact one and a prefixed one) are an error that names both.
+TEST_F(PretrainedLoadTest, ExactNamesAndPrefixesAreBoundOnlyWhenUnambiguous) {
   SCOPED_TRACE(random_.trace());
   addModel(TFC_DTYPE_INVALID);
-  addTensor(std::string("base.") + kNorm, TFC_DTYPE_F32, {8});  // loses to kNorm
   addTensor(std::string("a.b.") + kEmbed, TFC_DTYPE_F32, {16, 8});  // two components
   writeFile(dir_.file("model.safetensors"));
   Params params = create();
@@ -311,8 +310,15 @@ TEST_F(PretrainedLoadTest, ExactNamesWinAndAmbiguousPrefixesAreRefused) {
   for (const PretrainedTensor& tensor : *report) {
     if (tensor.paramIndex < 0) skipped.push_back(tensor.name);
   }
-  EXPECT_EQ(skipped, (std::vector<std::string>{std::string("a.b.") + kEmbed,
-                                                std::string("base.") + kNorm}));
+  EXPECT_EQ(skipped, (std::vector<std::string>{std::string("a.b.") + kEmbed}));
+
+  // Issue 29: "wte.weight" and "transformer.wte.weight" both loaded the exact one silently.
+  addTensor(std::string("base.") + kNorm, TFC_DTYPE_F32, {8});
+  writeFile(dir_.file("model.safetensors"));
+  Params both = create();
+  EXPECT_TRUE(isError(both.loadPretrained(dir_.path()).status(), TFC_INVALID_ARGUMENT,
+                      "parameter 'model.norm.weight' could be any of the tensors",
+                      "'model.norm.weight', 'base.model.norm.weight'"));
 
   tensors_.erase(kNorm);
   addTensor(std::string("other.") + kNorm, TFC_DTYPE_F32, {8});
