@@ -6,6 +6,7 @@
 #include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 #include "tfc/artifact_abi.h"
+#include "tfc/artifact_checksum.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -610,7 +611,40 @@ llvm::Error linkSharedObject(const std::string &objectPath,
                  (errorMessage.empty() ? "" : ": " + errorMessage) + "\n" +
                  log);
   }
+  if (llvm::Error err = appendChecksumTrailer(temp.str().str(), outputPath))
+    return err;
   return output->commit();
+}
+
+llvm::Error appendChecksumTrailer(const std::string &path,
+                                  const std::string &outputPath) {
+  // The runtime refuses a file whose trailer is missing or whose bytes no
+  // longer hash to it, before dlopen() could crash on them
+  // (tfc/artifact_checksum.h).
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return error("cannot read back the linked '" + outputPath +
+                 "': " + buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  unsigned char trailer[TFC_ARTIFACT_TRAILER_SIZE];
+  tfc_checksum_trailer(trailer, bytes.size(),
+                       tfc_checksum64(bytes.data(), bytes.size()));
+  buffer->reset();
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Append);
+  if (!ec) {
+    os.write(reinterpret_cast<const char *>(trailer), sizeof(trailer));
+    os.close();
+    if (os.has_error()) {
+      ec = os.error();
+      os.clear_error();
+    }
+  }
+  if (ec)
+    return error("cannot write the checksum of '" + outputPath +
+                 "': " + ec.message());
+  return llvm::Error::success();
 }
 
 } // namespace tfc

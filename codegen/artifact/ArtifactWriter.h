@@ -116,6 +116,12 @@ llvm::Error linkSharedObject(const std::string &objectPath,
                              const std::string &kernelsLibrary,
                              const std::string &outputPath);
 
+/// Appends the checksum trailer of tfc/artifact_checksum.h to the linked file
+/// at `path` (the temporary of `outputPath`, which messages name), which the
+/// runtime checks before it loads the artifact.
+llvm::Error appendChecksumTrailer(const std::string &path,
+                                  const std::string &outputPath);
+
 /// The kernel library to link: $TFC_KERNELS_LIB, else
 /// <dir of argv0>/../lib/libtfc_cpu_kernels.a.
 llvm::Expected<std::string> findKernelsLibrary(const char *argv0);

@@ -5,12 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "file_util.hpp"
+#include "tfc/artifact_checksum.h"
 #include "runtime_internal.hpp"
 
 using tfc::Status;
@@ -39,6 +42,72 @@ constexpr const char* kHostMachineName = "aarch64";
 constexpr uint16_t kHostMachine = EM_NONE;  // not checked
 constexpr const char* kHostMachineName = "this machine";
 #endif
+
+// Checks the checksum trailer the compiler appended (tfc/artifact_checksum.h): the loader
+// trusts every byte, so a file damaged after tfc wrote it would otherwise end in an ld.so
+// assertion or a SIGSEGV in the loader or in the compiled code.
+Status checkChecksum(const std::string& path, int fd, uint64_t fileSize) {
+  auto readAt = [fd](void* buffer, size_t size, uint64_t offset) {
+    size_t done = 0;
+    while (done < size) {
+      ssize_t got = ::pread(fd, static_cast<char*>(buffer) + done, size - done,
+                            static_cast<off_t>(offset + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      done += static_cast<size_t>(got);
+    }
+    return true;
+  };
+  unsigned char trailer[TFC_ARTIFACT_TRAILER_SIZE];
+  if (fileSize < TFC_ARTIFACT_TRAILER_SIZE ||
+      !readAt(trailer, sizeof(trailer), fileSize - TFC_ARTIFACT_TRAILER_SIZE) ||
+      std::memcmp(trailer, TFC_ARTIFACT_TRAILER_MAGIC, 8) != 0) {
+    return Status::error(TFC_DATA_LOSS,
+                         "%s: the artifact has no tfc checksum: not written by this tfc, or "
+                         "truncated; recompile it",
+                         path.c_str());
+  }
+  const uint64_t covered = tfc_checksum_read64(trailer + 8);
+  const uint64_t recorded = tfc_checksum_read64(trailer + 16);
+  if (covered != fileSize - TFC_ARTIFACT_TRAILER_SIZE) {
+    return Status::error(TFC_DATA_LOSS,
+                         "%s: the artifact is damaged: its checksum covers %llu bytes but the "
+                         "file has %llu before it (the file was changed after tfc wrote it); "
+                         "recompile it",
+                         path.c_str(), static_cast<unsigned long long>(covered),
+                         static_cast<unsigned long long>(fileSize - TFC_ARTIFACT_TRAILER_SIZE));
+  }
+  constexpr size_t kChunk = size_t{1} << 20;  // a multiple of the hash's 32-byte stripes
+  std::vector<unsigned char> buffer(kChunk);
+  tfc_checksum_state_t state;
+  tfc_checksum_init(&state);
+  uint64_t offset = 0;
+  uint64_t hash = 0;
+  for (;;) {
+    const size_t size = static_cast<size_t>(std::min<uint64_t>(kChunk, covered - offset));
+    errno = 0;
+    if (!readAt(buffer.data(), size, offset)) {
+      return Status::error(TFC_IO_ERROR, "%s: cannot read byte %llu: %s", path.c_str(),
+                           static_cast<unsigned long long>(offset),
+                           errno != 0 ? std::strerror(errno) : "the file became shorter");
+    }
+    if (size < kChunk) {
+      const size_t whole = size - size % 32;
+      tfc_checksum_stripes(&state, buffer.data(), whole);
+      hash = tfc_checksum_finish(&state, buffer.data() + whole, size - whole);
+      break;
+    }
+    tfc_checksum_stripes(&state, buffer.data(), size);
+    offset += size;
+  }
+  if (hash != recorded) {
+    return Status::error(TFC_DATA_LOSS,
+                         "%s: the artifact is damaged: its checksum does not match (the file "
+                         "was changed after tfc wrote it); recompile it",
+                         path.c_str());
+  }
+  return Status();
+}
 
 // Checks the file before dlopen sees it, so that common mistakes get plain messages and a
 // truncated file cannot crash the process: glibc maps segments that end past the end of the
@@ -118,6 +187,7 @@ Status checkElfFile(const std::string& path) {
       }
     }
   }
+  if (status.ok()) status = checkChecksum(path, fd, fileSize);
   ::close(fd);
   return status;
 }
@@ -243,6 +313,9 @@ Status openArtifact(const char* pathArg, const tfc_artifact_options_t& options,
                     tfc_loaded_artifact_t* artifact) {
   const std::string& path = artifact->path;
   (void)pathArg;
+  if (path.empty()) {
+    return Status::error(TFC_NOT_FOUND, "the artifact's path is empty (no such file '')");
+  }
   TFC_RETURN_IF_ERROR(checkElfFile(path));
   // dlopen() searches the library path for names without a slash; a model is a file.
   std::string loadPath = path.find('/') == std::string::npos ? "./" + path : path;

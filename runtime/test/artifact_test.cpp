@@ -7,6 +7,7 @@
 
 #include "fake_artifacts.hpp"
 #include "test_util.hpp"
+#include "tfc/artifact_checksum.h"
 #include "tfc/runtime/runtime.hpp"
 
 namespace tfc {
@@ -111,6 +112,58 @@ TEST(ArtifactTest, TruncatedSharedObjectsAreRefusedWithoutACrash) {
   testing::writeBytes(dir.file("model.so"), bytes.substr(0, 1000));
   EXPECT_TRUE(isError(openStatus(dir.file("model.so")), TFC_DATA_LOSS, "model.so",
                       "truncated shared object"));
+}
+
+// The trailer's hash is XXH64 with seed 0 (tfc/artifact_checksum.h): the reference
+// values, and the same hash whether fed at once or in stripes and a tail.
+TEST(ArtifactChecksumTest, IsXxh64) {
+  EXPECT_EQ(tfc_checksum64("", 0), 0xEF46DB3751D8E999ull);
+  EXPECT_EQ(tfc_checksum64("abc", 3), 0x44BC2CF5AD770999ull);
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += static_cast<char>(i * 7 + 3);
+  for (size_t size : {size_t{31}, size_t{32}, size_t{33}, size_t{100}, size_t{1000}}) {
+    tfc_checksum_state_t state;
+    tfc_checksum_init(&state);
+    size_t whole = size - size % 32;
+    tfc_checksum_stripes(&state, text.data(), 64 <= whole ? 64 : 0);
+    tfc_checksum_stripes(&state, text.data() + (64 <= whole ? 64 : 0),
+                         whole - (64 <= whole ? 64 : 0));
+    EXPECT_EQ(tfc_checksum_finish(&state, text.data() + whole, size - whole),
+              tfc_checksum64(text.data(), size))
+        << size;
+  }
+}
+
+// Issue 29: a model.so with bytes overwritten ended in an ld.so assertion or a SIGSEGV. The
+// loader checks the checksum trailer the compiler appends before dlopen() sees the file.
+TEST(ArtifactTest, DamagedOrUnsealedFilesAreRefusedBeforeLoading) {
+  TempDir dir;
+  std::string bytes = testing::readBytes(fakeArtifact("fake_model"));
+  ASSERT_GT(bytes.size(), size_t{TFC_ARTIFACT_TRAILER_SIZE});
+  ASSERT_EQ(bytes.substr(bytes.size() - TFC_ARTIFACT_TRAILER_SIZE, 8),
+            TFC_ARTIFACT_TRAILER_MAGIC);
+  testing::writeBytes(dir.file("model.so"), bytes);
+  ASSERT_OK(openStatus(dir.file("model.so")));
+
+  for (size_t at : {bytes.size() / 3, bytes.size() / 2, bytes.size() - 30}) {
+    std::string damaged = bytes;
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x5a);
+    testing::writeBytes(dir.file("model.so"), damaged);
+    EXPECT_TRUE(isError(openStatus(dir.file("model.so")), TFC_DATA_LOSS, "model.so: ",
+                        "is damaged: its checksum does not match (the file was changed after "
+                        "tfc wrote it); recompile it"))
+        << "byte " << at;
+  }
+  // No trailer: an older tfc's artifact, another linker's object, a cut file.
+  testing::writeBytes(dir.file("model.so"),
+                      bytes.substr(0, bytes.size() - TFC_ARTIFACT_TRAILER_SIZE));
+  EXPECT_TRUE(isError(openStatus(dir.file("model.so")), TFC_DATA_LOSS, "model.so: ",
+                      "has no tfc checksum: not written by this tfc, or truncated; recompile "
+                      "it"));
+  // Bytes appended after the trailer, or the trailer's own length changed.
+  testing::writeBytes(dir.file("model.so"), bytes + bytes.substr(bytes.size() - 24));
+  EXPECT_TRUE(isError(openStatus(dir.file("model.so")), TFC_DATA_LOSS, "model.so: ",
+                      "is damaged"));
 }
 
 TEST(ArtifactTest, ExecutableIsNotASharedObject) {
