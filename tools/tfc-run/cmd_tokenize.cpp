@@ -61,15 +61,33 @@ Status readInput(const std::string& path, std::string* out) {
     print(stderr, "tokenize: reading standard input (end it with Ctrl-D)\n");
   }
   struct stat info;
+  // The whole text is held in memory: a file larger than memory (or than ulimit -v) is an
+  // error naming it, not an uncaught std::bad_alloc.
+  auto tooLarge = [&](uint64_t bytes) {
+    if (!isStdin) std::fclose(file);
+    return Status::error(TFC_OUT_OF_MEMORY,
+                         "%s: %llu bytes do not fit in memory (tokenize reads its input "
+                         "whole; split the text into smaller files)",
+                         isStdin ? "standard input" : path.c_str(),
+                         static_cast<unsigned long long>(bytes));
+  };
   if (!isStdin && ::fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode)) {
-    out->reserve(static_cast<size_t>(info.st_size));
+    try {
+      out->reserve(static_cast<size_t>(info.st_size));
+    } catch (const std::exception&) {  // bad_alloc, or length_error past max_size()
+      return tooLarge(static_cast<uint64_t>(info.st_size));
+    }
   }
   out->clear();
   std::vector<char> buffer(kPieceBytes);
   size_t got = 0;
   errno = 0;
   while ((got = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
-    out->append(buffer.data(), got);
+    try {
+      out->append(buffer.data(), got);
+    } catch (const std::exception&) {
+      return tooLarge(static_cast<uint64_t>(out->size()) + got);
+    }
   }
   int error = std::ferror(file) ? errno : 0;
   if (!isStdin) std::fclose(file);

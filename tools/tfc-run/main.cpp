@@ -6,7 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli.hpp"
@@ -85,7 +88,22 @@ int runCommand(const Command& command, const std::string& model,
   }
   Invocation invocation{&command, model, {}};
   if (!parseArgs(command, rest, &invocation.args)) return kExitUsage;
-  return command.run(invocation);
+  // The runtime reports errors as statuses, but an allocation the system refuses (an input
+  // larger than memory, a ulimit -v) or a thread it cannot start throws from the standard
+  // library: an error and exit 1, never an abort.
+  try {
+    return command.run(invocation);
+  } catch (const std::bad_alloc&) {
+    print(stderr, "tfc-run: error: out of memory while running '{}' (input too large for "
+                  "this machine's memory or its limit, ulimit -v)\n", command.name);
+  } catch (const std::length_error& error) {
+    print(stderr, "tfc-run: error: out of memory while running '{}': {} is too large\n",
+          command.name, error.what());
+  } catch (const std::system_error& error) {
+    print(stderr, "tfc-run: error: the system refused a resource while running '{}': {}\n",
+          command.name, error.what());
+  }
+  return kExitFailure;
 }
 
 int main(int argc, char** argv) {
