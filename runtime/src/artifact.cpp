@@ -14,6 +14,7 @@
 
 #include "file_util.hpp"
 #include "tfc/artifact_checksum.h"
+#include "tfc/runtime/file.hpp"
 #include "runtime_internal.hpp"
 
 using tfc::Status;
@@ -125,10 +126,8 @@ Status checkElfFile(const std::string& path) {
     return Status::error(TFC_INVALID_ARGUMENT, "%s: not a regular file%s", path.c_str(),
                          S_ISDIR(info.st_mode) ? " (it is a directory)" : "");
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status::error(TFC_IO_ERROR, "%s: cannot open: %s", path.c_str(), std::strerror(errno));
-  }
+  // Without blocking: the path may have become a FIFO since the stat above.
+  TFC_ASSIGN_OR_RETURN(int fd, tfc::openRegularFileForRead(path));
   auto readAt = [fd](void* buffer, size_t size, uint64_t offset) {
     ssize_t got = ::pread(fd, buffer, size, static_cast<off_t>(offset));
     return got == static_cast<ssize_t>(size);

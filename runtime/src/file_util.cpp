@@ -46,6 +46,12 @@ class FdCloser {
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
   int get() const { return fd_; }
+  // Gives the descriptor up: the destructor then leaves it open.
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   // Closes now, returning close()'s errno (0 on success); the destructor then does nothing.
   int closeNow() {
     int fd = fd_;
@@ -217,24 +223,13 @@ void removeStaleTemporaries(const std::string& target) {
 }  // namespace
 
 StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int error = errno;
-    return Status::error(codeForErrno(error), "%s: cannot open: %s", path.c_str(),
-                         std::strerror(error));
-  }
+  // Devices and pipes could block forever or never end: refused without blocking.
+  TFC_ASSIGN_OR_RETURN(int fd, openRegularFileForRead(path));
   FdCloser closer(fd);
   struct stat info;
   if (::fstat(fd, &info) != 0) {
     int error = errno;
     return Status::error(TFC_IO_ERROR, "%s: cannot stat: %s", path.c_str(), std::strerror(error));
-  }
-  if (S_ISDIR(info.st_mode)) {
-    return Status::error(TFC_INVALID_ARGUMENT, "%s: is a directory, not a file", path.c_str());
-  }
-  // Devices and pipes could block forever or never end.
-  if (!S_ISREG(info.st_mode)) {
-    return Status::error(TFC_INVALID_ARGUMENT, "%s: is not a regular file", path.c_str());
   }
   if (info.st_size < 0 || static_cast<uint64_t>(info.st_size) > SIZE_MAX) {
     return Status::error(TFC_IO_ERROR, "%s: file size %lld is not addressable", path.c_str(),
@@ -443,6 +438,135 @@ namespace tfc {
 
 Status writeFileAtomically(const std::string& path, const void* data, size_t size) {
   return internal::writeFileAtomically(path, {{data, size}});
+}
+
+StatusOr<int> openRegularFileForRead(const std::string& path) {
+  if (path.empty()) return Status(TFC_INVALID_ARGUMENT, "cannot read a file with an empty path");
+  // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, for ever; the
+  // type is checked on the descriptor (no window between a stat and the open).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    int error = errno;
+    struct stat info;
+    // A socket cannot be opened at all (ENXIO): say what it is rather than "no such device".
+    if (error == ENXIO && ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+      return Status::error(TFC_INVALID_ARGUMENT, "%s: is %s, not a regular file", path.c_str(),
+                           internal::describeFileType(info.st_mode));
+    }
+    return Status::error(internal::codeForErrno(error), "%s: cannot open: %s", path.c_str(),
+                         std::strerror(error));
+  }
+  internal::FdCloser closer(fd);
+  struct stat info;
+  if (::fstat(fd, &info) != 0) {
+    int error = errno;
+    return Status::error(TFC_IO_ERROR, "%s: cannot stat: %s", path.c_str(), std::strerror(error));
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: is a directory, not a file", path.c_str());
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return Status::error(TFC_INVALID_ARGUMENT, "%s: is %s, not a regular file", path.c_str(),
+                         S_ISFIFO(info.st_mode) ? "a named pipe (FIFO)"
+                                                : internal::describeFileType(info.st_mode));
+  }
+  // Reads of a regular file never block anyway; cleared so that callers see a plain file.
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    int error = errno;
+    return Status::error(TFC_IO_ERROR, "%s: cannot set the descriptor's flags: %s", path.c_str(),
+                         std::strerror(error));
+  }
+  return closer.release();
+}
+
+namespace {
+
+// What a path is for checkDistinctFiles: an existing file by device and inode, a file yet
+// to be written by its folder's canonical path and its name, or nothing to compare.
+struct FileIdentity {
+  enum class Kind { kNone, kInode, kName } kind = Kind::kNone;
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string name;
+
+  bool operator==(const FileIdentity& other) const {
+    if (kind == Kind::kNone || kind != other.kind) return false;
+    return kind == Kind::kInode ? device == other.device && inode == other.inode
+                                : name == other.name;
+  }
+};
+
+bool skipped(const std::string& path) { return path.empty() || path == "-"; }
+
+FileIdentity inputIdentity(const std::string& path) {
+  FileIdentity identity;
+  struct stat info;
+  // stat, not lstat: a symbolic link to a file is that file. A missing input cannot be
+  // destroyed (its reader reports it).
+  if (skipped(path) || ::stat(path.c_str(), &info) != 0) return identity;
+  identity.kind = FileIdentity::Kind::kInode;
+  identity.device = info.st_dev;
+  identity.inode = info.st_ino;
+  return identity;
+}
+
+FileIdentity outputIdentity(const std::string& path) {
+  FileIdentity identity;
+  if (skipped(path)) return identity;
+  // What the atomic writer would replace: the end of a chain of links. A node that is not a
+  // regular file (/dev/null) is not destroyed by a write (the writer refuses the others).
+  struct stat info;
+  bool exists = false;
+  auto target = internal::resolveWriteTarget(path, &info, &exists);
+  if (!target.ok()) return identity;
+  if (exists) {
+    identity.kind = FileIdentity::Kind::kInode;
+    identity.device = info.st_dev;
+    identity.inode = info.st_ino;
+    return identity;
+  }
+  std::string name = internal::baseNameOf(*target);
+  if (name.empty() || name == "." || name == "..") return identity;
+  char* folder = ::realpath(internal::directoryOf(*target).c_str(), nullptr);
+  if (folder == nullptr) return identity;  // a missing folder: the write fails and says so
+  std::string canonical = folder;
+  std::free(folder);
+  identity.kind = FileIdentity::Kind::kName;
+  identity.name = (canonical == "/" ? "" : canonical) + "/" + name;
+  return identity;
+}
+
+std::string describeRole(const NamedFile& file) {
+  return file.role + " " + internal::quoteForMessage(file.path);
+}
+
+}  // namespace
+
+Status checkDistinctFiles(const std::vector<NamedFile>& inputs,
+                          const std::vector<NamedFile>& outputs) {
+  std::vector<FileIdentity> inputIds, outputIds;
+  for (const NamedFile& input : inputs) inputIds.push_back(inputIdentity(input.path));
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const NamedFile& output = outputs[o];
+    outputIds.push_back(outputIdentity(output.path));
+    const FileIdentity& id = outputIds.back();
+    if (id.kind == FileIdentity::Kind::kNone) continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!(id == inputIds[i])) continue;
+      if (!output.replaces.empty() && output.replaces == inputs[i].role) continue;
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "%s is the same file as %s; refusing to overwrite it",
+                           describeRole(output).c_str(), describeRole(inputs[i]).c_str());
+    }
+    for (size_t p = 0; p < o; ++p) {
+      if (!(id == outputIds[p])) continue;
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "%s is the same file as %s; refusing to write one over the other",
+                           describeRole(output).c_str(), describeRole(outputs[p]).c_str());
+    }
+  }
+  return Status();
 }
 
 }  // namespace tfc

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tfc/runtime/file.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/tensor.hpp"
 
@@ -31,16 +32,13 @@ std::string withCommas(uint64_t value) {
 
 // The whole file, mapped read-only (or an empty mapping for an empty file).
 StatusOr<std::shared_ptr<const void>> mapFile(const std::string& path, size_t* outSize) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int error = errno;
-    return Status::error(error == ENOENT ? TFC_NOT_FOUND : TFC_IO_ERROR,
-                         "%s: cannot open the data file: %s", path.c_str(), std::strerror(error));
-  }
+  // Refuses a FIFO or a device without blocking in open().
+  TFC_ASSIGN_OR_RETURN(int fd, openRegularFileForRead(path));
   struct stat info;
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::fstat(fd, &info) != 0) {
+    int error = errno;
     ::close(fd);
-    return Status::error(TFC_INVALID_ARGUMENT, "%s: not a regular file", path.c_str());
+    return Status::error(TFC_IO_ERROR, "%s: cannot stat: %s", path.c_str(), std::strerror(error));
   }
   size_t size = static_cast<size_t>(info.st_size);
   *outSize = size;

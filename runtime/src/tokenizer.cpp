@@ -248,6 +248,11 @@ StatusOr<std::string> Gpt2Tokenizer::decode(const int32_t* ids, size_t count) co
 
 StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::string& spec) {
   if (spec == "bytes") return std::unique_ptr<Tokenizer>(std::make_unique<ByteTokenizer>());
+  // "" would be read as the folder "" and look for "/vocab.json" at the root.
+  if (spec.empty()) {
+    return Status(TFC_INVALID_ARGUMENT,
+                  "the tokenizer's path is empty (give a tokenizer.json, its folder, or bytes)");
+  }
   // A file (or a name ending in .json) is a tokenizer.json; a folder is read by its
   // tokenizer.json when it has one, else as GPT-2's (whose errors name vocab.json).
   struct stat info;

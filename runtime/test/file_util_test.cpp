@@ -3,6 +3,7 @@
 // writers killed during a save; and of readFile's copy-on-write mapping.
 #include "file_util.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -201,6 +202,103 @@ TEST(ReadFile, CopyOnWriteMappingNeverWritesTheFile) {
   EXPECT_FALSE(read->mapped);
   EXPECT_TRUE(read->writable);  // a buffer of our own
   EXPECT_EQ(std::memcmp(read->data, bytes.data(), bytes.size()), 0);
+}
+
+// checkDistinctFiles: an output that is an input or another output, under any spelling.
+TEST(DistinctFiles, RefusesAnOutputThatIsAnInputNamingBoth) {
+  TempDir dir;
+  testing::writeBytes(dir.file("m.so"), "model");
+  Status status = checkDistinctFiles({{"the model", dir.file("m.so"), ""}},
+                                     {{"--log", dir.file("m.so"), ""}});
+  EXPECT_TRUE(testing::isError(status, TFC_INVALID_ARGUMENT, "--log '" + dir.file("m.so"),
+                               "is the same file as the model '" + dir.file("m.so") +
+                                   "'; refusing to overwrite it"));
+  // Another spelling of the same path is the same file.
+  EXPECT_FALSE(checkDistinctFiles({{"--data", dir.file("m.so"), ""}},
+                                  {{"--log", dir.path() + "/./m.so", ""}})
+                   .ok());
+}
+
+TEST(DistinctFiles, FollowsHardAndSymbolicLinks) {
+  TempDir dir;
+  testing::writeBytes(dir.file("data.bin"), "tokens");
+  ASSERT_EQ(::link(dir.file("data.bin").c_str(), dir.file("hard.bin").c_str()), 0);
+  ASSERT_EQ(::symlink("data.bin", dir.file("soft.bin").c_str()), 0);
+  for (const char* name : {"hard.bin", "soft.bin"}) {
+    SCOPED_TRACE(name);
+    // The link as the output, and as the input.
+    EXPECT_TRUE(testing::isError(checkDistinctFiles({{"--data", dir.file("data.bin"), ""}},
+                                                    {{"--log", dir.file(name), ""}}),
+                                 TFC_INVALID_ARGUMENT, dir.file(name), "--data"));
+    EXPECT_TRUE(testing::isError(checkDistinctFiles({{"--data", dir.file(name), ""}},
+                                                    {{"--log", dir.file("data.bin"), ""}}),
+                                 TFC_INVALID_ARGUMENT, dir.file(name), "--log"));
+  }
+  // A copy is another file.
+  testing::writeBytes(dir.file("copy.bin"), "tokens");
+  EXPECT_OK(checkDistinctFiles({{"--data", dir.file("data.bin"), ""}},
+                               {{"--log", dir.file("copy.bin"), ""}}));
+}
+
+TEST(DistinctFiles, TwoOutputsToOneNewFile) {
+  TempDir dir;
+  ASSERT_EQ(::mkdir(dir.file("sub").c_str(), 0700), 0);
+  // Not there yet: compared by the folder's canonical path and the name.
+  EXPECT_TRUE(testing::isError(
+      checkDistinctFiles({}, {{"--save", dir.file("ck"), ""}, {"--plot", dir.file("sub/../ck"), ""}}),
+      TFC_INVALID_ARGUMENT, "--plot", "is the same file as --save '" + dir.file("ck") + "'"));
+  // A dangling link names the file it would create.
+  ASSERT_EQ(::symlink("new.bin", dir.file("link").c_str()), 0);
+  EXPECT_FALSE(
+      checkDistinctFiles({}, {{"--save", dir.file("new.bin"), ""}, {"--log", dir.file("link"), ""}})
+          .ok());
+  EXPECT_OK(checkDistinctFiles({}, {{"--save", dir.file("a"), ""}, {"--log", dir.file("b"), ""}}));
+  EXPECT_EQ(dir.list(), (std::vector<std::string>{"link", "sub"}));  // nothing created
+}
+
+TEST(DistinctFiles, SkipsDevicesStdoutEmptyPathsAndMissingInputs) {
+  TempDir dir;
+  EXPECT_OK(checkDistinctFiles({{"--data", "/dev/null", ""}},
+                               {{"--log", "/dev/null", ""}, {"--plot", "/dev/null", ""}}));
+  EXPECT_OK(checkDistinctFiles({{"the input", "-", ""}}, {{"-o", "-", ""}, {"--x", "-", ""}}));
+  EXPECT_OK(checkDistinctFiles({{"--eval-data", "", ""}}, {{"--log", "", ""}, {"--plot", "", ""}}));
+  EXPECT_OK(checkDistinctFiles({{"--data", dir.file("missing"), ""}},
+                               {{"--log", dir.file("other"), ""}}));
+}
+
+TEST(DistinctFiles, AnOutputMayReplaceTheInputItUpdatesInPlace) {
+  TempDir dir;
+  testing::writeBytes(dir.file("ck"), "checkpoint");
+  EXPECT_OK(checkDistinctFiles({{"--resume", dir.file("ck"), ""}},
+                               {{"--save", dir.file("ck"), "--resume"}}));
+  // Only that input: the same file as the data is still refused.
+  EXPECT_FALSE(checkDistinctFiles({{"--data", dir.file("ck"), ""}},
+                                  {{"--save", dir.file("ck"), "--resume"}})
+                   .ok());
+}
+
+// Readers open without blocking: a FIFO with no writer is refused at once, not waited on.
+TEST(OpenForRead, RefusesAFifoWithoutBlocking) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(testing::isError(openRegularFileForRead(fifo).status(), TFC_INVALID_ARGUMENT, fifo,
+                               "is a named pipe (FIFO), not a regular file"));
+  EXPECT_TRUE(testing::isError(internal::readFile(fifo, internal::FileMapping::kNone).status(),
+                               TFC_INVALID_ARGUMENT, fifo, "not a regular file"));
+  EXPECT_TRUE(testing::isError(openRegularFileForRead(dir.path()).status(), TFC_INVALID_ARGUMENT,
+                               dir.path(), "is a directory"));
+  EXPECT_TRUE(testing::isError(openRegularFileForRead(dir.file("none")).status(), TFC_NOT_FOUND,
+                               dir.file("none"), "cannot open"));
+  EXPECT_FALSE(openRegularFileForRead("").ok());
+  // A regular file: a blocking descriptor that reads.
+  testing::writeBytes(dir.file("f"), "abc");
+  auto fd = openRegularFileForRead(dir.file("f"));
+  ASSERT_OK(fd.status());
+  EXPECT_EQ(::fcntl(*fd, F_GETFL) & O_NONBLOCK, 0);
+  char bytes[4] = {0};
+  EXPECT_EQ(::read(*fd, bytes, sizeof(bytes)), 3);
+  ::close(*fd);
 }
 
 }  // namespace
