@@ -1,19 +1,21 @@
 #include "tfc/runtime/trainer.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "tfc/runtime/checkpoint.hpp"
 #include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/file.hpp"
 #include "tfc/runtime/metadata.hpp"
 
 namespace tfc {
@@ -42,10 +44,20 @@ std::string numberText(double value) {
 std::vector<TrainLogRow> readLog(const std::string& path, int64_t lastStep) {
   std::vector<TrainLogRow> rows;
   // Only a regular file holds earlier rows: a device such as /dev/full or /dev/zero reads
-  // as an endless line of NUL bytes.
-  struct stat info;
-  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return rows;
-  std::ifstream file(path);
+  // as an endless line of NUL bytes, and opening a FIFO would block (the writer refuses
+  // both with a message).
+  auto fd = openRegularFileForRead(path);
+  if (!fd.ok()) return rows;
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t got = ::read(*fd, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  ::close(*fd);
+  std::istringstream file(text);
   std::string line;
   while (std::getline(file, line)) {
     if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
@@ -122,6 +134,13 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
     return Status::error(TFC_INVALID_ARGUMENT, "the step to reach is %lld; give at least 1",
                          static_cast<long long>(options.steps));
   }
+  // Before anything is read or written: a checkpoint or log written over the data or the
+  // model destroys it (a log over the running model's .so even kills the process).
+  TFC_RETURN_IF_ERROR(checkDistinctFiles(
+      {{"the model", path, ""},
+       {"the training data", options.dataPath, ""},
+       {"the evaluation data", options.evalDataPath, ""}},
+      {{"the checkpoint", options.savePath, ""}, {"the log", options.logPath, ""}}));
   TFC_ASSIGN_OR_RETURN(TrainStep step, TrainStep::create(artifact));
   trainer.trainStep_ = std::make_unique<TrainStep>(std::move(step));
   TrainStep& trainStep = *trainer.trainStep_;
@@ -173,6 +192,12 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
 }
 
 StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& path) {
+  // Saving over the checkpoint resumed from is the usual way to continue a run (the write is
+  // atomic); a log over it would destroy it.
+  TFC_RETURN_IF_ERROR(checkDistinctFiles(
+      {{"the resumed checkpoint", path, ""}},
+      {{"the checkpoint", options_.savePath, "the resumed checkpoint"},
+       {"the log", options_.logPath, ""}}));
   TFC_ASSIGN_OR_RETURN(auto metadata, loadCheckpoint(path, artifact_, params_, context_));
   auto field = [&](const char* key) -> std::string {
     auto it = metadata.find(key);

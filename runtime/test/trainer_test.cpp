@@ -209,6 +209,62 @@ TEST_F(TrainerTest, EvaluatesWritesTheLogAndRefusesBadInput) {
   expectError(options(0, ""), "give at least 1");
 }
 
+// Outputs that would destroy an input are refused when the trainer starts, naming both:
+// a checkpoint or log over the data, the model or each other, a log over the checkpoint
+// resumed. Saving over the checkpoint resumed from is how a run continues.
+TEST_F(TrainerTest, RefusesOutputsThatAreItsInputs) {
+  Model model = Model::load();
+  const std::string data = dir_.file("train.bin");
+  const std::string before = testing::readBytes(data);
+  auto expectRefused = [&](const TrainerOptions& bad, const std::string& message) {
+    auto refused = Trainer::create(model.context, bad);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), TFC_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(refused.status().message()).find(message), std::string::npos)
+        << refused.status().message();
+  };
+  TrainerOptions o = options(1, "");
+  o.savePath = data;  // Python's train(checkpoint=<the data file>)
+  expectRefused(o, "the checkpoint '" + data + "' is the same file as the training data");
+  o = options(1, "ck.safetensors");
+  o.logPath = data;
+  expectRefused(o, "the log '" + data + "' is the same file as the training data");
+  o = options(1, "ck.safetensors");
+  o.evalDataPath = dir_.file("eval.bin");
+  testing::writeBytes(dir_.file("eval.bin"), before);
+  o.logPath = dir_.file("eval.bin");
+  expectRefused(o, "is the same file as the evaluation data");
+  o = options(1, "ck.safetensors");
+  o.logPath = std::string(model.artifact.path());
+  expectRefused(o, "is the same file as the model");
+  o = options(1, "ck.safetensors");
+  o.logPath = dir_.file("ck.safetensors");
+  expectRefused(o, "the log '" + dir_.file("ck.safetensors") + "' is the same file as the checkpoint");
+  EXPECT_EQ(testing::readBytes(data), before);
+
+  // Resume: a save over the checkpoint resumed is fine, a log over it is refused.
+  auto first = Trainer::create(model.context, options(1, "ck.safetensors"));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ASSERT_TRUE(first->run(nullptr).ok());
+  const std::string checkpoint = testing::readBytes(dir_.file("ck.safetensors"));
+  Model again = Model::load();
+  auto resumed = Trainer::create(again.context, options(2, "ck.safetensors"));
+  ASSERT_TRUE(resumed.ok()) << resumed.status().message();
+  EXPECT_TRUE(resumed->resume(dir_.file("ck.safetensors")).ok());
+  o = options(2, "other.safetensors");
+  o.logPath = dir_.file("ck.safetensors");
+  auto logged = Trainer::create(again.context, o);
+  ASSERT_TRUE(logged.ok()) << logged.status().message();
+  auto refused = logged->resume(dir_.file("ck.safetensors"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.status().message())
+                .find("the log '" + dir_.file("ck.safetensors") +
+                      "' is the same file as the resumed checkpoint"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(testing::readBytes(dir_.file("ck.safetensors")), checkpoint);
+}
+
 // The C API: stopped from the callback at step 2, resumed by another trainer, it ends where
 // an uninterrupted C run does.
 struct Stopper {
