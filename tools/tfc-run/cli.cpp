@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "print.hpp"
+#include "tfc/runtime/file.hpp"
 
 namespace tfc::run {
 
@@ -99,6 +100,53 @@ bool parseArgs(const Command& command, const std::vector<std::string>& argv, Arg
     values.push_back(value);
   }
   return true;
+}
+
+int checkPaths(const Invocation& invocation) {
+  const Command* command = invocation.command;
+  const Args& args = invocation.args;
+  std::vector<NamedFile> inputs, outputs;
+  if (command->needsModel) {
+    if (invocation.model.empty()) {
+      return usageError(command, "the model needs a path, got an empty string");
+    }
+    inputs.push_back({"the model", invocation.model, ""});
+  }
+  for (const OptionSpec& spec : command->options) {
+    if (spec.kind == ValueKind::kOther) continue;
+    for (const std::string& value : args.all(spec.name)) {
+      if (spec.kind == ValueKind::kNamedInput) {
+        // NAME=FILE or NAME=VALUE: the command parses it; a file, when it names one, is an
+        // input (a value names none and is not compared).
+        size_t equals = value.find('=');
+        if (equals != std::string::npos && equals + 1 < value.size()) {
+          inputs.push_back({std::string(spec.name) + " " + value.substr(0, equals),
+                            value.substr(equals + 1), ""});
+        }
+        continue;
+      }
+      // Named as users mostly spell them: -o rather than --output.
+      const std::string role = spec.alias ? spec.alias : spec.name;
+      // "" would otherwise surface far away: ": cannot open", "/vocab.json", files written
+      // at the root of the file system, or another option blamed.
+      if (value.empty()) return usageError(command, role + " needs a path, got an empty string");
+      if (spec.kind == ValueKind::kInput) inputs.push_back({role, value, ""});
+      if (spec.kind == ValueKind::kOutput) {
+        outputs.push_back({role, value, spec.replaces ? spec.replaces : ""});
+      }
+    }
+  }
+  if (command->positionalKind != ValueKind::kOther) {
+    const std::string role = command->positionalRole ? command->positionalRole : "the input";
+    for (const std::string& value : args.positional) {
+      if (value.empty()) return usageError(command, role + " needs a path, got an empty string");
+      if (command->positionalKind == ValueKind::kInput) inputs.push_back({role, value, ""});
+      if (command->positionalKind == ValueKind::kOutput) outputs.push_back({role, value, ""});
+    }
+  }
+  Status distinct = checkDistinctFiles(inputs, outputs);
+  if (!distinct.ok()) return fail(distinct);
+  return 0;
 }
 
 std::string parseDevice(const Args& args, int32_t* out) {

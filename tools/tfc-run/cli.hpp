@@ -23,12 +23,36 @@ namespace tfc::run {
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
+// What an option's value (or a command's positional arguments) is, for the checks the
+// dispatcher makes before every command runs (checkPaths): a path must not be empty, and
+// no output may be the same file as an input or another output.
+enum class ValueKind {
+  kOther,       // a number, a name, an entry
+  kInput,       // a file (or folder) the command reads
+  kNamedInput,  // NAME=FILE (call's --in): the file after '=', when it names one
+  kOutput,      // a file the command writes
+  kOutputDir,   // a folder the command writes into (not compared; must not be empty)
+};
+
 struct OptionSpec {
   const char* name;   // "--weights"
   const char* alias;  // "-o" or nullptr
   bool takesValue;
   bool repeatable;
+  ValueKind kind = ValueKind::kOther;
+  // kOutput only: the input option this output may be the same file as, for an update in
+  // place the help documents (--state-out onto --state-in); nullptr for none.
+  const char* replaces = nullptr;
 };
+
+// Shorthands for the command tables.
+inline OptionSpec inputOption(const char* name, const char* alias = nullptr) {
+  return {name, alias, true, false, ValueKind::kInput};
+}
+inline OptionSpec outputOption(const char* name, const char* alias = nullptr,
+                               const char* replaces = nullptr) {
+  return {name, alias, true, false, ValueKind::kOutput, replaces};
+}
 
 // Parsed arguments of one subcommand.
 struct Args {
@@ -57,6 +81,11 @@ struct Command {
   bool needsModel;      // invoked as `tfc-run MODEL.so NAME`, else `tfc-run NAME`
   std::vector<OptionSpec> options;
   int (*run)(const Invocation& invocation);
+  // What the positional arguments after the command are (tokenize's and inspect's files,
+  // export's checkpoint), and their role in messages ("the input"). The model itself is
+  // always an input, "the model".
+  ValueKind positionalKind = ValueKind::kOther;
+  const char* positionalRole = nullptr;
 };
 
 // The subcommands, in the order the overview lists them. Adding one (generate is next):
@@ -76,6 +105,12 @@ const std::vector<const Command*>& commands();
 
 // Parses |argv| for |command|. On a usage error prints it and returns false.
 bool parseArgs(const Command& command, const std::vector<std::string>& argv, Args* out);
+
+// The checks every command gets before it runs, from the kinds in its table: a path option
+// given as "" is a usage error naming it (returns kExitUsage), and an output that is the
+// same file as an input (the model included) or as another output is refused naming both
+// (returns kExitFailure), before anything is read or written. 0 when all is well.
+int checkPaths(const Invocation& invocation);
 
 // Prints "tfc-run: error: <message>" to stderr and returns kExitFailure (or |code|).
 int fail(const std::string& message, int code = kExitFailure);

@@ -15,6 +15,7 @@
 #include "entry_inputs.hpp"
 #include "print.hpp"
 #include "tfc/runtime/bound_entry.hpp"
+#include "tfc/runtime/file.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/runtime.hpp"
 
@@ -94,6 +95,26 @@ int runCall(const Invocation& invocation) {
     if (::stat(outDir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
       return fail("--out-dir " + outDir + ": not a directory");
     }
+  }
+  {
+    // The dispatcher compared the options (checkPaths); the files written into --out-dir are
+    // known only now, and must not replace an input (--in tokens=out/logits.npy) either.
+    std::vector<NamedFile> inputs = {{"the model", invocation.model, ""},
+                                     {"--weights", args.get("--weights"), ""},
+                                     {"--state-in", args.get("--state-in"), ""}};
+    for (const std::string& value : args.all("--in")) {
+      size_t equals = value.find('=');
+      if (equals == std::string::npos) continue;
+      inputs.push_back({"--in " + value.substr(0, equals), value.substr(equals + 1), ""});
+    }
+    std::vector<NamedFile> outputs = {{"--state-out", args.get("--state-out"), "--state-in"},
+                                      {"--weights-out", args.get("--weights-out"), "--weights"}};
+    for (int32_t i = 0; i < entry.num_outputs; ++i) {
+      outputs.push_back({std::string("the output '") + entry.outputs[i].name + "'",
+                         outDir + "/" + outputFileName(entry.outputs[i].name), ""});
+    }
+    Status distinct = checkDistinctFiles(inputs, outputs);
+    if (!distinct.ok()) return fail(distinct);
   }
   if (artifact->paramCount() > 0 && !args.has("--weights") && !args.has("--init-seed")) {
     return usageError(command, "missing --weights W.safetensors (or --init-seed S to use the "
@@ -233,15 +254,16 @@ examples:
   tfc-run inspect out/logits.npy --values 8
 )",
     true,
-    {{"--weights", nullptr, true, false},
+    {inputOption("--weights"),
      {"--allow-unexpected", nullptr, false, false},
      {"--mmap", nullptr, false, false},
      {"--init-seed", nullptr, true, false},
-     {"--in", "-i", true, true},
-     {"--out-dir", nullptr, true, false},
-     {"--state-in", nullptr, true, false},
-     {"--state-out", nullptr, true, false},
-     {"--weights-out", nullptr, true, false},
+     {"--in", "-i", true, true, ValueKind::kNamedInput},
+     {"--out-dir", nullptr, true, false, ValueKind::kOutputDir},
+     inputOption("--state-in"),
+     // Both documented as updates in place (the help's decode and train_step examples).
+     outputOption("--state-out", nullptr, "--state-in"),
+     outputOption("--weights-out", nullptr, "--weights"),
      {"--threads", "-j", true, false},
      {"--device", nullptr, true, false},
      {"--repeat", nullptr, true, false}},

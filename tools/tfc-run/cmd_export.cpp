@@ -58,8 +58,10 @@ examples:
   tfc-run llama.so export ~/models/TinyLlama-1.1B -o tinyllama-f32.safetensors
 )",
     true,
-    {{"--output", "-o", true, false}, {"--allow-unexpected", nullptr, false, false}},
+    {outputOption("--output", "-o"), {"--allow-unexpected", nullptr, false, false}},
     runExport,
+    ValueKind::kInput,
+    "the checkpoint",
 };
 
 }  // namespace tfc::run

@@ -54,7 +54,7 @@ examples:
   tfc-run inspect gpt2-init.safetensors
 )",
     true,
-    {{"--output", "-o", true, false}, {"--seed", nullptr, true, false}},
+    {outputOption("--output", "-o"), {"--seed", nullptr, true, false}},
     runInit,
 };
 

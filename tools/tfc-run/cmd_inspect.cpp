@@ -1,9 +1,11 @@
 // tfc-run inspect FILE: list the tensors of a .safetensors or .npy file.
+#include <unistd.h>
+
 #include <cstring>
-#include <fstream>
 
 #include "cli.hpp"
 #include "print.hpp"
+#include "tfc/runtime/file.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
@@ -11,10 +13,13 @@ namespace tfc::run {
 namespace {
 
 bool looksLikeNpy(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
+  // Without blocking on a FIFO: the reader below then says what the file is.
+  auto fd = openRegularFileForRead(path);
+  if (!fd.ok()) return false;
   char magic[6] = {0};
-  file.read(magic, sizeof(magic));
-  return file.gcount() == 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0;
+  ssize_t got = ::pread(*fd, magic, sizeof(magic), 0);
+  ::close(*fd);
+  return got == 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0;
 }
 
 int runInspect(const Invocation& invocation) {
@@ -91,6 +96,8 @@ examples:
     false,
     {{"--values", nullptr, true, false}},
     runInspect,
+    ValueKind::kInput,
+    "the file",
 };
 
 }  // namespace tfc::run

@@ -543,11 +543,11 @@ int runSeedExperiment(const Invocation& invocation) {
 std::vector<OptionSpec> seedOptions() {
   std::vector<OptionSpec> options = {
       {"--task", nullptr, true, false},         {"--seed", nullptr, true, false},
-      {"--init-seed", nullptr, true, false},    {"--weights", nullptr, true, false},
+      {"--init-seed", nullptr, true, false},    inputOption("--weights"),
       {"--epochs", nullptr, true, false},       {"--steps-per-epoch", nullptr, true, false},
       {"--batches", nullptr, true, false},      {"--test-size", nullptr, true, false},
-      {"--log", nullptr, true, false},          {"--plot", nullptr, true, false},
-      {"--save", nullptr, true, false},         {"--dump-data", nullptr, true, false},
+      outputOption("--log"),                    outputOption("--plot"),
+      outputOption("--save"),                   {"--dump-data", nullptr, true, false},
       {"--threads", "-j", true, false},
       {"--device", nullptr, true, false},
   };

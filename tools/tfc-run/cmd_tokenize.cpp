@@ -50,11 +50,17 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 // The file's whole contents ("-": standard input); errors name the file.
 Status readInput(const std::string& path, std::string* out) {
   bool isStdin = path == "-";
-  FILE* file = isStdin ? stdin : std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    int error = errno;
-    return Status::error(error == ENOENT ? TFC_NOT_FOUND : TFC_IO_ERROR, "%s: cannot open: %s",
-                         path.c_str(), std::strerror(error));
+  FILE* file = stdin;
+  if (!isStdin) {
+    // A named FIFO or device is refused without blocking; standard input may be a pipe.
+    TFC_ASSIGN_OR_RETURN(int fd, openRegularFileForRead(path));
+    file = ::fdopen(fd, "rb");
+    if (file == nullptr) {
+      int error = errno;
+      ::close(fd);
+      return Status::error(TFC_IO_ERROR, "%s: cannot open: %s", path.c_str(),
+                           std::strerror(error));
+    }
   }
   // As tfc does: say why nothing happens rather than wait in silence.
   if (isStdin && ::isatty(STDIN_FILENO)) {
@@ -282,6 +288,15 @@ int runTokenize(const Invocation& invocation) {
   Options options;
   std::string usage = parseOptions(args, &options);
   if (!usage.empty()) return usageError(invocation.command, usage);
+  if (!options.valOutput.empty() && !args.has("--val-output")) {
+    // The default --val-output is derived from -o, so the dispatcher's check (checkPaths)
+    // has not seen it: val.bin may well be an input (tokenize val.bin -o train.bin).
+    std::vector<NamedFile> inputs = {{"--tokenizer", options.tokenizer, ""}};
+    for (const std::string& path : args.positional) inputs.push_back({"the input", path, ""});
+    Status distinct = checkDistinctFiles(
+        inputs, {{"-o", options.output, ""}, {"the default --val-output", options.valOutput, ""}});
+    if (!distinct.ok()) return fail(distinct);
+  }
   auto tokenizer = Tokenizer::load(options.tokenizer);
   if (!tokenizer.ok()) {
     return fail(std::string(tokenizer.status().message()) +
@@ -399,11 +414,13 @@ examples:
   cat notes.txt | tfc-run tokenize --tokenizer bytes - -o notes.bin
 )",
     false,
-    {{"--tokenizer", nullptr, true, false},
-     {"--output", "-o", true, false},
+    {inputOption("--tokenizer"),
+     outputOption("--output", "-o"),
      {"--val-fraction", nullptr, true, false},
-     {"--val-output", nullptr, true, false}},
+     outputOption("--val-output")},
     runTokenize,
+    ValueKind::kInput,
+    "the input",
 };
 
 }  // namespace tfc::run

@@ -461,15 +461,16 @@ int runTrain(const Invocation& invocation) {
 
 std::vector<OptionSpec> trainOptions() {
   std::vector<OptionSpec> options = {
-      {"--weights", nullptr, true, false},    {"--init-seed", nullptr, true, false},
-      {"--data", nullptr, true, false},       {"--data-dtype", nullptr, true, false},
+      inputOption("--weights"),               {"--init-seed", nullptr, true, false},
+      inputOption("--data"),                  {"--data-dtype", nullptr, true, false},
       {"--steps", nullptr, true, false},      {"--total-steps", nullptr, true, false},
       {"--batch", nullptr, true, false},
       {"--seq", nullptr, true, false},        {"--seed", nullptr, true, false},
-      {"--eval-data", nullptr, true, false},  {"--eval-every", nullptr, true, false},
-      {"--eval-batches", nullptr, true, false}, {"--save", nullptr, true, false},
-      {"--save-every", nullptr, true, false}, {"--resume", nullptr, true, false},
-      {"--log", nullptr, true, false},        {"--plot", nullptr, true, false},
+      inputOption("--eval-data"),             {"--eval-every", nullptr, true, false},
+      // --save over --resume is how a run continues (the checkpoint is replaced atomically).
+      {"--eval-batches", nullptr, true, false}, outputOption("--save", nullptr, "--resume"),
+      {"--save-every", nullptr, true, false}, inputOption("--resume"),
+      outputOption("--log"),                  outputOption("--plot"),
       {"--threads", "-j", true, false},
       {"--device", nullptr, true, false},
   };

@@ -88,6 +88,9 @@ int runCommand(const Command& command, const std::string& model,
   }
   Invocation invocation{&command, model, {}};
   if (!parseArgs(command, rest, &invocation.args)) return kExitUsage;
+  // Here, for every command, so that none can forget them: empty paths, and outputs that
+  // would overwrite an input or each other.
+  if (int code = checkPaths(invocation); code != 0) return code;
   // The runtime reports errors as statuses, but an allocation the system refuses (an input
   // larger than memory, a ulimit -v) or a thread it cannot start throws from the standard
   // library: an error and exit 1, never an abort.
