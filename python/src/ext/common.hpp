@@ -72,8 +72,15 @@ py::array inputArray(py::handle value, const tfc_tensor_desc_t& desc,
                      const std::string& subject);
 
 // The bytes of |text|: a str as UTF-8, bytes-like objects as they are; ValueError, starting
-// with |subject|, for anything else.
+// with |subject|, for anything else, and for a str that is not text (a lone surrogate such
+// as "\ud800", which has no UTF-8 form).
 std::string textBytes(py::handle text, const std::string& subject);
+
+// A path argument as the runtime takes it: str, bytes or any os.PathLike (pathlib.Path),
+// through os.fspath and the file system encoding, as open() does. TypeError for other
+// types; ValueError naming |what| (the argument, "Artifact: path") for a NUL character or a
+// str that has no bytes in the file system encoding (a lone surrogate).
+std::string fsPath(py::handle value, const std::string& what);
 
 // |ids| (a sequence or 1-D array of integers) as int32 token ids; ValueError, starting with
 // |subject|, for other shapes, non-integers and values outside int32.

@@ -28,7 +28,8 @@ void throwStatus(const Status& status, std::initializer_list<std::string> paths)
       throw py::value_error(message);
     case TFC_NOT_FOUND:
       for (const std::string& path : paths) {
-        if (!path.empty() && !pathExists(path)) {
+        // "" too: Artifact('') names no file, as open('') says.
+        if (!pathExists(path)) {
           // OSError(errno, strerror, filename): .errno and .filename as open() sets them.
           raise(PyExc_FileNotFoundError, py::make_tuple(ENOENT, message, path));
         }

@@ -192,8 +192,8 @@ TokenFileDtype tokenFileDtype(const std::string& name) {
   throw py::value_error("train: data_dtype " + quote(name) + " is neither uint16 nor uint32");
 }
 
-std::string optionalPath(const py::object& path) {
-  return path.is_none() ? std::string() : py::str(path).cast<std::string>();
+std::string optionalPath(const py::object& path, const char* what) {
+  return path.is_none() ? std::string() : fsPath(path, what);
 }
 
 struct TrainArgs {
@@ -298,9 +298,9 @@ void bindLoops(ContextClass& context) {
          py::object onProgress) {
         TrainArgs args;
         TrainerOptions& o = args.options;
-        o.dataPath = py::str(data).cast<std::string>();
+        o.dataPath = fsPath(data, "train: data");
         o.dataDtype = tokenFileDtype(dataDtype);
-        o.evalDataPath = optionalPath(evalData);
+        o.evalDataPath = optionalPath(evalData, "train: eval_data");
         o.evalEvery = evalEvery;
         o.evalBatches = evalBatches;
         o.steps = steps;
@@ -316,10 +316,10 @@ void bindLoops(ContextClass& context) {
         o.hyper.beta2 = beta2;
         o.hyper.eps = eps;
         o.hyper.momentum = momentum;
-        o.savePath = optionalPath(checkpoint);
+        o.savePath = optionalPath(checkpoint, "train: checkpoint");
         o.saveEvery = saveEvery;
-        o.logPath = optionalPath(log);
-        args.resume = optionalPath(resume);
+        o.logPath = optionalPath(log, "train: log");
+        args.resume = optionalPath(resume, "train: resume");
         args.onProgress = onProgress;
         return train(c, args);
       },

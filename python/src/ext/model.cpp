@@ -223,7 +223,8 @@ void bindModel(py::module_& m) {
   py::class_<Artifact>(m, "Artifact",
                        "A compiled model (model.so), loaded. Immutable; safe to share "
                        "between threads.")
-      .def(py::init([](const std::string& path) {
+      .def(py::init([](py::handle pathArg) {
+             const std::string path = fsPath(pathArg, "Artifact: path");
              auto opened = [&] {
                py::gil_scoped_release release;
                return Artifact::open(path);
@@ -282,8 +283,9 @@ void bindModel(py::module_& m) {
         check(withoutGil([&] { return p.params.init(seed); }, p.mutex));
       }, py::arg("seed"), "Fills every parameter from its initializer spec; the values "
                           "depend only on the seed (as `tfc-run init --seed`).")
-      .def("load", [](PyParams& p, const std::string& path, bool allowMissing,
+      .def("load", [](PyParams& p, py::handle pathArg, bool allowMissing,
                       bool allowUnexpected, bool copy) {
+        const std::string path = fsPath(pathArg, "Params.load: path");
         tfc_params_load_options_t options;
         tfc_params_load_options_initialize(&options);
         options.allow_missing = allowMissing;
@@ -298,7 +300,8 @@ void bindModel(py::module_& m) {
          "private copy-on-write mapping of the file (writes never reach it); copy=True reads "
          "every tensor into the process's own memory instead (huge pages for large ones: "
          "faster decode), also for a file that may be rewritten in place meanwhile.")
-      .def("load_pretrained", [](PyParams& p, const std::string& path, bool copy) {
+      .def("load_pretrained", [](PyParams& p, py::handle pathArg, bool copy) {
+        const std::string path = fsPath(pathArg, "Params.load_pretrained: path");
         std::vector<PretrainedTensor> tensors;
         check(withoutGil([&] {
                 auto loaded = p.params.loadPretrained(path, copy);
@@ -328,7 +331,8 @@ void bindModel(py::module_& m) {
          "Nothing changes on failure. Returns one dict per tensor of the checkpoint: name, "
          "file, dtype (as in the file) and param (the parameter it was loaded into, or None "
          "when skipped).")
-      .def("save", [](PyParams& p, const std::string& path) {
+      .def("save", [](PyParams& p, py::handle pathArg) {
+        const std::string path = fsPath(pathArg, "Params.save: path");
         check(withoutGil([&] { return p.params.saveSafetensors(path); }, p.mutex));
       }, py::arg("path"), "Writes every parameter (all must be set) to a .safetensors file, "
                           "atomically.")
@@ -414,10 +418,12 @@ void bindModel(py::module_& m) {
       .def("reset_state", [](PyContext& c) {
         check(withoutGil([&] { return c.context.resetState(); }, c.mutex));
       }, "Re-initializes the state (an empty KV cache, zero optimizer moments).")
-      .def("load_state", [](PyContext& c, const std::string& path) {
+      .def("load_state", [](PyContext& c, py::handle pathArg) {
+        const std::string path = fsPath(pathArg, "Context.load_state: path");
         check(withoutGil([&] { return c.context.loadStateSafetensors(path); }, c.mutex), {path});
       }, py::arg("path"))
-      .def("save_state", [](PyContext& c, const std::string& path) {
+      .def("save_state", [](PyContext& c, py::handle pathArg) {
+        const std::string path = fsPath(pathArg, "Context.save_state: path");
         check(withoutGil([&] { return c.context.saveStateSafetensors(path); }, c.mutex));
       }, py::arg("path"))
       .def("state", [](py::object selfObject, const std::string& name) {

@@ -1,4 +1,5 @@
 // Dtypes, shapes and arrays between the runtime and NumPy.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -139,8 +140,39 @@ py::array newArray(const tfc_tensor_desc_t& desc) {
   return py::array(numpyDtype(static_cast<tfc_dtype_t>(desc.dtype)), shape);
 }
 
+namespace {
+
+// "U+D800 at index 3": the first character of |text| that has no UTF-8 form.
+std::string firstSurrogate(py::handle text) {
+  const Py_ssize_t length = PyUnicode_GetLength(text.ptr());
+  for (Py_ssize_t i = 0; i < length; ++i) {
+    Py_UCS4 c = PyUnicode_ReadChar(text.ptr(), i);
+    if (c >= 0xD800 && c <= 0xDFFF) {
+      char buffer[48];
+      std::snprintf(buffer, sizeof(buffer), "U+%04X at index %zd", static_cast<unsigned>(c), i);
+      return buffer;
+    }
+  }
+  return "a character without a UTF-8 form";
+}
+
+}  // namespace
+
 std::string textBytes(py::handle text, const std::string& subject) {
-  if (py::isinstance<py::str>(text)) return text.cast<std::string>();
+  if (py::isinstance<py::str>(text)) {
+    // Not text.cast<std::string>(): for a lone surrogate it fails with pybind11's "Unable to
+    // cast" error, which names neither the argument nor the character.
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+    if (utf8 == nullptr) {
+      PyErr_Clear();
+      throw py::value_error(subject + " is not valid text: it holds the lone surrogate " +
+                            firstSurrogate(text) +
+                            ", which has no UTF-8 form (pass bytes, or text decoded without "
+                            "errors='surrogateescape' or 'surrogatepass')");
+    }
+    return std::string(utf8, static_cast<size_t>(size));
+  }
   if (py::isinstance<py::bytes>(text) || py::isinstance<py::bytearray>(text) ||
       py::isinstance<py::memoryview>(text)) {
     return py::bytes(py::reinterpret_borrow<py::object>(text)).cast<std::string>();
@@ -184,6 +216,42 @@ tfc_tensor_ref_t tensorRefOf(const py::array& array, tfc_dtype_t dtype,
   ref.data = const_cast<void*>(array.data());
   ref.byte_size = static_cast<size_t>(array.nbytes());
   return ref;
+}
+
+}  // namespace tfc::python
+
+namespace tfc::python {
+
+std::string fsPath(py::handle value, const std::string& what) {
+  py::object path = py::reinterpret_steal<py::object>(PyOS_FSPath(value.ptr()));
+  if (!path) {
+    if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+      PyErr_Clear();
+      throw py::type_error(what + " must be str, bytes or os.PathLike (pathlib.Path), not " +
+                           str(py::type::handle_of(value).attr("__name__")));
+    }
+    throw py::error_already_set();
+  }
+  std::string bytes;
+  if (py::isinstance<py::bytes>(path)) {
+    bytes = path.cast<std::string>();
+  } else {
+    // The file system encoding with surrogateescape, as open() encodes a str path.
+    py::object encoded = py::reinterpret_steal<py::object>(PyUnicode_EncodeFSDefault(path.ptr()));
+    if (!encoded) {
+      PyErr_Clear();
+      throw py::value_error(what + " " + str(py::repr(path)) +
+                            " is not a file name: it holds the lone surrogate " +
+                            firstSurrogate(path) + ", which the file system encoding cannot "
+                            "represent");
+    }
+    bytes = encoded.cast<std::string>();
+  }
+  if (bytes.find('\0') != std::string::npos) {
+    throw py::value_error(what + " " + str(py::repr(path)) +
+                          " is not a file name: it holds a NUL character");
+  }
+  return bytes;
 }
 
 }  // namespace tfc::python

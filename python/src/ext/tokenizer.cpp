@@ -13,7 +13,8 @@ namespace tfc::python {
 void bindTokenizer(py::module_& m) {
   py::class_<Tokenizer, std::shared_ptr<Tokenizer>>(
       m, "Tokenizer", "Text to token ids and back. Safe to use from several threads.")
-      .def_static("load", [](const std::string& spec) {
+      .def_static("load", [](py::handle specArg) {
+        const std::string spec = fsPath(specArg, "Tokenizer.load: spec");
         auto loaded = [&] {
           py::gil_scoped_release release;
           return Tokenizer::load(spec);
