@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "cuda/driver.hpp"
+#include "tfc/artifact_abi.h"
 
 using namespace tfc::internal::cuda;  // NOLINT: the driver's names, as cuda.h's users see them
 
 namespace {
 
 constexpr int kVocab = 50, kDim = 16, kTokens = 4 * 8;
-constexpr unsigned kErrorEmbeddingId = 1;  // TFC_ERROR_EMBEDDING_ID of tfc's CUDA prelude
+constexpr unsigned kErrorEmbeddingId = TFC_KERNEL_ERROR_EMBEDDING_ID;
 
 int checks = 0, failures = 0;
 

@@ -68,6 +68,22 @@ enum {
  * on Volta and later only). The compiler refuses a kernel with more; the runtime checks it. */
 #define TFC_DEVICE_MAX_KERNEL_ARGS 512
 
+/* The run-time errors a device kernel reports (the CPU kernels report the same conditions
+ * through tfc_kernels_error): the first code reported stays in the kernels' device word
+ * `tfc_error_code` (codegen/cuda/kernels/prelude.cuh), which the runtime reads after an entry
+ * and words (runtime/src/cuda/executor.cpp). The device code, the runtime and the CUDA
+ * emulator all use these names; the numbers are what a device word holds. */
+enum tfc_kernel_error {
+  TFC_KERNEL_OK = 0,                  /* nothing reported */
+  TFC_KERNEL_ERROR_EMBEDDING_ID = 1,  /* embedding, embedding_grad: a token id outside [0, V) */
+  TFC_KERNEL_ERROR_KV_POSITION = 2,   /* kv_cache_update: a position where the update does
+                                         not fit in the cache */
+  TFC_KERNEL_ERROR_TARGET = 3,        /* cross_entropy and its gradient: a target outside
+                                         [0, V) that is not the ignore index */
+  TFC_KERNEL_ERROR_SAMPLE_NAN = 4,    /* sample: a row of logits holding NaN */
+  TFC_KERNEL_ERROR_MOE_EXPERT = 5,    /* moe_ffn and its gradient: an expert id outside [0, E) */
+};
+
 /* What the runtime provides to compiled code. */
 typedef struct tfc_host_api_t {
   uint32_t struct_size; /* sizeof(tfc_host_api_t) as the runtime knows it */

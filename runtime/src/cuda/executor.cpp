@@ -17,15 +17,15 @@
 namespace tfc::internal::cuda {
 namespace {
 
-// The run-time error codes of the kernels' prelude (codegen/cuda/CudaSource.cpp), worded
-// as the CPU kernels word them.
+// The run-time error codes the kernels report (tfc_kernel_error in tfc/artifact_abi.h),
+// worded as the CPU kernels word them.
 const char* errorCodeMessage(unsigned code) {
   switch (code) {
-    case 1: return "embedding: id out of range";
-    case 2: return "kv_cache_update: position out of range";
-    case 3: return "cross_entropy: target out of range";
-    case 4: return "sample: the logits contain NaN";
-    case 5: return "moe_ffn: expert id out of range";
+    case TFC_KERNEL_ERROR_EMBEDDING_ID: return "embedding: id out of range";
+    case TFC_KERNEL_ERROR_KV_POSITION: return "kv_cache_update: position out of range";
+    case TFC_KERNEL_ERROR_TARGET: return "cross_entropy: target out of range";
+    case TFC_KERNEL_ERROR_SAMPLE_NAN: return "sample: the logits contain NaN";
+    case TFC_KERNEL_ERROR_MOE_EXPERT: return "moe_ffn: expert id out of range";
     default: return nullptr;
   }
 }
