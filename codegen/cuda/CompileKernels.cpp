@@ -1,8 +1,9 @@
 //===- CompileKernels.cpp - the tfc-cuda-compile-kernels pass -------------===//
 //
-// NVRTC, linked at build time from the CUDA toolkit (no GPU needed): the
-// shared prelude and every kernel, as one program, become a cubin for the
-// chosen architecture and PTX for newer GPUs, which the artifact embeds.
+// NVRTC, linked at build time from the CUDA toolkit (no GPU needed): every
+// kernel, as one program that includes the kernel library's headers (handed
+// to NVRTC in memory, KernelLibrary.h), becomes a cubin for the chosen
+// architecture and PTX for newer GPUs, which the artifact embeds.
 // When that fails, or --dump-ir wants each kernel's PTX, every kernel is
 // also compiled alone, so that a failure names its kernel and shows NVRTC's
 // log for it alone.
@@ -12,6 +13,7 @@
 
 #include "codegen/cuda/CudaAttrs.h"
 #include "codegen/cuda/CudaSource.h"
+#include "codegen/cuda/KernelLibrary.h"
 #include "dialects/tfc/AttrNames.h"
 
 #include "mlir/IR/Builders.h"
@@ -60,8 +62,11 @@ Compiled compile(const std::string &source, llvm::StringRef name,
   Compiled out;
   nvrtcProgram program;
   std::string file = (name + ".cu").str();
-  if (nvrtcCreateProgram(&program, source.c_str(), file.c_str(), 0, nullptr,
-                         nullptr) != NVRTC_SUCCESS) {
+  const cuda::NvrtcHeaders &headers = cuda::nvrtcHeaders();
+  if (nvrtcCreateProgram(&program, source.c_str(), file.c_str(),
+                         static_cast<int>(headers.texts.size()),
+                         headers.texts.data(),
+                         headers.names.data()) != NVRTC_SUCCESS) {
     out.log = "nvrtcCreateProgram failed";
     return out;
   }
@@ -177,11 +182,13 @@ struct CompileKernelsPass
       if (kernel->hasAttr(cuda::attr::kSource))
         kernels.push_back(kernel);
 
-    // One module, so that the kernels share the prelude's error word.
-    std::string source = cuda::kernelPrelude().str();
+    // One module, so that the kernels share the prelude's error word (the
+    // prelude's include guard keeps it to one definition).
+    std::string source;
     for (func::FuncOp kernel : kernels)
-      source += "\n" +
-                kernel->getAttrOfType<StringAttr>(cuda::attr::kSource).str();
+      source += cuda::kernelSourcePreamble().str() +
+                kernel->getAttrOfType<StringAttr>(cuda::attr::kSource).str() +
+                "\n";
     Compiled ptx = compile(source, "kernels", arch, Output::Ptx);
     // Alone, each kernel's failure names it and its .ptx can be read.
     if (!ptx.ok || !dumpDir.empty()) {
@@ -218,13 +225,23 @@ struct CompileKernelsPass
     module->setAttr(attr::kDevicePortable, b.getStringAttr(ptx.code));
   }
 
-  /// Compiles every kernel alone (after the prelude); with dump-dir, writes
-  /// its .cu and .ptx. Reports each failure at its kernel.
+  /// Compiles every kernel alone (after the prelude's include); with
+  /// dump-dir, writes its .cu and .ptx, and the library's headers to
+  /// dump-dir/tfc/ for the .cu to include. Reports each failure at its kernel.
   bool compileEach(ArrayRef<func::FuncOp> kernels) {
     bool ok = true;
+    if (!dumpDir.empty()) {
+      llvm::SmallString<256> dir(dumpDir);
+      llvm::sys::path::append(dir, cuda::kKernelHeaderDir);
+      if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+        llvm::errs() << "tfc: warning: cannot create '" << dir
+                     << "': " << ec.message() << "\n";
+      for (const cuda::KernelHeader &header : cuda::kernelHeaders())
+        writeFile(dir, header.name, header.text);
+    }
     for (func::FuncOp kernel : kernels) {
       auto code = kernel->getAttrOfType<StringAttr>(cuda::attr::kSource);
-      std::string source = cuda::kernelPrelude().str() + "\n" + code.str();
+      std::string source = cuda::kernelSourcePreamble().str() + code.str();
       StringRef name = kernel.getName();
       if (!dumpDir.empty())
         writeFile(dumpDir, (name + ".cu").str(), source);

@@ -23,7 +23,8 @@
 namespace tfc::cuda {
 
 struct KernelSource {
-  /// The kernel's CUDA C++ (after the prelude).
+  /// The kernel's CUDA C++, compiled after `#include "tfc/prelude.cuh"`
+  /// (KernelLibrary.h).
   std::string code;
   /// Work items of the grid-stride loop: the launch needs at least one
   /// thread, and gains nothing past this many.
@@ -38,10 +39,6 @@ mlir::FailureOr<KernelSource>
 emitKernelSource(llvm::StringRef name, mlir::Operation *op,
                  llvm::ArrayRef<mlir::MemRefType> operandTypes,
                  llvm::ArrayRef<mlir::MemRefType> resultTypes);
-
-/// The helpers every kernel source may use (bf16 conversion, NaN-propagating
-/// max and min, integer powers); compiled once before the kernels.
-llvm::StringRef kernelPrelude();
 
 } // namespace tfc::cuda
 

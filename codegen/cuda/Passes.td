@@ -41,8 +41,9 @@ def TfcCudaCompileKernels : Pass<"tfc-cuda-compile-kernels", "mlir::ModuleOp"> {
   let summary = "Compiles every CUDA kernel with NVRTC for the chosen GPU";
   let description = [{
     The second pass of the CUDA target's `codegen` phase: the module's
-    kernels (`tfc.cuda.source`), after the shared prelude, are compiled by
-    NVRTC as one program into a cubin for `arch` (sm_80, sm_90, sm_90a, ...)
+    kernels (`tfc.cuda.source`), each after `#include "tfc/prelude.cuh"`
+    (the kernel library `codegen/cuda/kernels`, embedded in the compiler and
+    handed to NVRTC as headers), are compiled by NVRTC as one program into a cubin for `arch` (sm_80, sm_90, sm_90a, ...)
     and PTX for its virtual architecture (newer GPUs compile it when they
     load the artifact). The module records them for the artifact
     (`tfc.device = "cuda"`, `tfc.device_arch`, `tfc.device_kernels`: the
@@ -53,7 +54,8 @@ def TfcCudaCompileKernels : Pass<"tfc-cuda-compile-kernels", "mlir::ModuleOp"> {
     not compile fails the
     pass with its name and NVRTC's log. With `dump-dir`, every kernel's
     `.cu` and `.ptx` (compiled alone) are written there, the failing
-    kernel's `.cu` too.
+    kernel's `.cu` too, and the library's headers under `tfc/`, so that a
+    dumped `.cu` also compiles as host C++.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"sm_90\"",
