@@ -32,6 +32,11 @@ NP_STORAGE = {"f32": np.float32, "bf16": np.uint16, "f16": np.float16, "i32": np
               "i64": np.int64}
 # The spacing of a 16-bit format's numbers in [1, 2).
 HALF_EPS = {"bf16": 2.0 ** -7, "f16": 2.0 ** -10}
+# f32's unit roundoff. A sum of n terms computed in f32, in any order, is within
+# n * F32_U * (the sum of the terms' magnitudes) of the exact sum (Higham, "Accuracy and
+# Stability of Numerical Algorithms", 2.2); a tolerance below that fails on some seed when
+# the terms cancel, however small its relative error looks against the result.
+F32_U = 2.0 ** -24
 
 
 def bf16_bits(x):
@@ -47,7 +52,8 @@ def bf16_value(bits):
 
 class Case:
     def __init__(self, name, body, inputs, outputs, ref, rtol=1e-5, atol=1e-6,
-                 draw=None, error=0, inputs_from=None, ulps=None, f32_inputs=()):
+                 draw=None, error=0, inputs_from=None, ulps=None, f32_inputs=(),
+                 terms=0, magnitude=None):
         self.name, self.body, self.inputs, self.outputs = name, body, inputs, outputs
         self.ref, self.rtol, self.atol, self.draw = ref, rtol, atol, draw
         # 16-bit outputs: within `ulps` ulps of the value plus as many of the
@@ -55,10 +61,21 @@ class Case:
         self.ulps = ulps
         # Inputs that stay f32 in the 16-bit variant (rotary's frequencies).
         self.f32_inputs = f32_inputs
-        # The run-time error code the kernel must report (0: none).
+        # The run-time error code the kernel must report (0: none): a value of
+        # enum tfc_kernel_error in runtime/include/tfc/artifact_abi.h.
         self.error = error
         # Derives inputs from the drawn ones (an op's own output as input).
         self.inputs_from = inputs_from
+        # f32 rounding of the sums behind each output element: the length of the longest
+        # chain of f32 additions (and products) feeding one element, and a function of
+        # the inputs giving, per output, the sum of the magnitudes of the terms. f32
+        # outputs then also allow 2 * terms * F32_U * magnitude (F32_U above), so that
+        # the bound scales with the terms, not with a result that cancellation made
+        # small. The default magnitude is the reference on the inputs' absolute values:
+        # exact for sums of products, an upper bound through silu and other functions
+        # with |f(x)| <= f(|x|).
+        self.terms = terms
+        self.magnitude = magnitude or (lambda *a: ref(*[np.abs(x) for x in a]))
 
 
 def ttype(shape, dtype):
@@ -264,6 +281,26 @@ def sample_case(label, temperature, top_k, top_p):
                     int(abs(x.view(np.uint32).astype(np.uint64).sum())) % 2**40 + 1])
 
 
+def log_softmax_magnitude(x):
+    """log_softmax(x) = x - max - log(sum exp(x - max)): the three terms' magnitudes."""
+    m = x.max(-1, keepdims=True)
+    return [np.abs(x) + np.abs(m) + np.abs(np.log(np.exp(x - m).sum(-1, keepdims=True)))]
+
+
+def layer_norm_magnitude(x, w, b):
+    """(x - mean) / std * w + b: x - mean cancels near the mean, so the magnitude is that of
+    |x| + |mean| scaled as the result is."""
+    std = np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    return [np.abs(w) * (np.abs(x) + np.abs(x.mean(-1, keepdims=True))) / std + np.abs(b)]
+
+
+def attention_magnitude(q, k, v, *rest):
+    """sum_j p_j v_j with p = softmax(q.k / sqrt(D)): the values' magnitude, times the
+    scores' (the exp of a rounded score is off relatively by its rounding)."""
+    score = np.abs(q).max() * np.abs(k).max() * np.sqrt(q.shape[-1])
+    return [np.broadcast_to(np.abs(v).max() * (1 + score), q.shape[:-1] + v.shape[-1:])]
+
+
 def with_nans(rng, shape):
     x = rng.standard_normal(shape)
     x.flat[::5] = np.nan
@@ -297,11 +334,13 @@ CASES = [
          "  %0 = tfc.reduce_sum %x0 dims = [0, -1] keepdim : tensor<2x3x4xf32> -> tensor<1x3x1xf32>\n"
          "  return %0 : tensor<1x3x1xf32>",
          [((2, 3, 4), "f32")], [((1, 3, 1), "f32")],
-         lambda x: [x.sum(axis=(0, 2), keepdims=True)]),
+         lambda x: [x.sum(axis=(0, 2), keepdims=True)],
+         terms=8),
     Case("reduce_mean dims [1]",
          "  %0 = tfc.reduce_mean %x0 dims = [1] : tensor<4x6x3xf32> -> tensor<4x3xf32>\n"
          "  return %0 : tensor<4x3xf32>",
-         [((4, 6, 3), "f32")], [((4, 3), "f32")], lambda x: [x.mean(axis=1)]),
+         [((4, 6, 3), "f32")], [((4, 3), "f32")], lambda x: [x.mean(axis=1)],
+         terms=7),
     Case("reduce_max dims [-1]",
          "  %0 = tfc.reduce_max %x0 dims = [-1] : tensor<5x7xf32> -> tensor<5xf32>\n"
          "  return %0 : tensor<5xf32>",
@@ -313,12 +352,14 @@ CASES = [
     Case("log_softmax dim -1",
          "  %0 = tfc.log_softmax %x0 dim = -1 : tensor<4x9xf32> -> tensor<4x9xf32>\n"
          "  return %0 : tensor<4x9xf32>",
-         [((4, 9), "f32")], [((4, 9), "f32")], lambda x: [np.log(softmax(x, -1))]),
+         [((4, 9), "f32")], [((4, 9), "f32")], lambda x: [np.log(softmax(x, -1))],
+         terms=11, magnitude=log_softmax_magnitude),
     Case("layer_norm weight bias",
          "  %0 = tfc.layer_norm %x0 weight %x1 bias %x2 eps = 1.0e-5 : (tensor<3x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<3x16xf32>\n"
          "  return %0 : tensor<3x16xf32>",
          [((3, 16), "f32"), ((16,), "f32"), ((16,), "f32")], [((3, 16), "f32")],
-         lambda x, w, b: [layer_norm(x, w, b, 1e-5)]),
+         lambda x, w, b: [layer_norm(x, w, b, 1e-5)],
+         terms=18, magnitude=layer_norm_magnitude),
     Case("rms_norm weight",
          "  %0 = tfc.rms_norm %x0 weight %x1 eps = 1.0e-6 : (tensor<3x16xf32>, tensor<16xf32>) -> tensor<3x16xf32>\n"
          "  return %0 : tensor<3x16xf32>",
@@ -351,16 +392,19 @@ CASES = [
          "  %0 = tfc.matmul %x0, %x1 transpose_rhs : tensor<2x1x3x5xf32>, tensor<4x6x5xf32> -> tensor<2x4x3x6xf32>\n"
          "  return %0 : tensor<2x4x3x6xf32>",
          [((2, 1, 3, 5), "f32"), ((4, 6, 5), "f32")], [((2, 4, 3, 6), "f32")],
-         lambda a, b: [a @ np.swapaxes(b, -1, -2)]),
+         lambda a, b: [a @ np.swapaxes(b, -1, -2)],
+         terms=5),
     Case("matmul transpose_lhs",
          "  %0 = tfc.matmul %x0, %x1 transpose_lhs : tensor<7x3xf32>, tensor<7x4xf32> -> tensor<3x4xf32>\n"
          "  return %0 : tensor<3x4xf32>",
-         [((7, 3), "f32"), ((7, 4), "f32")], [((3, 4), "f32")], lambda a, b: [a.T @ b]),
+         [((7, 3), "f32"), ((7, 4), "f32")], [((3, 4), "f32")], lambda a, b: [a.T @ b],
+         terms=7),
     Case("linear bias (GPT-2 layout)",
          "  %0 = tfc.linear %x0, %x1 bias %x2 : (tensor<2x3x8xf32>, tensor<8x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>\n"
          "  return %0 : tensor<2x3x5xf32>",
          [((2, 3, 8), "f32"), ((8, 5), "f32"), ((5,), "f32")], [((2, 3, 5), "f32")],
-         lambda x, w, b: [x @ w + b]),
+         lambda x, w, b: [x @ w + b],
+         terms=9),
     Case("linear transpose_weight bf16 (LLaMA layout)",
          "  %0 = tfc.linear %x0, %x1 transpose_weight : (tensor<4x16xbf16>, tensor<6x16xbf16>) -> tensor<4x6xbf16>\n"
          "  return %0 : tensor<4x6xbf16>",
@@ -386,7 +430,8 @@ CASES = [
          [((2, 4, 3), "f32"), ((2, 4), "i32")], [((6, 3), "f32")],
          lambda g, ids: [embedding_grad(g, ids, 6)],
          draw=lambda rng, shape: (np.array([[1, 4, 1, 0], [4, 4, 2, 1]]) if shape == (2, 4)
-                                  else rng.standard_normal(shape))),
+                                  else rng.standard_normal(shape)),
+         terms=8),
     # 200 positions onto 4 rows: a 16-bit table summed in place would round
     # 50 times a row (the [bf16] and [f16] variants check that it does not).
     Case("embedding_grad, 200 positions onto 4 rows",
@@ -395,14 +440,16 @@ CASES = [
          [((4, 50, 3), "f32"), ((4, 50), "i32")], [((4, 3), "f32")],
          lambda g, ids: [embedding_grad(g, ids, 4)],
          draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
-                                  else rng.standard_normal(shape))),
+                                  else rng.standard_normal(shape)),
+         terms=200),
     Case("embedding_grad into an existing gradient",
          "  %0 = tfc.embedding_grad %x0, %x1 into %x2 : (tensor<4x50x3xf32>, tensor<4x50xi32>, tensor<4x3xf32>) -> tensor<4x3xf32>\n"
          "  return %0 : tensor<4x3xf32>",
          [((4, 50, 3), "f32"), ((4, 50), "i32"), ((4, 3), "f32")], [((4, 3), "f32")],
          lambda g, ids, w: [embedding_grad(g, ids, 4) + w],
          draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
-                                  else rng.standard_normal(shape))),
+                                  else rng.standard_normal(shape)),
+         terms=201),
     Case("rotary at an offset",
          "  %0 = tfc.rotary %x0 offset %x1 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>) -> tensor<1x2x3x8xf32>\n"
          "  return %0 : tensor<1x2x3x8xf32>",
@@ -427,13 +474,15 @@ CASES = [
          "  %0 = tfc.attention %x0, %x1, %x2 causal : (tensor<2x4x5x8xf32>, tensor<2x2x5x8xf32>, tensor<2x2x5x8xf32>) -> tensor<2x4x5x8xf32>\n"
          "  return %0 : tensor<2x4x5x8xf32>",
          [((2, 4, 5, 8), "f32"), ((2, 2, 5, 8), "f32"), ((2, 2, 5, 8), "f32")],
-         [((2, 4, 5, 8), "f32")], lambda q, k, v: [attention(q, k, v, True)]),
+         [((2, 4, 5, 8), "f32")], lambda q, k, v: [attention(q, k, v, True)],
+         terms=5 + 8, magnitude=attention_magnitude),
     Case("attention over a KV cache at a position (decode)",
          "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<1x2x1x4xf32>, tensor<1x2x6x4xf32>, tensor<1x2x6x4xf32>, tensor<i32>) -> tensor<1x2x1x4xf32>\n"
          "  return %0 : tensor<1x2x1x4xf32>",
          [((1, 2, 1, 4), "f32"), ((1, 2, 6, 4), "f32"), ((1, 2, 6, 4), "f32"), ((), "i32")],
          [((1, 2, 1, 4), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
-         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(3)),
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(3),
+         terms=6 + 4, magnitude=attention_magnitude),
     Case("cross-attention, Tq != Tk, Dv != D, bf16",
          "  %0 = tfc.attention %x0, %x1, %x2 : (tensor<1x2x3x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x5xbf16>) -> tensor<1x2x3x5xbf16>\n"
          "  return %0 : tensor<1x2x3x5xbf16>",
@@ -539,6 +588,8 @@ def moe_ffn(x, ids, w, *experts):
 MOE_EXPERTS = "tensor<5x4xf32>, tensor<5x4xf32>, tensor<4x5xf32>"
 MOE_TYPES = (f"(tensor<6x4xf32>, tensor<6x2xi32>, tensor<6x3xf32>, {MOE_EXPERTS}, "
              f"{MOE_EXPERTS}, {MOE_EXPERTS}) -> tensor<6x4xf32>")
+# moe_ffn of D 4, F 5, top-2: sums of D, then of F, then of k terms, and silu.
+MOE_TERMS = 4 + 5 + 2 + 2
 MOE_INPUTS = [((6, 4), "f32"), ((6, 2), "i32"), ((6, 3), "f32")] + \
     [s for _ in range(3) for s in (((5, 4), "f32"), ((5, 4), "f32"), ((4, 5), "f32"))]
 CASES += [
@@ -556,14 +607,16 @@ CASES += [
          "  return %0 : tensor<6x4xf32>",
          MOE_INPUTS, [((6, 4), "f32")], lambda *a: [moe_ffn(*a)],
          draw=lambda rng, shape: (np.array([[0, 1], [1, 0], [0, 1], [1, 0], [1, 0], [0, 1]])
-                                  if shape == (6, 2) else rng.standard_normal(shape))),
+                                  if shape == (6, 2) else rng.standard_normal(shape)),
+         terms=MOE_TERMS),
     Case("moe_ffn expert id out of range reports",
          "  %0 = tfc.moe_ffn %x0, %x1, %x2 experts " +
          ", ".join(f"%x{i}" for i in range(3, 12)) + f" : {MOE_TYPES}\n"
          "  return %0 : tensor<6x4xf32>",
          MOE_INPUTS, [((6, 4), "f32")], lambda *a: [moe_ffn(*a)], error=5,
          draw=lambda rng, shape: (np.array([[0, 1], [1, 3], [0, 2], [1, 0], [2, 0], [0, 1]])
-                                  if shape == (6, 2) else rng.standard_normal(shape))),
+                                  if shape == (6, 2) else rng.standard_normal(shape)),
+         terms=MOE_TERMS),
 ]
 
 
@@ -603,7 +656,7 @@ def moe_case(label, ids, d=4, f=5, experts=3, error=0):
                 ", ".join(f"%x{i}" for i in range(3, len(ins))) + f" : {types}\n"
                 f"  return %0 : {ttype((n, d), 'f32')}",
                 ins, [((n, d), "f32")], lambda *a: [moe_ffn(*a)], error=error,
-                rtol=1e-4, atol=2.5e-6 * d,
+                rtol=1e-4, atol=2.5e-6 * d, terms=d + f + k + 2,
                 draw=lambda rng, shape: (np.array(ids) if shape == (n, k)
                                          else rng.standard_normal(shape)))
 
@@ -623,6 +676,7 @@ def moe_grad_case(label, ids, d=4, f=5, experts=3, error=0):
                 # (terms up to ~100): f32 rounding reaches ~1.2e-5 there (seed
                 # 1829068), past moe_ffn's 2.5e-6 * d; a wrong formula is O(1) off.
                 ins, outs, moe_ffn_grads, rtol=1e-4, atol=1e-5 * d, error=error,
+                terms=2 * (d + f) + k + 4,
                 draw=lambda rng, shape: (np.array(ids) if shape == (n, k)
                                          else rng.standard_normal(shape)))
 
@@ -654,7 +708,8 @@ def half_variant(case, dt):
                 [(s, t if i in case.f32_inputs else swap(s, t))
                  for i, (s, t) in enumerate(case.inputs)],
                 [(s, swap(s, t)) for s, t in case.outputs], case.ref, case.rtol, case.atol,
-                case.draw, case.error, case.inputs_from, ulps=1.0)
+                case.draw, case.error, case.inputs_from, ulps=1.0, terms=case.terms,
+                magnitude=case.magnitude)
 
 
 def cast_case(src, dst, ref=lambda x: [x], **kw):
@@ -814,10 +869,12 @@ def run_case(case, tools, work, rng):
     reported = int(r.stdout.split()[-1])
     if reported != case.error:
         return False, f"{kernel}: reported error code {reported}, expected {case.error}"
-    wants = case.ref(*[as_float(x, dt) for x, (_, dt) in zip(inputs, case.inputs)])
+    values = [as_float(x, dt) for x, (_, dt) in zip(inputs, case.inputs)]
+    wants = case.ref(*values)
+    magnitudes = case.magnitude(*values) if case.terms else [None] * len(wants)
     details = []
     ok = True
-    for j, ((shape, dt), want) in enumerate(zip(case.outputs, wants)):
+    for j, ((shape, dt), want, mag) in enumerate(zip(case.outputs, wants, magnitudes)):
         got = np.fromfile(os.path.join(d, f"out{j}.bin"), NP_STORAGE[dt]).reshape(shape)
         want = np.asarray(want, np.float64).reshape(shape)
         if dt == "bf16":
@@ -832,14 +889,23 @@ def run_case(case, tools, work, rng):
             scale = np.abs(want[finite]).max() if finite.any() else 0.0
             bound = case.ulps * HALF_EPS[dt] * (np.abs(want[finite]) + scale)
         else:
-            bound = (case.atol + case.rtol * np.abs(want))[finite]
+            bound = case.atol + case.rtol * np.abs(want)
+            if mag is not None and dt == "f32":
+                mag = np.broadcast_to(np.abs(np.asarray(mag, np.float64)), shape)
+                bound = bound + 2 * case.terms * F32_U * mag
+            bound = bound[finite]
         bad = int((err > bound).sum()) if err.size else 0
         if not nan_ok or bad:
             ok = False
-            idx = int(np.argmax(np.where(finite, np.abs(got - want), -1).ravel()))
+            # The element furthest past its bound (not the largest error: a large
+            # result's error may be well within its bound while a small one's is not).
+            ratio = np.full(want.shape, -1.0)
+            ratio[finite] = err / np.maximum(bound, np.finfo(np.float64).tiny)
+            idx = int(np.argmax(ratio.ravel()))
             details.append(f"out{j}: {bad} elements off, NaNs match: {nan_ok}; "
                            f"worst at flat {idx}: got {got.ravel()[idx]!r} "
-                           f"want {want.ravel()[idx]!r}")
+                           f"want {want.ravel()[idx]!r} "
+                           f"(|err| {ratio.ravel()[idx]:.2g}x its bound)")
         else:
             details.append(f"out{j} max|err| {err.max() if err.size else 0:.1e}")
     return ok, f"{kernel}: " + "; ".join(details)
