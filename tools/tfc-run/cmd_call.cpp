@@ -60,9 +60,10 @@ int runCall(const Invocation& invocation) {
   }
   int64_t threads = 0;
   if (args.has("--threads") && (!parseInt64(args.get("--threads"), &threads) || threads < 0 ||
-                                 threads > 4096)) {
+                                 threads > TFC_CONTEXT_MAX_THREADS)) {
     return usageError(command, "--threads '" + args.get("--threads") +
-                                   "' is not a thread count (0 = all cores)");
+                                   "' is not a thread count (0 = all cores; at most " +
+                                   std::to_string(TFC_CONTEXT_MAX_THREADS) + ")");
   }
   int32_t device = 0;
   if (std::string bad = parseDevice(args, &device); !bad.empty()) {

@@ -165,9 +165,10 @@ int parseOptions(const Invocation& invocation, Options* options) {
   }
   if (args.has("--threads") &&
       (!parseInt64(args.get("--threads"), &options->threads) || options->threads < 0 ||
-       options->threads > 4096)) {
+       options->threads > TFC_CONTEXT_MAX_THREADS)) {
     return usageError(command, "--threads '" + args.get("--threads") +
-                                   "' is not a thread count (0 = all cores)");
+                                   "' is not a thread count (0 = all cores; at most " +
+                                   std::to_string(TFC_CONTEXT_MAX_THREADS) + ")");
   }
   if (std::string bad = parseDevice(args, &options->device); !bad.empty()) {
     return usageError(command, bad);

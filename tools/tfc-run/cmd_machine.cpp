@@ -19,9 +19,11 @@ int runMachine(const Invocation& invocation) {
   }
   int64_t threads = static_cast<int64_t>(std::thread::hardware_concurrency());
   if (args.has("--threads") &&
-      (!parseInt64(args.get("--threads"), &threads) || threads < 1 || threads > 4096)) {
+      (!parseInt64(args.get("--threads"), &threads) || threads < 1 ||
+       threads > TFC_CONTEXT_MAX_THREADS)) {
     return usageError(invocation.command,
-                      "--threads '" + args.get("--threads") + "' is not a number from 1 to 4096");
+                      "--threads '" + args.get("--threads") + "' is not a number from 1 to " +
+                          std::to_string(TFC_CONTEXT_MAX_THREADS));
   }
   if (threads < 1) threads = 1;
   const MachinePeak peak = measureMachinePeak(static_cast<int>(threads));

@@ -237,7 +237,8 @@ int runProfile(const Invocation& invocation) {
   int64_t repeat, warmup, threads, top;
   uint64_t initSeed = 0, inputSeed = 0;
   if (!count("--repeat", 10, 1, 1000000, &repeat) || !count("--warmup", 1, 0, 1000, &warmup) ||
-      !count("--threads", 0, 0, 4096, &threads) || !count("--top", 20, 0, 1000000, &top)) {
+      !count("--threads", 0, 0, TFC_CONTEXT_MAX_THREADS, &threads) ||
+      !count("--top", 20, 0, 1000000, &top)) {
     return kExitUsage;
   }
   if (args.has("--weights") && args.has("--init-seed")) {

@@ -132,6 +132,11 @@ int parseTrainArgs(const Invocation& invocation, TrainSettings* settings) {
       !parsePositive(command, args, "--threads", &threads, true)) {
     return kExitUsage;
   }
+  if (threads > TFC_CONTEXT_MAX_THREADS) {
+    return usageError(command, "--threads '" + args.get("--threads") +
+                                   "' is more than the runtime's " +
+                                   std::to_string(TFC_CONTEXT_MAX_THREADS) + " threads");
+  }
   if (args.has("--total-steps") && totalSteps < steps) {
     // The schedule would reach --min-lr at --total-steps and train the rest at it (0 by
     // default): almost certainly a mistake, e.g. --steps raised on resume but not this.
