@@ -176,13 +176,16 @@ int runSeedExperiment(const Invocation& invocation) {
   }
   int64_t epochs = 10, stepsPerEpoch = 64, numBatches = 256, threads = 0;
   double testSize = 0.33;
-  struct IntOption { const char* name; int64_t* value; int64_t min; };
-  for (IntOption option : {IntOption{"--epochs", &epochs, 1}, IntOption{"--steps-per-epoch", &stepsPerEpoch, 1},
-                           IntOption{"--batches", &numBatches, 2}, IntOption{"--threads", &threads, 0}}) {
+  struct IntOption { const char* name; int64_t* value; int64_t min, max; };
+  for (IntOption option : {IntOption{"--epochs", &epochs, 1, 1000000},
+                           IntOption{"--steps-per-epoch", &stepsPerEpoch, 1, 1000000},
+                           IntOption{"--batches", &numBatches, 2, 1000000},
+                           IntOption{"--threads", &threads, 0, TFC_CONTEXT_MAX_THREADS}}) {
     if (args.has(option.name) && (!parseInt64(args.get(option.name), option.value) ||
-                                  *option.value < option.min || *option.value > 1000000)) {
+                                  *option.value < option.min || *option.value > option.max)) {
       return usageError(command, std::string(option.name) + " '" + args.get(option.name) +
-                                     "' is not an integer >= " + std::to_string(option.min));
+                                     "' is not an integer from " + std::to_string(option.min) +
+                                     " to " + std::to_string(option.max));
     }
   }
   if (args.has("--test-size") &&
