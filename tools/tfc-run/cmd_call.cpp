@@ -130,8 +130,6 @@ int runCall(const Invocation& invocation) {
   }
   std::vector<HostTensor>& inputs = read->tensors;
 
-  Status checked = checkCacheInputs(*artifact, entry, inputs);
-  if (!checked.ok()) return fail(checked);
   // Parameters, context, state.
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());

@@ -270,16 +270,14 @@ int runProfile(const Invocation& invocation) {
   if (!inputs) return exitCode;
   std::vector<std::string> drawn;
   drawMissingInputs(*artifact, entry, inputSeed, &*inputs, &drawn);
-  Status status = checkCacheInputs(*artifact, entry, inputs->tensors);
-  if (!status.ok()) return fail(status);
-
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
-  status = args.has("--weights") ? loadParameters(args.get("--weights"), *artifact, *params,
-                                                  args.has("--allow-unexpected"),
-                                                  args.has("--mmap") ? WeightsMemory::kMapped
-                                                                     : WeightsMemory::kCopied)
-                                 : params->init(initSeed);
+  Status status =
+      args.has("--weights")
+          ? loadParameters(args.get("--weights"), *artifact, *params,
+                           args.has("--allow-unexpected"),
+                           args.has("--mmap") ? WeightsMemory::kMapped : WeightsMemory::kCopied)
+          : params->init(initSeed);
   if (!status.ok()) return fail(status);
   int32_t device = 0;
   if (std::string bad = parseDevice(args, &device); !bad.empty()) {

@@ -57,62 +57,6 @@ bool isFile(const std::string& path) {
 
 }  // namespace
 
-// The KV-cache entries of decoder-only models take positions that the compiled code can
-// only check late and obscurely: a position past the cache fails as a row of the position
-// embedding ("embedding: id out of range"), and prefill's n is clamped (after an int32
-// n - 1, so n = -2147483648 acts as the maximum). The model's metadata gives the context
-// length (n_ctx), so the runner checks them here and names what is wrong.
-Status checkCacheInputs(const Artifact& artifact, const tfc_entry_t& entry,
-                        const std::vector<HostTensor>& inputs) {
-  const std::string name = entry.name;
-  if (name != "prefill" && name != "decode") return Status();
-  auto scalar = [&](const char* input) -> std::optional<int64_t> {
-    for (int32_t i = 0; i < entry.num_inputs; ++i) {
-      const HostTensor& tensor = inputs[static_cast<size_t>(i)];
-      if (std::string(entry.inputs[i].name) != input || tensor.rank() != 0) continue;
-      if (tensor.dtype() == TFC_DTYPE_I32) return *tensor.dataAs<int32_t>();
-      if (tensor.dtype() == TFC_DTYPE_I64) return *tensor.dataAs<int64_t>();
-    }
-    return std::nullopt;
-  };
-  const int64_t chunk = tokensPerCall(entry);
-  std::string subject = "entry '" + name + "'";
-  if (std::optional<int64_t> n = scalar("n"); n && name == "prefill") {
-    if (*n < 1 || *n > chunk) {
-      return Status::error(TFC_INVALID_ARGUMENT,
-                           "%s: n = %lld is out of range: it counts the tokens of the chunk in "
-                           "use, 1 to %lld (the chunk's length P)",
-                           subject.c_str(), static_cast<long long>(*n),
-                           static_cast<long long>(chunk));
-    }
-  }
-  std::optional<int64_t> pos = scalar("pos");
-  if (!pos) return Status();
-  std::optional<int64_t> nCtx = metadataInt(std::string(artifact.metadataJson()), "n_ctx");
-  std::string tokens = chunk == 1 ? "its token" : "its " + std::to_string(chunk) + " tokens";
-  if (*pos < 0) {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "%s: pos = %lld is not a position in the KV cache: positions start "
-                         "at 0%s",
-                         subject.c_str(), static_cast<long long>(*pos),
-                         nCtx ? (" and the context length (n_ctx) is " + std::to_string(*nCtx))
-                                    .c_str()
-                              : "");
-  }
-  if (nCtx && *pos + chunk > *nCtx) {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "%s: pos = %lld is past the context: the model's context length "
-                         "(n_ctx) is %lld, so %s at pos must end by position %lld (pos at "
-                         "most %lld)",
-                         subject.c_str(), static_cast<long long>(*pos),
-                         static_cast<long long>(*nCtx), tokens.c_str(),
-                         static_cast<long long>(*nCtx - 1),
-                         static_cast<long long>(*nCtx - chunk));
-  }
-  return Status();
-}
-
-
 int64_t tokensPerCall(const tfc_entry_t& entry) {
   for (int32_t i = 0; i < entry.num_inputs; ++i) {
     std::string input = entry.inputs[i].name;

@@ -30,10 +30,8 @@ std::optional<EntryInputs> readEntryInputs(const Command* command, const Args& a
 // dimension of its tokens input, [B, P] or [B, 1]); 1 for entries without one.
 int64_t tokensPerCall(const tfc_entry_t& entry);
 
-// prefill's `n` and the `pos` of prefill and decode against the chunk and the model's
-// context (n_ctx from the metadata): INVALID_ARGUMENT naming the value and the range.
-Status checkCacheInputs(const Artifact& artifact, const tfc_entry_t& entry,
-                        const std::vector<HostTensor>& inputs);
+// prefill's `n` and the `pos` of prefill and decode are checked by the library when an
+// entry is called (tfc_context_call), for every caller.
 
 }  // namespace tfc::run
 

@@ -519,13 +519,14 @@ TEST_F(TrainTest, CallChecksCachePositions) {
   };
   const Case cases[] = {
       {{"decode", "token=" + token, "pos=8"},
-       "entry 'decode': pos = 8 is past the context: the model's context length (n_ctx) is 8"},
+       "entry 'decode': position 8 + 1 token exceeds the context: the model's context length "
+       "(n_ctx) is 8, so pos is at most 7"},
       {{"decode", "token=" + token, "pos=-1"},
        "entry 'decode': pos = -1 is not a position in the KV cache: positions start at 0 and "
        "the context length (n_ctx) is 8"},
       {{"prefill", "tokens=" + tokens, "pos=5", "n=1"},
-       "pos = 5 is past the context: the model's context length (n_ctx) is 8, so its 4 tokens "
-       "at pos must end by position 7 (pos at most 4)"},
+       "entry 'prefill': position 5 + 4 tokens exceeds the context: the model's context "
+       "length (n_ctx) is 8, so pos is at most 4"},
       {{"prefill", "tokens=" + tokens, "pos=0", "n=5"},
        "entry 'prefill': n = 5 is out of range: it counts the tokens of the chunk in use, 1 to 4"},
       {{"prefill", "tokens=" + tokens, "pos=0", "n=0"}, "n = 0 is out of range"},
