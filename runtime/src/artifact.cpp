@@ -48,20 +48,11 @@ constexpr const char* kHostMachineName = "this machine";
 // trusts every byte, so a file damaged after tfc wrote it would otherwise end in an ld.so
 // assertion or a SIGSEGV in the loader or in the compiled code.
 Status checkChecksum(const std::string& path, int fd, uint64_t fileSize) {
-  auto readAt = [fd](void* buffer, size_t size, uint64_t offset) {
-    size_t done = 0;
-    while (done < size) {
-      ssize_t got = ::pread(fd, static_cast<char*>(buffer) + done, size - done,
-                            static_cast<off_t>(offset + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      done += static_cast<size_t>(got);
-    }
-    return true;
-  };
   unsigned char trailer[TFC_ARTIFACT_TRAILER_SIZE];
   if (fileSize < TFC_ARTIFACT_TRAILER_SIZE ||
-      !readAt(trailer, sizeof(trailer), fileSize - TFC_ARTIFACT_TRAILER_SIZE) ||
+      !tfc::internal::readAt(fd, trailer, sizeof(trailer),
+                             static_cast<off_t>(fileSize - TFC_ARTIFACT_TRAILER_SIZE), path)
+           .ok() ||
       std::memcmp(trailer, TFC_ARTIFACT_TRAILER_MAGIC, 8) != 0) {
     return Status::error(TFC_DATA_LOSS,
                          "%s: the artifact has no tfc checksum: not written by this tfc, or "
@@ -86,12 +77,8 @@ Status checkChecksum(const std::string& path, int fd, uint64_t fileSize) {
   uint64_t hash = 0;
   for (;;) {
     const size_t size = static_cast<size_t>(std::min<uint64_t>(kChunk, covered - offset));
-    errno = 0;
-    if (!readAt(buffer.data(), size, offset)) {
-      return Status::error(TFC_IO_ERROR, "%s: cannot read byte %llu: %s", path.c_str(),
-                           static_cast<unsigned long long>(offset),
-                           errno != 0 ? std::strerror(errno) : "the file became shorter");
-    }
+    TFC_RETURN_IF_ERROR(
+        tfc::internal::readAt(fd, buffer.data(), size, static_cast<off_t>(offset), path));
     if (size < kChunk) {
       const size_t whole = size - size % 32;
       tfc_checksum_stripes(&state, buffer.data(), whole);

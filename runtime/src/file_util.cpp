@@ -63,26 +63,6 @@ class FdCloser {
   int fd_;
 };
 
-// Reads exactly |size| bytes at |offset|; fails on a short read, since the size came from
-// fstat and a shorter file means someone truncated it under us.
-Status readAt(int fd, uint8_t* out, size_t size, off_t offset, const std::string& path) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, out + done, size - done, offset + static_cast<off_t>(done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int error = errno;
-      return Status::error(TFC_IO_ERROR, "%s: read failed: %s", path.c_str(), std::strerror(error));
-    }
-    if (n == 0) {
-      return Status::error(TFC_IO_ERROR, "%s: file shrank while being read (%zu of %zu bytes)",
-                           path.c_str(), done, size);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status();
-}
-
 Status writeAll(int fd, const uint8_t* data, size_t size, const std::string& path,
                 const std::string& tempPath) {
   size_t done = 0;
@@ -221,6 +201,25 @@ void removeStaleTemporaries(const std::string& target) {
 }
 
 }  // namespace
+
+Status readAt(int fd, uint8_t* out, size_t size, off_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out + done, size - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int error = errno;
+      return Status::error(TFC_IO_ERROR, "%s: read failed: %s", path.c_str(), std::strerror(error));
+    }
+    if (n == 0) {
+      return Status::error(TFC_IO_ERROR, "%s: file shrank while being read (%zu of %zu bytes)",
+                           path.c_str(), done, size);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status();
+}
+
 
 StatusOr<FileContents> readFile(const std::string& path, FileMapping mapping) {
   // Devices and pipes could block forever or never end: refused without blocking.

@@ -4,6 +4,8 @@
 #ifndef TFC_RUNTIME_SRC_FILE_UTIL_HPP_
 #define TFC_RUNTIME_SRC_FILE_UTIL_HPP_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -93,6 +95,11 @@ struct ByteSpan {
 // On any error the temporary file is removed and an existing target is left as it was.
 // Errors name |path| and the failing step; ENOENT maps to NOT_FOUND, others to IO_ERROR.
 Status writeFileAtomically(const std::string& path, const std::vector<ByteSpan>& chunks);
+
+// Reads exactly |size| bytes of |fd| at |offset| (pread, retried on EINTR and short reads);
+// IO_ERROR naming |path| on a failure or when the file ends first (a file whose size came
+// from fstat and is now shorter was truncated under us).
+Status readAt(int fd, uint8_t* out, size_t size, off_t offset, const std::string& path);
 
 // Returns |text| in single quotes for an error message, with non-printable bytes, quotes
 // and backslashes escaped and anything past |maxLength| bytes elided, so that hostile
