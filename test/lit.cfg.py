@@ -45,6 +45,16 @@ else:
     lit_config.note("no CUDA toolkit at build time: the CUDA codegen tests are "
                     "UNSUPPORTED (counted in the summary)")
 
+# nvcc (CUDA's, at build time or on PATH): the kernel library's hand-written kernels are
+# compiled for sm_80/sm_90/sm_90a with ptxas's register report (no spills).
+import shutil as _shutil
+_nvcc = _shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+if os.access(_nvcc, os.X_OK):
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", _nvcc))
+else:
+    lit_config.note("no nvcc: the kernel library's ptxas checks are UNSUPPORTED")
+
 # The emulated CUDA driver (test/cuda_emulator): a fake libcuda.so.1 that runs
 # tfc's kernels on the host, and its end-to-end check.
 config.substitutions.append(

@@ -12,10 +12,13 @@ the CUDA built-ins plain C++, then the prelude once, then each kernel with its o
 a namespace of its own (two kernels may define a helper of the same name), and per kernel:
 
     extern "C" const int tfc_emu_nparams_NAME = N;
-    extern "C" void tfc_emu_NAME(unsigned grid, unsigned block, void** params);
+    extern "C" int tfc_emu_NAME(const unsigned* grid, const unsigned* block,
+                                unsigned shared, void** params, char* fault,
+                                unsigned long long fault_size);
 
-which runs every (block, thread) of a 1-D launch in turn, parameter i being the pointer
-that params[i] points at. The prelude's `__device__` globals (tfc_error_code) are exported
+which runs the launch on host_shim.h's device model (the threads of a block cooperatively),
+parameter i being the pointer that params[i] points at, and returns non-zero with the
+fault's message (a shared-memory race, an access out of bounds, ...) in |fault|. The prelude's `__device__` globals (tfc_error_code) are exported
 with C linkage, each with `extern "C" const unsigned long long tfc_emu_sizeof_NAME`, for
 cuModuleGetGlobal. Run against it: TFC_CUDA_DRIVER=<build>/test/cuda_emulator/libcuda.so.1
 TFC_CUDA_EMULATOR_KERNELS=kernels.so.
@@ -27,7 +30,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHIM = os.path.normpath(os.path.join(HERE, "..", "e2e", "cuda", "host_shim.h"))
+SHIM = os.path.join(HERE, "host_shim.h")
 
 KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)')
 # A parameter: its type (a pointer) and its name.
@@ -128,17 +131,21 @@ def generate(prelude, kernels, include_dirs):
             text.strip(),
             f"}}  // namespace tfc_emu_ns_{name}",
             f'extern "C" const int tfc_emu_nparams_{name} = {len(params)};',
-            f'extern "C" void tfc_emu_{name}(unsigned grid, unsigned block, void** p) {{',
+            f'extern "C" int tfc_emu_{name}(const unsigned* grid, const unsigned* block,',
+            "                             unsigned shared, void** p, char* fault,",
+            "                             unsigned long long fault_size) {",
             "  (void)p;",
-            "  gridDim.x = grid;",
-            "  blockDim.x = block;",
-            "  for (unsigned b = 0; b < grid; ++b) {",
-            "    blockIdx.x = b;",
-            "    for (unsigned t = 0; t < block; ++t) {",
-            "      threadIdx.x = t;",
-            f"      tfc_emu_ns_{name}::{name}({args});",
-            "    }",
-            "  }",
+            "  tfc_emu::LaunchConfig config;",
+            f'  config.kernel = "{name}";',
+            "  config.grid = {grid[0], grid[1], grid[2]};",
+            "  config.block = {block[0], block[1], block[2]};",
+            "  config.dynamic_shared = shared;",
+            "  const std::string message = tfc_emu::launch(config, [&] {",
+            f"    tfc_emu_ns_{name}::{name}({args});",
+            "  });",
+            "  if (message.empty()) return 0;",
+            '  std::snprintf(fault, fault_size, "%s", message.c_str());',
+            "  return 1;",
             "}",
         ]
     return "\n".join(out) + "\n"

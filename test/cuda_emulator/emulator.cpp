@@ -15,11 +15,16 @@
 //  - Modules ignore their image (a cubin or PTX the host cannot run). The kernels come from
 //    the host shared object named by TFC_CUDA_EMULATOR_KERNELS, which
 //    build_host_kernels.py makes from tfc's dumped CUDA sources: kernel NAME is the
-//    function tfc_emu_NAME(unsigned grid, unsigned block, void** params) with
-//    tfc_emu_nparams_NAME parameters; a global NAME has its size in tfc_emu_sizeof_NAME.
-//    Every module of the process shares that one object, and so its globals.
-//  - Launches are 1-D (tfc launches only those) and run at once, synchronously, on the
-//    calling thread, one (block, thread) after another.
+//    function tfc_emu_NAME (KernelFn below) with tfc_emu_nparams_NAME parameters; a global
+//    NAME has its size in tfc_emu_sizeof_NAME. Every module of the process shares that one
+//    object, and so its globals.
+//  - Launches (3-D grids and blocks, up to 1024 threads, up to 48 KiB of dynamic shared
+//    memory) run at once, synchronously, on the calling thread, through the host device
+//    model (host_shim.h): a block's threads run cooperatively, so barriers, warp
+//    collectives and tensor-core products work, and a kernel's fault (a shared-memory race,
+//    an access out of bounds, a barrier in divergent code) is printed with the kernel's
+//    name and fails the launch, or the graph launch that replays it, with
+//    CUDA_ERROR_LAUNCH_FAILED.
 //  - Stream capture records launches (with the values of their parameters at capture
 //    time), copies, memsets and event records on the capturing stream; cuGraphLaunch
 //    replays them in order. As a real driver does, a call that is unsafe during a capture
@@ -53,7 +58,11 @@ using namespace tfc::internal::cuda;  // NOLINT: the driver's types, as cuda.h's
 
 namespace {
 
-using KernelFn = void (*)(unsigned grid, unsigned block, void** params);
+// Runs a launch of grid[3] blocks of block[3] threads with |shared| bytes of dynamic shared
+// memory; params[i] points at parameter i. Returns 0, or non-zero with the fault's message
+// in fault[0..fault_size).
+using KernelFn = int (*)(const unsigned* grid, const unsigned* block, unsigned shared,
+                         void** params, char* fault, unsigned long long fault_size);
 using Clock = std::chrono::steady_clock;
 
 void complain(const std::string& message) {
@@ -90,9 +99,9 @@ struct CUevent_st {
 struct Op {
   enum class Kind { kLaunch, kCopy, kMemset, kRecord };
   Kind kind = Kind::kLaunch;
-  // kLaunch: the function, its 1-D shape and its parameters' values (8 bytes each).
+  // kLaunch: the function, its shape and its parameters' values (8 bytes each).
   const CUfunc_st* function = nullptr;
-  unsigned grid = 0, block = 0;
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, shared = 0;
   std::vector<uint64_t> params;
   // kCopy / kMemset: the destination, the source or byte value, and the size.
   void* dst = nullptr;
@@ -226,14 +235,19 @@ CUresult checkDevice(CUdeviceptr address, size_t bytes) {
                                                                 : CUDA_ERROR_INVALID_VALUE;
 }
 
-void runOp(const Op& op) {
+CUresult runOp(const Op& op) {
   switch (op.kind) {
     case Op::Kind::kLaunch: {
       std::vector<void*> pointers(op.params.size());
       // Each kernelParams[i] points at the value of parameter i.
       auto values = op.params;
       for (size_t i = 0; i < values.size(); ++i) pointers[i] = &values[i];
-      op.function->kernel(op.grid, op.block, pointers.data());
+      char fault[1024] = {};
+      if (op.function->kernel(op.grid, op.block, op.shared, pointers.data(), fault,
+                              sizeof fault) != 0) {
+        complain(fault);
+        return CUDA_ERROR_LAUNCH_FAILED;
+      }
       break;
     }
     case Op::Kind::kCopy:
@@ -247,6 +261,7 @@ void runOp(const Op& op) {
       op.event->time = Clock::now();
       break;
   }
+  return CUDA_SUCCESS;
 }
 
 // Runs |op| on |stream| now, or records it when the stream captures.
@@ -254,7 +269,7 @@ CUresult submit(CUstream_st* stream, Op op) {
   if (stream->capturing) {
     stream->ops.push_back(std::move(op));
   } else {
-    runOp(op);
+    return runOp(op);
   }
   return CUDA_SUCCESS;
 }
@@ -699,12 +714,12 @@ TFC_EMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
   TFC_EMU_LOCK();
   TFC_EMU_TRY(needContext());
   TFC_EMU_REQUIRE(state().functions.count(f) != 0, CUDA_ERROR_INVALID_HANDLE);
-  // tfc launches 1-D grids only, without dynamic shared memory or `extra`.
-  if (gridDimY != 1 || gridDimZ != 1 || blockDimY != 1 || blockDimZ != 1) {
-    complain("cuLaunchKernel " + f->name + ": only 1-D launches are emulated");
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  TFC_EMU_REQUIRE(gridDimX != 0 && blockDimX != 0 && blockDimX <= 1024, CUDA_ERROR_INVALID_VALUE);
+  // A GPU's limits: 1024 threads a block (z at most 64), 48 KiB of dynamic shared memory
+  // without the opt-in attribute.
+  const unsigned long long threads = 1ull * blockDimX * blockDimY * blockDimZ;
+  TFC_EMU_REQUIRE(gridDimX != 0 && gridDimY != 0 && gridDimZ != 0 && gridDimY <= 65535 &&
+                      gridDimZ <= 65535 && threads != 0 && threads <= 1024 && blockDimZ <= 64,
+                  CUDA_ERROR_INVALID_VALUE);
   TFC_EMU_REQUIRE(sharedMemBytes <= 49152, CUDA_ERROR_INVALID_VALUE);
   if (extra != nullptr) {
     complain("cuLaunchKernel " + f->name + ": `extra` is not emulated; pass kernelParams");
@@ -716,8 +731,13 @@ TFC_EMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
   Op op;
   op.kind = Op::Kind::kLaunch;
   op.function = f;
-  op.grid = gridDimX;
-  op.block = blockDimX;
+  op.grid[0] = gridDimX;
+  op.grid[1] = gridDimY;
+  op.grid[2] = gridDimZ;
+  op.block[0] = blockDimX;
+  op.block[1] = blockDimY;
+  op.block[2] = blockDimZ;
+  op.shared = sharedMemBytes;
   // The values now, as a real launch (and a captured one) copies them.
   op.params.resize(static_cast<size_t>(f->numParams));
   for (int i = 0; i < f->numParams; ++i) {

@@ -244,10 +244,14 @@ int run(const std::string& dumpDir, uint64_t seed) {
          "a copy past an allocation's end is CUDA_ERROR_INVALID_VALUE: " + past.toString());
   expect(d.cuMemAlloc(&during, 0) == CUDA_ERROR_INVALID_VALUE, "cuMemAlloc of 0 bytes is refused");
   expect(d.cuMemFree(0) == CUDA_SUCCESS, "cuMemFree(0) is a no-op");
-  void* twoD[] = {&b.table, &b.ids, &b.out};
-  expect(d.cuLaunchKernel(kernel, 2, 2, 1, 32, 1, 1, 0, stream, twoD, nullptr) ==
+  // A GPU's launch limits: 1024 threads a block, 48 KiB of dynamic shared memory.
+  void* params[] = {&b.table, &b.ids, &b.out};
+  expect(d.cuLaunchKernel(kernel, 2, 2, 1, 32, 33, 1, 0, stream, params, nullptr) ==
              CUDA_ERROR_INVALID_VALUE,
-         "a 2-D launch is refused");
+         "a block of 1056 threads is refused");
+  expect(d.cuLaunchKernel(kernel, 2, 1, 1, 32, 1, 1, 49153, stream, params, nullptr) ==
+             CUDA_ERROR_INVALID_VALUE,
+         "49153 bytes of dynamic shared memory are refused");
 
   // 5. Cleanup, every handle once.
   ok(d, d.cuGraphExecDestroy(exec), "cuGraphExecDestroy");

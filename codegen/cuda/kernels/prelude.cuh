@@ -6,7 +6,7 @@
 // NaN-propagating max and min, integer powers). The compiler embeds this file
 // at build time and hands it to NVRTC as a header (codegen/cuda/KernelLibrary.cpp);
 // `tfc --dump-ir=DIR` writes it to DIR/tfc/ next to the dumped kernels, so
-// that the same source also compiles as host C++ with test/e2e/cuda/host_shim.h
+// that the same source also compiles as host C++ with test/cuda_emulator/host_shim.h
 // (the kernel checks and the CUDA emulator). So it must stay both valid CUDA
 // for NVRTC (no CUDA or C library headers: NVRTC has none) and valid host
 // C++ once host_shim.h has defined the CUDA built-ins it uses.
@@ -151,5 +151,12 @@ __device__ __forceinline__ long long tfc_ipow_i64(long long b, long long e) {
   while (e) { if (e & 1) r *= b; b *= b; e >>= 1; }
   return r;
 }
+
+// ---- The rest of the library ----
+// Included here so that every kernel source, and the emulator's host build
+// (which includes the prelude once for all kernels), sees the same library.
+#include "cooperative.cuh"
+#include "gemm.cuh"
+#include "row.cuh"
 
 #endif  // TFC_KERNELS_PRELUDE_CUH

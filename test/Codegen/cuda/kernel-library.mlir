@@ -10,8 +10,11 @@
 // RUN: tfc %s --target=cuda --compile-to=codegen --dump-ir=%t/dump -o %t/codegen.mlir
 // RUN: FileCheck %s --input-file=%t/dump/k0_embedding.cu
 // RUN: cmp %t/dump/tfc/prelude.cuh %tfc_src/codegen/cuda/kernels/prelude.cuh
+// RUN: cmp %t/dump/tfc/cooperative.cuh %tfc_src/codegen/cuda/kernels/cooperative.cuh
+// RUN: cmp %t/dump/tfc/gemm.cuh %tfc_src/codegen/cuda/kernels/gemm.cuh
+// RUN: cmp %t/dump/tfc/row.cuh %tfc_src/codegen/cuda/kernels/row.cuh
 // RUN: cmp %t/dump/tfc/artifact_abi.h %tfc_src/runtime/include/tfc/artifact_abi.h
-// RUN: c++ -std=c++17 -fsyntax-only -include %tfc_src/test/e2e/cuda/host_shim.h -x c++ %t/dump/k0_embedding.cu
+// RUN: c++ -std=c++17 -fsyntax-only -include %tfc_src/test/cuda_emulator/host_shim.h -x c++ %t/dump/k0_embedding.cu
 // A header that would end the raw string embedding it is refused at build time.
 // RUN: echo ')tfc_embed"' > %t/bad.cuh
 // RUN: not cmake -DINPUT=%t/bad.cuh -DNAME=bad.cuh -DOUTPUT=%t/bad.inc -P %tfc_src/codegen/cuda/kernels/embed.cmake 2>&1 | FileCheck %s --check-prefix=DELIMITER

@@ -1,0 +1,88 @@
+// tfc's CUDA kernel library: matrix products on tensor cores.
+//
+// tfc_gemm_tc_64x64: one thread block's 64x64 tile of
+//   C(m, n) = sum_k A(m, k) * B(k, n)
+// over 16-bit operands (bf16 or f16) with f32 accumulation, handed to an
+// epilogue functor store(m, n, value) for every (m, n) inside M x N (bias,
+// activation, type conversion, the layout of C are the caller's). Operands in
+// memory: A(m, k) = A[m * lda + k], or A[k * lda + m] with kTransA;
+// B(k, n) = B[k * ldb + n], or B[n * ldb + k] with kTransB. Any M, N, K
+// (edges are zero-filled). Launch: block (128, 1, 1), grid (ceil(N / 64),
+// ceil(M / 64), batch); a batched product offsets the pointers by blockIdx.z.
+//
+// Four warps in 2 x 2 each compute 32 x 32 as 2 x 4 mma.sync m16n8k16 tiles.
+// Each k-step of 32 stages A and B in shared memory as 32-bit words of two
+// k-adjacent elements (the fragments' packing), rows padded to 20 words so
+// that a warp's fragment reads hit 32 different banks.
+#ifndef TFC_KERNELS_GEMM_CUH
+#define TFC_KERNELS_GEMM_CUH
+
+#include "cooperative.cuh"
+
+template <bool kBf16, bool kTransA, bool kTransB, typename Store>
+__device__ __forceinline__ void tfc_gemm_tc_64x64(const unsigned short* A, const unsigned short* B,
+                                                  long long M, long long N, long long K,
+                                                  long long lda, long long ldb, Store store) {
+  constexpr int kTile = 64, kStep = 32, kWords = kStep / 2, kStride = kWords + 4, kThreads = 128;
+  TFC_SHARED(unsigned, a_tile, kTile * kStride);
+  TFC_SHARED(unsigned, b_tile, kTile * kStride);
+  const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int warp_m = (warp / 2) * 32, warp_n = (warp % 2) * 32;
+  const long long m0 = (long long)blockIdx.y * kTile, n0 = (long long)blockIdx.x * kTile;
+  float acc[2][4][4];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  for (long long k0 = 0; k0 < K; k0 += kStep) {
+    for (int i = tid; i < kTile * kWords; i += kThreads) {
+      const int r = i / kWords, w = i % kWords;
+      const long long k = k0 + 2 * w;
+      const long long m = m0 + r, n = n0 + r;
+      unsigned lo = 0, hi = 0;
+      if (m < M && k < K) lo = kTransA ? A[k * lda + m] : A[m * lda + k];
+      if (m < M && k + 1 < K) hi = kTransA ? A[(k + 1) * lda + m] : A[m * lda + k + 1];
+      a_tile[r * kStride + w] = lo | (hi << 16);
+      lo = 0;
+      hi = 0;
+      if (n < N && k < K) lo = kTransB ? B[n * ldb + k] : B[k * ldb + n];
+      if (n < N && k + 1 < K) hi = kTransB ? B[n * ldb + k + 1] : B[(k + 1) * ldb + n];
+      b_tile[r * kStride + w] = lo | (hi << 16);
+    }
+    __syncthreads();
+    for (int kw = 0; kw < kWords; kw += 8) {  // one m16n8k16 step: 8 words of k
+      unsigned a[2][4], b[4][2];
+      for (int i = 0; i < 2; ++i) {
+        const int row = warp_m + i * 16 + g;
+        a[i][0] = a_tile[row * kStride + kw + t];
+        a[i][1] = a_tile[(row + 8) * kStride + kw + t];
+        a[i][2] = a_tile[row * kStride + kw + t + 4];
+        a[i][3] = a_tile[(row + 8) * kStride + kw + t + 4];
+      }
+      for (int j = 0; j < 4; ++j) {
+        const int col = warp_n + j * 8 + g;
+        b[j][0] = b_tile[col * kStride + kw + t];
+        b[j][1] = b_tile[col * kStride + kw + t + 4];
+      }
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 4; ++j) {
+          if (kBf16)
+            tfc_mma_m16n8k16_bf16(acc[i][j], a[i], b[j], acc[i][j]);
+          else
+            tfc_mma_m16n8k16_f16(acc[i][j], a[i], b[j], acc[i][j]);
+        }
+    }
+    __syncthreads();  // the next step overwrites the tiles
+  }
+
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const long long m = m0 + warp_m + i * 16 + g + (e >= 2 ? 8 : 0);
+        const long long n = n0 + warp_n + j * 8 + 2 * t + (e & 1);
+        if (m < M && n < N) store(m, n, acc[i][j][e]);
+      }
+}
+
+#endif  // TFC_KERNELS_GEMM_CUH

@@ -1,0 +1,143 @@
+// Kernels that exercise the host device model (../host_shim.h) and the kernel library's
+// cooperative pieces (codegen/cuda/kernels): check_device_model.py runs them on the host
+// against NumPy, and compiles this same file with nvcc for the GPUs (ptxas: no spills).
+// The *_bad kernels are wrong on purpose; the model must report each with its name.
+#include "prelude.cuh"
+
+// A block's sum: a tree in shared memory, one barrier a level.
+extern "C" __global__ void block_sum(const float* x, float* out) {
+  TFC_SHARED(float, partial, 256);
+  const unsigned i = threadIdx.x;
+  partial[i] = x[blockIdx.x * 256 + i];
+  __syncthreads();
+  for (unsigned half = 128; half > 0; half >>= 1) {
+    if (i < half) partial[i] = partial[i] + partial[i + half];
+    __syncthreads();
+  }
+  if (i == 0) out[blockIdx.x] = partial[0];
+}
+
+// The same, missing the barrier inside the tree: a race on `partial`.
+extern "C" __global__ void block_sum_bad_race(const float* x, float* out) {
+  TFC_SHARED(float, partial, 256);
+  const unsigned i = threadIdx.x;
+  partial[i] = x[blockIdx.x * 256 + i];
+  __syncthreads();
+  for (unsigned half = 128; half > 0; half >>= 1) {
+    if (i < half) partial[i] = partial[i] + partial[i + half];
+  }
+  if (i == 0) out[blockIdx.x] = partial[0];
+}
+
+extern "C" __global__ void shared_bad_bounds(const float* x, float* out) {
+  TFC_SHARED(float, row, 64);
+  row[threadIdx.x] = x[threadIdx.x];  // launched with 65 threads
+  __syncthreads();
+  out[threadIdx.x] = row[threadIdx.x];
+}
+
+extern "C" __global__ void shared_bad_uninitialized(const float* x, float* out) {
+  TFC_SHARED(float, row, 64);
+  if (threadIdx.x != 5) row[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = row[63 - threadIdx.x];
+}
+
+extern "C" __global__ void barrier_bad_divergent(const float* x, float* out) {
+  if (threadIdx.x >= 16) return;
+  __syncthreads();
+  out[threadIdx.x] = x[threadIdx.x];
+}
+
+extern "C" __global__ void collective_bad_divergent(const float* x, float* out) {
+  const float v = x[threadIdx.x];
+  if (threadIdx.x < 16)
+    out[threadIdx.x] = __shfl_sync(0xffffffffu, v, 0);
+  else
+    out[threadIdx.x] = (float)__ballot_sync(0xffffffffu, v > 0.0f);
+}
+
+// Lane 0 writes, lane 1 reads, no __syncwarp between: a race within a warp.
+extern "C" __global__ void warp_bad_race(const float* x, float* out) {
+  TFC_SHARED(float, cell, 1);
+  if (threadIdx.x == 0) cell[0] = x[0];
+  if (threadIdx.x == 1) out[0] = cell[0];
+}
+
+// The same with the __syncwarp: correct.
+extern "C" __global__ void warp_sync(const float* x, float* out) {
+  TFC_SHARED(float, cell, 1);
+  if (threadIdx.x == 0) cell[0] = x[0];
+  __syncwarp();
+  if (threadIdx.x == 1) out[0] = cell[0];
+}
+
+// Warp collectives over a 3-D block (8, 4, 2): per warp its sum and max (xor butterfly), a
+// shfl_down sum into lane 0, an inclusive shfl_up scan, a ballot of x > 0 and any/all.
+// out holds 6 floats per thread, in linear thread order.
+extern "C" __global__ void warp_collectives(const float* x, float* out) {
+  const unsigned linear = threadIdx.x + threadIdx.y * blockDim.x +
+                          threadIdx.z * blockDim.x * blockDim.y;
+  const unsigned lane = linear % 32;
+  const float v = x[blockIdx.x * 64 + linear];
+  float down = v;
+  for (int offset = 16; offset > 0; offset >>= 1) down += __shfl_down_sync(0xffffffffu, down, offset);
+  float scan = v;
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const float up = __shfl_up_sync(0xffffffffu, scan, offset);
+    if ((int)lane >= offset) scan += up;
+  }
+  const unsigned ballot = __ballot_sync(0xffffffffu, v > 0.0f);
+  float* o = out + (blockIdx.x * 64 + linear) * 6;
+  o[0] = tfc_warp_sum(v);
+  o[1] = tfc_warp_max(v);
+  o[2] = __shfl_sync(0xffffffffu, down, 0);
+  o[3] = scan;
+  o[4] = (float)__popc(ballot);
+  o[5] = (float)(__any_sync(0xffffffffu, v > 2.0f) * 2 + __all_sync(0xffffffffu, v > -2.0f));
+}
+
+// Dynamic shared memory: each block reverses its slice of x.
+extern "C" __global__ void dynamic_reverse(const float* x, float* out) {
+  auto slice = tfc_dynamic_shared<float>();  // a float*; a checked pointer on the host
+  const unsigned n = blockDim.x;
+  slice[threadIdx.x] = x[blockIdx.x * n + threadIdx.x];
+  __syncthreads();
+  out[blockIdx.x * n + threadIdx.x] = slice[n - 1 - threadIdx.x];
+}
+
+// The tensor-core GEMM, C = A B into f32 C (row-major, ldc = N), batched over blockIdx.z.
+template <bool kBf16, bool kTransA, bool kTransB>
+__device__ __forceinline__ void gemm_case(const unsigned short* a, const unsigned short* b, float* c,
+                                          long long M, long long N, long long K) {
+  const long long z = blockIdx.z;
+  const long long lda = kTransA ? M : K, ldb = kTransB ? K : N;
+  a += z * M * K;
+  b += z * K * N;
+  c += z * M * N;
+  tfc_gemm_tc_64x64<kBf16, kTransA, kTransB>(
+      a, b, M, N, K, lda, ldb, [&](long long m, long long n, float v) { c[m * N + n] = v; });
+}
+#define TFC_GEMM_CASE(NAME, BF16, TA, TB)                                                \
+  extern "C" __global__ void NAME(const unsigned short* a, const unsigned short* b,    \
+                                  float* c, long long M, long long N, long long K) {   \
+    gemm_case<BF16, TA, TB>(a, b, c, M, N, K);                                         \
+  }
+TFC_GEMM_CASE(gemm_bf16_nn, true, false, false)
+TFC_GEMM_CASE(gemm_bf16_tn, true, true, false)
+TFC_GEMM_CASE(gemm_bf16_nt, true, false, true)
+TFC_GEMM_CASE(gemm_f16_nn, false, false, false)
+TFC_GEMM_CASE(gemm_f16_tt, false, true, true)
+
+// The row kernels (kernels/row.cuh), for ptxas's report; their numerics are checked through
+// the emitter by test/e2e/cuda/check_cuda_kernels.py (softmax, layer_norm, rms_norm cases).
+extern "C" __global__ void softmax_rows_bf16(const unsigned short* x, unsigned short* y) {
+  tfc_softmax_rows<false>(x, y, 1000LL, 768LL);
+}
+extern "C" __global__ void log_softmax_rows_f32(const float* x, float* y) {
+  tfc_softmax_rows<true>(x, y, 1000LL, 50257LL);
+}
+extern "C" __global__ void layer_norm_rows_bf16(const unsigned short* x, const float* w,
+                                                const float* b, unsigned short* y) {
+  tfc_norm_rows<true>(x, y, w, b, 1000LL, 768LL, 1e-5f);
+}
