@@ -11,6 +11,9 @@ namespace tfc::cuda::attr {
 constexpr llvm::StringLiteral kSource = "tfc.cuda.source";
 /// On a kernel: the work items of its grid-stride loop.
 constexpr llvm::StringLiteral kThreads = "tfc.cuda.threads";
+/// On a tiled kernel instead: its launch shape, seven i64s: grid x, y, z,
+/// block x, y, z and dynamic shared bytes (tfc_device_launch_t).
+constexpr llvm::StringLiteral kLaunch = "tfc.cuda.launch";
 
 /// On a kernel that ptxas spilled registers of to local memory: the bytes
 /// of its spill stores and loads (absent when none).

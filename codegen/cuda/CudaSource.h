@@ -7,8 +7,10 @@
 // (codegen/scalar), so they compute what the CPU computes. Floats compute in
 // f32; bf16 is stored as its 16 bits and converted on load and store.
 //
-// Launch contract (for the runtime): 1-D grid-stride loops over `threads`
-// work items, any grid and block size; a kernel keeps no state between calls.
+// Launch contract (for the runtime): a kernel keeps no state between calls.
+// Most kernels are 1-D grid-stride loops over `threads` work items, correct
+// for any grid and block size; a tiled kernel (the tensor-core products of
+// kernels/gemm.cuh) names its exact launch shape instead.
 //
 //===----------------------------------------------------------------------===//
 #ifndef TFC_CODEGEN_CUDA_CUDASOURCE_H
@@ -18,6 +20,8 @@
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
+#include <array>
+#include <optional>
 #include <string>
 
 namespace tfc::cuda {
@@ -29,6 +33,13 @@ struct KernelSource {
   /// Work items of the grid-stride loop: the launch needs at least one
   /// thread, and gains nothing past this many.
   int64_t threads = 0;
+  /// A tiled kernel's exact launch: blocks, threads a block and dynamic
+  /// shared bytes (tfc_device_launch_t). Unset for grid-stride kernels.
+  struct Shape {
+    std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+    int64_t sharedBytes = 0;
+  };
+  std::optional<Shape> launch;
 };
 
 /// The CUDA C++ of kernel `name` computing `op` from buffers of

@@ -58,6 +58,12 @@ LogicalResult emitKernel(func::FuncOp kernel) {
   Builder b(kernel.getContext());
   kernel->setAttr(cuda::attr::kSource, b.getStringAttr(source->code));
   kernel->setAttr(cuda::attr::kThreads, b.getI64IntegerAttr(source->threads));
+  if (const auto &shape = source->launch)
+    kernel->setAttr(cuda::attr::kLaunch,
+                    b.getDenseI64ArrayAttr({shape->grid[0], shape->grid[1],
+                                            shape->grid[2], shape->block[0],
+                                            shape->block[1], shape->block[2],
+                                            shape->sharedBytes}));
   // The code is CUDA now: the kernel is a declaration the host launches.
   kernel.getBody().getBlocks().clear();
   return success();

@@ -6,9 +6,11 @@
 // request to the runtime through the kernel library's device_* forwards:
 //
 //   - each kernel declaration (`tfc.device_kernel_index`) gets a body that
-//     packs its pointer arguments into a stack array and calls
-//       tfc_kernels_device_launch(index, grid, block, args, num_args)
-//     with a grid of `block`-thread blocks covering `tfc.cuda.threads` work
+//     packs its pointer arguments and its launch shape (tfc_device_launch_t)
+//     into stack arrays and calls
+//       tfc_kernels_device_launch(index, &shape, args, num_args)
+//     with the kernel's own shape (`tfc.cuda.launch`, a tiled kernel) or a
+//     1-D grid of `block`-thread blocks covering `tfc.cuda.threads` work
 //     items (the kernels loop grid-stride, so a capped grid is correct);
 //   - a copy (llvm.intr.memcpy: the memory plan's copies of returned inputs,
 //     stored state, caches not updated in place) becomes
@@ -32,6 +34,8 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/DataLayoutInterfaces.h"
 
+#include <cstddef>
+
 namespace tfc::cuda {
 #define GEN_PASS_DEF_TFCCUDALAUNCHKERNELS
 #include "codegen/cuda/Passes.h.inc"
@@ -45,6 +49,12 @@ namespace {
 constexpr llvm::StringLiteral kLaunch = "tfc_kernels_device_launch";
 constexpr llvm::StringLiteral kCopy = "tfc_kernels_device_copy";
 constexpr llvm::StringLiteral kConstant = "tfc_kernels_device_constant";
+
+// The stub builds tfc_device_launch_t as seven i32s.
+static_assert(sizeof(tfc_device_launch_t) == 7 * sizeof(uint32_t) &&
+                  offsetof(tfc_device_launch_t, block) == 3 * sizeof(uint32_t) &&
+                  offsetof(tfc_device_launch_t, shared_bytes) == 6 * sizeof(uint32_t),
+              "tfc_device_launch_t is no longer seven uint32_t");
 
 /// Threads per block, and the most blocks a launch asks for: past that the
 /// grid-stride loops take several items per thread.
@@ -83,7 +93,7 @@ struct LaunchKernelsPass
     if (kernels.empty())
       return;
     LLVM::LLVMFuncOp launch =
-        declare(kLaunch, voidType, {i32, i32, i32, ptr, i32});
+        declare(kLaunch, voidType, {i32, ptr, ptr, i32});
     for (LLVM::LLVMFuncOp kernel : kernels)
       if (failed(buildLaunchStub(kernel, launch, b)))
         return signalPassFailure();
@@ -96,7 +106,10 @@ struct LaunchKernelsPass
         return signalPassFailure();
   }
 
-  /// kernel(p0, ..., pn-1) { args = {p0, ..., pn-1}; launch(index, ...) }
+  /// kernel(p0, ..., pn-1) {
+  ///   shape = {grid, block, shared}; args = {p0, ..., pn-1};
+  ///   launch(index, &shape, args, n)
+  /// }
   LogicalResult buildLaunchStub(LLVM::LLVMFuncOp kernel,
                                 LLVM::LLVMFuncOp launch, OpBuilder &b) {
     Location loc = kernel.getLoc();
@@ -120,9 +133,23 @@ struct LaunchKernelsPass
     if (!llvm::isa<LLVM::LLVMVoidType>(kernel.getFunctionType().getReturnType()))
       return kernel.emitError("CUDA kernel @")
              << kernel.getName() << " returns a value";
-    int64_t n = threads.getInt();
-    int64_t block = std::min(kBlockThreads, (n + 31) / 32 * 32);
-    int64_t grid = std::min(kMaxBlocks, (n + block - 1) / block);
+    SmallVector<int64_t, 7> shape;
+    if (auto fixed = kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::attr::kLaunch)) {
+      shape.assign(fixed.asArrayRef().begin(), fixed.asArrayRef().end());
+      auto positive = [&](size_t i) { return shape[i] >= 1 && shape[i] <= UINT32_MAX; };
+      if (shape.size() != 7 || !positive(0) || !positive(1) || !positive(2) ||
+          !positive(3) || !positive(4) || !positive(5) ||
+          shape[3] * shape[4] * shape[5] > 1024 || shape[6] < 0 || shape[6] > UINT32_MAX)
+        return kernel.emitError("CUDA kernel @")
+               << kernel.getName() << ": " << cuda::attr::kLaunch
+               << " must be a grid and a block of positive sizes (at most 1024 "
+                  "threads a block) and the dynamic shared bytes";
+    } else {
+      int64_t n = threads.getInt();
+      int64_t block = std::min(kBlockThreads, (n + 31) / 32 * 32);
+      int64_t grid = std::min(kMaxBlocks, (n + block - 1) / block);
+      shape = {grid, 1, 1, block, 1, 1, 0};
+    }
 
     kernel.setLinkage(LLVM::Linkage::Internal);
     Block *entry = kernel.addEntryBlock(b);
@@ -139,14 +166,22 @@ struct LaunchKernelsPass
     auto c32 = [&](int64_t v) -> Value {
       return b.create<LLVM::ConstantOp>(loc, i32, v);
     };
+    auto shapeType = LLVM::LLVMArrayType::get(i32, 7);
+    Value shapeSlot = b.create<LLVM::AllocaOp>(loc, ptr, shapeType, one);
+    for (unsigned i = 0; i < 7; ++i) {
+      Value slot = b.create<LLVM::GEPOp>(
+          loc, ptr, shapeType, shapeSlot,
+          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+      b.create<LLVM::StoreOp>(loc, c32(shape[i]), slot);
+    }
     b.create<LLVM::CallOp>(
         loc, launch,
-        ValueRange{c32(index.getInt()), c32(grid), c32(block), args,
+        ValueRange{c32(index.getInt()), shapeSlot, args,
                    c32(static_cast<int64_t>(params.size()))});
     b.create<LLVM::ReturnOp>(loc, ValueRange{});
     // The source went to the device image; LLVM IR has no use for these.
     for (StringRef name : {cuda::attr::kSource.data(), cuda::attr::kThreads.data(),
-                           attr::kDeviceKernelIndex.data()})
+                           cuda::attr::kLaunch.data(), attr::kDeviceKernelIndex.data()})
       kernel->removeAttr(name);
     return success();
   }

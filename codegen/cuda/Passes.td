@@ -72,10 +72,12 @@ def TfcCudaLaunchKernels : Pass<"tfc-cuda-launch-kernels", "mlir::ModuleOp"> {
     Entries stay host code: they compute device addresses (views of the
     arena) but never dereference one. Each kernel declaration
     (`tfc.device_kernel_index`) gets a body that packs its pointer
-    arguments into a stack array and calls
-    `tfc_kernels_device_launch(index, grid, block, args, num_args)`, with
-    256-thread blocks covering its `tfc.cuda.threads` work items (at most
-    65536 blocks; the kernels loop grid-stride). In entries, a copy
+    arguments and its launch shape (`tfc_device_launch_t`: grid, block,
+    dynamic shared bytes) into stack arrays and calls
+    `tfc_kernels_device_launch(index, &shape, args, num_args)`. The shape is
+    the kernel's `tfc.cuda.launch` (a tiled kernel) or 256-thread blocks
+    covering its `tfc.cuda.threads` work items (at most 65536 blocks; those
+    kernels loop grid-stride). In entries, a copy
     (`llvm.intr.memcpy`, the memory plan's copies) becomes
     `tfc_kernels_device_copy(dst, src, bytes)`, and the address of a
     global `tfc_kernels_device_constant(address, bytes)`: the
@@ -91,7 +93,9 @@ def TfcCudaLaunchKernels : Pass<"tfc-cuda-launch-kernels", "mlir::ModuleOp"> {
     llvm.func internal @k0_exp(%arg0: !llvm.ptr, %arg1: !llvm.ptr) {
       %args = llvm.alloca %c1 x !llvm.array<2 x ptr> : (i64) -> !llvm.ptr
       llvm.store %arg0, ... ; llvm.store %arg1, ...
-      llvm.call @tfc_kernels_device_launch(%c0, %c1, %c32, %args, %c2)
+      %shape = llvm.alloca %c1 x !llvm.array<7 x i32> : (i64) -> !llvm.ptr
+      llvm.store %c1_i32, ... ; (grid 1 1 1, block 32 1 1, shared 0)
+      llvm.call @tfc_kernels_device_launch(%c0, %shape, %args, %c2)
       llvm.return
     }
     ```

@@ -265,9 +265,9 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
   return Status();
 }
 
-void hostDeviceLaunch(void* user, int32_t kernel, uint32_t grid, uint32_t block,
+void hostDeviceLaunch(void* user, int32_t kernel, const tfc_device_launch_t* launch,
                       void* const* args, int32_t numArgs) {
-  static_cast<tfc_context_t*>(user)->device->launch(kernel, grid, block, args, numArgs);
+  static_cast<tfc_context_t*>(user)->device->launch(kernel, *launch, args, numArgs);
 }
 
 void hostDeviceCopy(void* user, void* dst, const void* src, uint64_t bytes) {

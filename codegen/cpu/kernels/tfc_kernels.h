@@ -65,8 +65,8 @@ void tfc_kernels_collective_wait_f32(int64_t tag, int32_t num_buffers, float* co
  * A CUDA artifact's entries run on the host and call these with device addresses; they
  * forward to the host's device_launch, device_copy and device_constant (tfc_host_api_t),
  * or record an error when the host has none. */
-void tfc_kernels_device_launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
-                               int32_t num_args);
+void tfc_kernels_device_launch(int32_t kernel, const tfc_device_launch_t* launch,
+                               void* const* args, int32_t num_args);
 void tfc_kernels_device_copy(void* dst, const void* src, uint64_t bytes);
 void* tfc_kernels_device_constant(const void* data, uint64_t bytes);
 

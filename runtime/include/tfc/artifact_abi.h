@@ -2,7 +2,7 @@
  * runtime. Plain C, no includes beyond <stdint.h>, shared verbatim by both sides.
  *
  * A compiled model is a shared object that exports exactly one symbol,
- * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v3"): a function taking no arguments and returning a
+ * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v4"): a function taking no arguments and returning a
  * pointer to a constant tfc_artifact_t that lives as long as the object is loaded. The
  * runtime dlopen()s the file, looks the symbol up, and refuses the file unless `magic` is
  * TFC_ARTIFACT_MAGIC, `abi_version` equals the runtime's TFC_ARTIFACT_ABI_VERSION and
@@ -39,8 +39,8 @@ extern "C" {
 #endif
 
 #define TFC_ARTIFACT_MAGIC 0x31434654u /* "TFC1" read as a little-endian uint32 */
-#define TFC_ARTIFACT_ABI_VERSION 3u
-#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v3"
+#define TFC_ARTIFACT_ABI_VERSION 4u
+#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v4"
 #define TFC_ARENA_ALIGNMENT 64u
 
 /* Where an artifact's kernels run and its buffers live. */
@@ -67,6 +67,17 @@ enum {
  * parameter space, the limit on every architecture and driver (CUDA 12.1 raised it to 32 KiB
  * on Volta and later only). The compiler refuses a kernel with more; the runtime checks it. */
 #define TFC_DEVICE_MAX_KERNEL_ARGS 512
+
+/* The shape of one device kernel launch: `grid` blocks of `block` threads (x, y, z; at most
+ * 1024 threads a block), each with `shared_bytes` bytes of dynamic shared memory. The
+ * compiler writes one per kernel: a grid-stride kernel gets a 1-D grid covering its work
+ * items, a tiled one (a tensor-core product: 128 threads, a block per 64 x 64 tile) the grid
+ * of its tiles. */
+typedef struct tfc_device_launch_t {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t shared_bytes;
+} tfc_device_launch_t;
 
 /* The run-time errors a device kernel reports (the CPU kernels report the same conditions
  * through tfc_kernels_error): the first code reported stays in the kernels' device word
@@ -102,11 +113,11 @@ typedef struct tfc_host_api_t {
   void (*kernel_begin)(void* user, int32_t kernel);
   void (*kernel_end)(void* user, int32_t kernel);
   /* Device artifacts only (NULL otherwise). Queues device kernel `kernel` (an index into
-   * tfc_artifact_t.device_kernels) over `grid` blocks of `block` threads; args[i] is the
+   * tfc_artifact_t.device_kernels) with the shape `launch`; args[i] is the
    * value of the kernel's i-th parameter (each a device pointer). A failure is kept by the
    * host and reported when the entry returns; later launches of that call are skipped.
    * num_args is at most TFC_DEVICE_MAX_KERNEL_ARGS. */
-  void (*device_launch)(void* user, int32_t kernel, uint32_t grid, uint32_t block,
+  void (*device_launch)(void* user, int32_t kernel, const tfc_device_launch_t* launch,
                         void* const* args, int32_t num_args);
   /* Queues a copy of `bytes` bytes between device buffers (the memory plan's copies). */
   void (*device_copy)(void* user, void* dst, const void* src, uint64_t bytes);

@@ -484,7 +484,7 @@ Status Executor::downloadIfStale(const std::vector<void*>& params,
   return Status();
 }
 
-void Executor::launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
+void Executor::launch(int32_t kernel, const tfc_device_launch_t& shape, void* const* args,
                       int32_t numArgs) {
   Impl& x = *impl_;
   if (!x.pending.ok()) return;
@@ -512,8 +512,10 @@ void Executor::launch(int32_t kernel, uint32_t grid, uint32_t block, void* const
     x.eventsUsed += 2;
     x.d->cuEventRecord(before, x.stream);
   }
-  CUresult result = x.d->cuLaunchKernel(x.functions[static_cast<size_t>(kernel)], grid, 1, 1,
-                                        block, 1, 1, 0, x.stream, params, nullptr);
+  CUresult result = x.d->cuLaunchKernel(
+      x.functions[static_cast<size_t>(kernel)], shape.grid[0], shape.grid[1], shape.grid[2],
+      shape.block[0], shape.block[1], shape.block[2], shape.shared_bytes, x.stream, params,
+      nullptr);
   if (after != nullptr) x.d->cuEventRecord(after, x.stream);
   if (result != CUDA_SUCCESS) {
     x.pending = x.check(result, [&] {

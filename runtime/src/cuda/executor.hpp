@@ -69,7 +69,7 @@ class Executor {
   Status downloadIfStale(const std::vector<void*>& params, const std::vector<void*>& state);
 
   // tfc_host_api_t.device_* (user = the context, which forwards here).
-  void launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
+  void launch(int32_t kernel, const tfc_device_launch_t& shape, void* const* args,
               int32_t numArgs);
   void copy(void* dst, const void* src, uint64_t bytes);
   void* constant(const void* data, uint64_t bytes);

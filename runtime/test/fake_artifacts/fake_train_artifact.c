@@ -310,5 +310,5 @@ static const tfc_artifact_t kArtifact = {
     kEntries,
 };
 
-_Static_assert(TFC_ARTIFACT_ABI_VERSION == 3, "rename tfc_artifact_v3 below to the new version");
-EXPORT const tfc_artifact_t* tfc_artifact_v3(void) { return &kArtifact; }
+_Static_assert(TFC_ARTIFACT_ABI_VERSION == 4, "rename tfc_artifact_v4 below to the new version");
+EXPORT const tfc_artifact_t* tfc_artifact_v4(void) { return &kArtifact; }

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SHIM = os.path.normpath(os.path.join(HERE, "..", "..", "cuda_emulator", "host_shim.h"))
 TIMEOUT = 600  # a host compile of a driver; 120 s timed out on a loaded machine
 
 C_TYPES = {"f32": "float", "bf16": "unsigned short", "f16": "tfc_f16", "i32": "int",
@@ -354,6 +355,19 @@ CASES = [
          "  return %0 : tensor<4x9xf32>",
          [((4, 9), "f32")], [((4, 9), "f32")], lambda x: [np.log(softmax(x, -1))],
          terms=11, magnitude=log_softmax_magnitude),
+    # Wider than a warp (lanes stride over the columns, a partial last stride) and more
+    # rows than a block of the row kernels takes (8): kernels/row.cuh's warp per row.
+    Case("softmax rows wider than a warp",
+         "  %0 = tfc.softmax %x0 dim = -1 : tensor<11x70xf32> -> tensor<11x70xf32>\n"
+         "  return %0 : tensor<11x70xf32>",
+         [((11, 70), "f32")], [((11, 70), "f32")], lambda x: [softmax(x, -1)],
+         terms=72),
+    Case("layer_norm rows wider than a warp",
+         "  %0 = tfc.layer_norm %x0 weight %x1 bias %x2 eps = 1.0e-5 : (tensor<10x75xf32>, tensor<75xf32>, tensor<75xf32>) -> tensor<10x75xf32>\n"
+         "  return %0 : tensor<10x75xf32>",
+         [((10, 75), "f32"), ((75,), "f32"), ((75,), "f32")], [((10, 75), "f32")],
+         lambda x, w, b: [layer_norm(x, w, b, 1e-5)],
+         terms=77, magnitude=layer_norm_magnitude),
     Case("layer_norm weight bias",
          "  %0 = tfc.layer_norm %x0 weight %x1 bias %x2 eps = 1.0e-5 : (tensor<3x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<3x16xf32>\n"
          "  return %0 : tensor<3x16xf32>",
@@ -399,6 +413,18 @@ CASES = [
          "  return %0 : tensor<3x4xf32>",
          [((7, 3), "f32"), ((7, 4), "f32")], [((3, 4), "f32")], lambda a, b: [a.T @ b],
          terms=7),
+    # Past one 64x64 tile and one k-step of 32 in every dimension, with edges: in bf16
+    # and f16 (HALF_CASES) these run on the tensor-core kernel (kernels/gemm.cuh).
+    Case("matmul tiled batch",
+         "  %0 = tfc.matmul %x0, %x1 : tensor<2x70x40xf32>, tensor<40x90xf32> -> tensor<2x70x90xf32>\n"
+         "  return %0 : tensor<2x70x90xf32>",
+         [((2, 70, 40), "f32"), ((40, 90), "f32")], [((2, 70, 90), "f32")],
+         lambda a, b: [a @ b], terms=40),
+    Case("linear tiled bias transpose_weight",
+         "  %0 = tfc.linear %x0, %x1 bias %x2 transpose_weight : (tensor<130x48xf32>, tensor<72x48xf32>, tensor<72xf32>) -> tensor<130x72xf32>\n"
+         "  return %0 : tensor<130x72xf32>",
+         [((130, 48), "f32"), ((72, 48), "f32"), ((72,), "f32")], [((130, 72), "f32")],
+         lambda x, w, b: [x @ w.T + b], terms=49),
     Case("linear bias (GPT-2 layout)",
          "  %0 = tfc.linear %x0, %x1 bias %x2 : (tensor<2x3x8xf32>, tensor<8x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>\n"
          "  return %0 : tensor<2x3x5xf32>",
@@ -783,6 +809,18 @@ def the_one_call(out_mlir):
     return name, numbers, copies
 
 
+def launch_shape(path, kernel):
+    """The launch of |kernel|: a tiled kernel's own (tfc.cuda.launch: grid, block, dynamic
+    shared bytes); else a small 1-D grid (3 blocks of 4 threads) that makes a grid-stride
+    loop take several items per thread."""
+    text = open(path).read()
+    decl = re.search(r"func\.func private @" + re.escape(kernel) + r"\(.*", text)
+    m = re.search(r"tfc\.cuda\.launch = array<i64: ([^>]*)>", decl.group(0)) if decl else None
+    if m:
+        return [int(v) for v in m.group(1).split(",")]
+    return [3, 1, 1, 4, 1, 1, 0]
+
+
 DRIVER = """#include "{shim}"
 #include "{source}"
 #include <cstdio>
@@ -799,12 +837,13 @@ static void write(const char* path, const void* data, size_t bytes) {{
 }}
 int main() {{
 {buffers}
-  gridDim.x = 3; blockDim.x = 4;
-  for (unsigned b = 0; b < gridDim.x; ++b)
-    for (unsigned t = 0; t < blockDim.x; ++t) {{
-      blockIdx.x = b; threadIdx.x = t;
-      {kernel}({args});
-    }}
+  tfc_emu::LaunchConfig config;
+  config.kernel = "{kernel}";
+  config.grid = {{{grid}}};
+  config.block = {{{block}}};
+  config.dynamic_shared = {shared};
+  const std::string fault = tfc_emu::launch(config, [&] {{ {kernel}({args}); }});
+  if (!fault.empty()) {{ std::fprintf(stderr, "%s\\n", fault.c_str()); return 1; }}
 {writes}
   std::printf("error %u\\n", tfc_error_code);
   return 0;
@@ -827,6 +866,7 @@ def run_case(case, tools, work, rng):
         if r.returncode != 0:
             return False, f"tfc --cuda-arch={arch} failed: {r.stderr.strip()[:2000]}"
     kernel, params, copies = the_one_call(out_mlir)
+    launch = launch_shape(out_mlir, kernel)
     n_in = len(case.inputs)
     buf = lambda p: f"a{p}" if p < n_in else f"o{p - n_in}"  # noqa: E731
 
@@ -854,8 +894,10 @@ def run_case(case, tools, work, rng):
         args.append(f"{buf(p)}.data()")
     driver = os.path.join(d, "driver.cpp")
     open(driver, "w").write(DRIVER.format(
-        shim=os.path.join(HERE, "host_shim.h"), source=os.path.join(dump, kernel + ".cu"),
+        shim=SHIM, source=os.path.join(dump, kernel + ".cu"),
         buffers="\n".join(buffers), kernel=kernel, args=", ".join(args),
+        grid=", ".join(map(str, launch[0:3])), block=", ".join(map(str, launch[3:6])),
+        shared=launch[6],
         writes="\n".join(writes)))
     exe = os.path.join(d, "driver")
     r = subprocess.run(["c++", "-std=c++17", "-O1", "-ffp-contract=off", "-o", exe, driver],

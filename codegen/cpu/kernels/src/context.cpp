@@ -101,14 +101,14 @@ void tfc_kernels_kernel_end(int32_t kernel) {
   if (h && h->kernel_begin && h->kernel_end) h->kernel_end(h->user, kernel);
 }
 
-void tfc_kernels_device_launch(int32_t kernel, uint32_t grid, uint32_t block, void* const* args,
-                               int32_t num_args) {
+void tfc_kernels_device_launch(int32_t kernel, const tfc_device_launch_t* launch,
+                               void* const* args, int32_t num_args) {
   const tfc_host_api_t* h = tfc_kern::tls_own.host;
   if (!h || !h->device_launch) {
     tfc_kernels_error("a device artifact's entry ran without a device runtime (no device_launch)");
     return;
   }
-  h->device_launch(h->user, kernel, grid, block, args, num_args);
+  h->device_launch(h->user, kernel, launch, args, num_args);
 }
 
 void tfc_kernels_device_copy(void* dst, const void* src, uint64_t bytes) {
