@@ -7,10 +7,13 @@
 //   reduction  reduce_sum, reduce_mean, reduce_max: one thread per output
 //              element, accumulating in f32 (integers in their own type);
 //   row        softmax, log_softmax (any dimension), layer_norm, rms_norm
-//              (the last dimension): one thread per line, the formulas of the
-//              CPU's RowKernels.cpp.
-// These are correct first; tiled, warp-cooperative versions come with
-// measurements on a GPU.
+//              (the last dimension), the formulas of the CPU's RowKernels.cpp:
+//              along the last dimension one warp a row (kernels/row.cuh),
+//              along another one thread a line;
+//   products   matmul and linear: on tensor cores for 16-bit operands
+//              (kernels/gemm.cuh), one thread an output otherwise.
+// The rest is correct-first (one thread an element, line or output); its
+// tiled, warp-cooperative versions come with measurements on a GPU.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaSource.h"
@@ -477,7 +480,16 @@ FailureOr<KernelSource> emitReduce(StringRef name, Operation *op,
   return KernelSource{text, outN};
 }
 
+/// A row kernel of kernels/row.cuh: one warp a row, 8 rows a block.
+KernelSource warpRowKernel(std::string text, int64_t rows) {
+  KernelSource source{std::move(text), rows};
+  source.launch = KernelSource::Shape{{(rows + 7) / 8, 1, 1}, {32, 8, 1}, 0};
+  return source;
+}
+
 /// softmax / log_softmax along `dim`: lines of `size` elements `inner` apart.
+/// Along the last dimension (rows), one warp a row (tfc_softmax_rows);
+/// otherwise one thread a line.
 FailureOr<KernelSource> emitSoftmax(StringRef name, Operation *op,
                                     ArrayRef<MemRefType> operands,
                                     ArrayRef<MemRefType> results, int64_t dim,
@@ -495,6 +507,11 @@ FailureOr<KernelSource> emitSoftmax(StringRef name, Operation *op,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << signature(name, operands, results) << " {\n";
+  if (inner == 1) {
+    os << "  tfc_softmax_rows<" << (log ? "true" : "false") << ">(in0, out0, "
+       << outer << "LL, " << size << "LL);\n}\n";
+    return warpRowKernel(text, outer);
+  }
   os << "  const long long n = " << outer * inner << "LL;\n" << kGridStride;
   os << "    const long long base = (i / " << inner << "LL) * " << size * inner
      << "LL + i % " << inner << "LL;\n";
@@ -516,44 +533,23 @@ FailureOr<KernelSource> emitSoftmax(StringRef name, Operation *op,
 }
 
 /// layer_norm (center) and rms_norm over the last dimension; operands x,
-/// then the optional weight and bias.
+/// then the optional weight and bias. One warp a row (tfc_norm_rows).
 FailureOr<KernelSource> emitNorm(StringRef name, Operation *op,
                                  ArrayRef<MemRefType> operands,
                                  ArrayRef<MemRefType> results, bool center,
                                  double eps, bool hasWeight, bool hasBias) {
   ArrayRef<int64_t> shape = operands[0].getShape();
   int64_t size = shape.back(), rows = operands[0].getNumElements() / size;
-  Type in = operands[0].getElementType(), out = results[0].getElementType();
   std::string text;
   llvm::raw_string_ostream os(text);
   os << signature(name, operands, results) << " {\n";
-  os << "  const long long n = " << rows << "LL;\n" << kGridStride;
-  os << "    const long long base = i * " << size << "LL;\n";
-  std::string x = load(in, "in0[base + j]");
-  os << "    float mean = 0.0f;\n";
-  if (center)
-    os << "    for (long long j = 0; j < " << size << "LL; ++j) mean += " << x
-       << ";\n    mean = mean / " << floatLiteral(double(size)) << ";\n";
-  os << "    float sq = 0.0f;\n"
-     << "    for (long long j = 0; j < " << size
-     << "LL; ++j) { const float d = " << x << " - mean; sq += d * d; }\n"
-     << "    const float inv = 1.0f / sqrtf(sq / " << floatLiteral(double(size))
-     << " + " << floatLiteral(eps) << ");\n";
-  os << "    for (long long j = 0; j < " << size << "LL; ++j) {\n"
-     << "      float v = (" << x << " - mean) * inv;\n";
   unsigned next = 1;
-  if (hasWeight)
-    os << "      v = v * "
-       << load(operands[next].getElementType(),
-               "in" + std::to_string(next) + "[j]")
-       << ";\n", ++next;
-  if (hasBias)
-    os << "      v = v + "
-       << load(operands[next].getElementType(),
-               "in" + std::to_string(next) + "[j]")
-       << ";\n";
-  os << "      out0[base + j] = " << store(out, "v") << ";\n    }\n  }\n}\n";
-  return KernelSource{text, rows};
+  std::string weight = hasWeight ? "in" + std::to_string(next++) : "(const float*)0";
+  std::string bias = hasBias ? "in" + std::to_string(next++) : "(const float*)0";
+  os << "  tfc_norm_rows<" << (center ? "true" : "false") << ">(in0, out0, "
+     << weight << ", " << bias << ", " << rows << "LL, " << size << "LL, "
+     << floatLiteral(eps) << ");\n}\n";
+  return warpRowKernel(text, rows);
 }
 
 
@@ -687,9 +683,51 @@ FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
 }
 
 //===----------------------------------------------------------------------===//
-// Matrix products: one thread per output element, a dot product in f32. The
-// reference the tensor-core or cuBLASLt path will be checked against.
+// Matrix products. Operands of one 16-bit type (bf16 or f16) run on tensor
+// cores: kernels/gemm.cuh's tfc_gemm_tc_64x64, a block per 64x64 tile of the
+// result and per batch, f32 accumulation, the bias and the result's type in
+// its epilogue. Anything else is one thread per output element, a dot
+// product in f32 in k order (exact f32; the reference the tiled kernels are
+// checked against).
 //===----------------------------------------------------------------------===//
+
+/// The largest grid.z a launch may have: more batches take the SIMT kernel.
+constexpr int64_t kMaxGridZ = 65535;
+
+/// Whether a product of these operand types runs on tensor cores.
+bool onTensorCores(Type a, Type b) {
+  return a == b && (a.isBF16() || a.isF16());
+}
+
+/// A tensor-core product: `batch` products of M x K by K x N, with the
+/// C++ statements `setup` (declaring `a`, `b` and `c`: the batch's
+/// operands, as const unsigned short*, and its result's first element)
+/// and the epilogue's expression of the f32 value `v` at (m, n) stored to
+/// c[m * N + n].
+KernelSource tensorCoreKernel(StringRef name, ArrayRef<MemRefType> operands,
+                              ArrayRef<MemRefType> results, int64_t batch,
+                              int64_t m, int64_t n, int64_t k, bool ta,
+                              bool tb, const std::string &setup,
+                              const std::string &epilogue) {
+  bool bf16 = operands[0].getElementType().isBF16();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  const long long z = blockIdx.z;\n"
+     << setup
+     << "  tfc_gemm_tc_64x64<" << (bf16 ? "true" : "false") << ", "
+     << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ">(\n"
+     << "      a, b, " << m << "LL, " << n << "LL, " << k << "LL, "
+     << (ta ? m : k) << "LL, " << (tb ? k : n) << "LL,\n"
+     << "      [&](long long m, long long n, float v) { c[m * " << n
+     << "LL + n] = "
+     << store(results[0].getElementType(), epilogue) << "; });\n"
+     << "}\n";
+  KernelSource source{text, batch * m * n};
+  source.launch = KernelSource::Shape{
+      {(n + 63) / 64, (m + 63) / 64, batch}, {128, 1, 1}, 0};
+  return source;
+}
 
 /// matmul with NumPy-broadcast batch dimensions and optional transposes.
 FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
@@ -701,6 +739,37 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
   int64_t m = out[rank - 2], n = out[rank - 1];
   bool ta = mm.getTransposeLhs(), tb = mm.getTransposeRhs();
   int64_t k = ta ? a[a.size() - 2] : a.back();
+  int64_t batch = numElements(out.drop_back(2));
+  if (onTensorCores(operands[0].getElementType(),
+                    operands[1].getElementType()) &&
+      batch <= kMaxGridZ) {
+    // Batch coordinates c0.. of z, and each operand's offset (a broadcast
+    // dimension of size 1 reads index 0).
+    std::string setup = "  long long rest = z;\n";
+    for (int64_t d = rank - 3; d >= 0; --d)
+      setup += "  const long long c" + std::to_string(d) + " = rest % " +
+               std::to_string(out[d]) + "LL; rest /= " +
+               std::to_string(out[d]) + "LL;\n";
+    setup += "  (void)rest;\n";
+    auto offset = [&](ArrayRef<int64_t> shape) {
+      SmallVector<int64_t> strides = stridesOf(shape);
+      size_t batchRank = shape.size() - 2, lead = (rank - 2) - batchRank;
+      std::string expr = "0LL";
+      for (size_t d = 0; d < batchRank; ++d)
+        if (shape[d] != 1)
+          expr += " + c" + std::to_string(lead + d) + " * " +
+                  std::to_string(strides[d]) + "LL";
+      return expr;
+    };
+    setup += "  const unsigned short* a = (const unsigned short*)(in0 + " +
+             offset(a) + ");\n";
+    setup += "  const unsigned short* b = (const unsigned short*)(in1 + " +
+             offset(b) + ");\n";
+    setup += "  " + storageType(results[0].getElementType()) +
+             "* c = out0 + z * " + std::to_string(m * n) + "LL;\n";
+    return tensorCoreKernel(name, operands, results, batch, m, n, k, ta, tb,
+                            setup, "v");
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   openGather(os, name, operands, results, out);
@@ -743,6 +812,20 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
   ArrayRef<int64_t> out = results[0].getShape();
   int64_t n = out.back(), k = operands[0].getShape().back();
   bool tw = lin.getTransposeWeight();
+  if (onTensorCores(operands[0].getElementType(),
+                    operands[1].getElementType())) {
+    std::string setup =
+        "  (void)z;\n"
+        "  const unsigned short* a = (const unsigned short*)in0;\n"
+        "  const unsigned short* b = (const unsigned short*)in1;\n"
+        "  " + storageType(results[0].getElementType()) + "* c = out0;\n";
+    std::string epilogue =
+        lin.getBias() ? "v + " + load(operands[2].getElementType(), "in2[n]")
+                      : std::string("v");
+    return tensorCoreKernel(name, operands, results, /*batch=*/1,
+                            numElements(out) / n, n, k, /*ta=*/false, tw,
+                            setup, epilogue);
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   os << signature(name, operands, results) << " {\n";

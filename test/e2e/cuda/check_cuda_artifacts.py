@@ -7,10 +7,13 @@ reproduces) and fresh random tokens:
   - forward, loss and loss_grad (mixtral: also router_aux_loss) through
     `tfc-run call`: logits within
     1e-4 of the largest logit (f32), the loss within 1e-5 relative, each
-    gradient within 1e-4 of its largest element;
+    gradient within 1e-4 of its largest element (in bf16, with the products on
+    tensor cores: 3e-2, bf16's; gpt2-bf16 is mixed-precision training,
+    gpt2-bf16-infer bf16 weights);
   - `generate` (gpt2, llama, mixtral): greedy and seeded sampling give the
     same tokens;
-  - `train` (gpt2, llama, mixtral; AdamW, 3 steps): the same losses (1e-5 relative) and
+  - `train` (gpt2, llama, mixtral, gpt2-bf16; AdamW, 3 steps): the same losses (1e-5
+    relative; gpt2-bf16 1e-3) and
     parameters within 1e-5 relative (the norm of the difference over the norm
     of all parameters; the worst tensor is printed: a few elements, like
     attention's key bias whose gradient is zero up to rounding, are steered by
@@ -42,13 +45,32 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import harness  # noqa: E402
 
+class Model:
+    """A model of the check: what tfc-trace traces, the optimizer (None: no training
+    entries), whether it is decoder-only (generate, and train with an optimizer), tfc's
+    extra flags, and the tolerances of call outputs and of training (relative)."""
+
+    def __init__(self, trace, optimizer, decoder, flags=(), call_limit=1e-4, train_limit=1e-5,
+                 generate=True):
+        self.trace, self.optimizer, self.decoder = trace, optimizer, decoder
+        self.flags, self.call_limit, self.train_limit = list(flags), call_limit, train_limit
+        self.generate = generate
+
+
 MODELS = {
-    # name: (optimizer or None: no training entries, decoder-only: generate (and
-    # train, with an optimizer))
-    "gpt2": ("adamw", True),
-    "llama": ("adamw", True),
-    "mixtral": ("adamw", True),
-    "encdec": ("sgd", False),
+    "gpt2": Model("gpt2", "adamw", True),
+    "llama": Model("llama", "adamw", True),
+    "mixtral": Model("mixtral", "adamw", True),
+    "encdec": Model("encdec", "sgd", False),
+    # bf16, with the products on tensor cores (kernels/gemm.cuh), against the CPU's bf16
+    # kernels: mixed-precision training, and inference with bf16 weights. Both round the
+    # same bf16 operands; their f32 sums differ in order, and a stored bf16 intermediate can
+    # then differ by an ulp (2^-8), so the limits are bf16's. Greedy tokens are compared in
+    # f32 only: in bf16 a near-tie may break either way.
+    "gpt2-bf16": Model("gpt2", "adamw", True, ["--precision=bf16"], call_limit=3e-2,
+                       train_limit=1e-3, generate=False),
+    "gpt2-bf16-infer": Model("gpt2", None, True, ["--precision=bf16"], call_limit=3e-2,
+                             generate=False),
 }
 
 
@@ -113,11 +135,12 @@ def build(args, work, names):
     tfc = os.path.join(args.bin_dir, "tfc")
     trace = os.path.join(args.bin_dir, "tfc-trace")
     for name in names:
-        optimizer = MODELS[name][0]
-        train = [f"--optimizer={optimizer}"] if optimizer else []
+        spec = MODELS[name]
+        train = [f"--optimizer={spec.optimizer}"] if spec.optimizer else []
+        train += spec.flags
         mlir = os.path.join(work, f"{name}.mlir")
         for cmd in (
-                [trace, name, "-o", mlir],
+                [trace, spec.trace, "-o", mlir],
                 [tfc, mlir, *train, "-o", os.path.join(work, f"{name}-cpu.so")],
                 [tfc, mlir, *train, "--target=cuda",
                  f"--cuda-arch={args.cuda_arch}", "-o", os.path.join(work, f"{name}-cuda.so")]
@@ -137,7 +160,8 @@ def build(args, work, names):
 
 
 def check_model(c, name, rng):
-    optimizer, decoder = MODELS[name]
+    spec = MODELS[name]
+    optimizer, decoder = spec.optimizer, spec.decoder
     cpu, cuda = (os.path.join(c.work, f"{name}-{k}.so") for k in ("cpu", "cuda"))
     if c.args.emulate:
         c.env["TFC_CUDA_DRIVER"] = os.path.abspath(c.args.emulate)
@@ -169,13 +193,13 @@ def check_model(c, name, rng):
             b = outs[1][key]
             scale = float(np.abs(a).max()) or 1.0
             err = float(np.abs(a.astype(np.float64) - b).max()) / scale
-            limit = 1e-5 if a.ndim == 0 else 1e-4
+            limit = spec.call_limit / 10 if a.ndim == 0 else spec.call_limit
             if err / limit > worst:
                 worst, where = err / limit, f"{key} {err:.2e} (limit {limit:.0e})"
         c.result(f"{name} {entry}", worst <= 1.0,
                  f"{len(outs[0])} outputs; worst {where}")
 
-    if decoder:
+    if decoder and spec.generate:
         for extra, what in (([], "greedy"),
                             (["--temperature", "0.8", "--top-k", "20", "--seed", str(c.seed)],
                              "sampled")):
@@ -210,7 +234,8 @@ def check_model(c, name, rng):
                 worst, worst_key = err, key
         param_err = (diff / norm) ** 0.5
         c.result(f"{name} train 3 steps ({optimizer})",
-                 len(logs[1]) == 3 and loss_err <= 1e-5 and param_err <= 1e-5 and moved > 0,
+                 len(logs[1]) == 3 and loss_err <= spec.train_limit and
+                 param_err <= spec.train_limit and moved > 0,
                  f"losses {logs[1]}, relative error {loss_err:.1e}; parameters moved "
                  f"{moved:.1e}, relative error {param_err:.1e} (worst tensor {worst_key} "
                  f"{worst:.1e})")
