@@ -740,41 +740,8 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
   bool ta = mm.getTransposeLhs(), tb = mm.getTransposeRhs();
   int64_t k = ta ? a[a.size() - 2] : a.back();
   int64_t batch = numElements(out.drop_back(2));
-  if (onTensorCores(operands[0].getElementType(),
-                    operands[1].getElementType()) &&
-      batch <= kMaxGridZ) {
-    // Batch coordinates c0.. of z, and each operand's offset (a broadcast
-    // dimension of size 1 reads index 0).
-    std::string setup = "  long long rest = z;\n";
-    for (int64_t d = rank - 3; d >= 0; --d)
-      setup += "  const long long c" + std::to_string(d) + " = rest % " +
-               std::to_string(out[d]) + "LL; rest /= " +
-               std::to_string(out[d]) + "LL;\n";
-    setup += "  (void)rest;\n";
-    auto offset = [&](ArrayRef<int64_t> shape) {
-      SmallVector<int64_t> strides = stridesOf(shape);
-      size_t batchRank = shape.size() - 2, lead = (rank - 2) - batchRank;
-      std::string expr = "0LL";
-      for (size_t d = 0; d < batchRank; ++d)
-        if (shape[d] != 1)
-          expr += " + c" + std::to_string(lead + d) + " * " +
-                  std::to_string(strides[d]) + "LL";
-      return expr;
-    };
-    setup += "  const unsigned short* a = (const unsigned short*)(in0 + " +
-             offset(a) + ");\n";
-    setup += "  const unsigned short* b = (const unsigned short*)(in1 + " +
-             offset(b) + ");\n";
-    setup += "  " + storageType(results[0].getElementType()) +
-             "* c = out0 + z * " + std::to_string(m * n) + "LL;\n";
-    return tensorCoreKernel(name, operands, results, batch, m, n, k, ta, tb,
-                            setup, "v");
-  }
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  openGather(os, name, operands, results, out);
-  // Offsets of the batch coordinates in each operand (broadcast: size 1
-  // reads index 0).
+  // The offset of an operand's batch from the batch coordinates c0.. of the
+  // result (broadcast: a dimension of size 1 reads index 0).
   auto batchOffset = [&](ArrayRef<int64_t> shape) {
     SmallVector<int64_t> strides = stridesOf(shape);
     size_t batchRank = shape.size() - 2, lead = (rank - 2) - batchRank;
@@ -785,6 +752,28 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
                 std::to_string(strides[d]) + "LL";
     return expr;
   };
+  if (onTensorCores(operands[0].getElementType(),
+                    operands[1].getElementType()) &&
+      batch <= kMaxGridZ) {
+    // Batch coordinates c0.. of z.
+    std::string setup = "  long long rest = z;\n";
+    for (int64_t d = rank - 3; d >= 0; --d)
+      setup += "  const long long c" + std::to_string(d) + " = rest % " +
+               std::to_string(out[d]) + "LL; rest /= " +
+               std::to_string(out[d]) + "LL;\n";
+    setup += "  (void)rest;\n";
+    setup += "  const unsigned short* a = (const unsigned short*)(in0 + " +
+             batchOffset(a) + ");\n";
+    setup += "  const unsigned short* b = (const unsigned short*)(in1 + " +
+             batchOffset(b) + ");\n";
+    setup += "  " + storageType(results[0].getElementType()) +
+             "* c = out0 + z * " + std::to_string(m * n) + "LL;\n";
+    return tensorCoreKernel(name, operands, results, batch, m, n, k, ta, tb,
+                            setup, "v");
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  openGather(os, name, operands, results, out);
   std::string row = "c" + std::to_string(rank - 2),
               col = "c" + std::to_string(rank - 1);
   // Element (row, kk) of lhs and (kk, col) of rhs, transposes applied.

@@ -23,8 +23,8 @@
 // LAUNCH-SAME: tfc.cuda.threads = 30
 
 // MATMUL: const long long c0 = rest % 3LL;
-// MATMUL: const unsigned short* a = (const unsigned short*)(in0 + 0LL + c0 * 4000LL);
-// MATMUL: const unsigned short* b = (const unsigned short*)(in1 + 0LL + c0 * 2880LL);
+// MATMUL: const unsigned short* a = (const unsigned short*)(in0 + 0 + c0 * 4000LL);
+// MATMUL: const unsigned short* b = (const unsigned short*)(in1 + 0 + c0 * 2880LL);
 // MATMUL: unsigned short* c = out0 + z * 7200LL;
 // MATMUL: tfc_gemm_tc_64x64<true, false, true>(
 // MATMUL-NEXT: a, b, 100LL, 72LL, 40LL, 40LL, 40LL,
