@@ -627,11 +627,22 @@ class ModelCheck:
             logits = self.call("forward", {"src": src, "tgt_in": seq}, wpath)["logits"]
             seq[:, t + 1] = np.argmax(logits[:, t], axis=-1)
         want = ref.encdec_greedy(w, src, T - 1, start, self.sets["n_head"])
-        # a near-tie at float32 precision may legitimately flip a token; report margins
-        mism = np.argwhere(seq != want)
-        self.check("greedy via forward", len(mism) == 0,
-                   f"{T - 1} steps, B={B}, {len(mism)} token mismatches"
-                   + (f" (first at row {mism[0][0]}, step {mism[0][1]})" if len(mism) else "")
+        # Exact equality with the reference's own greedy run would fail on a near-tie that
+        # f32 rounding breaks the other way (it did, on a CI seed). So each of tfc's tokens
+        # must be the reference's argmax for tfc's own prefix, up to a tie within rounding:
+        # its reference logit at most 1e-4 of the row's largest logit below the maximum.
+        ref_logits = np.asarray(ref.encdec_forward(w, src, seq, self.sets["n_head"]))
+        steps = ref_logits[:, :T - 1]
+        chosen = np.take_along_axis(steps, seq[:, 1:, None], axis=-1)[..., 0]
+        best = steps.max(axis=-1)
+        tol = 1e-4 * np.maximum(np.abs(steps).max(axis=-1), 1.0)
+        bad = np.argwhere(best - chosen > tol)
+        ties = int(np.sum(seq != want))
+        self.check("greedy via forward", len(bad) == 0,
+                   f"{T - 1} steps, B={B}, {len(bad)} tokens not the reference's argmax"
+                   + (f" (first at row {bad[0][0]}, step {bad[0][1]})" if len(bad) else "")
+                   + (f"; {ties} tokens differ from the reference's own run after near-ties"
+                      if ties else "")
                    + f"\n    tfc {head(seq[0], 17)}\n    ref {head(want[0], 17)}")
 
 
