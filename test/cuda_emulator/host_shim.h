@@ -20,7 +20,7 @@
 //    at least one of them writing, unless both are lanes of one warp and a full-warp
 //    __syncwarp() lies between them (CUDA's rule since Volta's independent scheduling).
 //  - The tensor-core product mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32
-//    (tfc_emu::mma_m16n8k16, which the library's tfc_mma_* call here), by the PTX ISA's
+//    (tfc_emu::mma_m16n8k16, which the library's tfc_mma_m16n8k16 calls here), by the PTX ISA's
 //    fragment layouts ("Matrix Fragments for mma.m16n8k16 with floating point type"),
 //    products exact and the k-sum in f32 in k order.
 // Global memory is plain host memory and is not checked for races. Launches report a fault
@@ -39,7 +39,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <string>
 #include <type_traits>
 #include <vector>

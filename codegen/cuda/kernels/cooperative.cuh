@@ -43,31 +43,25 @@ __device__ __forceinline__ float tfc_warp_max(float v) {
 // b[1] = B[2t+8..2t+9][g]; c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..]
 // (the PTX ISA's "Matrix Fragments for mma.m16n8k16 with floating point type").
 // sm_80 and later.
-__device__ __forceinline__ void tfc_mma_m16n8k16_bf16(float* d, const unsigned* a,
-                                                      const unsigned* b, const float* c) {
+// The PTX operand type is the only difference between bf16 and f16.
+#define TFC_MMA_M16N8K16(TYPE)                                                        \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 "         \
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"         \
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])                       \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),    \
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]))
+template <bool kBf16>
+__device__ __forceinline__ void tfc_mma_m16n8k16(float* d, const unsigned* a, const unsigned* b,
+                                                 const float* c) {
 #ifdef TFC_DEVICE_ON_HOST
-  tfc_emu::mma_m16n8k16<true>(d, a, b, c);
+  tfc_emu::mma_m16n8k16<kBf16>(d, a, b, c);
 #else
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
-        "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+  if (kBf16)
+    TFC_MMA_M16N8K16("bf16");
+  else
+    TFC_MMA_M16N8K16("f16");
 #endif
 }
-__device__ __forceinline__ void tfc_mma_m16n8k16_f16(float* d, const unsigned* a,
-                                                     const unsigned* b, const float* c) {
-#ifdef TFC_DEVICE_ON_HOST
-  tfc_emu::mma_m16n8k16<false>(d, a, b, c);
-#else
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-      "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
-        "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
-#endif
-}
+#undef TFC_MMA_M16N8K16
 
 #endif  // TFC_KERNELS_COOPERATIVE_CUH

@@ -66,12 +66,7 @@ __device__ __forceinline__ void tfc_gemm_tc_64x64(const unsigned short* A, const
         b[j][1] = b_tile[col * kStride + kw + t + 4];
       }
       for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 4; ++j) {
-          if (kBf16)
-            tfc_mma_m16n8k16_bf16(acc[i][j], a[i], b[j], acc[i][j]);
-          else
-            tfc_mma_m16n8k16_f16(acc[i][j], a[i], b[j], acc[i][j]);
-        }
+        for (int j = 0; j < 4; ++j) tfc_mma_m16n8k16<kBf16>(acc[i][j], a[i], b[j], acc[i][j]);
     }
     __syncthreads();  // the next step overwrites the tiles
   }
