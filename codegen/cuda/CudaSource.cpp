@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 using namespace mlir;
@@ -691,8 +692,9 @@ FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
 // checked against).
 //===----------------------------------------------------------------------===//
 
-/// The largest grid.z a launch may have: more batches take the SIMT kernel.
-constexpr int64_t kMaxGridZ = 65535;
+/// The largest grid.y or grid.z a launch may have (CUDA's limit; grid.x goes
+/// to 2^31 - 1): a tiled kernel that would need more takes the SIMT one.
+constexpr int64_t kMaxGridYZ = 65535;
 
 /// Whether a product of these operand types runs on tensor cores.
 bool onTensorCores(Type a, Type b) {
@@ -754,7 +756,7 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
   };
   if (onTensorCores(operands[0].getElementType(),
                     operands[1].getElementType()) &&
-      batch <= kMaxGridZ) {
+      batch <= kMaxGridYZ) {
     // Batch coordinates c0.. of z.
     std::string setup = "  long long rest = z;\n";
     for (int64_t d = rank - 3; d >= 0; --d)
@@ -1007,7 +1009,9 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
 }
 
 //===----------------------------------------------------------------------===//
-// Attention. The forward is one thread per query row with an online softmax
+// Attention. In bf16 and f16 the forward runs on tensor cores
+// (kernels/attention.cuh, flash attention) where the head dims allow;
+// otherwise it is one thread per query row with an online softmax
 // over the visible keys (the T x T scores never exist in memory). The
 // backward recomputes the probabilities instead of reading saved ones: one
 // thread per query row writes dQ, one per key row its dK, another its dV
@@ -1082,11 +1086,41 @@ void attentionStats(llvm::raw_ostream &os, const AttentionShape &a,
      << score(a, "j") << " - m);\n";
 }
 
+/// Whether attention of this shape and these operand types runs on tensor
+/// cores (kernels/attention.cuh): q, k and v of one 16-bit type, head dims
+/// that are multiples of 16 up to 128, and a grid within CUDA's limits.
+bool flashAttention(const AttentionShape &a, ArrayRef<MemRefType> operands) {
+  Type q = operands[0].getElementType();
+  return onTensorCores(q, operands[1].getElementType()) &&
+         q == operands[2].getElementType() && a.d % 16 == 0 &&
+         a.dv % 16 == 0 && a.d <= 128 && a.dv <= 128 &&
+         a.b * a.h <= std::numeric_limits<int32_t>::max() &&
+         (a.tq + 63) / 64 <= kMaxGridYZ;
+}
+
 FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
                                       ArrayRef<MemRefType> operands,
                                       ArrayRef<MemRefType> results) {
   AttentionShape a = attentionShape(op);
   Type ve = operands[2].getElementType(), oe = results[0].getElementType();
+  if (flashAttention(a, operands)) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << signature(name, operands, results) << " {\n"
+       << "  tfc_flash_attention_fwd<"
+       << (operands[0].getElementType().isBF16() ? "true" : "false") << ", "
+       << a.d << ", " << a.dv << ", " << (a.causal ? "true" : "false") << ">(\n"
+       << "      (const unsigned short*)in0, (const unsigned short*)in1, "
+          "(const unsigned short*)in2, out0,\n"
+       << "      " << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk
+       << "LL, "
+       << (a.hasOffset ? "(long long)in3[0]" : std::to_string(a.tk - a.tq) + "LL")
+       << ", " << floatLiteral(a.scale) << ");\n}\n";
+    KernelSource source{text, a.b * a.h * a.tq};
+    source.launch =
+        KernelSource::Shape{{a.b * a.h, (a.tq + 63) / 64, 1}, {128, 1, 1}, 0};
+    return source;
+  }
   int64_t rows = a.b * a.h * a.tq;
   std::string text;
   llvm::raw_string_ostream os(text);

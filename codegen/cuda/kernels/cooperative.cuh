@@ -22,6 +22,15 @@ __device__ __forceinline__ T* tfc_dynamic_shared() {
 }
 #endif
 
+// TFC_UNROLL before a loop of a constant trip count over a register array: fully
+// unrolled, the array stays in registers (indexed at run time it would live in local
+// memory, which ptxas reports as a stack frame).
+#ifdef TFC_DEVICE_ON_HOST
+#define TFC_UNROLL
+#else
+#define TFC_UNROLL _Pragma("unroll")
+#endif
+
 // ---- Warp reductions (all 32 lanes take part; every lane gets the result) ----
 __device__ __forceinline__ float tfc_warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -63,5 +72,14 @@ __device__ __forceinline__ void tfc_mma_m16n8k16(float* d, const unsigned* a, co
 #endif
 }
 #undef TFC_MMA_M16N8K16
+
+// Two f32 values rounded to bf16 (kBf16) or f16 and packed as one 32-bit fragment word:
+// lo in the low half (the lower k), as the mma operands take them.
+template <bool kBf16>
+__device__ __forceinline__ unsigned tfc_pack_half2(float lo, float hi) {
+  const unsigned l = kBf16 ? tfc_f32_to_bf16(lo) : tfc_f32_to_f16(lo).bits;
+  const unsigned h = kBf16 ? tfc_f32_to_bf16(hi) : tfc_f32_to_f16(hi).bits;
+  return l | (h << 16);
+}
 
 #endif  // TFC_KERNELS_COOPERATIVE_CUH

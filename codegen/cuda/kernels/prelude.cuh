@@ -123,6 +123,10 @@ __device__ __forceinline__ float tfc_round_f16(float f) {
 __device__ __forceinline__ float tfc_as_float(float v) { return v; }
 __device__ __forceinline__ float tfc_as_float(unsigned short b) { return tfc_bf16_to_f32(b); }
 __device__ __forceinline__ float tfc_as_float(tfc_f16 h) { return tfc_f16_to_f32(h); }
+// Stores f32 v as the element type of p, rounded to nearest even.
+__device__ __forceinline__ void tfc_store(float* p, float v) { *p = v; }
+__device__ __forceinline__ void tfc_store(unsigned short* p, float v) { *p = tfc_f32_to_bf16(v); }
+__device__ __forceinline__ void tfc_store(tfc_f16* p, float v) { *p = tfc_f32_to_f16(v); }
 
 // ---- Numeric helpers ----
 // The dot product of N elements of x and y, accumulated in f32 in order.
@@ -158,5 +162,6 @@ __device__ __forceinline__ long long tfc_ipow_i64(long long b, long long e) {
 #include "cooperative.cuh"
 #include "gemm.cuh"
 #include "row.cuh"
+#include "attention.cuh"
 
 #endif  // TFC_KERNELS_PRELUDE_CUH

@@ -6,18 +6,13 @@
 // are warp reductions (tfc_warp_sum / tfc_warp_max: a fixed shuffle tree, so
 // the same bits on every run). Launch: block (32, 8, 1), grid
 // (ceil(rows / 8), 1, 1). Elements are loaded with tfc_as_float and stored
-// with tfc_store, so In and Out may be float, bf16 (unsigned short) or f16.
+// with tfc_store (prelude.cuh), so In and Out may be float, bf16 (unsigned short) or f16.
 #ifndef TFC_KERNELS_ROW_CUH
 #define TFC_KERNELS_ROW_CUH
 
 #include "cooperative.cuh"
 
 constexpr int kTfcRowsPerBlock = 8;
-
-// Stores f32 v as the element type of p.
-__device__ __forceinline__ void tfc_store(float* p, float v) { *p = v; }
-__device__ __forceinline__ void tfc_store(unsigned short* p, float v) { *p = tfc_f32_to_bf16(v); }
-__device__ __forceinline__ void tfc_store(tfc_f16* p, float v) { *p = tfc_f32_to_f16(v); }
 
 // The row of this warp, or -1 past the last.
 __device__ __forceinline__ long long tfc_warp_row(long long rows) {

@@ -141,3 +141,19 @@ extern "C" __global__ void layer_norm_rows_bf16(const unsigned short* x, const f
                                                 const float* b, unsigned short* y) {
   tfc_norm_rows<true>(x, y, w, b, 1000LL, 768LL, 1e-5f);
 }
+
+// Flash attention forward (kernels/attention.cuh) at the head dims of GPT-2 and LLaMA, for
+// ptxas's report; its numerics are checked through the emitter by check_cuda_kernels.py
+// (the "attention flash" cases).
+extern "C" __global__ void flash_attention_bf16_d64(const unsigned short* q,
+                                                    const unsigned short* k,
+                                                    const unsigned short* v, unsigned short* o) {
+  tfc_flash_attention_fwd<true, 64, 64, true>(q, k, v, o, 12LL, 12LL, 1024LL, 1024LL, 0LL,
+                                              0.125f);
+}
+extern "C" __global__ void flash_attention_f16_d128(const unsigned short* q,
+                                                    const unsigned short* k,
+                                                    const unsigned short* v, tfc_f16* o) {
+  tfc_flash_attention_fwd<false, 128, 128, true>(q, k, v, o, 32LL, 8LL, 2048LL, 2048LL, 0LL,
+                                                 0.08838834764f);
+}

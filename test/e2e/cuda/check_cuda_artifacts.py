@@ -13,7 +13,7 @@ reproduces) and fresh random tokens:
   - `generate` (gpt2, llama, mixtral): greedy and seeded sampling give the
     same tokens;
   - `train` (gpt2, llama, mixtral, gpt2-bf16; AdamW, 3 steps): the same losses (1e-5
-    relative; gpt2-bf16 1e-3) and
+    relative; gpt2-bf16 2e-3) and
     parameters within 1e-5 relative (the norm of the difference over the norm
     of all parameters; the worst tensor is printed: a few elements, like
     attention's key bias whose gradient is zero up to rounding, are steered by
@@ -66,9 +66,13 @@ MODELS = {
     # kernels: mixed-precision training, and inference with bf16 weights. Both round the
     # same bf16 operands; their f32 sums differ in order, and a stored bf16 intermediate can
     # then differ by an ulp (2^-8), so the limits are bf16's. Greedy tokens are compared in
-    # f32 only: in bf16 a near-tie may break either way.
+    # f32 only: in bf16 a near-tie may break either way. Flash attention (kernels/
+    # attention.cuh) rounds the probabilities to bf16 before multiplying them by V, as
+    # FlashAttention-2 and PyTorch's SDPA do, where the CPU keeps them f32: after 3 AdamW
+    # steps (whose sign-like updates amplify a gradient's noise near zero) the parameters
+    # differ by 4.8e-4 to 5.5e-4 over seeds (5e-5 before it), so the limit is 2e-3.
     "gpt2-bf16": Model("gpt2", "adamw", True, ["--precision=bf16"], call_limit=3e-2,
-                       train_limit=1e-3, generate=False),
+                       train_limit=2e-3, generate=False),
     "gpt2-bf16-infer": Model("gpt2", None, True, ["--precision=bf16"], call_limit=3e-2,
                              generate=False),
 }

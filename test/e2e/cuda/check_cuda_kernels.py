@@ -143,18 +143,21 @@ def rotary(x, offset, theta, inverse, freq=None):
 
 
 def attention(q, k, v, causal, offset=None, scale=None):
-    """softmax(scale q k^T + mask) v over [B, H, T, D], grouped-query heads."""
+    """softmax(scale q k^T + mask) v over [B, H, T, D], grouped-query heads; a query row
+    that sees no key (causal, Tq > Tk) is 0, as the op defines it."""
     b, h, tq, d = q.shape
     hkv, tk = k.shape[1], k.shape[2]
     k = np.repeat(k, h // hkv, axis=1)
     v = np.repeat(v, h // hkv, axis=1)
     scale = 1 / np.sqrt(d) if scale is None else scale
     s = scale * q @ np.swapaxes(k, -1, -2)
-    if causal:
-        off = tk - tq if offset is None else offset
-        visible = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + off
-        s = np.where(visible, s, -np.inf)
-    return softmax(s, -1) @ v
+    if not causal:
+        return softmax(s, -1) @ v
+    off = tk - tq if offset is None else offset
+    visible = np.arange(tk)[None, :] <= np.arange(tq)[:, None] + off
+    seen = visible.any(-1)[:, None]
+    p = softmax(np.where(visible, s, np.where(seen, -np.inf, 0)), -1)
+    return np.where(seen, p @ v, 0)
 
 
 def attention_grads(q, k, v, do, causal, o=None):
@@ -509,12 +512,34 @@ CASES = [
          [((1, 2, 1, 4), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
          draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(3),
          terms=6 + 4, magnitude=attention_magnitude),
+    # Head dims that are multiples of 16: in bf16 and f16 the tensor-core flash attention
+    # (kernels/attention.cuh), here and in the "attention flash" cases.
     Case("cross-attention, Tq != Tk, Dv != D, bf16",
-         "  %0 = tfc.attention %x0, %x1, %x2 : (tensor<1x2x3x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x5xbf16>) -> tensor<1x2x3x5xbf16>\n"
-         "  return %0 : tensor<1x2x3x5xbf16>",
-         [((1, 2, 3, 8), "bf16"), ((1, 2, 7, 8), "bf16"), ((1, 2, 7, 5), "bf16")],
-         [((1, 2, 3, 5), "bf16")], lambda q, k, v: [attention(q, k, v, False)],
+         "  %0 = tfc.attention %x0, %x1, %x2 : (tensor<1x2x3x16xbf16>, tensor<1x2x7x16xbf16>, tensor<1x2x7x32xbf16>) -> tensor<1x2x3x32xbf16>\n"
+         "  return %0 : tensor<1x2x3x32xbf16>",
+         [((1, 2, 3, 16), "bf16"), ((1, 2, 7, 16), "bf16"), ((1, 2, 7, 32), "bf16")],
+         [((1, 2, 3, 32), "bf16")], lambda q, k, v: [attention(q, k, v, False)],
          rtol=2e-2, atol=2e-2),
+    # Two query tiles of 64 and two key tiles, grouped-query, Dv != D; causal at position
+    # -4 (clamp(i - 4 + 1, 0, Tk) keys): the first 4 query rows see no key and are 0.
+    Case("attention flash tiles: causal, grouped-query, rows that see no key",
+         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<1x4x70x32xf32>, tensor<1x2x66x32xf32>, tensor<1x2x66x16xf32>, tensor<i32>) -> tensor<1x4x70x16xf32>\n"
+         "  return %0 : tensor<1x4x70x16xf32>",
+         [((1, 4, 70, 32), "f32"), ((1, 2, 66, 32), "f32"), ((1, 2, 66, 16), "f32"),
+          ((), "i32")],
+         [((1, 4, 70, 16), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(-4),
+         terms=66 + 32, magnitude=attention_magnitude),
+    # Prefill into a KV cache: 3 queries at position 90 of 100 keys (the last key tile
+    # partly visible), batch 2, D 64 (GPT-2's).
+    Case("attention flash over a KV cache at a position, D 64",
+         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<2x2x3x64xf32>, tensor<2x1x100x64xf32>, tensor<2x1x100x64xf32>, tensor<i32>) -> tensor<2x2x3x64xf32>\n"
+         "  return %0 : tensor<2x2x3x64xf32>",
+         [((2, 2, 3, 64), "f32"), ((2, 1, 100, 64), "f32"), ((2, 1, 100, 64), "f32"),
+          ((), "i32")],
+         [((2, 2, 3, 64), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(90),
+         terms=100 + 64, magnitude=attention_magnitude),
     attention_grad_case("grouped-query", 4, 2, 5, 6),
     # d = 64: rows of dQ, dK and dV in two chunks of 32 columns each.
     attention_grad_case("d 64", 2, 1, 3, 64),
