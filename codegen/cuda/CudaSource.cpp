@@ -28,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -840,48 +841,35 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
 }
 
 //===----------------------------------------------------------------------===//
-// Losses, embedding gradient, rotary. Correct first: cross_entropy is one
-// thread (its result is one number, and the sum must be in a fixed order),
-// embedding_grad one thread per column (each owns its column: no atomics, the
-// sum in position order as the op requires). Block-level versions come with
-// measurements on a GPU.
+// Losses, embedding gradient, rotary. cross_entropy and its gradient are
+// kernels/row.cuh's, a warp a row reading each logit once: the loss's sum
+// goes through per-block partials summed by the last block (fixed orders:
+// deterministic). embedding_grad is one thread per column (each owns its
+// column: no atomics, the sum in position order as the op requires).
 //===----------------------------------------------------------------------===//
 
-/// The shared row loop of cross_entropy and its gradient: for row r of
-/// `width` logits, m (max) and s (sum of exp(x - m)).
-void rowStats(llvm::raw_ostream &os, Type elem, int64_t width,
-              StringRef indent) {
-  std::string x = load(elem, "in0[r * " + std::to_string(width) + "LL + j]");
-  os << indent << "float m = -__int_as_float(0x7f800000);\n"
-     << indent << "for (long long j = 0; j < " << width
-     << "LL; ++j) m = tfc_maximumf(m, " << x << ");\n"
-     << indent << "float s = 0.0f;\n"
-     << indent << "for (long long j = 0; j < " << width << "LL; ++j) s += expf("
-     << x << " - m);\n";
-}
+/// The blocks of a cross_entropy launch: enough warps to keep a GPU's memory
+/// busy, few enough partial sums for one thread to add.
+constexpr int64_t kCrossEntropyBlocks = 512;
 
 FailureOr<KernelSource> emitCrossEntropy(StringRef name, CrossEntropyOp ce,
                                          ArrayRef<MemRefType> operands,
                                          ArrayRef<MemRefType> results) {
   ArrayRef<int64_t> shape = operands[0].getShape();
   int64_t width = shape.back(), rows = operands[0].getNumElements() / width;
-  Type elem = operands[0].getElementType();
+  int64_t blocks = std::clamp<int64_t>((rows + 7) / 8, 1, kCrossEntropyBlocks);
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << signature(name, operands, results) << " {\n"
-     << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
-     << "  float total = 0.0f, count = 0.0f;\n"
-     << "  for (long long r = 0; r < " << rows << "LL; ++r) {\n"
-     << "    const long long t = in1[r];\n"
-     << "    if (t == " << static_cast<int64_t>(ce.getIgnoreIndex()) << "LL) continue;\n"
-     << "    if (t < 0 || t >= " << width
-     << "LL) { tfc_report(TFC_KERNEL_ERROR_TARGET); continue; }\n";
-  rowStats(os, elem, width, "    ");
-  os << "    total += logf(s) + m - "
-     << load(elem, "in0[r * " + std::to_string(width) + "LL + t]") << ";\n"
-     << "    count += 1.0f;\n  }\n"
-     << "  out0[0] = count > 0.0f ? total / count : 0.0f;\n}\n";
-  return KernelSource{text, 1};
+  // The block partials and the ticket counter: this kernel's own globals.
+  os << "__device__ float " << name << "_partials[" << 2 * blocks << "];\n"
+     << "__device__ unsigned " << name << "_done;\n"
+     << signature(name, operands, results) << " {\n"
+     << "  tfc_cross_entropy_rows(in0, in1, out0, " << rows << "LL, " << width
+     << "LL, " << static_cast<int64_t>(ce.getIgnoreIndex()) << "LL, " << name
+     << "_partials, &" << name << "_done);\n}\n";
+  KernelSource source{text, rows};
+  source.launch = KernelSource::Shape{{blocks, 1, 1}, {32, 8, 1}, 0};
+  return source;
 }
 
 FailureOr<KernelSource> emitCrossEntropyGrad(StringRef name,
@@ -890,36 +878,13 @@ FailureOr<KernelSource> emitCrossEntropyGrad(StringRef name,
                                              ArrayRef<MemRefType> results) {
   ArrayRef<int64_t> shape = operands[0].getShape();
   int64_t width = shape.back(), rows = operands[0].getNumElements() / width;
-  Type elem = operands[0].getElementType(), out = results[0].getElementType();
-  int64_t ignore = static_cast<int64_t>(ce.getIgnoreIndex());
   std::string text;
   llvm::raw_string_ostream os(text);
-  // One thread per row; each counts the rows that count (the mean's divisor).
   os << signature(name, operands, results) << " {\n"
-     << "  const long long n = " << rows << "LL;\n" << kGridStride
-     << "    const long long r = i;\n"
-     << "    float count = 0.0f;\n"
-     << "    for (long long q = 0; q < n; ++q) count += in1[q] != " << ignore
-     << "LL;\n"
-     << "    const long long t = in1[r];\n"
-     << "    const bool counted = t != " << ignore << "LL && t >= 0 && t < "
-     << width << "LL;\n"
-     << "    if (t != " << ignore << "LL && !counted) tfc_report(TFC_KERNEL_ERROR_TARGET);\n"
-     << "    if (!counted) {\n"
-     << "      for (long long j = 0; j < " << width << "LL; ++j) out0[r * "
-     << width << "LL + j] = " << store(out, "0.0f") << ";\n"
-     << "      continue;\n    }\n";
-  rowStats(os, elem, width, "    ");
-  os << "    const float scale = " << load(operands[2].getElementType(), "in2[0]")
-     << " / count;\n"
-     << "    for (long long j = 0; j < " << width << "LL; ++j) {\n"
-     << "      const float p = expf("
-     << load(elem, "in0[r * " + std::to_string(width) + "LL + j]")
-     << " - m) / s;\n"
-     << "      out0[r * " << width << "LL + j] = "
-     << store(out, "(p - (j == t ? 1.0f : 0.0f)) * scale") << ";\n"
-     << "    }\n  }\n}\n";
-  return KernelSource{text, rows};
+     << "  tfc_cross_entropy_grad_rows(in0, in1, in2, out0, " << rows << "LL, "
+     << width << "LL, " << static_cast<int64_t>(ce.getIgnoreIndex())
+     << "LL);\n}\n";
+  return warpRowKernel(text, rows);
 }
 
 FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,

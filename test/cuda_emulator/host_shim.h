@@ -80,6 +80,14 @@ inline unsigned atomicCAS(unsigned* address, unsigned compare, unsigned value) {
   if (old == compare) *address = value;
   return old;
 }
+inline unsigned atomicAdd(unsigned* address, unsigned value) {
+  const unsigned old = *address;
+  *address = old + value;
+  return old;
+}
+// Blocks run one after another and global memory is plain host memory: every write is
+// visible to the next block already.
+inline void __threadfence() {}
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
 using std::max;
 using std::min;

@@ -141,6 +141,14 @@ extern "C" __global__ void layer_norm_rows_bf16(const unsigned short* x, const f
                                                 const float* b, unsigned short* y) {
   tfc_norm_rows<true>(x, y, w, b, 1000LL, 768LL, 1e-5f);
 }
+extern "C" __global__ void cross_entropy_rows_f32(const float* x, const int* t, float* loss,
+                                                  float* partials, unsigned* done) {
+  tfc_cross_entropy_rows(x, t, loss, 8192LL, 50257LL, -100LL, partials, done);
+}
+extern "C" __global__ void cross_entropy_grad_rows_bf16(const unsigned short* x, const int* t,
+                                                        const float* dloss, unsigned short* dx) {
+  tfc_cross_entropy_grad_rows(x, t, dloss, dx, 8192LL, 50257LL, -100LL);
+}
 
 // Flash attention forward (kernels/attention.cuh) at the head dims of GPT-2 and LLaMA, for
 // ptxas's report; its numerics are checked through the emitter by check_cuda_kernels.py

@@ -109,7 +109,8 @@ def rms_norm(x, w, eps):
 
 
 def cross_entropy(x, t):
-    logp = np.log(softmax(x, -1))
+    with np.errstate(divide="ignore"):  # a masked (-inf) logit's probability is 0
+        logp = np.log(softmax(x, -1))
     rows = [i for i in range(len(t)) if t[i] != -100]
     return np.mean([-logp[i, int(t[i])] for i in rows]) if rows else 0.0
 
@@ -453,6 +454,29 @@ CASES = [
          lambda x, t, g: [cross_entropy_grad(x, t, g)],
          draw=lambda rng, shape: (np.array([[1, -100, 5], [0, 2, -100]]) if shape == (2, 3)
                                   else rng.standard_normal(shape))),
+    # Past 512 blocks of 8 rows (the last block's sum over the blocks' partials, warps that
+    # take a second row), rows wider than a warp, a masked column of -inf logits.
+    Case("cross_entropy over many blocks, masked logits",
+         "  %0 = tfc.cross_entropy %x0, %x1 ignore_index = -100 : tensor<4100x40xf32>, tensor<4100xi32> -> tensor<f32>\n"
+         "  return %0 : tensor<f32>",
+         [((4100, 40), "f32"), ((4100,), "i32")], [((), "f32")],
+         lambda x, t: [cross_entropy(x, t)],
+         draw=lambda rng, shape: (np.where(rng.random(shape) < 0.1, -100,
+                                           rng.integers(0, 39, shape)) if shape == (4100,)
+                                  else np.concatenate([rng.standard_normal((4100, 39)),
+                                                       np.full((4100, 1), -np.inf)], 1)),
+         terms=4100 + 40,
+         magnitude=lambda x, t: [2 * np.abs(x[np.isfinite(x)]).max() + np.log(x.shape[1])]),
+    # Rows wider than a warp, an out-of-range target (reported, its row 0).
+    Case("cross_entropy_grad wide rows, a target out of range",
+         "  %0 = tfc.cross_entropy_grad %x0, %x1, %x2 ignore_index = -100 : (tensor<11x100xf32>, tensor<11xi32>, tensor<f32>) -> tensor<11x100xf32>\n"
+         "  return %0 : tensor<11x100xf32>",
+         [((11, 100), "f32"), ((11,), "i32"), ((), "f32")], [((11, 100), "f32")],
+         # the bad target's row is 0, but it counts in the mean's divisor (9 rows, not 8)
+         lambda x, t, g: [cross_entropy_grad(x, np.where(t == 100, -100, t), g) * 8 / 9],
+         draw=lambda rng, shape: (np.array([99, -100, 0, 5, 100, 42, 7, -100, 63, 31, 1])
+                                  if shape == (11,) else rng.standard_normal(shape)),
+         error=3),
     Case("embedding_grad, repeated ids",
          "  %0 = tfc.embedding_grad %x0, %x1 : (tensor<2x4x3xf32>, tensor<2x4xi32>) -> tensor<6x3xf32>\n"
          "  return %0 : tensor<6x3xf32>",
