@@ -685,12 +685,13 @@ FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
 }
 
 //===----------------------------------------------------------------------===//
-// Matrix products. Operands of one 16-bit type (bf16 or f16) run on tensor
-// cores: kernels/gemm.cuh's tfc_gemm_tc_64x64, a block per 64x64 tile of the
-// result and per batch, f32 accumulation, the bias and the result's type in
-// its epilogue. Anything else is one thread per output element, a dot
-// product in f32 in k order (exact f32; the reference the tiled kernels are
-// checked against).
+// Matrix products, a block per 64x64 tile of the result and per batch (on
+// grid.z), the bias and the result's type in the epilogue. Operands of one
+// 16-bit type (bf16 or f16) run on tensor cores (kernels/gemm.cuh's
+// tfc_gemm_tc_64x64, f32 accumulation); any other types on the CUDA cores in
+// exact f32 (tfc_gemm_simt_64x64: each output fmaf over k in order, the same
+// bits as one thread per output). More batches than grid.z takes fall back to
+// one thread per output element.
 //===----------------------------------------------------------------------===//
 
 /// The largest grid.y or grid.z a launch may have (CUDA's limit; grid.x goes
@@ -702,33 +703,46 @@ bool onTensorCores(Type a, Type b) {
   return a == b && (a.isBF16() || a.isF16());
 }
 
-/// A tensor-core product: `batch` products of M x K by K x N, with the
-/// C++ statements `setup` (declaring `a`, `b` and `c`: the batch's
-/// operands, as const unsigned short*, and its result's first element)
-/// and the epilogue's expression of the f32 value `v` at (m, n) stored to
-/// c[m * N + n].
-KernelSource tensorCoreKernel(StringRef name, ArrayRef<MemRefType> operands,
-                              ArrayRef<MemRefType> results, int64_t batch,
-                              int64_t m, int64_t n, int64_t k, bool ta,
-                              bool tb, const std::string &setup,
-                              const std::string &epilogue) {
-  bool bf16 = operands[0].getElementType().isBF16();
+/// A tiled product kernel: `batch` products of M x K by K x N. `coords` are
+/// C++ statements of the batch index z (e.g. its broadcast coordinates), and
+/// `aOffset`, `bOffset` the offsets of the batch's operands in in0 and in1;
+/// the batch's result starts at out0 + z * M * N. The epilogue is the
+/// expression of the f32 sum `v` at (m, n) that is stored there.
+KernelSource tiledProductKernel(StringRef name, ArrayRef<MemRefType> operands,
+                                ArrayRef<MemRefType> results, int64_t batch,
+                                int64_t m, int64_t n, int64_t k, bool ta,
+                                bool tb, const std::string &coords,
+                                const std::string &aOffset,
+                                const std::string &bOffset,
+                                const std::string &epilogue) {
+  Type ae = operands[0].getElementType();
+  bool tc = onTensorCores(ae, operands[1].getElementType());
+  // The tensor-core tile takes the 16 bits of either 16-bit type.
+  auto pointer = [&](StringRef in, StringRef offset) {
+    std::string at = "(" + in.str() + " + " + offset.str() + ")";
+    return tc ? "(const unsigned short*)" + at : at;
+  };
   std::string text;
   llvm::raw_string_ostream os(text);
   os << signature(name, operands, results) << " {\n"
      << "  const long long z = blockIdx.z;\n"
-     << setup
-     << "  tfc_gemm_tc_64x64<" << (bf16 ? "true" : "false") << ", "
-     << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ">(\n"
+     << coords << "  const auto* a = " << pointer("in0", aOffset) << ";\n"
+     << "  const auto* b = " << pointer("in1", bOffset) << ";\n"
+     << "  auto* c = out0 + z * " << m * n << "LL;\n";
+  if (tc)
+    os << "  tfc_gemm_tc_64x64<" << (ae.isBF16() ? "true" : "false") << ", ";
+  else
+    os << "  tfc_gemm_simt_64x64<";
+  os << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ">(\n"
      << "      a, b, " << m << "LL, " << n << "LL, " << k << "LL, "
      << (ta ? m : k) << "LL, " << (tb ? k : n) << "LL,\n"
      << "      [&](long long m, long long n, float v) { c[m * " << n
-     << "LL + n] = "
-     << store(results[0].getElementType(), epilogue) << "; });\n"
+     << "LL + n] = " << store(results[0].getElementType(), epilogue)
+     << "; });\n"
      << "}\n";
   KernelSource source{text, batch * m * n};
   source.launch = KernelSource::Shape{
-      {(n + 63) / 64, (m + 63) / 64, batch}, {128, 1, 1}, 0};
+      {(n + 63) / 64, (m + 63) / 64, batch}, {tc ? 128 : 256, 1, 1}, 0};
   return source;
 }
 
@@ -755,24 +769,16 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
                 std::to_string(strides[d]) + "LL";
     return expr;
   };
-  if (onTensorCores(operands[0].getElementType(),
-                    operands[1].getElementType()) &&
-      batch <= kMaxGridYZ) {
+  if (batch <= kMaxGridYZ && (m + 63) / 64 <= kMaxGridYZ) {
     // Batch coordinates c0.. of z.
-    std::string setup = "  long long rest = z;\n";
+    std::string coords = "  long long rest = z;\n";
     for (int64_t d = rank - 3; d >= 0; --d)
-      setup += "  const long long c" + std::to_string(d) + " = rest % " +
-               std::to_string(out[d]) + "LL; rest /= " +
-               std::to_string(out[d]) + "LL;\n";
-    setup += "  (void)rest;\n";
-    setup += "  const unsigned short* a = (const unsigned short*)(in0 + " +
-             batchOffset(a) + ");\n";
-    setup += "  const unsigned short* b = (const unsigned short*)(in1 + " +
-             batchOffset(b) + ");\n";
-    setup += "  " + storageType(results[0].getElementType()) +
-             "* c = out0 + z * " + std::to_string(m * n) + "LL;\n";
-    return tensorCoreKernel(name, operands, results, batch, m, n, k, ta, tb,
-                            setup, "v");
+      coords += "  const long long c" + std::to_string(d) + " = rest % " +
+                std::to_string(out[d]) + "LL; rest /= " +
+                std::to_string(out[d]) + "LL;\n";
+    coords += "  (void)rest;\n";
+    return tiledProductKernel(name, operands, results, batch, m, n, k, ta, tb,
+                              coords, batchOffset(a), batchOffset(b), "v");
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -804,19 +810,14 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
   ArrayRef<int64_t> out = results[0].getShape();
   int64_t n = out.back(), k = operands[0].getShape().back();
   bool tw = lin.getTransposeWeight();
-  if (onTensorCores(operands[0].getElementType(),
-                    operands[1].getElementType())) {
-    std::string setup =
-        "  (void)z;\n"
-        "  const unsigned short* a = (const unsigned short*)in0;\n"
-        "  const unsigned short* b = (const unsigned short*)in1;\n"
-        "  " + storageType(results[0].getElementType()) + "* c = out0;\n";
+  int64_t rows = numElements(out) / n;
+  if ((rows + 63) / 64 <= kMaxGridYZ) {
     std::string epilogue =
         lin.getBias() ? "v + " + load(operands[2].getElementType(), "in2[n]")
                       : std::string("v");
-    return tensorCoreKernel(name, operands, results, /*batch=*/1,
-                            numElements(out) / n, n, k, /*ta=*/false, tw,
-                            setup, epilogue);
+    return tiledProductKernel(name, operands, results, /*batch=*/1, rows, n,
+                              k, /*ta=*/false, tw, "  (void)z;\n", "0", "0",
+                              epilogue);
   }
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -80,4 +80,64 @@ __device__ __forceinline__ void tfc_gemm_tc_64x64(const unsigned short* A, const
       }
 }
 
+// tfc_gemm_simt_64x64: the same tile, operands and epilogue for f32 operands (or any types
+// tfc_as_float reads) in exact f32 on the CUDA cores: every
+// C(m, n) is fmaf over k in order from 0, as a kernel of one thread per output computes it,
+// so the tiling changes no bit. Launch: block (256, 1, 1), grid (ceil(N / 64), ceil(M / 64),
+// batch). 16 x 16 threads each compute 4 x 4 outputs strided by 16 (rows ty + 16 i, columns
+// tx + 16 j), so that a warp's shared reads are broadcasts (A) or consecutive words (B); each
+// k-step of 16 stages A (as [k][m]) and B (as [k][n]) in shared memory as f32.
+template <bool kTransA, bool kTransB, typename TA, typename TB, typename Store>
+__device__ __forceinline__ void tfc_gemm_simt_64x64(const TA* A, const TB* B, long long M,
+                                                    long long N, long long K, long long lda,
+                                                    long long ldb, Store store) {
+  constexpr int kTile = 64, kStep = 16, kStride = kTile + 4, kThreads = 256, kPer = 4;
+  TFC_SHARED(float, a_tile, kStep * kStride);
+  TFC_SHARED(float, b_tile, kStep * kStride);
+  const int tid = (int)threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const long long m0 = (long long)blockIdx.y * kTile, n0 = (long long)blockIdx.x * kTile;
+  float acc[kPer][kPer];
+  TFC_UNROLL
+  for (int i = 0; i < kPer; ++i)
+    TFC_UNROLL
+    for (int j = 0; j < kPer; ++j) acc[i][j] = 0.0f;
+
+  for (long long k0 = 0; k0 < K; k0 += kStep) {
+    // Consecutive threads read consecutive addresses of whichever layout the operand has.
+    for (int i = tid; i < kTile * kStep; i += kThreads) {
+      const int ar = kTransA ? i % kTile : i / kStep, ak = kTransA ? i / kTile : i % kStep;
+      const long long m = m0 + ar, ka = k0 + ak;
+      a_tile[ak * kStride + ar] =
+          m < M && ka < K ? tfc_as_float(kTransA ? A[ka * lda + m] : A[m * lda + ka]) : 0.0f;
+      const int bc = kTransB ? i / kStep : i % kTile, bk = kTransB ? i % kStep : i / kTile;
+      const long long n = n0 + bc, kb = k0 + bk;
+      b_tile[bk * kStride + bc] =
+          n < N && kb < K ? tfc_as_float(kTransB ? B[n * ldb + kb] : B[kb * ldb + n]) : 0.0f;
+    }
+    __syncthreads();
+    // Only the k < K of the last step: an fmaf of the zero fill could turn a -0 sum into +0.
+    const int steps = K - k0 < kStep ? (int)(K - k0) : kStep;
+    for (int kk = 0; kk < steps; ++kk) {
+      float a[kPer], b[kPer];
+      TFC_UNROLL
+      for (int i = 0; i < kPer; ++i) a[i] = a_tile[kk * kStride + ty + 16 * i];
+      TFC_UNROLL
+      for (int j = 0; j < kPer; ++j) b[j] = b_tile[kk * kStride + tx + 16 * j];
+      TFC_UNROLL
+      for (int i = 0; i < kPer; ++i)
+        TFC_UNROLL
+        for (int j = 0; j < kPer; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();  // the next step overwrites the tiles
+  }
+
+  TFC_UNROLL
+  for (int i = 0; i < kPer; ++i)
+    TFC_UNROLL
+    for (int j = 0; j < kPer; ++j) {
+      const long long m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (m < M && n < N) store(m, n, acc[i][j]);
+    }
+}
+
 #endif  // TFC_KERNELS_GEMM_CUH

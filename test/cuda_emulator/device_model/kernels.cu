@@ -129,6 +129,17 @@ TFC_GEMM_CASE(gemm_bf16_nt, true, false, true)
 TFC_GEMM_CASE(gemm_f16_nn, false, false, false)
 TFC_GEMM_CASE(gemm_f16_tt, false, true, true)
 
+// The exact f32 tile on the CUDA cores, for ptxas's report; its numerics are checked through
+// the emitter by check_cuda_kernels.py (the f32 "tiled" and other matmul/linear cases).
+extern "C" __global__ void gemm_simt_f32_nt(const float* a, const float* b, float* c) {
+  tfc_gemm_simt_64x64<false, true>(a, b, 4096LL, 768LL, 768LL, 768LL, 768LL,
+                                   [&](long long m, long long n, float v) { c[m * 768LL + n] = v; });
+}
+extern "C" __global__ void gemm_simt_f32_tn(const float* a, const float* b, float* c) {
+  tfc_gemm_simt_64x64<true, false>(a, b, 768LL, 3072LL, 4096LL, 768LL, 3072LL,
+                                   [&](long long m, long long n, float v) { c[m * 3072LL + n] = v; });
+}
+
 // The row kernels (kernels/row.cuh), for ptxas's report; their numerics are checked through
 // the emitter by test/e2e/cuda/check_cuda_kernels.py (softmax, layer_norm, rms_norm cases).
 extern "C" __global__ void softmax_rows_bf16(const unsigned short* x, unsigned short* y) {

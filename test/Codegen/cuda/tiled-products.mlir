@@ -1,0 +1,59 @@
+// Matrix products run tiled, a block per 64x64 tile of the result and per batch
+// (launch: (ceil(N/64), ceil(M/64), batch) blocks). 16-bit operands run on tensor
+// cores: the emitter instantiates kernels/gemm.cuh's tfc_gemm_tc_64x64 (bf16 or f16,
+// the transposes, the batch offsets of blockIdx.z, the bias and the result's type in
+// the epilogue; 128 threads), which NVRTC turns into mma.sync for sm_80. f32 operands
+// run on tfc_gemm_simt_64x64 (exact f32, 256 threads). More batches than grid.z holds
+// fall back to one thread per output, with no launch shape of its own. Numerics:
+// test/e2e/cuda/check_cuda_kernels.py (the "tiled" cases in f32, bf16 and f16), on the
+// host device model.
+// REQUIRES: cuda-target
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: tfc %s --target=cuda --cuda-arch=sm_80 --compile-to=codegen --dump-ir=%t/dump -o %t/codegen.mlir
+// RUN: FileCheck %s --input-file=%t/codegen.mlir --check-prefix=LAUNCH
+// RUN: FileCheck %s --input-file=%t/dump/k0_matmul.cu --check-prefix=MATMUL
+// RUN: FileCheck %s --input-file=%t/dump/k1_linear.cu --check-prefix=LINEAR
+// RUN: FileCheck %s --input-file=%t/dump/k0_matmul.ptx --check-prefix=PTX
+// RUN: FileCheck %s --input-file=%t/dump/k2_matmul.cu --check-prefix=F32
+// RUN: FileCheck %s --input-file=%t/dump/k3_matmul.cu --check-prefix=MANY
+
+// LAUNCH: func.func private @k0_matmul({{.*}}tfc.cuda.launch = array<i64: 2, 2, 3, 128, 1, 1, 0>
+// LAUNCH: func.func private @k1_linear({{.*}}tfc.cuda.launch = array<i64: 2, 3, 1, 128, 1, 1, 0>
+// LAUNCH-NOT: tfc.cuda.spill_bytes
+// LAUNCH: func.func private @k2_matmul({{.*}}tfc.cuda.launch = array<i64: 1, 1, 1, 256, 1, 1, 0>
+// LAUNCH: func.func private @k3_matmul(
+// LAUNCH-NOT: tfc.cuda.launch
+// LAUNCH-SAME: tfc.cuda.threads = 65536
+
+// MATMUL: const long long c0 = rest % 3LL;
+// MATMUL: const auto* a = (const unsigned short*)(in0 + 0 + c0 * 4000LL);
+// MATMUL: const auto* b = (const unsigned short*)(in1 + 0 + c0 * 2880LL);
+// MATMUL: auto* c = out0 + z * 7200LL;
+// MATMUL: tfc_gemm_tc_64x64<true, false, true>(
+// MATMUL-NEXT: a, b, 100LL, 72LL, 40LL, 40LL, 40LL,
+// MATMUL-NEXT: c[m * 72LL + n] = tfc_f32_to_bf16(v);
+
+// LINEAR: tfc_gemm_tc_64x64<false, false, false>(
+// LINEAR-NEXT: a, b, 130LL, 72LL, 48LL, 48LL, 72LL,
+// LINEAR-NEXT: c[m * 72LL + n] = tfc_f32_to_f16(v + tfc_f16_to_f32(in2[n]));
+
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+
+// F32: const auto* a = (in0 + 0);
+// F32: tfc_gemm_simt_64x64<false, false>(
+// F32-NEXT: a, b, 5LL, 6LL, 8LL, 8LL, 6LL,
+// F32-NEXT: c[m * 6LL + n] = v;
+
+// MANY-NOT: tfc_gemm
+// MANY: acc = fmaf(
+
+func.func @f(%a: tensor<3x100x40xbf16>, %b: tensor<3x72x40xbf16>, %x: tensor<130x48xf16>,
+             %w: tensor<48x72xf16>, %bias: tensor<72xf16>, %p: tensor<5x8xf32>,
+             %q: tensor<8x6xf32>, %r: tensor<65536x1x2xf32>, %s: tensor<65536x2x1xf32>)
+    -> (tensor<3x100x72xbf16>, tensor<130x72xf16>, tensor<5x6xf32>, tensor<65536x1x1xf32>) {
+  %0 = tfc.matmul %a, %b transpose_rhs : tensor<3x100x40xbf16>, tensor<3x72x40xbf16> -> tensor<3x100x72xbf16>
+  %1 = tfc.linear %x, %w bias %bias : (tensor<130x48xf16>, tensor<48x72xf16>, tensor<72xf16>) -> tensor<130x72xf16>
+  %2 = tfc.matmul %p, %q : tensor<5x8xf32>, tensor<8x6xf32> -> tensor<5x6xf32>
+  %3 = tfc.matmul %r, %s : tensor<65536x1x2xf32>, tensor<65536x2x1xf32> -> tensor<65536x1x1xf32>
+  return %0, %1, %2, %3 : tensor<3x100x72xbf16>, tensor<130x72xf16>, tensor<5x6xf32>, tensor<65536x1x1xf32>
+}
