@@ -429,6 +429,13 @@ FailureOr<KernelSource> emitPointwise(StringRef name, Operation *op,
 // Reductions and rows
 //===----------------------------------------------------------------------===//
 
+/// A row kernel of kernels/row.cuh: one warp a row, 8 rows a block.
+KernelSource warpRowKernel(std::string text, int64_t rows) {
+  KernelSource source{std::move(text), rows};
+  source.launch = KernelSource::Shape{{(rows + 7) / 8, 1, 1}, {32, 8, 1}, 0};
+  return source;
+}
+
 FailureOr<KernelSource> emitReduce(StringRef name, Operation *op,
                                    ArrayRef<MemRefType> operands,
                                    ArrayRef<MemRefType> results,
@@ -446,6 +453,39 @@ FailureOr<KernelSource> emitReduce(StringRef name, Operation *op,
   Type elem = operands[0].getElementType();
   bool isFloat = llvm::isa<FloatType>(elem);
   std::string acc = isFloat ? "float" : computeCType(elem);
+
+  // Float reductions over one contiguous block of dimensions, [O, R, I] ->
+  // [O, I]: kernels/reduce.cuh, a warp an output or a block per 32 columns.
+  int64_t first = rank, last = -1;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d]) {
+      first = std::min(first, d);
+      last = d;
+    }
+  bool contiguous =
+      last >= 0 && last - first + 1 == llvm::count(reduced, true);
+  if (isFloat && llvm::isa<FloatType>(results[0].getElementType()) &&
+      contiguous && count > 0) {
+    int64_t inner = numElements(shape.drop_front(last + 1));
+    std::string kindName = kind == "sum"    ? "kTfcReduceSum"
+                           : kind == "mean" ? "kTfcReduceMean"
+                                            : "kTfcReduceMax";
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << signature(name, operands, results) << " {\n";
+    if (inner == 1) {
+      os << "  tfc_reduce_rows<" << kindName << ">(in0, out0, " << outN
+         << "LL, " << count << "LL);\n}\n";
+      return warpRowKernel(text, outN);
+    }
+    int64_t blocks = (outN / inner) * ((inner + 31) / 32);
+    os << "  tfc_reduce_columns<" << kindName << ">(in0, out0, " << count
+       << "LL, " << inner << "LL);\n}\n";
+    KernelSource source{text, outN};
+    // block.y: reduce.cuh's kTfcReduceWarps.
+    source.launch = KernelSource::Shape{{blocks, 1, 1}, {32, 32, 1}, 0};
+    return source;
+  }
 
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -480,13 +520,6 @@ FailureOr<KernelSource> emitReduce(StringRef name, Operation *op,
   os << "    out0[i] = " << store(results[0].getElementType(), "acc")
      << ";\n  }\n}\n";
   return KernelSource{text, outN};
-}
-
-/// A row kernel of kernels/row.cuh: one warp a row, 8 rows a block.
-KernelSource warpRowKernel(std::string text, int64_t rows) {
-  KernelSource source{std::move(text), rows};
-  source.launch = KernelSource::Shape{{(rows + 7) / 8, 1, 1}, {32, 8, 1}, 0};
-  return source;
 }
 
 /// softmax / log_softmax along `dim`: lines of `size` elements `inner` apart.

@@ -163,5 +163,6 @@ __device__ __forceinline__ long long tfc_ipow_i64(long long b, long long e) {
 #include "gemm.cuh"
 #include "row.cuh"
 #include "attention.cuh"
+#include "reduce.cuh"
 
 #endif  // TFC_KERNELS_PRELUDE_CUH

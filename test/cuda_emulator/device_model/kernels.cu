@@ -161,6 +161,15 @@ extern "C" __global__ void cross_entropy_grad_rows_bf16(const unsigned short* x,
   tfc_cross_entropy_grad_rows(x, t, dloss, dx, 8192LL, 50257LL, -100LL);
 }
 
+// Reductions (kernels/reduce.cuh), for ptxas's report; numerics: check_cuda_kernels.py's
+// reduce cases.
+extern "C" __global__ void reduce_rows_max_bf16(const unsigned short* x, float* y) {
+  tfc_reduce_rows<kTfcReduceMax>(x, y, 8192LL, 768LL);
+}
+extern "C" __global__ void reduce_columns_sum_f32(const float* x, float* y) {
+  tfc_reduce_columns<kTfcReduceSum>(x, y, 8192LL, 768LL);
+}
+
 // Flash attention forward (kernels/attention.cuh) at the head dims of GPT-2 and LLaMA, for
 // ptxas's report; its numerics are checked through the emitter by check_cuda_kernels.py
 // (the "attention flash" cases).

@@ -350,6 +350,19 @@ CASES = [
          "  %0 = tfc.reduce_max %x0 dims = [-1] : tensor<5x7xf32> -> tensor<5xf32>\n"
          "  return %0 : tensor<5xf32>",
          [((5, 7), "f32")], [((5,), "f32")], lambda x: [x.max(axis=-1)]),
+    # kernels/reduce.cuh: rows wider than a warp (a warp an output), and a bias gradient's
+    # column sums over two leading dimensions (32 warps down 120 rows, 3 tiles of columns).
+    Case("reduce_max rows wider than a warp propagate NaN",
+         "  %0 = tfc.reduce_max %x0 dims = [-1] : tensor<9x100xf32> -> tensor<9xf32>\n"
+         "  return %0 : tensor<9xf32>",
+         [((9, 100), "f32")], [((9,), "f32")], lambda x: [x.max(axis=-1)],
+         draw=lambda rng, shape: np.where(np.arange(900).reshape(shape) == 437, np.nan,
+                                          rng.standard_normal(shape))),
+    Case("reduce_sum columns over leading dims",
+         "  %0 = tfc.reduce_sum %x0 dims = [0, 1] : tensor<3x40x70xf32> -> tensor<70xf32>\n"
+         "  return %0 : tensor<70xf32>",
+         [((3, 40, 70), "f32")], [((70,), "f32")], lambda x: [x.sum(axis=(0, 1))],
+         terms=120),
     Case("softmax dim 1 of [2,3,5]",
          "  %0 = tfc.softmax %x0 dim = 1 : tensor<2x3x5xf32> -> tensor<2x3x5xf32>\n"
          "  return %0 : tensor<2x3x5xf32>",
