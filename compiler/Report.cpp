@@ -1,12 +1,14 @@
 //===- Report.cpp - `tfc --report=FILE.json` ------------------------------===//
 #include "compiler/Report.h"
 
+#include "codegen/cuda/CudaAttrs.h"
 #include "dialects/tfc/AttrNames.h"
 #include "dialects/tfc/TfcOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -30,6 +32,39 @@ void writeDecisions(llvm::json::OStream &json, mlir::Operation *op,
     for (mlir::NamedAttribute entry : dict)
       if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(entry.getValue()))
         json.attribute(entry.getName().strref(), i.getInt());
+  });
+}
+
+/// For a CUDA module: how many of the kernels `entry` launches are tiled
+/// (their own launch shape) and which fell back to one thread an item, with
+/// why (tfc-cuda-emit-kernels records both on the kernel declarations).
+void writeCudaKernels(llvm::json::OStream &json, mlir::ModuleOp module,
+                      mlir::func::FuncOp entry) {
+  llvm::SmallVector<mlir::func::FuncOp> launched;
+  llvm::SmallPtrSet<mlir::Operation *, 32> seen;
+  entry.walk([&](mlir::func::CallOp call) {
+    auto kernel = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
+    if (kernel && kernel->hasAttr(cuda::attr::kSource) &&
+        seen.insert(kernel).second)
+      launched.push_back(kernel);
+  });
+  if (launched.empty())
+    return;
+  int64_t tiled = 0;
+  for (mlir::func::FuncOp kernel : launched)
+    tiled += kernel->hasAttr(cuda::attr::kLaunch);
+  json.attributeObject("cuda", [&] {
+    json.attribute("tiled_kernels", tiled);
+    json.attribute("grid_stride_kernels", int64_t(launched.size()) - tiled);
+    json.attributeArray("fallbacks", [&] {
+      for (mlir::func::FuncOp kernel : launched)
+        if (auto why =
+                kernel->getAttrOfType<mlir::StringAttr>(cuda::attr::kFallback))
+          json.object([&] {
+            json.attribute("kernel", kernel.getSymName());
+            json.attribute("why", why.getValue());
+          });
+    });
   });
 }
 
@@ -114,6 +149,7 @@ void writeReport(mlir::ModuleOp module, llvm::StringRef input,
                 });
             });
           }
+          writeCudaKernels(json, module, func);
           writeDecisions(json, func, attr::kFusion, "fusion");
           writeDecisions(json, func, attr::kRemat, "remat");
           writeDecisions(json, func, attr::kSchedule, "schedule");

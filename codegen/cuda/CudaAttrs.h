@@ -15,6 +15,11 @@ constexpr llvm::StringLiteral kThreads = "tfc.cuda.threads";
 /// block x, y, z and dynamic shared bytes (tfc_device_launch_t).
 constexpr llvm::StringLiteral kLaunch = "tfc.cuda.launch";
 
+/// On a kernel of an op that has a tiled kernel but took the one-thread-an-
+/// item one: why (the shape or type the tiled kernel cannot take), for
+/// `tfc --report`.
+constexpr llvm::StringLiteral kFallback = "tfc.cuda.fallback";
+
 /// On a kernel that ptxas spilled registers of to local memory: the bytes
 /// of its spill stores and loads (absent when none).
 constexpr llvm::StringLiteral kSpillBytes = "tfc.cuda.spill_bytes";

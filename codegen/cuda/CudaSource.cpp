@@ -519,7 +519,11 @@ FailureOr<KernelSource> emitReduce(StringRef name, Operation *op,
     os << "    acc = acc / (" << acc << ")" << count << ";\n";
   os << "    out0[i] = " << store(results[0].getElementType(), "acc")
      << ";\n  }\n}\n";
-  return KernelSource{text, outN};
+  KernelSource source{text, outN};
+  source.fallback = !isFloat ? "integer elements (kernels/reduce.cuh sums floats)"
+                    : count == 0 ? "nothing to reduce"
+                                 : "the reduced dimensions are not one contiguous block";
+  return source;
 }
 
 /// softmax / log_softmax along `dim`: lines of `size` elements `inner` apart.
@@ -564,7 +568,10 @@ FailureOr<KernelSource> emitSoftmax(StringRef name, Operation *op,
                           : "expf(" + x("j") + " - m) / s";
   os << "    for (long long j = 0; j < " << size << "LL; ++j) out0[base + j * "
      << inner << "LL] = " << store(out, value) << ";\n  }\n}\n";
-  return KernelSource{text, outer * inner};
+  KernelSource source{text, outer * inner};
+  source.fallback = "along dimension " + std::to_string(dim) +
+                    ", not the last (a warp a row takes contiguous rows)";
+  return source;
 }
 
 /// layer_norm (center) and rms_norm over the last dimension; operands x,
@@ -731,6 +738,10 @@ FailureOr<KernelSource> emitDataMovement(StringRef name, Operation *op,
 /// to 2^31 - 1): a tiled kernel that would need more takes the SIMT one.
 constexpr int64_t kMaxGridYZ = 65535;
 
+/// Why a product takes the one-thread-an-output kernel.
+constexpr llvm::StringLiteral kTooManyTiles =
+    "more 64x64 tiles or batches than grid.y and grid.z hold (65535)";
+
 /// Whether a product of these operand types runs on tensor cores.
 bool onTensorCores(Type a, Type b) {
   return a == b && (a.isBF16() || a.isF16());
@@ -833,7 +844,9 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
      << ", acc);\n"
      << "    out0[i] = " << store(results[0].getElementType(), "acc")
      << ";\n  }\n}\n";
-  return KernelSource{text, numElements(out)};
+  KernelSource source{text, numElements(out)};
+  source.fallback = kTooManyTiles;
+  return source;
 }
 
 /// linear: [..., K] x [K, N] (or [N, K] with transpose_weight) + bias [N].
@@ -871,7 +884,9 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
      << ", acc);\n"
      << "    out0[i] = " << store(results[0].getElementType(), "acc")
      << ";\n  }\n}\n";
-  return KernelSource{text, numElements(out)};
+  KernelSource source{text, numElements(out)};
+  source.fallback = kTooManyTiles;
+  return source;
 }
 
 //===----------------------------------------------------------------------===//
@@ -1085,16 +1100,25 @@ void attentionStats(llvm::raw_ostream &os, const AttentionShape &a,
      << score(a, "j") << " - m);\n";
 }
 
-/// Whether attention of this shape and these operand types runs on tensor
-/// cores (kernels/attention.cuh): q, k and v of one 16-bit type, head dims
-/// that are multiples of 16 up to 128, and a grid within CUDA's limits.
-bool flashAttention(const AttentionShape &a, ArrayRef<MemRefType> operands) {
+/// Why attention of this shape and these operand types cannot run on tensor
+/// cores (kernels/attention.cuh), or "" when it can: q, k and v of one 16-bit
+/// type, head dims that are multiples of 16 up to 128, a grid within CUDA's
+/// limits.
+std::string flashAttentionFallback(const AttentionShape &a,
+                                   ArrayRef<MemRefType> operands) {
   Type q = operands[0].getElementType();
-  return onTensorCores(q, operands[1].getElementType()) &&
-         q == operands[2].getElementType() && a.d % 16 == 0 &&
-         a.dv % 16 == 0 && a.d <= 128 && a.dv <= 128 &&
-         a.b * a.h <= std::numeric_limits<int32_t>::max() &&
-         (a.tq + 63) / 64 <= kMaxGridYZ;
+  if (!onTensorCores(q, operands[1].getElementType()) ||
+      q != operands[2].getElementType())
+    return "q, k and v are not all bf16 or all f16 (flash attention runs on "
+           "tensor cores)";
+  if (a.d % 16 != 0 || a.dv % 16 != 0 || a.d > 128 || a.dv > 128)
+    return "head dims " + std::to_string(a.d) + " and " +
+           std::to_string(a.dv) +
+           " (flash attention takes multiples of 16 up to 128)";
+  if (a.b * a.h > std::numeric_limits<int32_t>::max() ||
+      (a.tq + 63) / 64 > kMaxGridYZ)
+    return "more blocks than a CUDA grid holds";
+  return "";
 }
 
 FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
@@ -1102,7 +1126,8 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
                                       ArrayRef<MemRefType> results) {
   AttentionShape a = attentionShape(op);
   Type ve = operands[2].getElementType(), oe = results[0].getElementType();
-  if (flashAttention(a, operands)) {
+  std::string fallback = flashAttentionFallback(a, operands);
+  if (fallback.empty()) {
     std::string text;
     llvm::raw_string_ostream os(text);
     os << signature(name, operands, results) << " {\n"
@@ -1142,7 +1167,9 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
      << "    const float inv = l > 0.0f ? 1.0f / l : 0.0f;\n"
      << "    for (long long t = 0; t < " << a.dv << "LL; ++t) out0[orow + t] = "
      << store(oe, "acc[t] * inv") << ";\n  }\n}\n";
-  return KernelSource{text, rows};
+  KernelSource source{text, rows};
+  source.fallback = fallback;
+  return source;
 }
 
 FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,

@@ -40,6 +40,9 @@ struct KernelSource {
     int64_t sharedBytes = 0;
   };
   std::optional<Shape> launch;
+  /// Set when the op has a tiled kernel that this shape or type cannot take:
+  /// why this one runs instead (tfc --report lists it).
+  std::string fallback;
 };
 
 /// The CUDA C++ of kernel `name` computing `op` from buffers of

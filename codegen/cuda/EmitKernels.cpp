@@ -58,6 +58,8 @@ LogicalResult emitKernel(func::FuncOp kernel) {
   Builder b(kernel.getContext());
   kernel->setAttr(cuda::attr::kSource, b.getStringAttr(source->code));
   kernel->setAttr(cuda::attr::kThreads, b.getI64IntegerAttr(source->threads));
+  if (!source->fallback.empty())
+    kernel->setAttr(cuda::attr::kFallback, b.getStringAttr(source->fallback));
   if (const auto &shape = source->launch)
     kernel->setAttr(cuda::attr::kLaunch,
                     b.getDenseI64ArrayAttr({shape->grid[0], shape->grid[1],
