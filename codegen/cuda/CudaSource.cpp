@@ -742,6 +742,10 @@ constexpr int64_t kMaxGridYZ = 65535;
 constexpr llvm::StringLiteral kTooManyTiles =
     "more 64x64 tiles or batches than grid.y and grid.z hold (65535)";
 
+/// Products of at most this many rows (a decode step's tokens) run as a GEMV
+/// (kernels/gemm.cuh's tfc_gemv).
+constexpr int64_t kMaxGemvRows = 8;
+
 /// Whether a product of these operand types runs on tensor cores.
 bool onTensorCores(Type a, Type b) {
   return a == b && (a.isBF16() || a.isF16());
@@ -760,7 +764,9 @@ KernelSource tiledProductKernel(StringRef name, ArrayRef<MemRefType> operands,
                                 const std::string &bOffset,
                                 const std::string &epilogue) {
   Type ae = operands[0].getElementType();
-  bool tc = onTensorCores(ae, operands[1].getElementType());
+  // A few rows (a decode step): a GEMV over many blocks, for any types.
+  bool gemv = m <= kMaxGemvRows && !ta;
+  bool tc = !gemv && onTensorCores(ae, operands[1].getElementType());
   // The tensor-core tile takes the 16 bits of either 16-bit type.
   auto pointer = [&](StringRef in, StringRef offset) {
     std::string at = "(" + in.str() + " + " + offset.str() + ")";
@@ -773,20 +779,29 @@ KernelSource tiledProductKernel(StringRef name, ArrayRef<MemRefType> operands,
      << coords << "  const auto* a = " << pointer("in0", aOffset) << ";\n"
      << "  const auto* b = " << pointer("in1", bOffset) << ";\n"
      << "  auto* c = out0 + z * " << m * n << "LL;\n";
-  if (tc)
-    os << "  tfc_gemm_tc_64x64<" << (ae.isBF16() ? "true" : "false") << ", ";
+  if (gemv)
+    os << "  tfc_gemv<" << m << ", " << (tb ? "true" : "false") << ">(\n"
+       << "      a, b, " << n << "LL, " << k << "LL, " << k << "LL, "
+       << (tb ? k : n) << "LL,\n";
   else
-    os << "  tfc_gemm_simt_64x64<";
-  os << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ">(\n"
-     << "      a, b, " << m << "LL, " << n << "LL, " << k << "LL, "
-     << (ta ? m : k) << "LL, " << (tb ? k : n) << "LL,\n"
-     << "      [&](long long m, long long n, float v) { c[m * " << n
+    os << "  "
+       << (tc ? std::string("tfc_gemm_tc_64x64<") +
+                    (ae.isBF16() ? "true, " : "false, ")
+              : std::string("tfc_gemm_simt_64x64<"))
+       << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ">(\n"
+       << "      a, b, " << m << "LL, " << n << "LL, " << k << "LL, "
+       << (ta ? m : k) << "LL, " << (tb ? k : n) << "LL,\n";
+  os << "      [&](long long m, long long n, float v) { c[m * " << n
      << "LL + n] = " << store(results[0].getElementType(), epilogue)
      << "; });\n"
      << "}\n";
   KernelSource source{text, batch * m * n};
-  source.launch = KernelSource::Shape{
-      {(n + 63) / 64, (m + 63) / 64, batch}, {tc ? 128 : 256, 1, 1}, 0};
+  if (gemv)
+    source.launch = tb ? KernelSource::Shape{{(n + 7) / 8, 1, batch}, {32, 8, 1}, 0}
+                       : KernelSource::Shape{{(n + 31) / 32, 1, batch}, {32, 32, 1}, 0};
+  else
+    source.launch = KernelSource::Shape{
+        {(n + 63) / 64, (m + 63) / 64, batch}, {tc ? 128 : 256, 1, 1}, 0};
   return source;
 }
 

@@ -140,4 +140,56 @@ __device__ __forceinline__ void tfc_gemm_simt_64x64(const TA* A, const TB* B, lo
     }
 }
 
+// tfc_gemv: C = A B for kRows <= 8 rows of A (a decode step's tokens), at the pace of
+// reading B once, f32 accumulation for operands of any element type; A row-major
+// (A(m, k) = A[m * lda + k]), B as above; store(m, n, value) as the tiles. The tiles would
+// leave most of a GPU idle here: N / 64 blocks whose 64 rows are mostly past M.
+//   - kTransB (B as [N][K], LLaMA's weights): one warp a column n, its lanes striding over
+//     k (coalesced), a shuffle tree for the sum. Launch: block (32, 8, 1), grid
+//     (ceil(N / 8), 1, batch).
+//   - otherwise (B as [K][N], GPT-2's): a block takes 32 columns, a lane each (coalesced),
+//     its 32 warps striding over k; the warps' partial sums meet in shared memory in warp
+//     order. Launch: block (32, 32, 1), grid (ceil(N / 32), 1, batch).
+// Fixed orders: the same bits on every run.
+template <int kRows, bool kTransB, typename TA, typename TB, typename Store>
+__device__ __forceinline__ void tfc_gemv(const TA* A, const TB* B, long long N, long long K,
+                                         long long lda, long long ldb, Store store) {
+  static_assert(kRows >= 1 && kRows <= 8, "tfc_gemv takes 1 to 8 rows");
+  const int lane = (int)threadIdx.x, warp = (int)threadIdx.y;
+  float acc[kRows];
+  TFC_UNROLL
+  for (int m = 0; m < kRows; ++m) acc[m] = 0.0f;
+  if (kTransB) {
+    const long long n = (long long)blockIdx.x * 8 + warp;
+    if (n >= N) return;  // a whole warp leaves: no collective waits for it
+    const TB* bn = B + n * ldb;
+    for (long long k = lane; k < K; k += 32) {
+      const float b = tfc_as_float(bn[k]);
+      TFC_UNROLL
+      for (int m = 0; m < kRows; ++m) acc[m] = fmaf(tfc_as_float(A[m * lda + k]), b, acc[m]);
+    }
+    TFC_UNROLL
+    for (int m = 0; m < kRows; ++m) {
+      const float v = tfc_warp_sum(acc[m]);
+      if (lane == 0) store(m, n, v);
+    }
+    return;
+  }
+  TFC_SHARED(float, partial, 32 * kRows * 32);
+  const long long n = (long long)blockIdx.x * 32 + lane;
+  if (n < N)
+    for (long long k = warp; k < K; k += 32) {
+      const float b = tfc_as_float(B[k * ldb + n]);
+      TFC_UNROLL
+      for (int m = 0; m < kRows; ++m) acc[m] = fmaf(tfc_as_float(A[m * lda + k]), b, acc[m]);
+    }
+  TFC_UNROLL
+  for (int m = 0; m < kRows; ++m) partial[(warp * kRows + m) * 32 + lane] = acc[m];
+  __syncthreads();
+  if (warp >= kRows || n >= N) return;
+  float v = 0.0f;
+  for (int w = 0; w < 32; ++w) v += partial[(w * kRows + warp) * 32 + lane];
+  store(warp, n, v);
+}
+
 #endif  // TFC_KERNELS_GEMM_CUH

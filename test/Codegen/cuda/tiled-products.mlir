@@ -4,7 +4,8 @@
 // the transposes, the batch offsets of blockIdx.z, the bias and the result's type in
 // the epilogue; 128 threads), which NVRTC turns into mma.sync for sm_80. f32 operands
 // run on tfc_gemm_simt_64x64 (exact f32, 256 threads). More batches than grid.z holds
-// fall back to one thread per output, with no launch shape of its own. Numerics:
+// fall back to one thread per output, with no launch shape of its own; at most 8
+// rows, a GEMV (tfc_gemv). Numerics:
 // test/e2e/cuda/check_cuda_kernels.py (the "tiled" cases in f32, bf16 and f16), on the
 // host device model.
 // REQUIRES: cuda-target
@@ -16,14 +17,18 @@
 // RUN: FileCheck %s --input-file=%t/dump/k0_matmul.ptx --check-prefix=PTX
 // RUN: FileCheck %s --input-file=%t/dump/k2_matmul.cu --check-prefix=F32
 // RUN: FileCheck %s --input-file=%t/dump/k3_matmul.cu --check-prefix=MANY
+// RUN: FileCheck %s --input-file=%t/dump/k4_matmul.cu --check-prefix=GEMV
+// RUN: FileCheck %s --input-file=%t/dump/k5_linear.cu --check-prefix=GEMV2
 
 // LAUNCH: func.func private @k0_matmul({{.*}}tfc.cuda.launch = array<i64: 2, 2, 3, 128, 1, 1, 0>
 // LAUNCH: func.func private @k1_linear({{.*}}tfc.cuda.launch = array<i64: 2, 3, 1, 128, 1, 1, 0>
 // LAUNCH-NOT: tfc.cuda.spill_bytes
-// LAUNCH: func.func private @k2_matmul({{.*}}tfc.cuda.launch = array<i64: 1, 1, 1, 256, 1, 1, 0>
+// LAUNCH: func.func private @k2_matmul({{.*}}tfc.cuda.launch = array<i64: 1, 2, 1, 256, 1, 1, 0>
 // LAUNCH: func.func private @k3_matmul(
 // LAUNCH-NOT: tfc.cuda.launch
 // LAUNCH-SAME: tfc.cuda.threads = 65536
+// LAUNCH: func.func private @k4_matmul({{.*}}tfc.cuda.launch = array<i64: 9, 1, 3, 32, 8, 1, 0>
+// LAUNCH: func.func private @k5_linear({{.*}}tfc.cuda.launch = array<i64: 4, 1, 1, 32, 32, 1, 0>
 
 // MATMUL: const long long c0 = rest % 3LL;
 // MATMUL: const auto* a = (const unsigned short*)(in0 + 0 + c0 * 4000LL);
@@ -41,19 +46,32 @@
 
 // F32: const auto* a = (in0 + 0);
 // F32: tfc_gemm_simt_64x64<false, false>(
-// F32-NEXT: a, b, 5LL, 6LL, 8LL, 8LL, 6LL,
+// F32-NEXT: a, b, 70LL, 6LL, 8LL, 8LL, 6LL,
 // F32-NEXT: c[m * 6LL + n] = v;
+
+// A decode step's few rows: a GEMV, a warp a column of a transposed weight
+// (block (32, 8)), or a lane a column and 32 warps down K (block (32, 32)).
+// GEMV: tfc_gemv<2, true>(
+// GEMV-NEXT: a, b, 72LL, 48LL, 48LL, 48LL,
+// GEMV2: tfc_gemv<1, false>(
+// GEMV2-NEXT: a, b, 100LL, 48LL, 48LL, 100LL,
+// GEMV2-NEXT: c[m * 100LL + n] = tfc_f32_to_bf16(v + tfc_bf16_to_f32(in2[n]));
 
 // MANY-NOT: tfc_gemm
 // MANY: acc = fmaf(
 
 func.func @f(%a: tensor<3x100x40xbf16>, %b: tensor<3x72x40xbf16>, %x: tensor<130x48xf16>,
-             %w: tensor<48x72xf16>, %bias: tensor<72xf16>, %p: tensor<5x8xf32>,
-             %q: tensor<8x6xf32>, %r: tensor<65536x1x2xf32>, %s: tensor<65536x2x1xf32>)
-    -> (tensor<3x100x72xbf16>, tensor<130x72xf16>, tensor<5x6xf32>, tensor<65536x1x1xf32>) {
+             %w: tensor<48x72xf16>, %bias: tensor<72xf16>, %p: tensor<70x8xf32>,
+             %q: tensor<8x6xf32>, %r: tensor<65536x1x2xf32>, %s: tensor<65536x2x1xf32>,
+             %t: tensor<3x2x48xf32>, %u: tensor<3x72x48xf32>, %y: tensor<1x48xbf16>,
+             %z: tensor<48x100xbf16>, %zb: tensor<100xbf16>)
+    -> (tensor<3x100x72xbf16>, tensor<130x72xf16>, tensor<70x6xf32>, tensor<65536x1x1xf32>,
+        tensor<3x2x72xf32>, tensor<1x100xbf16>) {
   %0 = tfc.matmul %a, %b transpose_rhs : tensor<3x100x40xbf16>, tensor<3x72x40xbf16> -> tensor<3x100x72xbf16>
   %1 = tfc.linear %x, %w bias %bias : (tensor<130x48xf16>, tensor<48x72xf16>, tensor<72xf16>) -> tensor<130x72xf16>
-  %2 = tfc.matmul %p, %q : tensor<5x8xf32>, tensor<8x6xf32> -> tensor<5x6xf32>
+  %2 = tfc.matmul %p, %q : tensor<70x8xf32>, tensor<8x6xf32> -> tensor<70x6xf32>
   %3 = tfc.matmul %r, %s : tensor<65536x1x2xf32>, tensor<65536x2x1xf32> -> tensor<65536x1x1xf32>
-  return %0, %1, %2, %3 : tensor<3x100x72xbf16>, tensor<130x72xf16>, tensor<5x6xf32>, tensor<65536x1x1xf32>
+  %4 = tfc.matmul %t, %u transpose_rhs : tensor<3x2x48xf32>, tensor<3x72x48xf32> -> tensor<3x2x72xf32>
+  %5 = tfc.linear %y, %z bias %zb : (tensor<1x48xbf16>, tensor<48x100xbf16>, tensor<100xbf16>) -> tensor<1x100xbf16>
+  return %0, %1, %2, %3, %4, %5 : tensor<3x100x72xbf16>, tensor<130x72xf16>, tensor<70x6xf32>, tensor<65536x1x1xf32>, tensor<3x2x72xf32>, tensor<1x100xbf16>
 }

@@ -139,6 +139,17 @@ extern "C" __global__ void gemm_simt_f32_tn(const float* a, const float* b, floa
   tfc_gemm_simt_64x64<true, false>(a, b, 768LL, 3072LL, 4096LL, 768LL, 3072LL,
                                    [&](long long m, long long n, float v) { c[m * 3072LL + n] = v; });
 }
+// The decode GEMV (one token, GPT-2's and LLaMA's weight layouts), for ptxas's report;
+// numerics: check_cuda_kernels.py's "GEMV" cases and the small products.
+extern "C" __global__ void gemv_bf16_rows1(const unsigned short* a, const unsigned short* b,
+                                           float* c) {
+  tfc_gemv<1, false>(a, b, 2304LL, 768LL, 768LL, 2304LL,
+                     [&](long long m, long long n, float v) { c[m * 2304LL + n] = v; });
+}
+extern "C" __global__ void gemv_f32_rows8_trans(const float* a, const float* b, float* c) {
+  tfc_gemv<8, true>(a, b, 4096LL, 4096LL, 4096LL, 4096LL,
+                    [&](long long m, long long n, float v) { c[m * 4096LL + n] = v; });
+}
 
 // The row kernels (kernels/row.cuh), for ptxas's report; their numerics are checked through
 // the emitter by test/e2e/cuda/check_cuda_kernels.py (softmax, layer_norm, rms_norm cases).

@@ -442,6 +442,19 @@ CASES = [
          "  return %0 : tensor<130x72xf32>",
          [((130, 48), "f32"), ((72, 48), "f32"), ((72,), "f32")], [((130, 72), "f32")],
          lambda x, w, b: [x @ w.T + b], terms=49),
+    # At most 8 rows, a decode step's: kernels/gemm.cuh's tfc_gemv. GPT-2's weight layout
+    # (a lane a column, 32 warps down K = 100, three blocks of columns, the last partial) and
+    # LLaMA's (a warp a column, 20 columns: warps past N).
+    Case("linear decode rows GEMV bias",
+         "  %0 = tfc.linear %x0, %x1 bias %x2 : (tensor<3x100xf32>, tensor<100x70xf32>, tensor<70xf32>) -> tensor<3x70xf32>\n"
+         "  return %0 : tensor<3x70xf32>",
+         [((3, 100), "f32"), ((100, 70), "f32"), ((70,), "f32")], [((3, 70), "f32")],
+         lambda x, w, b: [x @ w + b], terms=101),
+    Case("linear decode rows GEMV transpose_weight",
+         "  %0 = tfc.linear %x0, %x1 transpose_weight : (tensor<1x2x70xf32>, tensor<20x70xf32>) -> tensor<1x2x20xf32>\n"
+         "  return %0 : tensor<1x2x20xf32>",
+         [((1, 2, 70), "f32"), ((20, 70), "f32")], [((1, 2, 20), "f32")],
+         lambda x, w: [x @ w.T], terms=70),
     Case("linear bias (GPT-2 layout)",
          "  %0 = tfc.linear %x0, %x1 bias %x2 : (tensor<2x3x8xf32>, tensor<8x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>\n"
          "  return %0 : tensor<2x3x5xf32>",
