@@ -908,8 +908,9 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
 // Losses, embedding gradient, rotary. cross_entropy and its gradient are
 // kernels/row.cuh's, a warp a row reading each logit once: the loss's sum
 // goes through per-block partials summed by the last block (fixed orders:
-// deterministic). embedding_grad is one thread per column (each owns its
-// column: no atomics, the sum in position order as the op requires).
+// deterministic). embedding_grad is one thread per column of a block of rows
+// (each owns its elements: no atomics, the sum in position order as the op
+// requires).
 //===----------------------------------------------------------------------===//
 
 /// The blocks of a cross_entropy launch: enough warps to keep a GPU's memory
@@ -951,34 +952,51 @@ FailureOr<KernelSource> emitCrossEntropyGrad(StringRef name,
   return warpRowKernel(text, rows);
 }
 
+/// Work items of embedding_grad that a GPU keeps busy: the table's columns
+/// times blocks of its rows.
+constexpr int64_t kEmbeddingGradItems = 65536;
+
 FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
                                           ArrayRef<MemRefType> operands,
                                           ArrayRef<MemRefType> results) {
   // operands: grad [..., D], ids [...], [init [V, D]]; result [V, D] = init
-  // (or 0) + the scattered rows.
+  // (or 0) + the scattered rows. A work item owns one column of a block of
+  // rows: it writes their init (or 0), then adds every position whose id
+  // falls in its block, in position order (no atomics: the same bits as one
+  // thread a column). Consecutive items take consecutive columns.
   ArrayRef<int64_t> table = results[0].getShape();
   int64_t rows = table[0], width = table[1];
   int64_t positions = operands[1].getNumElements();
+  int64_t blocks = std::clamp<int64_t>(
+      (kEmbeddingGradItems + width - 1) / width, 1, rows);
+  int64_t perBlock = (rows + blocks - 1) / blocks;
+  blocks = (rows + perBlock - 1) / perBlock;
   Type g = operands[0].getElementType(), out = results[0].getElementType();
   std::string text;
   llvm::raw_string_ostream os(text);
   auto gradAt = [&](const char *position) {
     return load(g, std::string("in0[") + position + " * " +
-                       std::to_string(width) + "LL + i]");
+                       std::to_string(width) + "LL + col]");
   };
   os << signature(name, operands, results) << " {\n"
-     << "  const long long n = " << width << "LL;\n" << kGridStride
-     << "    for (long long v = 0; v < " << rows << "LL; ++v) out0[v * "
-     << width << "LL + i] = "
-     << (operands.size() > 2 ? std::string("in2[v * ") + std::to_string(width) + "LL + i]"
-                             : store(out, "0.0f"))
+     << "  const long long n = " << blocks * width << "LL;\n" << kGridStride
+     << "    const long long col = i % " << width << "LL, lo = (i / " << width
+     << "LL) * " << perBlock << "LL;\n"
+     << "    const long long hi = lo + " << perBlock << "LL < " << rows
+     << "LL ? lo + " << perBlock << "LL : " << rows << "LL;\n"
+     << "    for (long long v = lo; v < hi; ++v) out0[v * " << width
+     << "LL + col] = "
+     << (operands.size() > 2
+             ? std::string("in2[v * ") + std::to_string(width) + "LL + col]"
+             : store(out, "0.0f"))
      << ";\n"
      << "    for (long long p = 0; p < " << positions << "LL; ++p) {\n"
      << "      const long long id = in1[p];\n"
      << "      if (id < 0 || id >= " << rows << "LL) {\n"
      << "        if (i == 0) tfc_report(TFC_KERNEL_ERROR_EMBEDDING_ID);\n"
      << "        continue;\n      }\n"
-     << "      const long long at = id * " << width << "LL + i;\n";
+     << "      if (id < lo || id >= hi) continue;\n"
+     << "      const long long at = id * " << width << "LL + col;\n";
   if (out.isF32()) {
     os << "      out0[at] = out0[at] + " << gradAt("p") << ";\n";
   } else {
@@ -996,7 +1014,7 @@ FailureOr<KernelSource> emitEmbeddingGrad(StringRef name,
        << "      out0[at] = " << store(out, "acc") << ";\n";
   }
   os << "    }\n  }\n}\n";
-  return KernelSource{text, width};
+  return KernelSource{text, blocks * width};
 }
 
 FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,

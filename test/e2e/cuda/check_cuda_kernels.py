@@ -521,14 +521,17 @@ CASES = [
          draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
                                   else rng.standard_normal(shape)),
          terms=200),
-    Case("embedding_grad into an existing gradient",
-         "  %0 = tfc.embedding_grad %x0, %x1 into %x2 : (tensor<4x50x3xf32>, tensor<4x50xi32>, tensor<4x3xf32>) -> tensor<4x3xf32>\n"
-         "  return %0 : tensor<4x3xf32>",
-         [((4, 50, 3), "f32"), ((4, 50), "i32"), ((4, 3), "f32")], [((4, 3), "f32")],
-         lambda g, ids, w: [embedding_grad(g, ids, 4) + w],
-         draw=lambda rng, shape: (rng.integers(0, 4, shape) if shape == (4, 50)
+    # A table of 200 rows x 1024 columns: work items of a column and a block of 4 rows (the
+    # last block 4 rows too: 50 blocks), 120 positions with repeats.
+    Case("embedding_grad into an existing gradient, blocks of rows",
+         "  %0 = tfc.embedding_grad %x0, %x1 into %x2 : (tensor<3x40x1024xf32>, tensor<3x40xi32>, tensor<200x1024xf32>) -> tensor<200x1024xf32>\n"
+         "  return %0 : tensor<200x1024xf32>",
+         [((3, 40, 1024), "f32"), ((3, 40), "i32"), ((200, 1024), "f32")],
+         [((200, 1024), "f32")],
+         lambda g, ids, w: [embedding_grad(g, ids, 200) + w],
+         draw=lambda rng, shape: (rng.integers(0, 60, shape) if shape == (3, 40)
                                   else rng.standard_normal(shape)),
-         terms=201),
+         terms=121),
     Case("rotary at an offset",
          "  %0 = tfc.rotary %x0 offset %x1 theta = 1.000000e+04 : (tensor<1x2x3x8xf32>, tensor<i32>) -> tensor<1x2x3x8xf32>\n"
          "  return %0 : tensor<1x2x3x8xf32>",
