@@ -8,7 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -40,13 +40,11 @@ void writeDecisions(llvm::json::OStream &json, mlir::Operation *op,
 /// why (tfc-cuda-emit-kernels records both on the kernel declarations).
 void writeCudaKernels(llvm::json::OStream &json, mlir::ModuleOp module,
                       mlir::func::FuncOp entry) {
-  llvm::SmallVector<mlir::func::FuncOp> launched;
-  llvm::SmallPtrSet<mlir::Operation *, 32> seen;
+  llvm::SetVector<mlir::func::FuncOp> launched; // in first-call order
   entry.walk([&](mlir::func::CallOp call) {
     auto kernel = module.lookupSymbol<mlir::func::FuncOp>(call.getCallee());
-    if (kernel && kernel->hasAttr(cuda::attr::kSource) &&
-        seen.insert(kernel).second)
-      launched.push_back(kernel);
+    if (kernel && kernel->hasAttr(cuda::attr::kSource))
+      launched.insert(kernel);
   });
   if (launched.empty())
     return;
