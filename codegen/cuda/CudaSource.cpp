@@ -1056,10 +1056,10 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
 }
 
 //===----------------------------------------------------------------------===//
-// Attention. In bf16 and f16 the forward runs on tensor cores
+// Attention. In bf16 and f16 the forward and the backward run on tensor cores
 // (kernels/attention.cuh, flash attention) where the head dims allow;
-// otherwise it is one thread per query row with an online softmax
-// over the visible keys (the T x T scores never exist in memory). The
+// otherwise the forward is one thread per query row with an online softmax
+// over the visible keys (the T x T scores never exist in memory), and the
 // backward recomputes the probabilities instead of reading saved ones: one
 // thread per query row writes dQ, one per key row its dK, another its dV
 // (summed over the query heads that share it, in a fixed order:
@@ -1205,11 +1205,63 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
   return source;
 }
 
+/// Why attention_grad of this shape and these types cannot run on tensor
+/// cores (tfc_flash_attention_bwd), or "": the forward's conditions, with
+/// `out` and `grad_out` of the operands' type too.
+std::string flashAttentionGradFallback(const AttentionShape &a,
+                                       ArrayRef<MemRefType> operands) {
+  std::string why = flashAttentionFallback(a, operands);
+  if (!why.empty())
+    return why;
+  Type q = operands[0].getElementType();
+  if (operands[3].getElementType() != q || operands[4].getElementType() != q)
+    return "out and grad_out are not of q's type (flash attention's backward "
+           "takes five operands of one 16-bit type)";
+  if (2 * a.b * a.h * ((a.tq + 63) / 64) + a.b * a.hkv * ((a.tk + 63) / 64) >
+      std::numeric_limits<int32_t>::max())
+    return "more blocks than a CUDA grid holds";
+  return "";
+}
+
+/// attention_grad on tensor cores: one launch of tfc_flash_attention_bwd,
+/// with the rows' statistics and the launch's block counters in this kernel's
+/// own globals (the blocks of one launch share them; launches of a kernel
+/// follow one another on the stream).
+KernelSource flashAttentionGrad(StringRef name, const AttentionShape &a,
+                                ArrayRef<MemRefType> operands,
+                                ArrayRef<MemRefType> results) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  int64_t rows = a.b * a.h * a.tq;
+  int64_t blocks =
+      2 * a.b * a.h * ((a.tq + 63) / 64) + a.b * a.hkv * ((a.tk + 63) / 64);
+  os << "__device__ float " << name << "_lse[" << rows << "];\n"
+     << "__device__ float " << name << "_delta[" << rows << "];\n"
+     << "__device__ unsigned " << name << "_counters[3];\n"
+     << signature(name, operands, results) << " {\n"
+     << "  tfc_flash_attention_bwd<"
+     << (operands[0].getElementType().isBF16() ? "true" : "false") << ", "
+     << a.d << ", " << a.dv << ", " << (a.causal ? "true" : "false") << ">(\n"
+     << "      (const unsigned short*)in0, (const unsigned short*)in1, "
+        "(const unsigned short*)in2, (const unsigned short*)in3,\n"
+     << "      (const unsigned short*)in4, out0, out1, out2, " << a.b << "LL, "
+     << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
+     << (a.hasOffset ? "(long long)in5[0]" : std::to_string(a.tk - a.tq) + "LL")
+     << ", " << floatLiteral(a.scale) << ",\n      " << name << "_lse, "
+     << name << "_delta, " << name << "_counters);\n}\n";
+  KernelSource source{text, rows};
+  source.launch = KernelSource::Shape{{blocks, 1, 1}, {128, 1, 1}, 0};
+  return source;
+}
+
 FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
                                           ArrayRef<MemRefType> operands,
                                           ArrayRef<MemRefType> results) {
   // operands: q, k, v, out, grad_out[, offset]; results: dq, dk, dv.
   AttentionShape a = attentionShape(op);
+  std::string fallback = flashAttentionGradFallback(a, operands);
+  if (fallback.empty())
+    return flashAttentionGrad(name, a, operands, results);
   Type qe = operands[0].getElementType(), ke = operands[1].getElementType(),
        oe = operands[3].getElementType(), ge = operands[4].getElementType();
   int64_t qRows = a.b * a.h * a.tq, kRows = a.b * a.hkv * a.tk;
@@ -1302,7 +1354,9 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   os << "    } else {\n";
   keyRole(/*dK=*/false, items1 + items2);
   os << "    }\n  }\n}\n";
-  return KernelSource{text, items1 + items2 + items3};
+  KernelSource source{text, items1 + items2 + items3};
+  source.fallback = fallback;
+  return source;
 }
 
 //===----------------------------------------------------------------------===//

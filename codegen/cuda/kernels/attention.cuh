@@ -1,5 +1,5 @@
-// tfc's CUDA kernel library: attention forward on tensor cores (FlashAttention-2's
-// schedule: Dao, "FlashAttention-2", 2023, algorithm 1).
+// tfc's CUDA kernel library: attention forward and backward on tensor cores
+// (FlashAttention-2's schedules: Dao, "FlashAttention-2", 2023, algorithms 1 and 2).
 //
 // tfc_flash_attention_fwd: out = softmax(scale * q k^T + mask) v for 16-bit q, k, v (bf16
 // or f16, all one type) with f32 accumulation, q [B, H, Tq, D], k [B, Hkv, Tk, D],
@@ -22,72 +22,201 @@
 // D and Dv: multiples of 16, at most 128 (the emitter falls back to the SIMT kernel
 // otherwise). Registers per thread: D / 4 words of query fragments, 32 scores and Dv / 2
 // accumulators.
+//
+// tfc_flash_attention_bwd: (dq, dk, dv) from q, k, v, the forward's out and its gradient
+// dout (all five of one 16-bit type), without the T x T probabilities in memory. One launch,
+// three kinds of 128-thread blocks, told apart by a ticket each block takes when it starts
+// (so that a block only ever waits for blocks that are already running: no deadlock
+// whatever order the GPU starts blocks in):
+//   1. statistics, per 64 query rows: the log-sum-exp of each row's scaled scores (the
+//      forward's loop without V) and delta = dout . out, into `lse` and `delta`;
+//   2. dK and dV, per 64 keys of a key head (a warp 16 keys, whose K and V fragments stay in
+//      registers up to 128 dims in all), over the query rows of every query head that reads it: a tile of queries
+//      staged in shared memory both ways (pairs along D for S^T = K Q^T and dP^T = V dO^T,
+//      pairs along the queries for dV += P^T dO and dK += dS^T Q);
+//   3. dQ, per 64 query rows, over the keys they see: dQ += dS K.
+// Blocks of kinds 2 and 3 wait until every statistics block is done (a counter). Each
+// gradient element is one block's own sum in a fixed order: the same bits on every run (no
+// float atomics; FlashAttention-2 adds dQ atomically instead of recomputing the scores for
+// it). P and dS are rounded to the operand type as the A operands of the products, as in
+// the forward. `counters` (three words, zero at the first launch) are zero again when the
+// launch ends.
 #ifndef TFC_KERNELS_ATTENTION_CUH
 #define TFC_KERNELS_ATTENTION_CUH
 
 #include "cooperative.cuh"
 
-template <bool kBf16, int kD, int kDv, bool kCausal, typename Out>
-__device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
-                                                        const unsigned short* k,
-                                                        const unsigned short* v, Out* out,
-                                                        long long H, long long Hkv,
-                                                        long long Tq, long long Tk,
-                                                        long long off, float scale) {
+// ---- Staging and fragments, shared by the forward and the backward ----
+
+// Rows [r0, r0 + kRows) of a row-major [n, kCols] 16-bit matrix into shared memory as pairs
+// along its columns: tile[r * kStride + w] = (src[r0 + r][2w], src[r0 + r][2w + 1]); rows at
+// or past n are zero.
+template <int kRows, int kCols, int kStride, int kThreads, typename Tile>
+__device__ __forceinline__ void tfc_stage_pairs(Tile tile, const unsigned short* src, long long r0,
+                                                long long n, int tid) {
+  constexpr int kWords = kCols / 2;
+  for (int i = tid; i < kRows * kWords; i += kThreads) {
+    const int r = i / kWords, w = i % kWords;
+    unsigned lo = 0, hi = 0;
+    if (r0 + r < n) {
+      lo = src[(r0 + r) * kCols + 2 * w];
+      hi = src[(r0 + r) * kCols + 2 * w + 1];
+    }
+    tile[r * kStride + w] = lo | (hi << 16);
+  }
+}
+
+// The same rows transposed, as pairs along the rows:
+// tile[c * kStride + w] = (src[r0 + 2w][c], src[r0 + 2w + 1][c]).
+template <int kRows, int kCols, int kStride, int kThreads, typename Tile>
+__device__ __forceinline__ void tfc_stage_pairs_transposed(Tile tile, const unsigned short* src,
+                                                           long long r0, long long n, int tid) {
+  constexpr int kWords = kRows / 2;
+  for (int i = tid; i < kCols * kWords; i += kThreads) {
+    const int w = i / kCols, c = i % kCols;  // consecutive threads: consecutive columns
+    const long long r = r0 + 2 * w;
+    unsigned lo = 0, hi = 0;
+    if (r < n) lo = src[r * kCols + c];
+    if (r + 1 < n) hi = src[(r + 1) * kCols + c];
+    tile[c * kStride + w] = lo | (hi << 16);
+  }
+}
+
+// The A fragment (16 x 16, mma.sync's layout) of rows r0..r0+15 and columns 16s..16s+15 of a
+// row-major [n, kCols] 16-bit matrix; rows at or past n are zero.
+template <int kCols>
+__device__ __forceinline__ void tfc_a_fragment(unsigned (&f)[4], const unsigned short* src,
+                                               long long r0, long long n, int s, int g, int t) {
+  TFC_UNROLL
+  for (int w = 0; w < 4; ++w) {
+    const long long r = r0 + g + ((w & 1) ? 8 : 0);
+    const int col = s * 16 + 2 * t + (w >= 2 ? 8 : 0);
+    unsigned lo = 0, hi = 0;
+    if (r < n) {
+      lo = src[r * kCols + col];
+      hi = src[r * kCols + col + 1];
+    }
+    f[w] = lo | (hi << 16);
+  }
+}
+
+// All kCols / 16 of them: the 16 rows' A operand over the whole width.
+template <int kCols>
+__device__ __forceinline__ void tfc_a_fragments(unsigned (&f)[kCols / 16][4],
+                                                const unsigned short* src, long long r0,
+                                                long long n, int g, int t) {
+  TFC_UNROLL
+  for (int s = 0; s < kCols / 16; ++s) tfc_a_fragment<kCols>(f[s], src, r0, n, s, g, t);
+}
+
+// acc (a 16 x 8 C fragment) += a (16 x 16) times the B fragment whose column is row `row` of
+// a staged tile (B's columns as the tile's rows, k pairs along them), k words [kw, kw + 8).
+template <bool kBf16, typename Tile>
+__device__ __forceinline__ void tfc_mma_staged(float* acc, const unsigned* a, Tile tile, int row,
+                                               int stride, int kw, int t) {
+  unsigned b[2];
+  b[0] = tile[row * stride + kw + t];
+  b[1] = tile[row * stride + kw + t + 4];
+  tfc_mma_m16n8k16<kBf16>(acc, a, b, acc);
+}
+
+// Two 16 x 8 C fragments side by side (columns 0..7 and 8..15) as one 16 x 16 A fragment,
+// rounded to the operand type: a C fragment's layout is half of an A fragment's.
+template <bool kBf16>
+__device__ __forceinline__ void tfc_c_to_a(unsigned (&a)[4], const float* left,
+                                           const float* right) {
+  a[0] = tfc_pack_half2<kBf16>(left[0], left[1]);
+  a[1] = tfc_pack_half2<kBf16>(left[2], left[3]);
+  a[2] = tfc_pack_half2<kBf16>(right[0], right[1]);
+  a[3] = tfc_pack_half2<kBf16>(right[2], right[3]);
+}
+
+template <bool kBf16>
+__device__ __forceinline__ float tfc_half_to_f32(unsigned short x) {
+  if (kBf16) return tfc_bf16_to_f32(x);
+  tfc_f16 h;
+  h.bits = x;
+  return tfc_f16_to_f32(h);
+}
+
+// The keys query row `row` sees: clamp(row + off + 1, 0, Tk) under a causal mask, all Tk
+// otherwise; none for a row at or past Tq.
+template <bool kCausal>
+__device__ __forceinline__ long long tfc_attention_limit(long long row, long long Tq,
+                                                         long long Tk, long long off) {
+  if (row >= Tq) return 0;
+  long long l = Tk;
+  if (kCausal) {
+    l = row + off + 1;
+    l = l < 0 ? 0 : (l > Tk ? Tk : l);
+  }
+  return l;
+}
+
+// ---- Forward ----
+
+constexpr int kTfcFlashRows = 64, kTfcFlashKeys = 64, kTfcFlashThreads = 128;
+
+// Shared memory (32-bit words) and tiles of the forward and the backward at head dims kD,
+// kDv. (Constants of a struct rather than constexpr functions: nvcc, unlike NVRTC's
+// -default-device, would take those for host functions.)
+template <int kD, int kDv>
+struct tfc_flash_sizes {
+  // The forward: a K tile and a V^T tile of 64 keys.
+  static constexpr int kFwdWords = kTfcFlashKeys * (kD / 2 + 4) + kDv * (kTfcFlashKeys / 2 + 4);
+  // The tile of the other side that a gradient block stages: 64 rows, or 32 when the head
+  // dims are wide (registers, and 48 KB of static shared memory).
+  static constexpr int kBwdTile = kD + kDv <= 128 ? 64 : 32;
+  static constexpr int kBwdKV = kBwdTile * (kD / 2 + 4) + kD * (kBwdTile / 2 + 4) +
+                                kBwdTile * (kDv / 2 + 4) + kDv * (kBwdTile / 2 + 4) +
+                                2 * kBwdTile;  // dK/dV: Q, Q^T, dO, dO^T, lse and delta
+  static constexpr int kBwdQ = kBwdTile * (kD / 2 + 4) + kD * (kBwdTile / 2 + 4) +
+                               kBwdTile * (kDv / 2 + 4);  // dQ: K, K^T, V
+  static constexpr int kStats = kTfcFlashKeys * (kD / 2 + 4);  // the forward without V
+  static constexpr int kBwdWords = kBwdKV > kBwdQ ? (kBwdKV > kStats ? kBwdKV : kStats)
+                                                  : (kBwdQ > kStats ? kBwdQ : kStats);
+};
+
+// Query rows [q0, q0 + 64) of head bh (b * H + h), one block. With kWithValues, writes their
+// output rows; without, only each row's log-sum-exp (m + log l of its scaled scores; 0 for
+// a row that sees no key) into lse[bh * Tq + row]: the backward's statistics. `smem` holds
+// tfc_flash_sizes<kD, kDv>::kFwdWords words.
+template <bool kBf16, int kD, int kDv, bool kCausal, bool kWithValues, typename Out,
+          typename Tile>
+__device__ __forceinline__ void tfc_flash_attention_rows(
+    const unsigned short* q, const unsigned short* k, const unsigned short* v, Out* out,
+    float* lse, long long H, long long Hkv, long long Tq, long long Tk, long long off,
+    float scale, long long bh, long long q0, Tile smem) {
   static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD <= 128 && kDv <= 128,
                 "head dims: multiples of 16, at most 128");
-  constexpr int kRows = 64, kKeys = 64, kThreads = 128;
-  constexpr int kKWords = kD / 2, kKStride = kKWords + 4;  // K tile: [key][d pair]
-  constexpr int kVWords = kKeys / 2, kVStride = kVWords + 4;  // V^T tile: [dv][key pair]
+  constexpr int kRows = kTfcFlashRows, kKeys = kTfcFlashKeys, kThreads = kTfcFlashThreads;
+  constexpr int kKStride = kD / 2 + 4;    // K tile: [key][d pair]
+  constexpr int kVStride = kKeys / 2 + 4;  // V^T tile: [dv][key pair]
   constexpr int kDSteps = kD / 16, kKeyTiles8 = kKeys / 8, kDvTiles8 = kDv / 8;
-  TFC_SHARED(unsigned, k_tile, kKeys * kKStride);
-  TFC_SHARED(unsigned, vt_tile, kDv * kVStride);
+  Tile k_tile = smem, vt_tile = smem + kKeys * kKStride;
 
   const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane >> 2, t = lane & 3;
-  const long long bh = blockIdx.x, b = bh / H, h = bh % H;
+  const long long b = bh / H, h = bh % H;
   const long long hk = h / (H / Hkv);
-  const long long q0 = (long long)blockIdx.y * kRows;
   const unsigned short* qh = q + bh * Tq * kD;
   const unsigned short* kh = k + (b * Hkv + hk) * Tk * kD;
   const unsigned short* vh = v + (b * Hkv + hk) * Tk * kDv;
-  Out* oh = out + bh * Tq * kDv;
 
   // This lane's two rows (g and g + 8 of the warp's 16) and the keys each sees.
   long long row[2], lim[2];
   TFC_UNROLL
   for (int r = 0; r < 2; ++r) {
     row[r] = q0 + warp * 16 + g + 8 * r;
-    long long l = Tk;
-    if (kCausal) {
-      l = row[r] + off + 1;
-      l = l < 0 ? 0 : (l > Tk ? Tk : l);
-    }
-    lim[r] = row[r] < Tq ? l : 0;
+    lim[r] = tfc_attention_limit<kCausal>(row[r], Tq, Tk, off);
   }
   // The keys the block's last row sees (the same in every thread: a uniform loop).
-  long long end = Tk;
-  if (kCausal) {
-    const long long last = (q0 + kRows < Tq ? q0 + kRows : Tq) - 1;
-    end = last + off + 1;
-    end = end < 0 ? 0 : (end > Tk ? Tk : end);
-  }
+  const long long end =
+      kCausal ? tfc_attention_limit<true>((q0 + kRows < Tq ? q0 + kRows : Tq) - 1, Tq, Tk, off)
+              : Tk;
 
-  // Query fragments (A operand, 16 x kD): rows past Tq are zero.
   unsigned qf[kDSteps][4];
-  TFC_UNROLL
-  for (int s = 0; s < kDSteps; ++s)
-    TFC_UNROLL
-    for (int w = 0; w < 4; ++w) {
-      const long long r = row[w & 1];
-      const int col = s * 16 + 2 * t + (w >= 2 ? 8 : 0);
-      unsigned lo = 0, hi = 0;
-      if (r < Tq) {
-        lo = qh[r * kD + col];
-        hi = qh[r * kD + col + 1];
-      }
-      qf[s][w] = lo | (hi << 16);
-    }
+  tfc_a_fragments<kD>(qf, qh, q0 + warp * 16, Tq, g, t);
 
   float acc[kDvTiles8][4];
   TFC_UNROLL
@@ -98,23 +227,9 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
   float m[2] = {neg_inf, neg_inf}, l[2] = {0.0f, 0.0f};  // l: this lane's part of the sum
 
   for (long long k0 = 0; k0 < end; k0 += kKeys) {
-    for (int i = tid; i < kKeys * kKWords; i += kThreads) {
-      const int r = i / kKWords, w = i % kKWords;
-      unsigned lo = 0, hi = 0;
-      if (k0 + r < Tk) {
-        lo = kh[(k0 + r) * kD + 2 * w];
-        hi = kh[(k0 + r) * kD + 2 * w + 1];
-      }
-      k_tile[r * kKStride + w] = lo | (hi << 16);
-    }
-    for (int i = tid; i < kDv * kVWords; i += kThreads) {
-      const int w = i / kDv, n = i % kDv;  // consecutive threads: consecutive columns of V
-      const long long key = k0 + 2 * w;
-      unsigned lo = 0, hi = 0;
-      if (key < Tk) lo = vh[key * kDv + n];
-      if (key + 1 < Tk) hi = vh[(key + 1) * kDv + n];
-      vt_tile[n * kVStride + w] = lo | (hi << 16);
-    }
+    tfc_stage_pairs<kKeys, kD, kKStride, kThreads>(k_tile, kh, k0, Tk, tid);
+    if constexpr (kWithValues)
+      tfc_stage_pairs_transposed<kKeys, kDv, kVStride, kThreads>(vt_tile, vh, k0, Tk, tid);
     __syncthreads();
 
     // Scores: 16 rows x 64 keys, eight 16 x 8 fragments.
@@ -124,12 +239,8 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
       TFC_UNROLL
       for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
       TFC_UNROLL
-      for (int d = 0; d < kDSteps; ++d) {
-        unsigned bf[2];
-        bf[0] = k_tile[(j * 8 + g) * kKStride + d * 8 + t];
-        bf[1] = k_tile[(j * 8 + g) * kKStride + d * 8 + t + 4];
-        tfc_mma_m16n8k16<kBf16>(s[j], qf[d], bf, s[j]);
-      }
+      for (int d = 0; d < kDSteps; ++d)
+        tfc_mma_staged<kBf16>(s[j], qf[d], k_tile, j * 8 + g, kKStride, d * 8, t);
     }
     // Scale, mask, and the running max of each row over its four lanes.
     float tile_max[2] = {neg_inf, neg_inf};
@@ -156,30 +267,28 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
       l[r] *= corr[r];
     }
     TFC_UNROLL
-    for (int n = 0; n < kDvTiles8; ++n)
+    for (int j = 0; j < kKeyTiles8; ++j) {
+      s[j][0] = expf(s[j][0] - base[0]);
+      s[j][1] = expf(s[j][1] - base[0]);
+      s[j][2] = expf(s[j][2] - base[1]);
+      s[j][3] = expf(s[j][3] - base[1]);
+      l[0] += s[j][0] + s[j][1];
+      l[1] += s[j][2] + s[j][3];
+    }
+    if constexpr (kWithValues) {
       TFC_UNROLL
-      for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
-    // Probabilities, rounded to the operand type as the A operand of P V: keys 16c..16c+15
-    // are score fragments 2c (words 0, 1) and 2c + 1 (words 2, 3).
-    TFC_UNROLL
-    for (int c = 0; c < kKeyTiles8 / 2; ++c) {
-      unsigned pf[4];
+      for (int n = 0; n < kDvTiles8; ++n)
+        TFC_UNROLL
+        for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
+      // P V, the probabilities rounded to the operand type as the A operand: keys
+      // 16c..16c+15 are score fragments 2c and 2c + 1.
       TFC_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        float* sj = s[2 * c + half];
-        const float p0 = expf(sj[0] - base[0]), p1 = expf(sj[1] - base[0]);
-        const float p2 = expf(sj[2] - base[1]), p3 = expf(sj[3] - base[1]);
-        l[0] += p0 + p1;
-        l[1] += p2 + p3;
-        pf[2 * half] = tfc_pack_half2<kBf16>(p0, p1);
-        pf[2 * half + 1] = tfc_pack_half2<kBf16>(p2, p3);
-      }
-      TFC_UNROLL
-      for (int n = 0; n < kDvTiles8; ++n) {
-        unsigned bf[2];
-        bf[0] = vt_tile[(n * 8 + g) * kVStride + c * 8 + t];
-        bf[1] = vt_tile[(n * 8 + g) * kVStride + c * 8 + t + 4];
-        tfc_mma_m16n8k16<kBf16>(acc[n], pf, bf, acc[n]);
+      for (int c = 0; c < kKeyTiles8 / 2; ++c) {
+        unsigned pf[4];
+        tfc_c_to_a<kBf16>(pf, s[2 * c], s[2 * c + 1]);
+        TFC_UNROLL
+        for (int n = 0; n < kDvTiles8; ++n)
+          tfc_mma_staged<kBf16>(acc[n], pf, vt_tile, n * 8 + g, kVStride, c * 8, t);
       }
     }
     __syncthreads();  // the next tile overwrites k_tile and vt_tile
@@ -190,15 +299,352 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
     l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
   }
+  if constexpr (kWithValues) {
+    Out* oh = out + bh * Tq * kDv;
+    TFC_UNROLL
+    for (int n = 0; n < kDvTiles8; ++n)
+      TFC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        if (row[r] >= Tq) continue;
+        const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+        tfc_store(oh + row[r] * kDv + n * 8 + 2 * t + (e & 1), acc[n][e] * inv);
+      }
+  } else {
+    TFC_UNROLL
+    for (int r = 0; r < 2; ++r)
+      if (t == 0 && row[r] < Tq) lse[bh * Tq + row[r]] = l[r] > 0.0f ? m[r] + logf(l[r]) : 0.0f;
+  }
+}
+
+template <bool kBf16, int kD, int kDv, bool kCausal, typename Out>
+__device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
+                                                        const unsigned short* k,
+                                                        const unsigned short* v, Out* out,
+                                                        long long H, long long Hkv,
+                                                        long long Tq, long long Tk,
+                                                        long long off, float scale) {
+  TFC_SHARED(unsigned, smem, (tfc_flash_sizes<kD, kDv>::kFwdWords));
+  tfc_flash_attention_rows<kBf16, kD, kDv, kCausal, true>(
+      q, k, v, out, (float*)nullptr, H, Hkv, Tq, Tk, off, scale, (long long)blockIdx.x,
+      (long long)blockIdx.y * kTfcFlashRows, smem + 0);
+}
+
+// ---- Backward ----
+
+// Statistics of rows [q0, q0 + 64) of head bh: lse (see tfc_flash_attention_rows) and
+// delta[row] = dout[row] . out[row], a warp a row, summed in a fixed order.
+template <bool kBf16, int kD, int kDv, bool kCausal, typename Tile>
+__device__ __forceinline__ void tfc_flash_bwd_statistics(
+    const unsigned short* q, const unsigned short* k, const unsigned short* o,
+    const unsigned short* dout, float* lse, float* delta, long long H, long long Hkv,
+    long long Tq, long long Tk, long long off, float scale, long long bh, long long q0,
+    Tile smem) {
+  tfc_flash_attention_rows<kBf16, kD, kDv, kCausal, false>(q, k, (const unsigned short*)nullptr,
+                                                        (float*)nullptr, lse, H, Hkv, Tq, Tk,
+                                                        off, scale, bh, q0, smem);
+  const int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
+  for (int i = 0; i < 16; ++i) {
+    const long long row = q0 + warp * 16 + i;
+    if (row >= Tq) break;  // the same in every lane
+    const long long at = (bh * Tq + row) * kDv;
+    float part = 0.0f;
+    for (int c = lane; c < kDv; c += 32)
+      part += tfc_half_to_f32<kBf16>(dout[at + c]) * tfc_half_to_f32<kBf16>(o[at + c]);
+    part = tfc_warp_sum(part);
+    if (lane == 0) delta[bh * Tq + row] = part;
+  }
+}
+
+// dK and dV of keys [k0, k0 + 64) of key head kvh (b * Hkv + hk).
+template <bool kBf16, int kD, int kDv, bool kCausal, typename DK, typename DV, typename Tile>
+__device__ __forceinline__ void tfc_flash_bwd_dkdv(
+    const unsigned short* q, const unsigned short* k, const unsigned short* v,
+    const unsigned short* dout, DK* dk, DV* dv, const float* lse, const float* delta,
+    long long H, long long Hkv, long long Tq, long long Tk, long long off, float scale,
+    long long kvh, long long k0, Tile smem) {
+  constexpr int kT = tfc_flash_sizes<kD, kDv>::kBwdTile, kThreads = kTfcFlashThreads;
+  constexpr int kQS = kD / 2 + 4, kQTS = kT / 2 + 4, kOS = kDv / 2 + 4, kOTS = kT / 2 + 4;
+  constexpr int kQTiles8 = kT / 8, kDTiles8 = kD / 8, kDvTiles8 = kDv / 8;
+  Tile q_tile = smem;                        // [query][d pair]
+  Tile qt_tile = q_tile + kT * kQS;          // [d][query pair]
+  Tile o_tile = qt_tile + kD * kQTS;         // dout: [query][dv pair]
+  Tile ot_tile = o_tile + kT * kOS;          // dout: [dv][query pair]
+  Tile stats = ot_tile + kDv * kOTS;         // lse, then delta, as float bits
+
+  const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const long long b = kvh / Hkv, hk = kvh % Hkv, group = H / Hkv;
+  const long long key0 = k0 + warp * 16;
+  // The warp's K and V rows as A fragments in registers; past 128 dims in all, V's are read
+  // again for each tile of queries instead (from the L1 cache): registers.
+  constexpr bool kKeepV = kD + kDv <= 128;
+  const unsigned short* vh = v + kvh * Tk * kDv;
+  unsigned kf[kD / 16][4], vf[kKeepV ? kDv / 16 : 1][4];
+  tfc_a_fragments<kD>(kf, k + kvh * Tk * kD, key0, Tk, g, t);
+  if constexpr (kKeepV) tfc_a_fragments<kDv>(vf, vh, key0, Tk, g, t);
+  float dkacc[kDTiles8][4], dvacc[kDvTiles8][4];
+  TFC_UNROLL
+  for (int n = 0; n < kDTiles8; ++n)
+    TFC_UNROLL
+    for (int e = 0; e < 4; ++e) dkacc[n][e] = 0.0f;
   TFC_UNROLL
   for (int n = 0; n < kDvTiles8; ++n)
     TFC_UNROLL
+    for (int e = 0; e < 4; ++e) dvacc[n][e] = 0.0f;
+
+  // Under a causal mask key j is seen by the rows i >= j - off: skip the tiles before.
+  long long first = kCausal ? k0 - off : 0;
+  first = first < 0 ? 0 : first;
+  const long long qstart = first / kT * kT;
+  for (long long gi = 0; gi < group; ++gi) {
+    const long long bh = b * H + hk * group + gi;
+    const unsigned short* qh = q + bh * Tq * kD;
+    const unsigned short* oh = dout + bh * Tq * kDv;
+    for (long long qt = qstart; qt < Tq; qt += kT) {
+      tfc_stage_pairs<kT, kD, kQS, kThreads>(q_tile, qh, qt, Tq, tid);
+      tfc_stage_pairs_transposed<kT, kD, kQTS, kThreads>(qt_tile, qh, qt, Tq, tid);
+      tfc_stage_pairs<kT, kDv, kOS, kThreads>(o_tile, oh, qt, Tq, tid);
+      tfc_stage_pairs_transposed<kT, kDv, kOTS, kThreads>(ot_tile, oh, qt, Tq, tid);
+      // Written by the statistics blocks of this launch: read around the L1 cache.
+      for (int i = tid; i < 2 * kT; i += kThreads) {
+        const long long row = qt + i % kT;
+        const float* src = i < kT ? lse : delta;
+        stats[i] = __float_as_uint(row < Tq ? ((const volatile float*)src)[bh * Tq + row]
+                                            : 0.0f);
+      }
+      __syncthreads();
+
+      // P^T: 16 keys x kT queries, from S^T = K Q^T.
+      float p[kQTiles8][4];
+      TFC_UNROLL
+      for (int j = 0; j < kQTiles8; ++j) {
+        TFC_UNROLL
+        for (int e = 0; e < 4; ++e) p[j][e] = 0.0f;
+        TFC_UNROLL
+        for (int d = 0; d < kD / 16; ++d)
+          tfc_mma_staged<kBf16>(p[j], kf[d], q_tile, j * 8 + g, kQS, d * 8, t);
+        TFC_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const long long key = key0 + g + 8 * (e >> 1);
+          const int col = j * 8 + 2 * t + (e & 1);
+          const long long row = qt + col;
+          const bool seen = key < tfc_attention_limit<kCausal>(row, Tq, Tk, off);
+          const unsigned bits = stats[col];
+          p[j][e] = seen ? expf(p[j][e] * scale - __uint_as_float(bits)) : 0.0f;
+        }
+      }
+      // dV += P^T dO.
+      TFC_UNROLL
+      for (int c = 0; c < kQTiles8 / 2; ++c) {
+        unsigned a[4];
+        tfc_c_to_a<kBf16>(a, p[2 * c], p[2 * c + 1]);
+        TFC_UNROLL
+        for (int n = 0; n < kDvTiles8; ++n)
+          tfc_mma_staged<kBf16>(dvacc[n], a, ot_tile, n * 8 + g, kOTS, c * 8, t);
+      }
+      // dS^T = P^T (dP^T - delta), dP^T = V dO^T; then dK += dS^T Q.
+      TFC_UNROLL
+      for (int j = 0; j < kQTiles8; ++j) {
+        float dp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        TFC_UNROLL
+        for (int d = 0; d < kDv / 16; ++d) {
+          if constexpr (kKeepV) {
+            tfc_mma_staged<kBf16>(dp, vf[d], o_tile, j * 8 + g, kOS, d * 8, t);
+          } else {
+            unsigned a[4];
+            tfc_a_fragment<kDv>(a, vh, key0, Tk, d, g, t);
+            tfc_mma_staged<kBf16>(dp, a, o_tile, j * 8 + g, kOS, d * 8, t);
+          }
+        }
+        TFC_UNROLL
+        for (int e = 0; e < 4; ++e) {
+          const unsigned bits = stats[kT + j * 8 + 2 * t + (e & 1)];
+          p[j][e] *= dp[e] - __uint_as_float(bits);
+        }
+      }
+      TFC_UNROLL
+      for (int c = 0; c < kQTiles8 / 2; ++c) {
+        unsigned a[4];
+        tfc_c_to_a<kBf16>(a, p[2 * c], p[2 * c + 1]);
+        TFC_UNROLL
+        for (int n = 0; n < kDTiles8; ++n)
+          tfc_mma_staged<kBf16>(dkacc[n], a, qt_tile, n * 8 + g, kQTS, c * 8, t);
+      }
+      __syncthreads();  // the next tile overwrites the staged queries
+    }
+  }
+
+  TFC_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    const long long key = key0 + g + 8 * r;
+    if (key >= Tk) continue;
+    TFC_UNROLL
+    for (int n = 0; n < kDTiles8; ++n)
+      TFC_UNROLL
+      for (int e = 0; e < 2; ++e)
+        tfc_store(dk + (kvh * Tk + key) * kD + n * 8 + 2 * t + e, dkacc[n][2 * r + e] * scale);
+    TFC_UNROLL
+    for (int n = 0; n < kDvTiles8; ++n)
+      TFC_UNROLL
+      for (int e = 0; e < 2; ++e)
+        tfc_store(dv + (kvh * Tk + key) * kDv + n * 8 + 2 * t + e, dvacc[n][2 * r + e]);
+  }
+}
+
+// dQ of rows [q0, q0 + 64) of head bh.
+template <bool kBf16, int kD, int kDv, bool kCausal, typename DQ, typename Tile>
+__device__ __forceinline__ void tfc_flash_bwd_dq(
+    const unsigned short* q, const unsigned short* k, const unsigned short* v,
+    const unsigned short* dout, DQ* dq, const float* lse, const float* delta, long long H,
+    long long Hkv, long long Tq, long long Tk, long long off, float scale, long long bh,
+    long long q0, Tile smem) {
+  constexpr int kT = tfc_flash_sizes<kD, kDv>::kBwdTile, kThreads = kTfcFlashThreads;
+  constexpr int kKS = kD / 2 + 4, kKTS = kT / 2 + 4, kVS = kDv / 2 + 4;
+  constexpr int kKeyTiles8 = kT / 8, kDTiles8 = kD / 8;
+  Tile k_tile = smem;                 // [key][d pair]
+  Tile kt_tile = k_tile + kT * kKS;   // [d][key pair]
+  Tile v_tile = kt_tile + kD * kKTS;  // [key][dv pair]
+
+  const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const long long b = bh / H, h = bh % H, hk = h / (H / Hkv);
+  const unsigned short* kh = k + (b * Hkv + hk) * Tk * kD;
+  const unsigned short* vh = v + (b * Hkv + hk) * Tk * kDv;
+  long long row[2], lim[2];
+  float row_lse[2], row_delta[2];
+  TFC_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    row[r] = q0 + warp * 16 + g + 8 * r;
+    lim[r] = tfc_attention_limit<kCausal>(row[r], Tq, Tk, off);
+    // Written by the statistics blocks of this launch: read around the L1 cache.
+    row_lse[r] = row[r] < Tq ? ((const volatile float*)lse)[bh * Tq + row[r]] : 0.0f;
+    row_delta[r] = row[r] < Tq ? ((const volatile float*)delta)[bh * Tq + row[r]] : 0.0f;
+  }
+  const long long end =
+      kCausal ? tfc_attention_limit<true>((q0 + 64 < Tq ? q0 + 64 : Tq) - 1, Tq, Tk, off) : Tk;
+  unsigned qf[kD / 16][4], of[kDv / 16][4];
+  tfc_a_fragments<kD>(qf, q + bh * Tq * kD, q0 + warp * 16, Tq, g, t);
+  tfc_a_fragments<kDv>(of, dout + bh * Tq * kDv, q0 + warp * 16, Tq, g, t);
+  float acc[kDTiles8][4];
+  TFC_UNROLL
+  for (int n = 0; n < kDTiles8; ++n)
+    TFC_UNROLL
+    for (int e = 0; e < 4; ++e) acc[n][e] = 0.0f;
+
+  for (long long k0 = 0; k0 < end; k0 += kT) {
+    tfc_stage_pairs<kT, kD, kKS, kThreads>(k_tile, kh, k0, Tk, tid);
+    tfc_stage_pairs_transposed<kT, kD, kKTS, kThreads>(kt_tile, kh, k0, Tk, tid);
+    tfc_stage_pairs<kT, kDv, kVS, kThreads>(v_tile, vh, k0, Tk, tid);
+    __syncthreads();
+    // dS = P (dP - delta): P from S = Q K^T, dP = dO V^T; 16 rows x kT keys.
+    float ds[kKeyTiles8][4];
+    TFC_UNROLL
+    for (int j = 0; j < kKeyTiles8; ++j) {
+      float dp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      TFC_UNROLL
+      for (int e = 0; e < 4; ++e) ds[j][e] = 0.0f;
+      TFC_UNROLL
+      for (int d = 0; d < kD / 16; ++d)
+        tfc_mma_staged<kBf16>(ds[j], qf[d], k_tile, j * 8 + g, kKS, d * 8, t);
+      TFC_UNROLL
+      for (int d = 0; d < kDv / 16; ++d)
+        tfc_mma_staged<kBf16>(dp, of[d], v_tile, j * 8 + g, kVS, d * 8, t);
+      TFC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        const long long key = k0 + j * 8 + 2 * t + (e & 1);
+        const float p = key < lim[r] ? expf(ds[j][e] * scale - row_lse[r]) : 0.0f;
+        ds[j][e] = p * (dp[e] - row_delta[r]);
+      }
+    }
+    // dQ += dS K.
+    TFC_UNROLL
+    for (int c = 0; c < kKeyTiles8 / 2; ++c) {
+      unsigned a[4];
+      tfc_c_to_a<kBf16>(a, ds[2 * c], ds[2 * c + 1]);
+      TFC_UNROLL
+      for (int n = 0; n < kDTiles8; ++n)
+        tfc_mma_staged<kBf16>(acc[n], a, kt_tile, n * 8 + g, kKTS, c * 8, t);
+    }
+    __syncthreads();  // the next tile overwrites the staged keys
+  }
+  DQ* qd = dq + bh * Tq * kD;
+  TFC_UNROLL
+  for (int n = 0; n < kDTiles8; ++n)
+    TFC_UNROLL
     for (int e = 0; e < 4; ++e) {
       const int r = e >> 1;
-      if (row[r] >= Tq) continue;
-      const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-      tfc_store(oh + row[r] * kDv + n * 8 + 2 * t + (e & 1), acc[n][e] * inv);
+      if (row[r] < Tq) tfc_store(qd + row[r] * kD + n * 8 + 2 * t + (e & 1), acc[n][e] * scale);
     }
+}
+
+// Launch: block (128, 1, 1), grid (tfc_flash_bwd_blocks(B, H, Hkv, Tq, Tk), 1, 1).
+// lse and delta: B * H * Tq floats of scratch; counters: three words, zero before the
+// first launch (and after every launch).
+template <bool kBf16, int kD, int kDv, bool kCausal, typename DQ, typename DK, typename DV>
+__device__ __forceinline__ void tfc_flash_attention_bwd(
+    const unsigned short* q, const unsigned short* k, const unsigned short* v,
+    const unsigned short* o, const unsigned short* dout, DQ* dq, DK* dk, DV* dv, long long B,
+    long long H, long long Hkv, long long Tq, long long Tk, long long off, float scale,
+    float* lse, float* delta, unsigned* counters) {
+  static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD <= 128 && kDv <= 128,
+                "head dims: multiples of 16, at most 128");
+  TFC_SHARED(unsigned, smem, (tfc_flash_sizes<kD, kDv>::kBwdWords));
+  TFC_SHARED(unsigned, ticket, 1);
+  const long long row_blocks = B * H * ((Tq + 63) / 64);
+  const long long key_blocks = B * Hkv * ((Tk + 63) / 64);
+  if (threadIdx.x == 0) ticket[0] = atomicAdd(&counters[0], 1u);
+  __syncthreads();
+  const long long mine = (unsigned)ticket[0];
+  if (mine < row_blocks) {
+    const long long per_head = (Tq + 63) / 64;
+    tfc_flash_bwd_statistics<kBf16, kD, kDv, kCausal>(q, k, o, dout, lse, delta, H, Hkv, Tq,
+                                                      Tk, off, scale, mine / per_head,
+                                                      mine % per_head * 64, smem + 0);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();  // lse and delta are visible before the count says so
+      atomicAdd(&counters[1], 1u);
+    }
+  } else {
+    if (threadIdx.x == 0) {
+#ifdef TFC_DEVICE_ON_HOST
+      // Blocks run one after another in ticket order here: all statistics are done.
+      if (counters[1] != (unsigned)row_blocks)
+        tfc_emu::fault("flash attention backward: a gradient block started before the "
+                       "statistics were done");
+#else
+      while (atomicAdd(&counters[1], 0u) < (unsigned)row_blocks) {
+      }
+#endif
+      __threadfence();
+    }
+    __syncthreads();
+    const long long i = mine - row_blocks;
+    if (i < key_blocks) {
+      const long long per_head = (Tk + 63) / 64;
+      tfc_flash_bwd_dkdv<kBf16, kD, kDv, kCausal>(q, k, v, dout, dk, dv, lse, delta, H, Hkv,
+                                                  Tq, Tk, off, scale, i / per_head,
+                                                  i % per_head * 64, smem + 0);
+    } else {
+      const long long j = i - key_blocks, per_head = (Tq + 63) / 64;
+      tfc_flash_bwd_dq<kBf16, kD, kDv, kCausal>(q, k, v, dout, dq, lse, delta, H, Hkv, Tq,
+                                                Tk, off, scale, j / per_head,
+                                                j % per_head * 64, smem + 0);
+    }
+  }
+  // The last block to finish sets the counters back for the next launch.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&counters[2], 1u) == (unsigned)(2 * row_blocks + key_blocks - 1)) {
+      counters[0] = 0;
+      counters[1] = 0;
+      counters[2] = 0;
+      __threadfence();
+    }
+  }
 }
 
 #endif  // TFC_KERNELS_ATTENTION_CUH

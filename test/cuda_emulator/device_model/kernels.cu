@@ -196,3 +196,23 @@ extern "C" __global__ void flash_attention_f16_d128(const unsigned short* q,
   tfc_flash_attention_fwd<false, 128, 128, true>(q, k, v, o, 32LL, 8LL, 2048LL, 2048LL, 0LL,
                                                  0.08838834764f);
 }
+// Its backward: GPT-2's head dim (64-row tiles) and LLaMA's (32-row tiles), the gradients
+// in f32 and in the operand type.
+__device__ float flash_bwd_lse[8 * 12 * 1024], flash_bwd_delta[8 * 12 * 1024];
+__device__ unsigned flash_bwd_counters[3];
+extern "C" __global__ void flash_attention_bwd_bf16_d64(
+    const unsigned short* q, const unsigned short* k, const unsigned short* v,
+    const unsigned short* o, const unsigned short* dout, float* dq, float* dk, float* dv) {
+  tfc_flash_attention_bwd<true, 64, 64, true>(q, k, v, o, dout, dq, dk, dv, 8LL, 12LL, 12LL,
+                                              1024LL, 1024LL, 0LL, 0.125f, flash_bwd_lse,
+                                              flash_bwd_delta, flash_bwd_counters);
+}
+extern "C" __global__ void flash_attention_bwd_f16_d128(
+    const unsigned short* q, const unsigned short* k, const unsigned short* v,
+    const unsigned short* o, const unsigned short* dout, tfc_f16* dq, tfc_f16* dk,
+    tfc_f16* dv) {
+  tfc_flash_attention_bwd<false, 128, 128, true>(q, k, v, o, dout, dq, dk, dv, 1LL, 32LL, 8LL,
+                                                 2048LL, 2048LL, 0LL, 0.08838834764f,
+                                                 flash_bwd_lse, flash_bwd_delta,
+                                                 flash_bwd_counters);
+}

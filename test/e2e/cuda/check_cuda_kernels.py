@@ -255,20 +255,23 @@ def dropout(x, seed, rate):
     return np.where(np.array(keep).reshape(x.shape), x * np.float32(1 / (1 - rate)), 0.0)
 
 
-def attention_grad_case(label, heads, kv_heads, t, d):
-    """Causal attention_grad of one batch row, f32, against NumPy's gradients of
-    attention (its `out` operand is the forward's output)."""
-    q, kv = (1, heads, t, d), (1, kv_heads, t, d)
-    types = ", ".join(ttype(s, "f32") for s in (q, kv, kv, q, q))
-    results = ", ".join(ttype(s, "f32") for s in (q, kv, kv))
-    return Case(f"attention_grad causal, {label}",
-                f"  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4 causal : ({types}) -> ({results})\n"
+def attention_grad_case(label, heads, kv_heads, t, d, tk=None, dv=None, causal=True):
+    """attention_grad of one batch row, f32, against NumPy's gradients of attention (its
+    `out` operand is the forward's output). Tq = t, Tk = tk (default t), Dv = dv (default d);
+    causal with the last query seeing every key."""
+    tk, dv = tk or t, dv or d
+    q, k, v, o = (1, heads, t, d), (1, kv_heads, tk, d), (1, kv_heads, tk, dv), (1, heads, t, dv)
+    types = ", ".join(ttype(s, "f32") for s in (q, k, v, o, o))
+    results = ", ".join(ttype(s, "f32") for s in (q, k, v))
+    mask = " causal" if causal else ""
+    return Case(f"attention_grad{mask}, {label}",
+                f"  %0:3 = tfc.attention_grad %x0, %x1, %x2, %x3, %x4{mask} : ({types}) -> ({results})\n"
                 f"  return %0#0, %0#1, %0#2 : {results}",
-                [(q, "f32"), (kv, "f32"), (kv, "f32"), (q, "f32"), (q, "f32")],
-                [(q, "f32"), (kv, "f32"), (kv, "f32")],
-                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, True, o)),
+                [(q, "f32"), (k, "f32"), (v, "f32"), (o, "f32"), (o, "f32")],
+                [(q, "f32"), (k, "f32"), (v, "f32")],
+                lambda q, k, v, o, do: list(attention_grads(q, k, v, do, causal, o)),
                 rtol=1e-4, atol=1e-5,
-                inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, True), do])
+                inputs_from=lambda q, k, v, o, do: [q, k, v, attention(q, k, v, causal), do])
 
 
 def sample_case(label, temperature, top_k, top_p):
@@ -596,6 +599,11 @@ CASES = [
     attention_grad_case("grouped-query", 4, 2, 5, 6),
     # d = 64: rows of dQ, dK and dV in two chunks of 32 columns each.
     attention_grad_case("d 64", 2, 1, 3, 64),
+    # In bf16 and f16 these run on tensor cores (tfc_flash_attention_bwd): two tiles of
+    # queries and of keys, grouped-query, Dv != D; and LLaMA's head dim 128 (32-row tiles).
+    attention_grad_case("flash tiles, grouped-query, Tq != Tk, Dv != D", 4, 2, 70, 32,
+                        tk=80, dv=16),
+    attention_grad_case("flash D 128", 2, 1, 40, 128, tk=36, causal=False),
     sample_case("greedy", 0.0, 0, 1.0),
     sample_case("temperature 1, all kept", 1.0, 0, 1.0),
     sample_case("top_k 5", 0.8, 5, 1.0),
