@@ -103,6 +103,13 @@ struct Options {
       cl::desc("With --target=cuda: the GPU architecture kernels are compiled "
                "for (default sm_90; sm_80, sm_86, sm_89, sm_90a, ...)"),
       cl::value_desc("sm_NN"), cl::init("sm_90"), cl::cat(category)};
+  cl::opt<bool> cudaTf32{
+      "cuda-tf32",
+      cl::desc("With --target=cuda: run f32 matmul and linear on tensor "
+               "cores through TF32 (each operand rounded to 10 bits of "
+               "mantissa, sums in f32; PyTorch's allow_tf32). Off by "
+               "default: f32 products are exact"),
+      cl::init(false), cl::cat(category)};
   cl::opt<std::string> cpu{
       "cpu",
       cl::desc("CPU the kernels are compiled for: native (default), "
@@ -561,6 +568,10 @@ int compilerMain(int argc, char **argv) {
                 listTargets() + ")");
   pipeline.targetOptions.cpu = options.cpu;
   pipeline.targetOptions.cudaArch = options.cudaArch;
+  if (options.cudaTf32 && options.target != "cuda")
+    return fail("--cuda-tf32 applies to --target=cuda only (this is --target=" +
+                options.target + ")");
+  pipeline.targetOptions.cudaTf32 = options.cudaTf32;
   pipeline.targetOptions.dumpDir = options.dumpIR;
   pipeline.targetOptions.parallelMinWork = options.parallelMinWork;
   if (std::string bad = pipeline.target->checkOptions(pipeline.targetOptions);

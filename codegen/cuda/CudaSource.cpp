@@ -762,11 +762,15 @@ KernelSource tiledProductKernel(StringRef name, ArrayRef<MemRefType> operands,
                                 bool tb, const std::string &coords,
                                 const std::string &aOffset,
                                 const std::string &bOffset,
-                                const std::string &epilogue) {
+                                const std::string &epilogue,
+                                const EmitOptions &options) {
   Type ae = operands[0].getElementType();
   // A few rows (a decode step): a GEMV over many blocks, for any types.
   bool gemv = m <= kMaxGemvRows && !ta;
   bool tc = !gemv && onTensorCores(ae, operands[1].getElementType());
+  // f32 on tensor cores when the user allows TF32's rounding of the operands.
+  bool tf32 = !gemv && options.tf32 && ae.isF32() &&
+              operands[1].getElementType().isF32();
   // The tensor-core tile takes the 16 bits of either 16-bit type.
   auto pointer = [&](StringRef in, StringRef offset) {
     std::string at = "(" + in.str() + " + " + offset.str() + ")";
@@ -785,9 +789,10 @@ KernelSource tiledProductKernel(StringRef name, ArrayRef<MemRefType> operands,
        << (tb ? k : n) << "LL,\n";
   else
     os << "  "
-       << (tc ? std::string("tfc_gemm_tc_64x64<") +
+       << (tc     ? std::string("tfc_gemm_tc_64x64<") +
                     (ae.isBF16() ? "true, " : "false, ")
-              : std::string("tfc_gemm_simt_64x64<"))
+           : tf32 ? std::string("tfc_gemm_tf32_64x64<")
+                  : std::string("tfc_gemm_simt_64x64<"))
        << (ta ? "true" : "false") << ", " << (tb ? "true" : "false") << ">(\n"
        << "      a, b, " << m << "LL, " << n << "LL, " << k << "LL, "
        << (ta ? m : k) << "LL, " << (tb ? k : n) << "LL,\n";
@@ -801,14 +806,15 @@ KernelSource tiledProductKernel(StringRef name, ArrayRef<MemRefType> operands,
                        : KernelSource::Shape{{(n + 31) / 32, 1, batch}, {32, 32, 1}, 0};
   else
     source.launch = KernelSource::Shape{
-        {(n + 63) / 64, (m + 63) / 64, batch}, {tc ? 128 : 256, 1, 1}, 0};
+        {(n + 63) / 64, (m + 63) / 64, batch}, {tc || tf32 ? 128 : 256, 1, 1}, 0};
   return source;
 }
 
 /// matmul with NumPy-broadcast batch dimensions and optional transposes.
 FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
                                    ArrayRef<MemRefType> operands,
-                                   ArrayRef<MemRefType> results) {
+                                   ArrayRef<MemRefType> results,
+                                   const EmitOptions &options) {
   ArrayRef<int64_t> out = results[0].getShape();
   ArrayRef<int64_t> a = operands[0].getShape(), b = operands[1].getShape();
   int64_t rank = out.size();
@@ -837,7 +843,8 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
                 std::to_string(out[d]) + "LL;\n";
     coords += "  (void)rest;\n";
     return tiledProductKernel(name, operands, results, batch, m, n, k, ta, tb,
-                              coords, batchOffset(a), batchOffset(b), "v");
+                              coords, batchOffset(a), batchOffset(b), "v",
+                              options);
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -867,7 +874,8 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
 /// linear: [..., K] x [K, N] (or [N, K] with transpose_weight) + bias [N].
 FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
                                    ArrayRef<MemRefType> operands,
-                                   ArrayRef<MemRefType> results) {
+                                   ArrayRef<MemRefType> results,
+                                   const EmitOptions &options) {
   ArrayRef<int64_t> out = results[0].getShape();
   int64_t n = out.back(), k = operands[0].getShape().back();
   bool tw = lin.getTransposeWeight();
@@ -878,7 +886,7 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
                       : std::string("v");
     return tiledProductKernel(name, operands, results, /*batch=*/1, rows, n,
                               k, /*ta=*/false, tw, "  (void)z;\n", "0", "0",
-                              epilogue);
+                              epilogue, options);
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -1056,8 +1064,9 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
 }
 
 //===----------------------------------------------------------------------===//
-// Attention. In bf16 and f16 the forward and the backward run on tensor cores
-// (kernels/attention.cuh, flash attention) where the head dims allow;
+// Attention. A decode step's few query rows split their keys over blocks
+// (kernels/attention.cuh, flash-decoding). In bf16 and f16 the forward and the
+// backward run on tensor cores (flash attention) where the head dims allow;
 // otherwise the forward is one thread per query row with an online softmax
 // over the visible keys (the T x T scores never exist in memory), and the
 // backward recomputes the probabilities instead of reading saved ones: one
@@ -1154,11 +1163,44 @@ std::string flashAttentionFallback(const AttentionShape &a,
   return "";
 }
 
+/// Query rows per head up to which attention is a decode step's
+/// (tfc_attention_decode: the keys split over blocks) rather than a flash
+/// attention block's 64 rows.
+constexpr int64_t kMaxDecodeQueries = 4;
+
+/// Decode attention: a block per query row and chunk of 128 keys, the
+/// chunks' partial results and each row's ticket in this kernel's own
+/// globals.
+KernelSource decodeAttention(StringRef name, const AttentionShape &a,
+                             ArrayRef<MemRefType> operands,
+                             ArrayRef<MemRefType> results) {
+  int64_t rows = a.b * a.h * a.tq, chunks = (a.tk + 127) / 128;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "__device__ float " << name << "_partial[" << rows * chunks * (a.dv + 2)
+     << "];\n"
+     << "__device__ unsigned " << name << "_tickets[" << rows << "];\n"
+     << signature(name, operands, results) << " {\n"
+     << "  tfc_attention_decode<" << a.d << ", " << a.dv << ", "
+     << (a.causal ? "true" : "false") << ">(in0, in1, in2, out0, " << a.h
+     << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
+     << (a.hasOffset ? "(long long)in3[0]" : std::to_string(a.tk - a.tq) + "LL")
+     << ", " << floatLiteral(a.scale) << ", " << name << "_partial, " << name
+     << "_tickets);\n}\n";
+  KernelSource source{text, rows};
+  source.launch = KernelSource::Shape{{rows * chunks, 1, 1}, {128, 1, 1}, 0};
+  return source;
+}
+
 FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
                                       ArrayRef<MemRefType> operands,
                                       ArrayRef<MemRefType> results) {
   AttentionShape a = attentionShape(op);
   Type ve = operands[2].getElementType(), oe = results[0].getElementType();
+  if (a.tq <= kMaxDecodeQueries &&
+      a.b * a.h * a.tq * ((a.tk + 127) / 128) <=
+          std::numeric_limits<int32_t>::max())
+    return decodeAttention(name, a, operands, results);
   std::string fallback = flashAttentionFallback(a, operands);
   if (fallback.empty()) {
     std::string text;
@@ -1770,7 +1812,8 @@ FailureOr<KernelSource> emitKvCacheWrite(StringRef name, KvCacheUpdateOp kv,
 
 FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
                                          ArrayRef<MemRefType> operandTypes,
-                                         ArrayRef<MemRefType> resultTypes) {
+                                         ArrayRef<MemRefType> resultTypes,
+                                         const EmitOptions &options) {
   if (failed(checkTypes(op, operandTypes)) ||
       failed(checkTypes(op, resultTypes)))
     return failure();
@@ -1842,9 +1885,9 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
                     rn.getEps().convertToDouble(), bool(rn.getWeight()),
                     /*hasBias=*/false);
   if (auto mm = llvm::dyn_cast<MatmulOp>(op))
-    return emitMatmul(name, mm, operandTypes, resultTypes);
+    return emitMatmul(name, mm, operandTypes, resultTypes, options);
   if (auto lin = llvm::dyn_cast<LinearOp>(op))
-    return emitLinear(name, lin, operandTypes, resultTypes);
+    return emitLinear(name, lin, operandTypes, resultTypes, options);
   if (auto a = llvm::dyn_cast<ArgmaxOp>(op))
     return emitArgmax(name, a, operandTypes, resultTypes);
   if (auto d = llvm::dyn_cast<DropoutOp>(op))

@@ -45,6 +45,13 @@ struct KernelSource {
   std::string fallback;
 };
 
+/// What the user chose for the kernels' numerics.
+struct EmitOptions {
+  /// f32 products on tensor cores through TF32 (`tfc --cuda-tf32`); exact
+  /// f32 otherwise.
+  bool tf32 = false;
+};
+
 /// The CUDA C++ of kernel `name` computing `op` from buffers of
 /// `operandTypes` into buffers of `resultTypes` (the kernel's arguments, in
 /// that order). An op or type the CUDA target has no kernel for yet is
@@ -52,7 +59,8 @@ struct KernelSource {
 mlir::FailureOr<KernelSource>
 emitKernelSource(llvm::StringRef name, mlir::Operation *op,
                  llvm::ArrayRef<mlir::MemRefType> operandTypes,
-                 llvm::ArrayRef<mlir::MemRefType> resultTypes);
+                 llvm::ArrayRef<mlir::MemRefType> resultTypes,
+                 const EmitOptions &options = {});
 
 } // namespace tfc::cuda
 

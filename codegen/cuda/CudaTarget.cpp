@@ -60,7 +60,9 @@ public:
 
   void buildCodegenPipeline(OpPassManager &pm,
                             const TargetOptions &options) const override {
-    pm.addPass(createTfcCudaEmitKernels());
+    TfcCudaEmitKernelsOptions emit;
+    emit.tf32 = options.cudaTf32;
+    pm.addPass(createTfcCudaEmitKernels(emit));
     TfcCudaCompileKernelsOptions compile;
     compile.arch = options.cudaArch;
     compile.dumpDir = options.dumpDir;

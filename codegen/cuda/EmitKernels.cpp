@@ -32,7 +32,7 @@ SmallVector<MemRefType> typesOf(ArrayRef<Value> buffers) {
   return types;
 }
 
-LogicalResult emitKernel(func::FuncOp kernel) {
+LogicalResult emitKernel(func::FuncOp kernel, const cuda::EmitOptions &options) {
   FailureOr<std::optional<plan::TensorKernel>> read =
       plan::readTensorKernel(kernel);
   if (failed(read))
@@ -52,7 +52,7 @@ LogicalResult emitKernel(func::FuncOp kernel) {
     operands = {k.operands[1], k.operands[2]};
   }
   FailureOr<cuda::KernelSource> source = cuda::emitKernelSource(
-      kernel.getName(), k.op, typesOf(operands), typesOf(k.results));
+      kernel.getName(), k.op, typesOf(operands), typesOf(k.results), options);
   if (failed(source))
     return failure();
   Builder b(kernel.getContext());
@@ -73,14 +73,18 @@ LogicalResult emitKernel(func::FuncOp kernel) {
 
 struct EmitKernelsPass
     : public tfc::cuda::impl::TfcCudaEmitKernelsBase<EmitKernelsPass> {
+  using TfcCudaEmitKernelsBase::TfcCudaEmitKernelsBase;
+
   void runOnOperation() override {
+    cuda::EmitOptions options;
+    options.tf32 = tf32;
     SmallVector<func::FuncOp> kernels =
         plan::kernelsWithBodies(getOperation());
     bool ok = true;
     // Every kernel is tried, so that one run names every op not yet
     // supported.
     for (func::FuncOp kernel : kernels)
-      ok &= succeeded(emitKernel(kernel));
+      ok &= succeeded(emitKernel(kernel, options));
     if (!ok)
       signalPassFailure();
   }

@@ -33,6 +33,11 @@ def TfcCudaEmitKernels : Pass<"tfc-cuda-emit-kernels", "mlir::ModuleOp"> {
         tfc.cuda.threads = 4 : i64, tfc.kernel}
     ```
   }];
+  let options = [
+    Option<"tf32", "tf32", "bool", /*default=*/"false",
+           "Run f32 matmul and linear on tensor cores through TF32 (10 bits "
+           "of mantissa per operand, f32 sums); exact f32 otherwise">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::math::MathDialect"];
 }

@@ -45,6 +45,8 @@ struct TargetOptions {
   std::string cpu = "native";
   /// CUDA: the GPU architecture kernels are compiled for.
   std::string cudaArch = "sm_90";
+  /// CUDA: f32 products on tensor cores through TF32 (--cuda-tf32).
+  bool cudaTf32 = false;
   /// CPU: the least work (loop-body operations over all iterations) of a
   /// generated loop that runs on the runtime's threads; 0 threads every
   /// parallel loop, a negative value none.

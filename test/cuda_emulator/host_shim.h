@@ -22,7 +22,8 @@
 //  - The tensor-core product mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32
 //    (tfc_emu::mma_m16n8k16, which the library's tfc_mma_m16n8k16 calls here), by the PTX ISA's
 //    fragment layouts ("Matrix Fragments for mma.m16n8k16 with floating point type"),
-//    products exact and the k-sum in f32 in k order.
+//    products exact and the k-sum in f32 in k order; and its TF32 form
+//    mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (tfc_emu::mma_m16n8k8_tf32).
 // Global memory is plain host memory and is not checked for races. Launches report a fault
 // (tfc_emu::launch returns its message) instead of crashing; a fault stops the launch.
 //
@@ -455,6 +456,44 @@ void mma_m16n8k16(float d[4], const unsigned a[4], const unsigned b[2], const fl
   float rc[4] = {c[0], c[1], c[2], c[3]}, rd[4];
   warpCollective(kBf16 ? "mma.sync.m16n8k16.bf16" : "mma.sync.m16n8k16.f16", 0xFFFFFFFFu, ra,
                  rd, &resolveMma<kBf16>, 0, rb, rc);
+  for (int i = 0; i < 4; ++i) d[i] = rd[i];
+}
+
+// ---- mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ----
+// A 16x8 (a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]), B 8x8 (b0 =
+// B[t][g], b1 = B[t+4][g]), C and D as m16n8k16's; the operands' low 13 bits are not read
+// (TF32 keeps 10 bits of mantissa), products exact and the k-sum in f32 in k order.
+inline float tf32Value(unsigned bits) { return __uint_as_float(bits & 0xFFFFE000u); }
+
+inline void resolveMmaTf32(Thread* const* lanes, unsigned mask) {
+  if (mask != 0xFFFFFFFFu) fault("mma.sync: all 32 lanes of the warp must take part");
+  float a[16][8], bm[8][8], c[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const int group = lane >> 2, tig = lane & 3;
+    const auto* ra = static_cast<const unsigned*>(lanes[lane]->in);
+    const auto* rb = static_cast<const unsigned*>(lanes[lane]->in2);
+    const auto* rc = static_cast<const float*>(lanes[lane]->in3);
+    for (int i = 0; i < 4; ++i) a[group + (i & 1) * 8][tig + (i >= 2 ? 4 : 0)] = tf32Value(ra[i]);
+    for (int i = 0; i < 2; ++i) bm[tig + i * 4][group] = tf32Value(rb[i]);
+    for (int i = 0; i < 4; ++i) c[group + (i >= 2 ? 8 : 0)][tig * 2 + (i & 1)] = rc[i];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    const int group = lane >> 2, tig = lane & 3;
+    auto* rd = static_cast<float*>(lanes[lane]->out);
+    for (int i = 0; i < 4; ++i) {
+      const int row = group + (i >= 2 ? 8 : 0), col = tig * 2 + (i & 1);
+      float sum = c[row][col];
+      for (int k = 0; k < 8; ++k) sum += a[row][k] * bm[k][col];
+      rd[i] = sum;
+    }
+  }
+}
+
+inline void mma_m16n8k8_tf32(float d[4], const unsigned a[4], const unsigned b[2],
+                             const float c[4]) {
+  unsigned ra[4] = {a[0], a[1], a[2], a[3]}, rb[2] = {b[0], b[1]};
+  float rc[4] = {c[0], c[1], c[2], c[3]}, rd[4];
+  warpCollective("mma.sync.m16n8k8.tf32", 0xFFFFFFFFu, ra, rd, &resolveMmaTf32, 0, rb, rc);
   for (int i = 0; i < 4; ++i) d[i] = rd[i];
 }
 

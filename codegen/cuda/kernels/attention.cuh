@@ -330,6 +330,115 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
       (long long)blockIdx.y * kTfcFlashRows, smem + 0);
 }
 
+// ---- Decode: a few query rows over a long KV cache ----
+//
+// tfc_attention_decode (flash-decoding: Dao, Haziza, Massa, Sizov, 2023): a query row's keys
+// split into chunks of 128, a 128-thread block per row and chunk, so that one query row
+// keeps many blocks busy; any float types, f32 arithmetic. A block scores its chunk (a
+// thread a key, the dot product in d order), takes the chunk's max m and sum l of
+// exp(score - m), and writes m, l and the chunk's sum of p v to `partial`; the last block of
+// the row to finish (a ticket per row) merges the chunks in chunk order: the same bits on
+// every run. Semantics as tfc_flash_attention_fwd (a row that sees no key is 0).
+// Launch: block (128, 1, 1), grid (rows * chunks, 1, 1), rows = B * H * Tq,
+// chunks = ceil(Tk / 128). partial: rows * chunks * (kDv + 2) floats; tickets: rows words,
+// zero before the first launch and after every launch.
+constexpr int kTfcDecodeKeys = 128;
+
+template <int kD, int kDv, bool kCausal, typename Q, typename K, typename V, typename Out>
+__device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, const V* v, Out* out,
+                                                     long long H, long long Hkv, long long Tq,
+                                                     long long Tk, long long off, float scale,
+                                                     float* partial, unsigned* tickets) {
+  constexpr int kThreads = kTfcDecodeKeys, kWarps = kThreads / 32;
+  TFC_SHARED(float, q_row, kD);
+  TFC_SHARED(float, p, kTfcDecodeKeys);
+  TFC_SHARED(float, warp_part, kWarps);
+  TFC_SHARED(unsigned, last, 1);
+  const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const long long chunks = (Tk + kTfcDecodeKeys - 1) / kTfcDecodeKeys;
+  const long long row = (long long)blockIdx.x / chunks, chunk = (long long)blockIdx.x % chunks;
+  const long long bh = row / Tq, i = row % Tq, b = bh / H, h = bh % H, hk = h / (H / Hkv);
+  const long long lim = tfc_attention_limit<kCausal>(i, Tq, Tk, off);
+  const long long k0 = chunk * kTfcDecodeKeys;
+  const long long k1 = k0 + kTfcDecodeKeys < lim ? k0 + kTfcDecodeKeys : lim;  // may be <= k0
+  const K* kh = k + (b * Hkv + hk) * Tk * kD;
+  const V* vh = v + (b * Hkv + hk) * Tk * kDv;
+  for (int d = tid; d < kD; d += kThreads) q_row[d] = tfc_as_float(q[row * kD + d]);
+  __syncthreads();
+
+  const float neg_inf = -__int_as_float(0x7f800000);
+  const long long key = k0 + tid;
+  float score = neg_inf;
+  if (key < k1) {
+    float dot = 0.0f;
+    for (int d = 0; d < kD; ++d) {
+      const float qd = q_row[d];
+      dot += qd * tfc_as_float(kh[key * kD + d]);
+    }
+    score = dot * scale;
+  }
+  // The chunk's max, then its sum of exp(score - max), over the warps in order.
+  float m = tfc_warp_max(score);
+  if (lane == 0) warp_part[warp] = m;
+  __syncthreads();
+  m = neg_inf;
+  for (int w = 0; w < kWarps; ++w) {
+    const float part = warp_part[w];
+    m = fmaxf(m, part);
+  }
+  const float e = key < k1 ? expf(score - m) : 0.0f;
+  p[tid] = e;
+  const float warp_sum = tfc_warp_sum(e);
+  __syncthreads();  // every warp has read warp_part's maxima
+  if (lane == 0) warp_part[warp] = warp_sum;
+  __syncthreads();
+  float l = 0.0f;
+  for (int w = 0; w < kWarps; ++w) {
+    const float part = warp_part[w];
+    l += part;
+  }
+  float* mine = partial + (row * chunks + chunk) * (kDv + 2);
+  for (int c = tid; c < kDv; c += kThreads) {
+    float acc = 0.0f;
+    for (long long j = k0; j < k1; ++j) {
+      const float pj = p[j - k0];
+      acc += pj * tfc_as_float(vh[j * kDv + c]);
+    }
+    mine[2 + c] = acc;
+  }
+  if (tid == 0) {
+    mine[0] = m;
+    mine[1] = l;
+  }
+
+  // The last of the row's blocks merges the chunks.
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();  // this chunk's partial is visible before its ticket
+    const unsigned ticket = atomicAdd(&tickets[row], 1u);
+    last[0] = ticket == (unsigned)(chunks - 1);
+    if (ticket == (unsigned)(chunks - 1)) tickets[row] = 0;  // for the next launch
+  }
+  __syncthreads();
+  const unsigned is_last = last[0];
+  if (!is_last) return;
+  __threadfence();
+  const volatile float* parts = partial + row * chunks * (kDv + 2);
+  float top = neg_inf;
+  for (long long c = 0; c < chunks; ++c) top = fmaxf(top, parts[c * (kDv + 2)]);
+  const float base = top == neg_inf ? 0.0f : top;
+  float total = 0.0f;
+  for (long long c = 0; c < chunks; ++c)
+    total += parts[c * (kDv + 2) + 1] * expf(parts[c * (kDv + 2)] - base);
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  for (int c = tid; c < kDv; c += kThreads) {
+    float acc = 0.0f;
+    for (long long ch = 0; ch < chunks; ++ch)
+      acc += parts[ch * (kDv + 2) + 2 + c] * expf(parts[ch * (kDv + 2)] - base);
+    tfc_store(out + row * kDv + c, acc * inv);
+  }
+}
+
 // ---- Backward ----
 
 // Statistics of rows [q0, q0 + 64) of head bh: lse (see tfc_flash_attention_rows) and

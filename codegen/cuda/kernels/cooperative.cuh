@@ -73,6 +73,34 @@ __device__ __forceinline__ void tfc_mma_m16n8k16(float* d, const unsigned* a, co
 }
 #undef TFC_MMA_M16N8K16
 
+// ---- Tensor cores on f32 data: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ----
+// d = a * b + c with A 16x8 (a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4],
+// a[3] = A[g+8][t+4]), B 8x8 (b[0] = B[t][g], b[1] = B[t+4][g]), C and D as above; each
+// operand an f32 word of which TF32 reads the sign, the exponent and 10 bits of mantissa
+// (round it first: tfc_round_tf32). sm_80 and later.
+__device__ __forceinline__ void tfc_mma_m16n8k8_tf32(float* d, const unsigned* a,
+                                                     const unsigned* b, const float* c) {
+#ifdef TFC_DEVICE_ON_HOST
+  tfc_emu::mma_m16n8k8_tf32(d, a, b, c);
+#else
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+               "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),
+                 "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#endif
+}
+
+// f32 rounded to TF32 (10 bits of mantissa), to nearest with ties away from zero as
+// cvt.rna.tf32.f32 does, as the bits of an f32 whose low 13 bits are zero (past the largest
+// TF32 it rounds to inf); inf stays, a NaN stays a NaN in the bits TF32 reads.
+__device__ __forceinline__ unsigned tfc_round_tf32(float f) {
+  const unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return u | 0x00400000u;  // NaN: quiet, kept NaN
+  if ((u & 0x7f800000u) == 0x7f800000u) return u;                // inf
+  return (u + 0x1000u) & 0xffffe000u;
+}
+
 // Two f32 values rounded to bf16 (kBf16) or f16 and packed as one 32-bit fragment word:
 // lo in the low half (the lower k), as the mma operands take them.
 template <bool kBf16>

@@ -80,6 +80,82 @@ __device__ __forceinline__ void tfc_gemm_tc_64x64(const unsigned short* A, const
       }
 }
 
+// tfc_gemm_tf32_64x64: the same tile, operands and epilogue for f32 operands on tensor cores
+// through TF32 (what `tfc --cuda-tf32` asks for, as PyTorch's allow_tf32): each operand
+// rounded to TF32 (10 bits of mantissa, tfc_round_tf32) when staged, products exact and
+// sums in f32. Launch: block (128, 1, 1), grid (ceil(N / 64), ceil(M / 64), batch). Four
+// warps in 2 x 2 each compute 32 x 32 as 2 x 4 mma.sync m16n8k8 tiles; each k-step of 32
+// stages A as [m][k] and B as [n][k] f32 words, rows padded to 36 words so that a warp's
+// fragment reads hit 32 different banks.
+template <bool kTransA, bool kTransB, typename Store>
+__device__ __forceinline__ void tfc_gemm_tf32_64x64(const float* A, const float* B, long long M,
+                                                    long long N, long long K, long long lda,
+                                                    long long ldb, Store store) {
+  constexpr int kTile = 64, kStep = 32, kStride = kStep + 4, kThreads = 128;
+  TFC_SHARED(unsigned, a_tile, kTile * kStride);
+  TFC_SHARED(unsigned, b_tile, kTile * kStride);
+  const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane >> 2, t = lane & 3;
+  const int warp_m = (warp / 2) * 32, warp_n = (warp % 2) * 32;
+  const long long m0 = (long long)blockIdx.y * kTile, n0 = (long long)blockIdx.x * kTile;
+  float acc[2][4][4];
+  TFC_UNROLL
+  for (int i = 0; i < 2; ++i)
+    TFC_UNROLL
+    for (int j = 0; j < 4; ++j)
+      TFC_UNROLL
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  for (long long k0 = 0; k0 < K; k0 += kStep) {
+    // Consecutive threads read consecutive addresses of whichever layout the operand has.
+    for (int i = tid; i < kTile * kStep; i += kThreads) {
+      const int ar = kTransA ? i % kTile : i / kStep, ak = kTransA ? i / kTile : i % kStep;
+      const long long m = m0 + ar, ka = k0 + ak;
+      a_tile[ar * kStride + ak] =
+          m < M && ka < K ? tfc_round_tf32(kTransA ? A[ka * lda + m] : A[m * lda + ka]) : 0u;
+      const int bn = kTransB ? i / kStep : i % kTile, bk = kTransB ? i % kStep : i / kTile;
+      const long long n = n0 + bn, kb = k0 + bk;
+      b_tile[bn * kStride + bk] =
+          n < N && kb < K ? tfc_round_tf32(kTransB ? B[n * ldb + kb] : B[kb * ldb + n]) : 0u;
+    }
+    __syncthreads();
+    TFC_UNROLL
+    for (int kk = 0; kk < kStep; kk += 8) {  // one m16n8k8 step
+      unsigned a[2][4], b[4][2];
+      TFC_UNROLL
+      for (int i = 0; i < 2; ++i) {
+        const int row = warp_m + i * 16 + g;
+        a[i][0] = a_tile[row * kStride + kk + t];
+        a[i][1] = a_tile[(row + 8) * kStride + kk + t];
+        a[i][2] = a_tile[row * kStride + kk + t + 4];
+        a[i][3] = a_tile[(row + 8) * kStride + kk + t + 4];
+      }
+      TFC_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        const int col = warp_n + j * 8 + g;
+        b[j][0] = b_tile[col * kStride + kk + t];
+        b[j][1] = b_tile[col * kStride + kk + t + 4];
+      }
+      TFC_UNROLL
+      for (int i = 0; i < 2; ++i)
+        TFC_UNROLL
+        for (int j = 0; j < 4; ++j) tfc_mma_m16n8k8_tf32(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+    __syncthreads();  // the next step overwrites the tiles
+  }
+
+  TFC_UNROLL
+  for (int i = 0; i < 2; ++i)
+    TFC_UNROLL
+    for (int j = 0; j < 4; ++j)
+      TFC_UNROLL
+      for (int e = 0; e < 4; ++e) {
+        const long long m = m0 + warp_m + i * 16 + g + (e >= 2 ? 8 : 0);
+        const long long n = n0 + warp_n + j * 8 + 2 * t + (e & 1);
+        if (m < M && n < N) store(m, n, acc[i][j][e]);
+      }
+}
+
 // tfc_gemm_simt_64x64: the same tile, operands and epilogue for f32 operands (or any types
 // tfc_as_float reads) in exact f32 on the CUDA cores: every
 // C(m, n) is fmaf over k in order from 0, as a kernel of one thread per output computes it,

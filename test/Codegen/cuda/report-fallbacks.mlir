@@ -1,7 +1,8 @@
 // `tfc --target=cuda --report` says, per entry, how many of the kernels it
 // launches are tiled (their own launch shape) and which ops took the
 // one-thread-an-item kernel instead of their tiled one, and why: attention
-// whose head dim flash attention cannot take, a reduction over dimensions that
+// (more query rows than a decode step's 4) whose head dim flash attention
+// cannot take, a reduction over dimensions that
 // are not one contiguous block, softmax along a dimension that is not the
 // last. The tiled ones (16-bit matmul, the contiguous reduction) are not
 // listed.
@@ -24,14 +25,14 @@
 // CHECK-NOT: "kernel"
 // CHECK: ]
 
-func.func @forward(%q: tensor<1x2x4x8xbf16>, %k: tensor<1x2x4x8xbf16>, %v: tensor<1x2x4x8xbf16>,
+func.func @forward(%q: tensor<1x2x8x8xbf16>, %k: tensor<1x2x8x8xbf16>, %v: tensor<1x2x8x8xbf16>,
                    %x: tensor<3x4x5xf32>, %a: tensor<64x32xbf16>, %b: tensor<32x16xbf16>)
-    -> (tensor<1x2x4x8xbf16>, tensor<4xf32>, tensor<3x4xf32>, tensor<64x16xbf16>, tensor<3x4x5xf32>)
+    -> (tensor<1x2x8x8xbf16>, tensor<4xf32>, tensor<3x4xf32>, tensor<64x16xbf16>, tensor<3x4x5xf32>)
     {
-  %0 = tfc.attention %q, %k, %v causal : (tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>) -> tensor<1x2x4x8xbf16>
+  %0 = tfc.attention %q, %k, %v causal : (tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>, tensor<1x2x8x8xbf16>) -> tensor<1x2x8x8xbf16>
   %1 = tfc.reduce_sum %x dims = [0, 2] : tensor<3x4x5xf32> -> tensor<4xf32>
   %2 = tfc.reduce_sum %x dims = [2] : tensor<3x4x5xf32> -> tensor<3x4xf32>
   %3 = tfc.matmul %a, %b : tensor<64x32xbf16>, tensor<32x16xbf16> -> tensor<64x16xbf16>
   %4 = tfc.softmax %x dim = 0 : tensor<3x4x5xf32> -> tensor<3x4x5xf32>
-  return %0, %1, %2, %3, %4 : tensor<1x2x4x8xbf16>, tensor<4xf32>, tensor<3x4xf32>, tensor<64x16xbf16>, tensor<3x4x5xf32>
+  return %0, %1, %2, %3, %4 : tensor<1x2x8x8xbf16>, tensor<4xf32>, tensor<3x4xf32>, tensor<64x16xbf16>, tensor<3x4x5xf32>
 }

@@ -3,7 +3,8 @@
 // cores: the emitter instantiates kernels/gemm.cuh's tfc_gemm_tc_64x64 (bf16 or f16,
 // the transposes, the batch offsets of blockIdx.z, the bias and the result's type in
 // the epilogue; 128 threads), which NVRTC turns into mma.sync for sm_80. f32 operands
-// run on tfc_gemm_simt_64x64 (exact f32, 256 threads). More batches than grid.z holds
+// run on tfc_gemm_simt_64x64 (exact f32, 256 threads), or with --cuda-tf32 on
+// tfc_gemm_tf32_64x64 (tensor cores). More batches than grid.z holds
 // fall back to one thread per output, with no launch shape of its own; at most 8
 // rows, a GEMV (tfc_gemv). Numerics:
 // test/e2e/cuda/check_cuda_kernels.py (the "tiled" cases in f32, bf16 and f16), on the
@@ -19,6 +20,14 @@
 // RUN: FileCheck %s --input-file=%t/dump/k3_matmul.cu --check-prefix=MANY
 // RUN: FileCheck %s --input-file=%t/dump/k4_matmul.cu --check-prefix=GEMV
 // RUN: FileCheck %s --input-file=%t/dump/k5_linear.cu --check-prefix=GEMV2
+// With --cuda-tf32, f32 products run on tensor cores through TF32 (128 threads); the GEMV,
+// the per-output fallback and 16-bit products do not change.
+// RUN: tfc %s --target=cuda --cuda-arch=sm_80 --cuda-tf32 --compile-to=codegen --dump-ir=%t/tf32 -o %t/tf32.mlir
+// RUN: FileCheck %s --input-file=%t/tf32.mlir --check-prefix=TF32-LAUNCH
+// RUN: FileCheck %s --input-file=%t/tf32/k2_matmul.cu --check-prefix=TF32
+// RUN: FileCheck %s --input-file=%t/tf32/k2_matmul.ptx --check-prefix=TF32-PTX
+// RUN: FileCheck %s --input-file=%t/tf32/k4_matmul.cu --check-prefix=GEMV
+// RUN: not tfc %s --cuda-tf32 -o %t/cpu.so 2>&1 | FileCheck %s --check-prefix=TF32-CPU
 
 // LAUNCH: func.func private @k0_matmul({{.*}}tfc.cuda.launch = array<i64: 2, 2, 3, 128, 1, 1, 0>
 // LAUNCH: func.func private @k1_linear({{.*}}tfc.cuda.launch = array<i64: 2, 3, 1, 128, 1, 1, 0>
@@ -48,6 +57,12 @@
 // F32: tfc_gemm_simt_64x64<false, false>(
 // F32-NEXT: a, b, 70LL, 6LL, 8LL, 8LL, 6LL,
 // F32-NEXT: c[m * 6LL + n] = v;
+
+// TF32-LAUNCH: func.func private @k2_matmul({{.*}}tfc.cuda.launch = array<i64: 1, 2, 1, 128, 1, 1, 0>
+// TF32: tfc_gemm_tf32_64x64<false, false>(
+// TF32-NEXT: a, b, 70LL, 6LL, 8LL, 8LL, 6LL,
+// TF32-PTX: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// TF32-CPU: error: --cuda-tf32 applies to --target=cuda only (this is --target=cpu)
 
 // A decode step's few rows: a GEMV, a warp a column of a transposed weight
 // (block (32, 8)), or a lane a column and 32 warps down K (block (32, 32)).

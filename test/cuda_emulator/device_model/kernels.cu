@@ -139,6 +139,15 @@ extern "C" __global__ void gemm_simt_f32_tn(const float* a, const float* b, floa
   tfc_gemm_simt_64x64<true, false>(a, b, 768LL, 3072LL, 4096LL, 768LL, 3072LL,
                                    [&](long long m, long long n, float v) { c[m * 3072LL + n] = v; });
 }
+// The same on tensor cores through TF32 (tfc --cuda-tf32).
+extern "C" __global__ void gemm_tf32_nt(const float* a, const float* b, float* c) {
+  tfc_gemm_tf32_64x64<false, true>(a, b, 4096LL, 768LL, 768LL, 768LL, 768LL,
+                                   [&](long long m, long long n, float v) { c[m * 768LL + n] = v; });
+}
+extern "C" __global__ void gemm_tf32_tn(const float* a, const float* b, float* c) {
+  tfc_gemm_tf32_64x64<true, false>(a, b, 768LL, 3072LL, 4096LL, 768LL, 3072LL,
+                                   [&](long long m, long long n, float v) { c[m * 3072LL + n] = v; });
+}
 // The decode GEMV (one token, GPT-2's and LLaMA's weight layouts), for ptxas's report;
 // numerics: check_cuda_kernels.py's "GEMV" cases and the small products.
 extern "C" __global__ void gemv_bf16_rows1(const unsigned short* a, const unsigned short* b,
@@ -196,7 +205,22 @@ extern "C" __global__ void flash_attention_f16_d128(const unsigned short* q,
   tfc_flash_attention_fwd<false, 128, 128, true>(q, k, v, o, 32LL, 8LL, 2048LL, 2048LL, 0LL,
                                                  0.08838834764f);
 }
-// Its backward: GPT-2's head dim (64-row tiles) and LLaMA's (32-row tiles), the gradients
+// Decode attention (flash-decoding) at GPT-2's head dim, f32, and LLaMA's, bf16.
+__device__ float decode_partial[12 * 8 * 66];
+__device__ unsigned decode_tickets[12];
+extern "C" __global__ void attention_decode_f32_d64(const float* q, const float* k,
+                                                    const float* v, float* o) {
+  tfc_attention_decode<64, 64, true>(q, k, v, o, 12LL, 12LL, 1LL, 1024LL, 1023LL, 0.125f,
+                                     decode_partial, decode_tickets);
+}
+extern "C" __global__ void attention_decode_bf16_d128(const unsigned short* q,
+                                                      const unsigned short* k,
+                                                      const unsigned short* v,
+                                                      unsigned short* o) {
+  tfc_attention_decode<128, 128, true>(q, k, v, o, 32LL, 8LL, 1LL, 2048LL, 2047LL,
+                                       0.08838834764f, decode_partial, decode_tickets);
+}
+// Flash attention backward: GPT-2's head dim (64-row tiles) and LLaMA's (32-row tiles), the gradients
 // in f32 and in the operand type.
 __device__ float flash_bwd_lse[8 * 12 * 1024], flash_bwd_delta[8 * 12 * 1024];
 __device__ unsigned flash_bwd_counters[3];

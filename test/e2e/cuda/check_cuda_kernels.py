@@ -54,8 +54,10 @@ def bf16_value(bits):
 class Case:
     def __init__(self, name, body, inputs, outputs, ref, rtol=1e-5, atol=1e-6,
                  draw=None, error=0, inputs_from=None, ulps=None, f32_inputs=(),
-                 terms=0, magnitude=None):
+                 terms=0, magnitude=None, flags=()):
         self.name, self.body, self.inputs, self.outputs = name, body, inputs, outputs
+        # Extra tfc options (--cuda-tf32).
+        self.flags = tuple(flags)
         self.ref, self.rtol, self.atol, self.draw = ref, rtol, atol, draw
         # 16-bit outputs: within `ulps` ulps of the value plus as many of the
         # output's scale (max |want|), instead of rtol and atol.
@@ -309,6 +311,23 @@ def attention_magnitude(q, k, v, *rest):
     return [np.broadcast_to(np.abs(v).max() * (1 + score), q.shape[:-1] + v.shape[-1:])]
 
 
+def tf32(x):
+    """f32 values rounded to TF32 (10 bits of mantissa), to nearest with ties away from zero
+    (cvt.rna.tf32.f32); inf and NaN as they are."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    finite = (u & 0x7F800000) != 0x7F800000
+    r = np.where(finite, (u + 0x1000) & 0xFFFFE000, u).astype(np.uint32)
+    return r.view(np.float32).astype(np.float64)
+
+
+def with_inf_nan(rng, shape, at=None):
+    """Normal draws, with an inf and a NaN in row at[0] (columns at[1] and at[1] + 1)."""
+    x = rng.standard_normal(shape)
+    if at is not None:
+        x[at[0], at[1]], x[at[0], at[1] + 1] = np.inf, np.nan
+    return x
+
+
 def with_nans(rng, shape):
     x = rng.standard_normal(shape)
     x.flat[::5] = np.nan
@@ -458,6 +477,25 @@ CASES = [
          "  return %0 : tensor<1x2x20xf32>",
          [((1, 2, 70), "f32"), ((20, 70), "f32")], [((1, 2, 20), "f32")],
          lambda x, w: [x @ w.T], terms=70),
+    # f32 through TF32 on tensor cores (--cuda-tf32; kernels/gemm.cuh's tfc_gemm_tf32_64x64):
+    # against the product of the operands rounded to TF32 (so that only the f32 sums'
+    # rounding remains), with an inf and a NaN among them; batched with a transposed lhs,
+    # and a linear with bias in LLaMA's layout.
+    Case("matmul tf32 batch transpose_lhs",
+         "  %0 = tfc.matmul %x0, %x1 transpose_lhs : tensor<2x40x70xf32>, tensor<40x90xf32> -> tensor<2x70x90xf32>\n"
+         "  return %0 : tensor<2x70x90xf32>",
+         [((2, 40, 70), "f32"), ((40, 90), "f32")], [((2, 70, 90), "f32")],
+         lambda a, b: [np.swapaxes(tf32(a), -1, -2) @ tf32(b)], terms=40,
+         magnitude=lambda a, b: [np.swapaxes(np.abs(tf32(a)), -1, -2) @ np.abs(tf32(b))],
+         flags=["--cuda-tf32"]),
+    Case("linear tf32 bias transpose_weight, inf and NaN",
+         "  %0 = tfc.linear %x0, %x1 bias %x2 transpose_weight : (tensor<130x48xf32>, tensor<72x48xf32>, tensor<72xf32>) -> tensor<130x72xf32>\n"
+         "  return %0 : tensor<130x72xf32>",
+         [((130, 48), "f32"), ((72, 48), "f32"), ((72,), "f32")], [((130, 72), "f32")],
+         lambda x, w, b: [tf32(x) @ tf32(w).T + b], terms=49,
+         magnitude=lambda x, w, b: [np.abs(tf32(x)) @ np.abs(tf32(w)).T + np.abs(b)],
+         draw=lambda rng, shape: with_inf_nan(rng, shape, at=(5, 7) if shape == (130, 48) else None),
+         flags=["--cuda-tf32"]),
     Case("linear bias (GPT-2 layout)",
          "  %0 = tfc.linear %x0, %x1 bias %x2 : (tensor<2x3x8xf32>, tensor<8x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>\n"
          "  return %0 : tensor<2x3x5xf32>",
@@ -586,16 +624,35 @@ CASES = [
          [((1, 4, 70, 16), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
          draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(-4),
          terms=66 + 32, magnitude=attention_magnitude),
-    # Prefill into a KV cache: 3 queries at position 90 of 100 keys (the last key tile
+    # Prefill into a KV cache: 6 queries at position 90 of 100 keys (the last key tile
     # partly visible), batch 2, D 64 (GPT-2's).
     Case("attention flash over a KV cache at a position, D 64",
-         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<2x2x3x64xf32>, tensor<2x1x100x64xf32>, tensor<2x1x100x64xf32>, tensor<i32>) -> tensor<2x2x3x64xf32>\n"
-         "  return %0 : tensor<2x2x3x64xf32>",
-         [((2, 2, 3, 64), "f32"), ((2, 1, 100, 64), "f32"), ((2, 1, 100, 64), "f32"),
+         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<2x2x6x64xf32>, tensor<2x1x100x64xf32>, tensor<2x1x100x64xf32>, tensor<i32>) -> tensor<2x2x6x64xf32>\n"
+         "  return %0 : tensor<2x2x6x64xf32>",
+         [((2, 2, 6, 64), "f32"), ((2, 1, 100, 64), "f32"), ((2, 1, 100, 64), "f32"),
           ((), "i32")],
-         [((2, 2, 3, 64), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
+         [((2, 2, 6, 64), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
          draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(90),
          terms=100 + 64, magnitude=attention_magnitude),
+    # Decode (at most 4 query rows a head): the keys split in chunks of 128 over blocks
+    # (tfc_attention_decode). 2 rows at position 200 of 300 keys: three chunks, the last
+    # seen by neither row; grouped-query, Dv != D.
+    Case("attention decode split over a KV cache",
+         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<2x4x2x16xf32>, tensor<2x2x300x16xf32>, tensor<2x2x300x24xf32>, tensor<i32>) -> tensor<2x4x2x24xf32>\n"
+         "  return %0 : tensor<2x4x2x24xf32>",
+         [((2, 4, 2, 16), "f32"), ((2, 2, 300, 16), "f32"), ((2, 2, 300, 24), "f32"),
+          ((), "i32")],
+         [((2, 4, 2, 24), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(200),
+         terms=300 + 16, magnitude=attention_magnitude),
+    # Position -1: the first row sees no key (0), the second one key.
+    Case("attention decode, a row that sees no key",
+         "  %0 = tfc.attention %x0, %x1, %x2 offset %x3 causal : (tensor<1x2x2x8xf32>, tensor<1x1x5x8xf32>, tensor<1x1x5x8xf32>, tensor<i32>) -> tensor<1x2x2x8xf32>\n"
+         "  return %0 : tensor<1x2x2x8xf32>",
+         [((1, 2, 2, 8), "f32"), ((1, 1, 5, 8), "f32"), ((1, 1, 5, 8), "f32"), ((), "i32")],
+         [((1, 2, 2, 8), "f32")], lambda q, k, v, p: [attention(q, k, v, True, int(p))],
+         draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(-1),
+         terms=5 + 8, magnitude=attention_magnitude),
     attention_grad_case("grouped-query", 4, 2, 5, 6),
     # d = 64: rows of dQ, dK and dV in two chunks of 32 columns each.
     attention_grad_case("d 64", 2, 1, 3, 64),
@@ -838,7 +895,7 @@ def has_float_tensor(case):
 # Every op that has a float tensor again in bf16 and in f16 (casts apart:
 # those are listed below with their pairs of types).
 HALF_CASES = [half_variant(c, dt) for dt in ("bf16", "f16") for c in CASES
-              if has_float_tensor(c) and not c.name.startswith("cast ")
+              if has_float_tensor(c) and not c.name.startswith("cast ") and not c.flags
               and not (dt == "bf16" and "bf16" in c.name)] + [
     cast_case("f32", "f16"), cast_case("f16", "f32"), cast_case("bf16", "f32"),
     cast_case("bf16", "f16"), cast_case("f16", "bf16"),
@@ -946,7 +1003,7 @@ def run_case(case, tools, work, rng):
     dump = os.path.join(d, "dump")
     out_mlir = os.path.join(d, "codegen.mlir")
     for arch in ("sm_80", "sm_90"):
-        r = subprocess.run([tfc, src, "--target=cuda", f"--cuda-arch={arch}",
+        r = subprocess.run([tfc, src, "--target=cuda", f"--cuda-arch={arch}", *case.flags,
                             "--compile-to=codegen", f"--dump-ir={dump}", "-o", out_mlir],
                            capture_output=True, text=True, timeout=TIMEOUT)
         if r.returncode != 0:
