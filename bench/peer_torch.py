@@ -93,7 +93,11 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--bf16", action="store_true", help="autocast to bfloat16")
+    ap.add_argument("--tf32", action="store_true",
+                    help="allow TF32 in f32 products and convolutions (CUDA)")
     a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = a.tf32
+    torch.backends.cudnn.allow_tf32 = a.tf32
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
     model = GPT2({k: torch.from_numpy(v.copy()) for k, v in
@@ -102,7 +106,8 @@ def main():
     vocab = model.w("wte.weight").shape[0]
     g = torch.Generator().manual_seed(0)
     mode = "torch.compile" if a.compile else "eager"
-    result = {"peer": f"pytorch {torch.__version__} {mode}" + (" bf16" if a.bf16 else ""),
+    result = {"peer": f"pytorch {torch.__version__} {mode}" + (" bf16" if a.bf16 else "")
+              + (" tf32" if a.tf32 else ""),
               "threads": a.threads, "device": a.device}
     cast = (torch.autocast(dev.type, dtype=torch.bfloat16) if a.bf16
             else contextlib.nullcontext())

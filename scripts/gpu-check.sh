@@ -17,18 +17,18 @@
 #    loss, loss_grad within 1e-4, greedy and seeded generation token for token,
 #    three AdamW steps within 1e-5, a bad token id refused;
 # 2. speed: gpt2-124m train_step (B=8, T=1024) and batch-1 decode, next to
-#    PyTorch eager and torch.compile on the same GPU in the same run (f32, and
-#    PyTorch's bf16 autocast), and tfc's bf16 artifacts (mixed-precision
-#    train_step, bf16-weight generation), as one table with tokens/s, MFU and
-#    the fraction of the HBM-bandwidth floor;
+#    PyTorch eager and torch.compile on the same GPU in the same run (f32,
+#    f32 with TF32 allowed, and PyTorch's bf16 autocast), and tfc's --cuda-tf32
+#    and bf16 artifacts (TF32 train_step; mixed-precision train_step,
+#    bf16-weight generation), as one table with tokens/s, MFU and the fraction
+#    of the HBM-bandwidth floor;
 # 3. where the time goes: `tfc-run profile` of train_step and decode (f32).
 # On one H200 (2026-12-04) steps 1 and 2 took 321 s with TFC_TRAIN_REPEAT=3,
-# torch.compile's two compiles included, but tfc's train_step failed at once then.
-# In the second run its train_step gave no result within the 240 s limit (tfc's
-# untiled CUDA products ran prefill at ~100 GFLOP/s, so B=8 T=1024 takes about a
-# minute a call) and 540 s did not reach the profile: until the products are
-# tiled, set TFC_TRAIN_REPEAT=1 and ask for 600 s (the third lease measured
-# 76.7 s a call, so a warm-up and one call take about 155 s of the 240 s limit).
+# torch.compile's two compiles included; tfc's kernels were then all one
+# thread an item, and its f32 train_step took 76.7 s a call (so a warm-up and
+# one call took 155 s of the 240 s limit). Products, attention (forward and
+# backward), decode attention and the row kernels are tiled since, but not yet
+# timed on a GPU: on a first run set TFC_TRAIN_REPEAT=1 and ask for 600 s.
 # Put the table, with the date, in docs/performance.md.
 #
 # Not run here (this check has one GPU, and NCCL refuses two ranks of one
@@ -92,6 +92,9 @@ prepare() {
     -o "$dir/gpt2-124m/gpt2.mlir"
   "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --optimizer=adamw --target=cuda \
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda.so"
+  echo "gpu-check: compiling gpt2-124m for CUDA $arch with --cuda-tf32 (train_step)"
+  "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --optimizer=adamw --cuda-tf32 --target=cuda \
+    --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-tf32.so"
   echo "gpu-check: compiling gpt2-124m for CUDA $arch in bf16 (mixed-precision train_step; generation)"
   "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --optimizer=adamw --precision=bf16 --target=cuda \
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16-train.so"
@@ -153,12 +156,15 @@ EOF
   local repeat="${TFC_TRAIN_REPEAT:-5}"
   local prompt
   prompt="$(python3 -c 'import random; random.seed(0); print(" ".join(str(random.randrange(50257)) for _ in range(128)))')"
-  # tfc's f32 artifact, then its bf16 ones (mixed-precision train_step; bf16-weight generation).
+  # tfc's f32 artifact, its --cuda-tf32 one (train_step only: a decode step's products are
+  # GEMVs either way), then its bf16 ones (mixed-precision train_step; bf16-weight generation).
   local tag train_so gen_so
-  for tag in f32 bf16; do
-    if [[ $tag == f32 ]]; then train_so="$model" gen_so="$model"
-    else train_so="$dir/gpt2-124m/gpt2-cuda-bf16-train.so" gen_so="$dir/gpt2-124m/gpt2-cuda-bf16.so"
-    fi
+  for tag in f32 tf32 bf16; do
+    case $tag in
+      f32) train_so="$model" gen_so="$model" ;;
+      tf32) train_so="$dir/gpt2-124m/gpt2-cuda-tf32.so" gen_so="" ;;
+      bf16) train_so="$dir/gpt2-124m/gpt2-cuda-bf16-train.so" gen_so="$dir/gpt2-124m/gpt2-cuda-bf16.so" ;;
+    esac
     [[ -f "$train_so" ]] || continue
     echo "-- tfc $tag train_step"
     limited 240 "tfc $tag train_step" "$tfcrun" "$train_so" call train_step --device "$device" --weights "$work/w.safetensors" \
@@ -166,6 +172,7 @@ EOF
       --in min_lr=3e-5 --in warmup=0 --in total_steps=1000 --in schedule=0 \
       --in weight_decay=0.1 --in grad_clip=1 --in beta1=0.9 --in beta2=0.95 --in eps=1e-8 \
       --out-dir "$work/out-$tag" --repeat "$repeat" 2>&1 | tee "$work/train-$tag.txt" || status=1
+    [[ -n $gen_so ]] || continue
     echo "-- tfc $tag generate"
     # A bf16 generation artifact stores its weights in bf16: it draws its own.
     [[ $tag == f32 ]] || "$tfcrun" "$gen_so" init --seed 1 -o "$work/w-$tag.safetensors" >/dev/null
@@ -175,7 +182,7 @@ EOF
       --prompt-tokens "$prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate-$tag.txt" \
       || status=1
   done
-  for flags in "" "--compile" "--bf16" "--compile --bf16"; do
+  for flags in "" "--tf32" "--compile" "--bf16" "--compile --bf16"; do
     # shellcheck disable=SC2086
     limited 100 "PyTorch train $flags" python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
       --batch 8 --seq 1024 --repeat "$repeat" $flags | tee -a "$work/peers.jsonl" || true
@@ -202,12 +209,14 @@ def row(what, who, ms=None, tok_s=None):
 
 rows = ["| figure | who | time | tokens/s | MFU (FP32 peak) | of the HBM floor |",
         "|---|---|---|---|---|---|"]
-for tag in ("f32", "bf16"):
+for tag in ("f32", "tf32", "bf16"):
     try:
         text = open(f"{work}/train-{tag}.txt").read()
         m = re.search(r"median ([0-9.]+) ms", text)
         if m:
             rows.append(row("train_step B=8 T=1024", f"tfc {tag}", ms=float(m.group(1))))
+        if tag == "tf32":
+            continue
         text = open(f"{work}/generate-{tag}.txt").read()
         m = re.search(r"decode\s+(\d+) calls\s+in\s+([0-9.]+) ms", text)
         if m:

@@ -1069,10 +1069,9 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
 // backward run on tensor cores (flash attention) where the head dims allow;
 // otherwise the forward is one thread per query row with an online softmax
 // over the visible keys (the T x T scores never exist in memory), and the
-// backward recomputes the probabilities instead of reading saved ones: one
-// thread per query row writes dQ, one per key row its dK, another its dV
-// (summed over the query heads that share it, in a fixed order:
-// deterministic), rows wider than 32 in chunks of columns.
+// backward (tfc_attention_bwd_simt) first writes each row's log-sum-exp and
+// dO.O, then a thread a chunk of a row of dQ, dK or dV (summed over the query
+// heads that share it, in a fixed order: deterministic) reads them back.
 // Semantics as the CPU's kernel library: key j is visible to query i iff
 // j < clamp(i + offset + 1, 0, Tk) when causal; a row that sees no key is 0.
 //===----------------------------------------------------------------------===//
@@ -1129,17 +1128,6 @@ std::string score(const AttentionShape &a, StringRef j) {
   return "tfc_dot<" + std::to_string(a.d) + "LL>(in0 + qrow, in1 + kb + " +
          j.str() + " * " + std::to_string(a.d) + "LL) * " +
          floatLiteral(a.scale);
-}
-
-/// m and l (max and sum of exp(score - m)) over the row's visible keys.
-void attentionStats(llvm::raw_ostream &os, const AttentionShape &a,
-                    StringRef indent) {
-  std::string in = indent.str();
-  os << in << "float m = -__int_as_float(0x7f800000), l = 0.0f;\n"
-     << in << "for (long long j = 0; j < lim; ++j) m = tfc_maximumf(m, "
-     << score(a, "j") << ");\n"
-     << in << "for (long long j = 0; j < lim; ++j) l += expf("
-     << score(a, "j") << " - m);\n";
 }
 
 /// Why attention of this shape and these operand types cannot run on tensor
@@ -1304,99 +1292,33 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   std::string fallback = flashAttentionGradFallback(a, operands);
   if (fallback.empty())
     return flashAttentionGrad(name, a, operands, results);
-  Type qe = operands[0].getElementType(), ke = operands[1].getElementType(),
-       oe = operands[3].getElementType(), ge = operands[4].getElementType();
-  int64_t qRows = a.b * a.h * a.tq, kRows = a.b * a.hkv * a.tk;
-  int64_t group = a.h / a.hkv;
-  std::string dv = std::to_string(a.dv), d = std::to_string(a.d);
-  auto dO = [&](StringRef t) {
-    return load(ge, ("in4[orow + " + t + "]").str());
-  };
-  // A thread keeps one row of sums in registers: a row of dQ, dK or dV, in
-  // chunks of at most 32 columns, each chunk its own work item (the row's
-  // softmax statistics are recomputed per chunk). Wider rows spilled on sm_90
-  // (gpt2-124m's d = 64).
-  auto chunksOf = [](int64_t width) {
+  // On the CUDA cores: a thread a row's statistics, then a thread a chunk of
+  // at most 32 columns of a row of dQ, dK or dV (tfc_attention_chunks).
+  auto chunks = [](int64_t width) {
     int64_t n = (width + 31) / 32;
     return width % n == 0 ? n : 1;
   };
-  const int64_t nq = chunksOf(a.d), nv = chunksOf(a.dv);
-  const int64_t items1 = qRows * nq, items2 = kRows * nq, items3 = kRows * nv;
+  int64_t rows = a.b * a.h * a.tq, keys = a.b * a.hkv * a.tk;
+  int64_t items = rows * chunks(a.d) + keys * (chunks(a.d) + chunks(a.dv));
+  int64_t blocks = (rows + 127) / 128 + (items + 127) / 128;
+  if (blocks > std::numeric_limits<int32_t>::max())
+    return op.emitError("attention_grad of ")
+           << items << " work items: more blocks than a CUDA grid holds";
   std::string text;
   llvm::raw_string_ostream os(text);
-  // dP_ij = dO_i . V_j; Di = dO_i . O_i; dS_ij = p_ij (dP_ij - Di).
-  os << signature(name, operands, results) << " {\n"
-     << "  const long long n = " << items1 + items2 + items3 << "LL;\n"
-     << kGridStride << "    if (i < " << items1 << "LL) {\n";
-  // Role 1: dQ_i = scale sum_j dS_ij K_j, columns [c0, c0 + cw).
-  const std::string cq = std::to_string(a.d / nq);
-  os << "      const long long ri = i / " << nq << "LL, c0 = (i % " << nq
-     << "LL) * " << cq << "LL;\n";
-  attentionRow(os, a, "ri", "in5[0]", "      ");
-  attentionStats(os, a, "      ");
-  os << "      float Di = 0.0f;\n"
-     << "      for (long long t = 0; t < " << dv << "LL; ++t) Di += " << dO("t")
-     << " * " << load(oe, "in3[orow + t]") << ";\n"
-     << "      float acc[" << cq << "];\n"
-     << "      for (long long t = 0; t < " << cq << "LL; ++t) acc[t] = 0.0f;\n"
-     << "      for (long long j = 0; j < lim; ++j) {\n"
-     << "        const float p = expf(" << score(a, "j") << " - m) / l;\n"
-     << "        const float dp = tfc_dot<" << a.dv << "LL>(in4 + orow, in2 + vb + j * "
-     << dv << "LL);\n"
-     << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
-     << ";\n"
-     << "        for (long long t = 0; t < " << cq << "LL; ++t) acc[t] += ds * "
-     << load(ke, "in1[kb + j * " + d + "LL + c0 + t]") << ";\n      }\n"
-     << "      for (long long t = 0; t < " << cq << "LL; ++t) out0[qrow + c0 + t] = "
-     << store(results[0].getElementType(), "acc[t]") << ";\n"
-     << "    } else if (i < " << items1 + items2 << "LL) {\n";
-  // Roles 2 and 3: key row j of head hk, columns [c0, c0 + cw) of its dK row
-  // (role 2) or of its dV row (role 3), over every query row of the group's
-  // heads.
-  auto keyRole = [&](bool dK, int64_t first) {
-    const int64_t chunks = dK ? nq : nv;
-    const std::string width = dK ? d : dv;
-    const std::string cw = std::to_string((dK ? a.d : a.dv) / chunks);
-    os << "      const long long kr = (i - " << first << "LL) / " << chunks
-       << "LL, c0 = ((i - " << first << "LL) % " << chunks << "LL) * " << cw
-       << "LL;\n"
-       << "      const long long j = kr % " << a.tk << "LL, hk = (kr / " << a.tk
-       << "LL) % " << a.hkv << "LL, bb = kr / " << a.tk * a.hkv << "LL;\n"
-       << "      float g[" << cw << "];\n"
-       << "      for (long long t = 0; t < " << cw << "LL; ++t) g[t] = 0.0f;\n"
-       << "      for (long long gi = 0; gi < " << group << "LL; ++gi)\n"
-       << "      for (long long q = 0; q < " << a.tq << "LL; ++q) {\n"
-       << "        const long long row = (bb * " << a.h << "LL + hk * " << group
-       << "LL + gi) * " << a.tq << "LL + q;\n";
-    attentionRow(os, a, "row", "in5[0]", "        ");
-    os << "        if (j >= lim) continue;\n";
-    attentionStats(os, a, "        ");
-    os << "        const float p = expf(" << score(a, "j") << " - m) / l;\n";
-    if (dK) {
-      os << "        float Di = 0.0f;\n"
-         << "        for (long long t = 0; t < " << dv << "LL; ++t) Di += "
-         << dO("t") << " * " << load(oe, "in3[orow + t]") << ";\n"
-         << "        const float dp = tfc_dot<" << a.dv
-         << "LL>(in4 + orow, in2 + vb + j * " << dv << "LL);\n"
-         << "        const float ds = p * (dp - Di) * " << floatLiteral(a.scale)
-         << ";\n"
-         << "        for (long long t = 0; t < " << cw << "LL; ++t) g[t] += ds * "
-         << load(qe, "in0[qrow + c0 + t]") << ";\n      }\n";
-    } else {
-      os << "        for (long long t = 0; t < " << cw << "LL; ++t) g[t] += p * "
-         << dO("c0 + t") << ";\n      }\n";
-    }
-    os << "      const long long at = ((bb * " << a.hkv << "LL + hk) * " << a.tk
-       << "LL + j) * " << width << "LL + c0;\n"
-       << "      for (long long t = 0; t < " << cw << "LL; ++t) out"
-       << (dK ? "1" : "2") << "[at + t] = "
-       << store(results[dK ? 1 : 2].getElementType(), "g[t]") << ";\n";
-  };
-  keyRole(/*dK=*/true, items1);
-  os << "    } else {\n";
-  keyRole(/*dK=*/false, items1 + items2);
-  os << "    }\n  }\n}\n";
-  KernelSource source{text, items1 + items2 + items3};
+  os << "__device__ float " << name << "_lse[" << rows << "];\n"
+     << "__device__ float " << name << "_delta[" << rows << "];\n"
+     << "__device__ unsigned " << name << "_counters[3];\n"
+     << signature(name, operands, results) << " {\n"
+     << "  tfc_attention_bwd_simt<" << a.d << ", " << a.dv << ", "
+     << (a.causal ? "true" : "false") << ">(\n"
+     << "      in0, in1, in2, in3, in4, out0, out1, out2, " << a.b << "LL, "
+     << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
+     << (a.hasOffset ? "(long long)in5[0]" : std::to_string(a.tk - a.tq) + "LL")
+     << ", " << floatLiteral(a.scale) << ",\n      " << name << "_lse, "
+     << name << "_delta, " << name << "_counters);\n}\n";
+  KernelSource source{text, items};
+  source.launch = KernelSource::Shape{{blocks, 1, 1}, {128, 1, 1}, 0};
   source.fallback = fallback;
   return source;
 }

@@ -441,6 +441,57 @@ __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, con
 
 // ---- Backward ----
 
+// The backward kernels' two phases in one launch: every block takes a ticket when it starts
+// (counters[0]); the first `first` tickets write the rows' statistics and count themselves
+// done (counters[1]); the others wait until all of those are, so that a block only ever
+// waits for blocks already running, whatever order the GPU starts blocks in. Returns the
+// block's ticket, the same in all its threads.
+__device__ __forceinline__ long long tfc_ticket_take(unsigned* counters) {
+  TFC_SHARED(unsigned, ticket, 1);
+  if (threadIdx.x == 0) ticket[0] = atomicAdd(&counters[0], 1u);
+  __syncthreads();
+  const unsigned mine = ticket[0];
+  return (long long)mine;
+}
+// After a statistics block's writes: counts it done.
+__device__ __forceinline__ void tfc_ticket_statistics_done(unsigned* counters) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // the statistics are visible before the count says so
+    atomicAdd(&counters[1], 1u);
+  }
+}
+// Before a gradient block reads the statistics: waits for the `first` statistics blocks.
+__device__ __forceinline__ void tfc_ticket_wait(unsigned* counters, long long first) {
+  if (threadIdx.x == 0) {
+#ifdef TFC_DEVICE_ON_HOST
+    // Blocks run one after another in ticket order here: all statistics are done.
+    if (counters[1] != (unsigned)first)
+      tfc_emu::fault("attention backward: a gradient block started before the statistics "
+                     "were done");
+#else
+    while (atomicAdd(&counters[1], 0u) < (unsigned)first) {
+    }
+#endif
+    __threadfence();
+  }
+  __syncthreads();
+}
+// At the end of every block: the last of `total` to finish sets the counters back to zero
+// for the next launch.
+__device__ __forceinline__ void tfc_ticket_finish(unsigned* counters, long long total) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&counters[2], 1u) == (unsigned)(total - 1)) {
+      counters[0] = 0;
+      counters[1] = 0;
+      counters[2] = 0;
+      __threadfence();
+    }
+  }
+}
+
 // Statistics of rows [q0, q0 + 64) of head bh: lse (see tfc_flash_attention_rows) and
 // delta[row] = dout[row] . out[row], a warp a row, summed in a fixed order.
 template <bool kBf16, int kD, int kDv, bool kCausal, typename Tile>
@@ -700,36 +751,17 @@ __device__ __forceinline__ void tfc_flash_attention_bwd(
   static_assert(kD % 16 == 0 && kDv % 16 == 0 && kD <= 128 && kDv <= 128,
                 "head dims: multiples of 16, at most 128");
   TFC_SHARED(unsigned, smem, (tfc_flash_sizes<kD, kDv>::kBwdWords));
-  TFC_SHARED(unsigned, ticket, 1);
   const long long row_blocks = B * H * ((Tq + 63) / 64);
   const long long key_blocks = B * Hkv * ((Tk + 63) / 64);
-  if (threadIdx.x == 0) ticket[0] = atomicAdd(&counters[0], 1u);
-  __syncthreads();
-  const long long mine = (unsigned)ticket[0];
+  const long long mine = tfc_ticket_take(counters);
   if (mine < row_blocks) {
     const long long per_head = (Tq + 63) / 64;
     tfc_flash_bwd_statistics<kBf16, kD, kDv, kCausal>(q, k, o, dout, lse, delta, H, Hkv, Tq,
                                                       Tk, off, scale, mine / per_head,
                                                       mine % per_head * 64, smem + 0);
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();  // lse and delta are visible before the count says so
-      atomicAdd(&counters[1], 1u);
-    }
+    tfc_ticket_statistics_done(counters);
   } else {
-    if (threadIdx.x == 0) {
-#ifdef TFC_DEVICE_ON_HOST
-      // Blocks run one after another in ticket order here: all statistics are done.
-      if (counters[1] != (unsigned)row_blocks)
-        tfc_emu::fault("flash attention backward: a gradient block started before the "
-                       "statistics were done");
-#else
-      while (atomicAdd(&counters[1], 0u) < (unsigned)row_blocks) {
-      }
-#endif
-      __threadfence();
-    }
-    __syncthreads();
+    tfc_ticket_wait(counters, row_blocks);
     const long long i = mine - row_blocks;
     if (i < key_blocks) {
       const long long per_head = (Tk + 63) / 64;
@@ -743,17 +775,128 @@ __device__ __forceinline__ void tfc_flash_attention_bwd(
                                                 j % per_head * 64, smem + 0);
     }
   }
-  // The last block to finish sets the counters back for the next launch.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&counters[2], 1u) == (unsigned)(2 * row_blocks + key_blocks - 1)) {
-      counters[0] = 0;
-      counters[1] = 0;
-      counters[2] = 0;
-      __threadfence();
+  tfc_ticket_finish(counters, 2 * row_blocks + key_blocks);
+}
+
+// ---- Backward on the CUDA cores (any float types, f32 arithmetic) ----
+//
+// tfc_attention_bwd_simt: the same gradients for what tfc_flash_attention_bwd cannot take
+// (f32, head dims that are not multiples of 16), a thread a work item, with the same two
+// phases in one launch (tickets): first a thread a query row writes the row's log-sum-exp
+// and delta = dout . out; then each thread takes a chunk of at most 32 columns of one row of
+// dQ (over the keys the row sees), dK or dV (over the rows of every query head that sees the
+// key), with p = exp(score - lse) read back instead of recomputed per row: O(T) a work item.
+// Each element is one thread's sum in a fixed order: the same bits on every run.
+// Launch: block (128, 1, 1), grid (ceil(rows / 128) + ceil(items / 128), 1, 1) with rows =
+// B * H * Tq and items = rows * dQ chunks + B * Hkv * Tk * (dK chunks + dV chunks)
+// (tfc_attention_chunks); lse and delta: rows floats; counters: three words, zero before the first launch and after
+// every launch.
+constexpr int kTfcAttentionChunk = 32;
+
+template <int kWidth>
+struct tfc_attention_chunks {
+  // Chunks of equal width dividing kWidth, at most 32 columns each (registers).
+  static constexpr int kCount = kWidth % ((kWidth + 31) / 32) == 0 ? (kWidth + 31) / 32 : 1;
+  static constexpr int kCols = kWidth / kCount;
+};
+
+template <int kD, int kDv, bool kCausal, typename Q, typename K, typename V, typename O,
+          typename G, typename DQ, typename DK, typename DV>
+__device__ __forceinline__ void tfc_attention_bwd_simt(
+    const Q* q, const K* k, const V* v, const O* o, const G* dout, DQ* dq, DK* dk, DV* dv,
+    long long B, long long H, long long Hkv, long long Tq, long long Tk, long long off,
+    float scale, float* lse, float* delta, unsigned* counters) {
+  using CQ = tfc_attention_chunks<kD>;
+  using CV = tfc_attention_chunks<kDv>;
+  const long long rows = B * H * Tq, keys = B * Hkv * Tk, group = H / Hkv;
+  const long long row_blocks = (rows + 127) / 128;
+  const long long items = rows * CQ::kCount + keys * (CQ::kCount + CV::kCount);
+  const long long mine = tfc_ticket_take(counters);
+  if (mine < row_blocks) {
+    const long long r = mine * 128 + threadIdx.x;
+    if (r < rows) {
+      const long long bh = r / Tq, i = r % Tq, b = bh / H, hk = bh % H / group;
+      const long long lim = tfc_attention_limit<kCausal>(i, Tq, Tk, off);
+      const Q* qr = q + r * kD;
+      const K* kh = k + (b * Hkv + hk) * Tk * kD;
+      const float neg_inf = -__int_as_float(0x7f800000);
+      float m = neg_inf, l = 0.0f;
+      for (long long j = 0; j < lim; ++j) m = fmaxf(m, tfc_dot<kD>(qr, kh + j * kD) * scale);
+      for (long long j = 0; j < lim; ++j) l += expf(tfc_dot<kD>(qr, kh + j * kD) * scale - m);
+      lse[r] = l > 0.0f ? m + logf(l) : 0.0f;
+      delta[r] = tfc_dot<kDv>(dout + r * kDv, o + r * kDv);
+    }
+    tfc_ticket_statistics_done(counters);
+  } else {
+    tfc_ticket_wait(counters, row_blocks);
+    const long long item = (mine - row_blocks) * 128 + threadIdx.x;
+    const volatile float* lse_v = lse;  // written by this launch's statistics blocks
+    const volatile float* delta_v = delta;
+    if (item < rows * CQ::kCount) {
+      // dQ_i[c0..] = scale sum_j p_ij (dP_ij - delta_i) K_j[c0..].
+      const long long r = item / CQ::kCount, c0 = item % CQ::kCount * CQ::kCols;
+      const long long bh = r / Tq, i = r % Tq, b = bh / H, hk = bh % H / group;
+      const long long lim = tfc_attention_limit<kCausal>(i, Tq, Tk, off);
+      const K* kh = k + (b * Hkv + hk) * Tk * kD;
+      const V* vh = v + (b * Hkv + hk) * Tk * kDv;
+      const float row_lse = lse_v[r], row_delta = delta_v[r];
+      float acc[CQ::kCols];
+      TFC_UNROLL
+      for (int c = 0; c < CQ::kCols; ++c) acc[c] = 0.0f;
+      for (long long j = 0; j < lim; ++j) {
+        const float p = expf(tfc_dot<kD>(q + r * kD, kh + j * kD) * scale - row_lse);
+        const float ds = p * (tfc_dot<kDv>(dout + r * kDv, vh + j * kDv) - row_delta);
+        TFC_UNROLL
+        for (int c = 0; c < CQ::kCols; ++c) acc[c] += ds * tfc_as_float(kh[j * kD + c0 + c]);
+      }
+      TFC_UNROLL
+      for (int c = 0; c < CQ::kCols; ++c) tfc_store(dq + r * kD + c0 + c, acc[c] * scale);
+    } else if (item < items) {
+      // dK_j[c0..] = scale sum_i p_ij (dP_ij - delta_i) Q_i[c0..], dV_j[c0..] = sum_i p_ij
+      // dO_i[c0..], over the rows i of the query heads that read key head hk.
+      const long long x = item - rows * CQ::kCount;
+      const bool is_dk = x < keys * CQ::kCount;
+      const long long y = is_dk ? x : x - keys * CQ::kCount;
+      const int chunks = is_dk ? CQ::kCount : CV::kCount;
+      const long long kr = y / chunks, c0 = y % chunks * (is_dk ? CQ::kCols : CV::kCols);
+      const long long j = kr % Tk, kvh = kr / Tk, b = kvh / Hkv, hk = kvh % Hkv;
+      constexpr int kCols = CQ::kCols > CV::kCols ? CQ::kCols : CV::kCols;
+      const int cols = is_dk ? CQ::kCols : CV::kCols;
+      float acc[kCols];
+      TFC_UNROLL
+      for (int c = 0; c < kCols; ++c) acc[c] = 0.0f;
+      // Under a causal mask key j is seen by the rows i >= j - off.
+      long long first = kCausal ? j - off : 0;
+      first = first < 0 ? 0 : first;
+      for (long long gi = 0; gi < group; ++gi) {
+        const long long bh = b * H + hk * group + gi;
+        for (long long i = first; i < Tq; ++i) {
+          const long long r = bh * Tq + i;
+          if (j >= tfc_attention_limit<kCausal>(i, Tq, Tk, off)) continue;
+          const float p = expf(tfc_dot<kD>(q + r * kD, k + kr * kD) * scale - lse_v[r]);
+          if (is_dk) {
+            const float ds = p * (tfc_dot<kDv>(dout + r * kDv, v + kr * kDv) - delta_v[r]);
+            TFC_UNROLL
+            for (int c = 0; c < kCols; ++c)
+              if (c < cols) acc[c] += ds * tfc_as_float(q[r * kD + c0 + c]);
+          } else {
+            TFC_UNROLL
+            for (int c = 0; c < kCols; ++c)
+              if (c < cols) acc[c] += p * tfc_as_float(dout[r * kDv + c0 + c]);
+          }
+        }
+      }
+      TFC_UNROLL
+      for (int c = 0; c < kCols; ++c) {
+        if (c >= cols) break;
+        if (is_dk)
+          tfc_store(dk + kr * kD + c0 + c, acc[c] * scale);
+        else
+          tfc_store(dv + kr * kDv + c0 + c, acc[c]);
+      }
     }
   }
+  tfc_ticket_finish(counters, row_blocks + (items + 127) / 128);
 }
 
 #endif  // TFC_KERNELS_ATTENTION_CUH

@@ -220,10 +220,19 @@ extern "C" __global__ void attention_decode_bf16_d128(const unsigned short* q,
   tfc_attention_decode<128, 128, true>(q, k, v, o, 32LL, 8LL, 1LL, 2048LL, 2047LL,
                                        0.08838834764f, decode_partial, decode_tickets);
 }
-// Flash attention backward: GPT-2's head dim (64-row tiles) and LLaMA's (32-row tiles), the gradients
-// in f32 and in the operand type.
 __device__ float flash_bwd_lse[8 * 12 * 1024], flash_bwd_delta[8 * 12 * 1024];
 __device__ unsigned flash_bwd_counters[3];
+// The backward on the CUDA cores, f32 at GPT-2's head dim (two chunks of 32 columns).
+extern "C" __global__ void attention_bwd_simt_f32_d64(const float* q, const float* k,
+                                                      const float* v, const float* o,
+                                                      const float* dout, float* dq, float* dk,
+                                                      float* dv) {
+  tfc_attention_bwd_simt<64, 64, true>(q, k, v, o, dout, dq, dk, dv, 8LL, 12LL, 12LL, 1024LL,
+                                       1024LL, 0LL, 0.125f, flash_bwd_lse, flash_bwd_delta,
+                                       flash_bwd_counters);
+}
+// Flash attention backward: GPT-2's head dim (64-row tiles) and LLaMA's (32-row tiles), the gradients
+// in f32 and in the operand type.
 extern "C" __global__ void flash_attention_bwd_bf16_d64(
     const unsigned short* q, const unsigned short* k, const unsigned short* v,
     const unsigned short* o, const unsigned short* dout, float* dq, float* dk, float* dv) {
