@@ -416,6 +416,23 @@ inline float halfBitsToFloat(uint16_t h, bool bf16) {
   return sign != 0 ? -v : v;
 }
 
+// D = A * B + C (16 x kK times kK x 8, products exact, the k-sum in f32 in k order) into
+// each lane's D fragment: d[0..1] = D[g][2t..2t+1], d[2..3] = D[g+8][2t..].
+template <int kK>
+void writeMmaResult(Thread* const* lanes, const float (&a)[16][kK], const float (&bm)[kK][8],
+                    const float (&c)[16][8]) {
+  for (int lane = 0; lane < 32; ++lane) {
+    const int group = lane >> 2, tig = lane & 3;
+    auto* rd = static_cast<float*>(lanes[lane]->out);
+    for (int i = 0; i < 4; ++i) {
+      const int row = group + (i >= 2 ? 8 : 0), col = tig * 2 + (i & 1);
+      float sum = c[row][col];
+      for (int k = 0; k < kK; ++k) sum += a[row][k] * bm[k][col];
+      rd[i] = sum;
+    }
+  }
+}
+
 template <bool kBf16>
 void resolveMma(Thread* const* lanes, unsigned mask) {
   if (mask != 0xFFFFFFFFu) fault("mma.sync: all 32 lanes of the warp must take part");
@@ -437,16 +454,7 @@ void resolveMma(Thread* const* lanes, unsigned mask) {
     }
     for (int i = 0; i < 4; ++i) c[group + (i >= 2 ? 8 : 0)][tig * 2 + (i & 1)] = rc[i];
   }
-  for (int lane = 0; lane < 32; ++lane) {
-    const int group = lane >> 2, tig = lane & 3;
-    auto* rd = static_cast<float*>(lanes[lane]->out);
-    for (int i = 0; i < 4; ++i) {
-      const int row = group + (i >= 2 ? 8 : 0), col = tig * 2 + (i & 1);
-      float sum = c[row][col];
-      for (int k = 0; k < 16; ++k) sum += a[row][k] * bm[k][col];
-      rd[i] = sum;
-    }
-  }
+  writeMmaResult<16>(lanes, a, bm, c);
 }
 
 // d = a * b + c over the warp's fragments (the layouts above); bf16 or f16 operands.
@@ -477,16 +485,7 @@ inline void resolveMmaTf32(Thread* const* lanes, unsigned mask) {
     for (int i = 0; i < 2; ++i) bm[tig + i * 4][group] = tf32Value(rb[i]);
     for (int i = 0; i < 4; ++i) c[group + (i >= 2 ? 8 : 0)][tig * 2 + (i & 1)] = rc[i];
   }
-  for (int lane = 0; lane < 32; ++lane) {
-    const int group = lane >> 2, tig = lane & 3;
-    auto* rd = static_cast<float*>(lanes[lane]->out);
-    for (int i = 0; i < 4; ++i) {
-      const int row = group + (i >= 2 ? 8 : 0), col = tig * 2 + (i & 1);
-      float sum = c[row][col];
-      for (int k = 0; k < 8; ++k) sum += a[row][k] * bm[k][col];
-      rd[i] = sum;
-    }
-  }
+  writeMmaResult<8>(lanes, a, bm, c);
 }
 
 inline void mma_m16n8k8_tf32(float d[4], const unsigned a[4], const unsigned b[2],
