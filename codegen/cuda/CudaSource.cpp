@@ -1155,6 +1155,10 @@ std::string flashAttentionFallback(const AttentionShape &a,
 /// (tfc_attention_decode: the keys split over blocks) rather than a flash
 /// attention block's 64 rows.
 constexpr int64_t kMaxDecodeQueries = 4;
+/// The most floats of chunk partials a decode kernel keeps in its own global
+/// (64 MiB, allocated when the artifact loads); past it, the one-thread-a-row
+/// kernel, which needs none.
+constexpr int64_t kMaxDecodePartials = int64_t{1} << 24;
 
 /// Decode attention: a block per query row and chunk of 128 keys, the
 /// chunks' partial results and each row's ticket in this kernel's own
@@ -1185,9 +1189,8 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
                                       ArrayRef<MemRefType> results) {
   AttentionShape a = attentionShape(op);
   Type ve = operands[2].getElementType(), oe = results[0].getElementType();
-  if (a.tq <= kMaxDecodeQueries &&
-      a.b * a.h * a.tq * ((a.tk + 127) / 128) <=
-          std::numeric_limits<int32_t>::max())
+  int64_t decodeBlocks = a.b * a.h * a.tq * ((a.tk + 127) / 128);
+  if (a.tq <= kMaxDecodeQueries && decodeBlocks * (a.dv + 2) <= kMaxDecodePartials)
     return decodeAttention(name, a, operands, results);
   std::string fallback = flashAttentionFallback(a, operands);
   if (fallback.empty()) {
