@@ -22,7 +22,10 @@
 #    and bf16 artifacts (TF32 train_step; mixed-precision train_step,
 #    bf16-weight generation), as one table with tokens/s, MFU and the fraction
 #    of the HBM-bandwidth floor;
-# 3. where the time goes: `tfc-run profile` of train_step and decode (f32).
+# 3. gpt2-124m's products (bf16, f32, f32 through TF32) and causal attention forward +
+#    backward (bf16) alone, against torch.matmul and F.scaled_dot_product_attention on the
+#    same shapes (bench/gpu_kernels.py: tfc-run profile's kernel times, CUDA events);
+# 4. where the time goes: `tfc-run profile` of train_step and decode (f32).
 # On one H200 (2026-12-04) steps 1 and 2 took 321 s with TFC_TRAIN_REPEAT=3,
 # torch.compile's two compiles included; tfc's kernels were then all one
 # thread an item, and its f32 train_step took 76.7 s a call (so a warm-up and
@@ -80,7 +83,8 @@ prepare() {
     cp -L "$lib" "$dir/lib/"
   done
   cp "$root/test/e2e/cuda/check_cuda_artifacts.py" "$root/test/e2e/harness.py" \
-     "$root/bench/peer_torch.py" "$root/bench/f32_weights.py" "$dir/scripts/"
+     "$root/bench/peer_torch.py" "$root/bench/f32_weights.py" "$root/bench/gpu_kernels.py" \
+     "$dir/scripts/"
   cp "$0" "$dir/gpu-check.sh"
   # A portable host CPU: the artifacts' host code runs on the GPU machine's CPU.
   export TFC_OPTIONS="--cpu=x86-64-v3"
@@ -100,6 +104,9 @@ prepare() {
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16-train.so"
   "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --precision=bf16 --target=cuda \
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16.so"
+  echo "gpu-check: compiling gpt2-124m's products and attention alone (next to PyTorch's)"
+  python3 "$dir/scripts/gpu_kernels.py" prepare --bin-dir "$bin" --out "$dir/kernels" \
+    --cuda-arch "$arch" >/dev/null
   rm -f "$dir"/small/*.mlir "$dir/gpt2-124m/gpt2.mlir"
   du -sh "$dir"
   echo "gpu-check: carry $dir to the GPU machine and run: $dir/gpu-check.sh run"
@@ -238,6 +245,10 @@ print(f"\nMFU: {flops_per_token / 1e9:.2f} GFLOP per token over {peak / 1e12:.0f
       f"decode floor: {floor_tok_s:,.0f} tokens/s ({params * 4 / 1e6:.0f} MB of f32 weights at "
       f"{bandwidth / 1e9:.0f} GB/s; bf16 rows are measured against the same f32 floor).")
 EOF
+  echo "== products and attention alone, gpt2-124m's shapes, next to torch.matmul and SDPA"
+  limited 240 "kernels" python3 "$dir/scripts/gpu_kernels.py" run --dir "$dir/kernels" \
+    --tfc-run "$tfcrun" --device "$device" || status=1
+
   echo "== where the time goes: tfc-run profile (f32), the 20 slowest kernels"
   local peak_gflops=$(( ${TFC_GPU_PEAK_TFLOPS:-67} * 1000 )) bandwidth="${TFC_GPU_BANDWIDTH_GBS:-4800}"
   limited 120 "profile train_step" "$tfcrun" "$model" profile train_step --device "$device" --weights "$work/w.safetensors" \
