@@ -213,6 +213,36 @@ Status writeRoofline(const std::string& path, const std::string& title,
   return writePlotPng(path, series, text, 900, 560);
 }
 
+// Datasheet figures of GPUs, by a part of the name the driver gives (cuDeviceGetName: "NVIDIA
+// H100 80GB HBM3", "NVIDIA H100 PCIe", ...), most specific first: the dense bf16 tensor-core
+// peak (the products' roofline) and the HBM bandwidth.
+struct GpuFigures {
+  const char* match;
+  const char* name;
+  double peakGflops, bandwidthGbs;
+};
+constexpr GpuFigures kKnownGpus[] = {
+    {"H200", "H200", 989000, 4800},
+    {"H100 NVL", "H100 NVL", 835000, 3900},
+    {"H100 PCIe", "H100 PCIe", 756000, 2000},
+    {"H100", "H100 SXM", 989000, 3350},
+    {"A100-SXM4-80GB", "A100 SXM 80GB", 312000, 2039},
+    {"A100", "A100", 312000, 1555},
+};
+
+const GpuFigures* knownGpu(std::string_view deviceName) {
+  for (const GpuFigures& gpu : kKnownGpus) {
+    if (deviceName.find(gpu.match) != std::string_view::npos) return &gpu;
+  }
+  return nullptr;
+}
+
+std::string knownGpuNames() {
+  std::string names;
+  for (const GpuFigures& gpu : kKnownGpus) names += (names.empty() ? "" : ", ") + std::string(gpu.name);
+  return names;
+}
+
 int runProfile(const Invocation& invocation) {
   const Command* command = invocation.command;
   const Args& args = invocation.args;
@@ -284,18 +314,32 @@ int runProfile(const Invocation& invocation) {
     return usageError(command, bad);
   }
   const bool onGpu = tfc_artifact_table(artifact->get())->device != TFC_DEVICE_CPU;
-  if (onGpu && (peakGflops <= 0 || bandwidthGbs <= 0)) {
-    return usageError(command, "a CUDA artifact's floors need the GPU's peak and bandwidth: "
-                               "give --peak-gflops and --bandwidth-gbs (an H200: 67000 "
-                               "for f32 without tensor cores, 4800)");
-  }
   tfc_context_options_t options;
   tfc_context_options_initialize(&options);
   options.num_threads = static_cast<int32_t>(threads);
   options.device = device;
   auto context = Context::create(*artifact, *params, &options);
   if (!context.ok()) return fail(context.status());
-  if (onGpu) print("device: {}\n", context->deviceName());
+  // A GPU's floors: the flags, or the datasheet figures of a GPU we know.
+  std::string gpuPeakSource, gpuBandwidthSource;
+  if (onGpu) {
+    print("device: {}\n", context->deviceName());
+    const GpuFigures* known = knownGpu(context->deviceName());
+    if ((peakGflops <= 0 || bandwidthGbs <= 0) && known == nullptr) {
+      return usageError(command, fmt::format(
+          "a CUDA artifact's floors need the GPU's peak and bandwidth, and {} is not one "
+          "whose figures tfc-run knows ({}): give --peak-gflops and --bandwidth-gbs",
+          context->deviceName(), knownGpuNames()));
+    }
+    if (peakGflops <= 0) {
+      peakGflops = known->peakGflops;
+      gpuPeakSource = fmt::format("the {}'s dense bf16 tensor-core peak", known->name);
+    }
+    if (bandwidthGbs <= 0) {
+      bandwidthGbs = known->bandwidthGbs;
+      gpuBandwidthSource = fmt::format("the {}'s HBM bandwidth", known->name);
+    }
+  }
   auto bound = BoundEntry::create(*artifact, entryName, BoundEntry::Inputs::kCallerProvided);
   if (!bound.ok()) return fail(bound.status());
   std::vector<TensorView> views;
@@ -365,12 +409,16 @@ int runProfile(const Invocation& invocation) {
   print("profile of {} in {}: {} calls after {} warm-up, {} threads\n", entryName,
              invocation.model, calls, warmup, context->numThreads());
   // Each number says where it came from: measured here, or given by its flag.
-  print("machine: {:.1f} GFLOP/s f32 peak ({}), {:.1f} GB/s ({})\n",
-             peak.flopsPerSecond / 1e9, peakGflops > 0 ? "given" : "FMA loop, " + peak.isa,
+  print("machine: {:.1f} GFLOP/s {}peak ({}), {:.1f} GB/s ({})\n",
+             peak.flopsPerSecond / 1e9, onGpu ? "" : "f32 ",
+             !gpuPeakSource.empty() ? gpuPeakSource
+             : peakGflops > 0       ? std::string("given")
+                                    : "FMA loop, " + peak.isa,
              peak.bytesPerSecond / 1e9,
-             bandwidthGbs > 0 ? std::string("given")
-                              : fmt::format("STREAM triad; reads alone {:.1f} GB/s",
-                                            peak.readBytesPerSecond / 1e9));
+             !gpuBandwidthSource.empty() ? gpuBandwidthSource
+             : bandwidthGbs > 0          ? std::string("given")
+                                : fmt::format("STREAM triad; reads alone {:.1f} GB/s",
+                                              peak.readBytesPerSecond / 1e9));
   print("call: median {:.3f} ms; kernels {:.3f} ms ({:.1f}% of the mean call), {} "
              "launches of {} kernels; floor {:.3f} ms ({:.1f}% reached)\n\n",
              medianCall * 1e3, all.seconds * 1e3, 100 * all.seconds / meanCall,
@@ -444,7 +492,9 @@ their floor. Then the same per kind of kernel, and the total. "floor%" is floor 
 The peak is measured at start (an f32 FMA loop with the widest vectors the CPU has, and a
 STREAM triad, on the context's threads), unless --peak-gflops and --bandwidth-gbs give both.
 A CUDA artifact runs on GPU --device N (default 0), each launch timed between events on
-its stream; give the GPU's peak and bandwidth.
+its stream; its floors take the GPU's dense bf16 tensor-core peak and HBM bandwidth from
+its datasheet for an H100 (SXM, PCIe, NVL), H200 or A100, or from the two flags (either
+one overrides its figure; other GPUs need both).
 
 Inputs not given with --in are drawn so that the call is valid: token ids uniform in
 [0, vocab), pos 0, n = the prefill chunk, train_step's hyper-parameters at the trainer's
@@ -469,8 +519,10 @@ options:
   --top K                kernels to list, slowest first (default 20; 0 = all)
   --json FILE            every kernel's figures and the machine's, as JSON
   --plot FILE.png        the roofline chart: each kernel with FLOPs as a point
-  --peak-gflops X        the f32 peak to use instead of measuring it
-  --bandwidth-gbs Y      the memory bandwidth to use instead of measuring it
+  --peak-gflops X        the peak to use instead of measuring it (the CPU's f32) or of
+                         the GPU's datasheet (its dense bf16 tensor-core peak)
+  --bandwidth-gbs Y      the memory bandwidth to use instead of measuring it or of the
+                         GPU's datasheet
 
 examples:
   tfc-run gpt2.so profile train_step --repeat 5 --plot roofline.png
