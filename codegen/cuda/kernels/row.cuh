@@ -155,18 +155,30 @@ __device__ __forceinline__ void tfc_cross_entropy_rows(const In* x, const Target
 
 // The gradient of that mean times dloss[0], one warp a row: softmax(x_r) - onehot(t_r),
 // times dloss / (the rows whose target is not `ignore`); a row that does not count is 0 (an
-// out-of-range target also reports TFC_KERNEL_ERROR_TARGET). Launch as the row kernels.
+// out-of-range target also reports TFC_KERNEL_ERROR_TARGET). Launch as the row kernels (a
+// block of kTfcRowsPerBlock warps: they count the targets together).
 template <typename In, typename Target, typename G, typename Out>
 __device__ __forceinline__ void tfc_cross_entropy_grad_rows(const In* x, const Target* targets,
                                                             const G* dloss, Out* dx,
                                                             long long rows, long long width,
                                                             long long ignore) {
-  const long long row = tfc_warp_row(rows);
-  if (row < 0) return;
-  const int lane = (int)threadIdx.x;
-  float count = 0.0f;  // exact: an integer below 2^24 a lane
-  for (long long q = lane; q < rows; q += 32) count += (long long)targets[q] != ignore ? 1.0f : 0.0f;
+  // The counted rows, by the block's warps together (each a share of the targets, then the
+  // shares added in warp order): exact, an integer below 2^24.
+  TFC_SHARED(float, warp_counts, kTfcRowsPerBlock);
+  const int lane = (int)threadIdx.x, warp = (int)threadIdx.y;
+  float count = 0.0f;
+  for (long long q = warp * 32 + lane; q < rows; q += 32 * kTfcRowsPerBlock)
+    count += (long long)targets[q] != ignore ? 1.0f : 0.0f;
   count = tfc_warp_sum(count);
+  if (lane == 0) warp_counts[warp] = count;
+  __syncthreads();
+  count = 0.0f;
+  for (int w = 0; w < kTfcRowsPerBlock; ++w) {
+    const float part = warp_counts[w];
+    count += part;
+  }
+  const long long row = tfc_warp_row(rows);
+  if (row < 0) return;  // after the barrier: every warp of the block counted
   const long long t = (long long)targets[row];
   const bool counted = t != ignore && t >= 0 && t < width;
   if (t != ignore && !counted && lane == 0) tfc_report(TFC_KERNEL_ERROR_TARGET);

@@ -544,6 +544,15 @@ CASES = [
          draw=lambda rng, shape: (np.array([99, -100, 0, 5, 100, 42, 7, -100, 63, 31, 1])
                                   if shape == (11,) else rng.standard_normal(shape)),
          error=3),
+    # 300 rows: the block's 8 warps count the targets together (each a share, past 32 rows).
+    Case("cross_entropy_grad 300 rows, ignored targets",
+         "  %0 = tfc.cross_entropy_grad %x0, %x1, %x2 ignore_index = -100 : (tensor<300x10xf32>, tensor<300xi32>, tensor<f32>) -> tensor<300x10xf32>\n"
+         "  return %0 : tensor<300x10xf32>",
+         [((300, 10), "f32"), ((300,), "i32"), ((), "f32")], [((300, 10), "f32")],
+         lambda x, t, g: [cross_entropy_grad(x, t, g)],
+         draw=lambda rng, shape: (np.where(rng.random(shape) < 0.3, -100,
+                                           rng.integers(0, 10, shape)) if shape == (300,)
+                                  else rng.standard_normal(shape) if shape else np.array(1.5))),
     Case("embedding_grad, repeated ids",
          "  %0 = tfc.embedding_grad %x0, %x1 : (tensor<2x4x3xf32>, tensor<2x4xi32>) -> tensor<6x3xf32>\n"
          "  return %0 : tensor<6x3xf32>",
