@@ -31,10 +31,15 @@
 //   1. statistics, per 64 query rows: the log-sum-exp of each row's scaled scores (the
 //      forward's loop without V) and delta = dout . out, into `lse` and `delta`;
 //   2. dK and dV, per 64 keys of a key head (a warp 16 keys, whose K and V fragments stay in
-//      registers up to 128 dims in all), over the query rows of every query head that reads it: a tile of queries
-//      staged in shared memory both ways (pairs along D for S^T = K Q^T and dP^T = V dO^T,
-//      pairs along the queries for dV += P^T dO and dK += dS^T Q);
-//   3. dQ, per 64 query rows, over the keys they see: dQ += dS K.
+//      registers up to 128 dims in all), over the query rows of every query head that
+//      reads it: a tile of 64 queries (32 past 128 dims) staged in shared memory both ways
+//      (pairs along D for S^T = K Q^T and dP^T = V dO^T, pairs along the queries for
+//      dV += P^T dO and dK += dS^T Q);
+//   3. dQ, per 64 query rows, over the keys they see in tiles of 64 (32 past 128 dims):
+//      dQ += dS K.
+// The log-sum-exp is recomputed here rather than saved by the forward (tfc.attention has
+// one result). Also here: tfc_attention_decode (a decode step's rows, keys split over
+// blocks) and tfc_attention_bwd_simt (the backward on the CUDA cores).
 // Blocks of kinds 2 and 3 wait until every statistics block is done (a counter). Each
 // gradient element is one block's own sum in a fixed order: the same bits on every run (no
 // float atomics; FlashAttention-2 adds dQ atomically instead of recomputing the scores for
