@@ -15,7 +15,8 @@
 # 1. correctness: every model and entry on the GPU against the CPU artifact on
 #    the same inputs (test/e2e/cuda/check_cuda_artifacts.py --run): forward,
 #    loss, loss_grad within 1e-4, greedy and seeded generation token for token,
-#    three AdamW steps within 1e-5, a bad token id refused;
+#    three AdamW steps within 1e-5, a bad token id refused; then gpt2 and
+#    gpt2-bf16 again under compute-sanitizer memcheck and racecheck;
 # 2. speed: gpt2-124m train_step (B=8, T=1024) and batch-1 decode, next to
 #    PyTorch eager and torch.compile on the same GPU in the same run (f32,
 #    f32 with TF32 allowed, and PyTorch's bf16 autocast), and tfc's --cuda-tf32
@@ -150,6 +151,21 @@ run() {
   local status=0
   limited 300 "correctness" python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
     --device "$device" || status=1
+
+  # The small gpt2 in f32 and bf16 (tiled products, flash attention forward and backward)
+  # again under compute-sanitizer: out-of-bounds and misaligned accesses, then shared-memory
+  # races.
+  if command -v compute-sanitizer >/dev/null; then
+    local tool
+    for tool in memcheck racecheck; do
+      echo "== compute-sanitizer $tool: gpt2 and gpt2-bf16"
+      limited 240 "compute-sanitizer $tool" python3 "$dir/scripts/check_cuda_artifacts.py" \
+        --bin-dir "$dir/bin" --run "$work" --device "$device" --models gpt2,gpt2-bf16 \
+        --sanitizer "$tool" || status=1
+    done
+  else
+    echo "gpu-check: SKIPPED compute-sanitizer checks: compute-sanitizer is not on PATH"
+  fi
 
   echo "== speed: gpt2-124m"
   local model="$dir/gpt2-124m/gpt2-cuda.so" tfcrun="$dir/bin/tfc-run"

@@ -118,9 +118,13 @@ class Checker:
         self.failed += not ok
 
     def run(self, model, *args, env=None, check=True):
-        device = ["--device", str(self.args.device)] if model.endswith("-cuda.so") and \
+        on_gpu = model.endswith("-cuda.so")
+        device = ["--device", str(self.args.device)] if on_gpu and \
             args[0] in ("call", "generate", "train") else []
-        p = subprocess.run([self.tfc_run, model, *args, *device], cwd=self.work,
+        # Under compute-sanitizer: any error it finds fails the run (exit 97).
+        wrap = ["compute-sanitizer", f"--tool={self.args.sanitizer}", "--error-exitcode=97",
+                "--print-limit=20"] if on_gpu and self.args.sanitizer else []
+        p = subprocess.run([*wrap, self.tfc_run, model, *args, *device], cwd=self.work,
                            env=env or self.env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True,
                            timeout=harness.timeout_s(600))
@@ -269,6 +273,10 @@ def main():
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--sanitizer", choices=["memcheck", "racecheck", "synccheck",
+                                                "initcheck"],
+                        help="run the CUDA artifacts under compute-sanitizer with this tool "
+                             "(a GPU and compute-sanitizer on PATH)")
     args = parser.parse_args()
     names = args.models.split(",")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(3), "little")
