@@ -21,8 +21,9 @@
 #    PyTorch eager and torch.compile on the same GPU in the same run (f32,
 #    f32 with TF32 allowed, and PyTorch's bf16 autocast), and tfc's --cuda-tf32
 #    and bf16 artifacts (TF32 train_step; mixed-precision train_step,
-#    bf16-weight generation), as one table with tokens/s, MFU and the fraction
-#    of the HBM-bandwidth floor;
+#    bf16-weight generation), and batch-1 bf16 decode of a LLaMA of
+#    TinyLlama-1.1B's shape (weights drawn there), as one table with tokens/s,
+#    MFU and the fraction of the HBM-bandwidth floor;
 # 3. gpt2-124m's products (bf16, f32, f32 through TF32) and causal attention forward +
 #    backward (bf16) alone, against torch.matmul and F.scaled_dot_product_attention on the
 #    same shapes (bench/gpu_kernels.py: tfc-run profile's kernel times, CUDA events);
@@ -105,6 +106,14 @@ prepare() {
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16-train.so"
   "$bin/tfc" "$dir/gpt2-124m/gpt2.mlir" --precision=bf16 --target=cuda \
     --cuda-arch="$arch" --cpu=x86-64-v3 -o "$dir/gpt2-124m/gpt2-cuda-bf16.so"
+  echo "gpu-check: compiling a LLaMA of TinyLlama-1.1B's shape for CUDA $arch in bf16 (generation)"
+  mkdir -p "$dir/tinyllama"
+  "$bin/tfc-trace" llama --set n_layer=22 --set n_head=32 --set n_kv_head=4 --set dim=2048 \
+    --set hidden_dim=5632 --set vocab_size=32000 --set n_ctx=2048 --set batch=1 --set seq=16 \
+    -o "$dir/tinyllama/tl.mlir"
+  "$bin/tfc" "$dir/tinyllama/tl.mlir" --precision=bf16 --target=cuda --cuda-arch="$arch" \
+    --cpu=x86-64-v3 -o "$dir/tinyllama/tl-bf16.so"
+  rm -f "$dir/tinyllama/tl.mlir"
   echo "gpu-check: compiling gpt2-124m's products and attention alone (next to PyTorch's)"
   python3 "$dir/scripts/gpu_kernels.py" prepare --bin-dir "$bin" --out "$dir/kernels" \
     --cuda-arch "$arch" >/dev/null
@@ -205,6 +214,19 @@ EOF
       --prompt-tokens "$prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate-$tag.txt" \
       || status=1
   done
+  # TinyLlama-1.1B's shape in bf16 (weights drawn here: 2.2 GB), batch-1 decode against the
+  # HBM floor of reading its weights once a token.
+  echo "-- tfc bf16 generate, TinyLlama-1.1B's shape"
+  local tl="$dir/tinyllama/tl-bf16.so" tl_prompt
+  tl_prompt="$(python3 -c 'import random; random.seed(0); print(" ".join(str(random.randrange(32000)) for _ in range(128)))')"
+  if limited 120 "TinyLlama init" "$tfcrun" "$tl" init --seed 1 -o "$work/tl.safetensors" >/dev/null; then
+    limited 120 "TinyLlama generate" "$tfcrun" "$tl" generate --device "$device" --weights "$work/tl.safetensors" \
+      --prompt-tokens "$tl_prompt" --max-new-tokens 64 2>&1 >/dev/null | tee "$work/generate-tinyllama.txt" \
+      || status=1
+    rm -f "$work/tl.safetensors"
+  else
+    status=1
+  fi
   for flags in "" "--tf32" "--compile" "--bf16" "--compile --bf16"; do
     # shellcheck disable=SC2086
     limited 100 "PyTorch train $flags" python3 "$dir/scripts/peer_torch.py" train --device cuda --weights "$work/w.safetensors" \
@@ -247,6 +269,17 @@ for tag in ("f32", "tf32", "bf16"):
                             tok_s=int(m.group(1)) / (float(m.group(2)) / 1e3)))
     except OSError:
         pass
+# TinyLlama-1.1B's shape: a decode step reads every bf16 weight but the embedding's rows.
+tl_bytes = (1_100_048_384 - 32000 * 2048) * 2
+try:
+    m = re.search(r"decode\s+(\d+) calls\s+in\s+([0-9.]+) ms",
+                  open(f"{work}/generate-tinyllama.txt").read())
+    if m:
+        tok_s = int(m.group(1)) / (float(m.group(2)) / 1e3)
+        rows.append(f"| decode, batch 1, TinyLlama-1.1B shape | tfc bf16 | | {tok_s:,.1f} | | "
+                    f"{tok_s / (bandwidth / tl_bytes):.1%} |")
+except OSError:
+    pass
 for line in open(f"{work}/peers.jsonl"):
     try:
         r = json.loads(line)
