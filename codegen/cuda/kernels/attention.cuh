@@ -136,6 +136,23 @@ __device__ __forceinline__ void tfc_c_to_a(unsigned (&a)[4], const float* left,
   a[3] = tfc_pack_half2<kBf16>(right[2], right[3]);
 }
 
+// acc (16 x 8 kNTiles8, C fragments) += P (16 x 8 kKTiles8, C fragments: probabilities or
+// their gradients, rounded to the operand type as A fragments two by two) times the B
+// operand staged in `tile` (its columns as the tile's rows, k pairs along them).
+template <bool kBf16, int kKTiles8, int kNTiles8, typename Tile>
+__device__ __forceinline__ void tfc_mma_c_by_staged(float (&acc)[kNTiles8][4],
+                                                    const float (&p)[kKTiles8][4], Tile tile,
+                                                    int stride, int g, int t) {
+  TFC_UNROLL
+  for (int c = 0; c < kKTiles8 / 2; ++c) {
+    unsigned a[4];
+    tfc_c_to_a<kBf16>(a, p[2 * c], p[2 * c + 1]);
+    TFC_UNROLL
+    for (int n = 0; n < kNTiles8; ++n)
+      tfc_mma_staged<kBf16>(acc[n], a, tile, n * 8 + g, stride, c * 8, t);
+  }
+}
+
 template <bool kBf16>
 __device__ __forceinline__ float tfc_half_to_f32(unsigned short x) {
   if (kBf16) return tfc_bf16_to_f32(x);
@@ -287,14 +304,7 @@ __device__ __forceinline__ void tfc_flash_attention_rows(
         for (int e = 0; e < 4; ++e) acc[n][e] *= corr[e >> 1];
       // P V, the probabilities rounded to the operand type as the A operand: keys
       // 16c..16c+15 are score fragments 2c and 2c + 1.
-      TFC_UNROLL
-      for (int c = 0; c < kKeyTiles8 / 2; ++c) {
-        unsigned pf[4];
-        tfc_c_to_a<kBf16>(pf, s[2 * c], s[2 * c + 1]);
-        TFC_UNROLL
-        for (int n = 0; n < kDvTiles8; ++n)
-          tfc_mma_staged<kBf16>(acc[n], pf, vt_tile, n * 8 + g, kVStride, c * 8, t);
-      }
+      tfc_mma_c_by_staged<kBf16>(acc, s, vt_tile, kVStride, g, t);
     }
     __syncthreads();  // the next tile overwrites k_tile and vt_tile
   }
@@ -600,14 +610,7 @@ __device__ __forceinline__ void tfc_flash_bwd_dkdv(
         }
       }
       // dV += P^T dO.
-      TFC_UNROLL
-      for (int c = 0; c < kQTiles8 / 2; ++c) {
-        unsigned a[4];
-        tfc_c_to_a<kBf16>(a, p[2 * c], p[2 * c + 1]);
-        TFC_UNROLL
-        for (int n = 0; n < kDvTiles8; ++n)
-          tfc_mma_staged<kBf16>(dvacc[n], a, ot_tile, n * 8 + g, kOTS, c * 8, t);
-      }
+      tfc_mma_c_by_staged<kBf16>(dvacc, p, ot_tile, kOTS, g, t);
       // dS^T = P^T (dP^T - delta), dP^T = V dO^T; then dK += dS^T Q.
       TFC_UNROLL
       for (int j = 0; j < kQTiles8; ++j) {
@@ -628,14 +631,7 @@ __device__ __forceinline__ void tfc_flash_bwd_dkdv(
           p[j][e] *= dp[e] - __uint_as_float(bits);
         }
       }
-      TFC_UNROLL
-      for (int c = 0; c < kQTiles8 / 2; ++c) {
-        unsigned a[4];
-        tfc_c_to_a<kBf16>(a, p[2 * c], p[2 * c + 1]);
-        TFC_UNROLL
-        for (int n = 0; n < kDTiles8; ++n)
-          tfc_mma_staged<kBf16>(dkacc[n], a, qt_tile, n * 8 + g, kQTS, c * 8, t);
-      }
+      tfc_mma_c_by_staged<kBf16>(dkacc, p, qt_tile, kQTS, g, t);
       __syncthreads();  // the next tile overwrites the staged queries
     }
   }
@@ -724,14 +720,7 @@ __device__ __forceinline__ void tfc_flash_bwd_dq(
       }
     }
     // dQ += dS K.
-    TFC_UNROLL
-    for (int c = 0; c < kKeyTiles8 / 2; ++c) {
-      unsigned a[4];
-      tfc_c_to_a<kBf16>(a, ds[2 * c], ds[2 * c + 1]);
-      TFC_UNROLL
-      for (int n = 0; n < kDTiles8; ++n)
-        tfc_mma_staged<kBf16>(acc[n], a, kt_tile, n * 8 + g, kKTS, c * 8, t);
-    }
+    tfc_mma_c_by_staged<kBf16>(acc, ds, kt_tile, kKTS, g, t);
     __syncthreads();  // the next tile overwrites the staged keys
   }
   DQ* qd = dq + bh * Tq * kD;
