@@ -1092,6 +1092,12 @@ AttentionShape attentionShape(Op op) {
           static_cast<double>(op.getEffectiveScale()), bool(op.getOffset())};
 }
 
+/// The position of the first query: the offset operand, or Tk - Tq.
+std::string queryOffset(const AttentionShape &a, StringRef operand) {
+  return a.hasOffset ? "(long long)" + operand.str() + "[0]"
+                     : std::to_string(a.tk - a.tq) + "LL";
+}
+
 /// Declares, for the query row of flat index `row` (b, h, qi), its key head
 /// `hk`, its number of visible keys `lim` and the offsets of its Q/O rows
 /// and of the head's K/V blocks. `offsetOperand` reads the position operand.
@@ -1176,7 +1182,7 @@ KernelSource decodeAttention(StringRef name, const AttentionShape &a,
      << "  tfc_attention_decode<" << a.d << ", " << a.dv << ", "
      << (a.causal ? "true" : "false") << ">(in0, in1, in2, out0, " << a.h
      << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
-     << (a.hasOffset ? "(long long)in3[0]" : std::to_string(a.tk - a.tq) + "LL")
+     << queryOffset(a, "in3")
      << ", " << floatLiteral(a.scale) << ", " << name << "_partial, " << name
      << "_tickets);\n}\n";
   KernelSource source{text, rows};
@@ -1204,7 +1210,7 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
           "(const unsigned short*)in2, out0,\n"
        << "      " << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk
        << "LL, "
-       << (a.hasOffset ? "(long long)in3[0]" : std::to_string(a.tk - a.tq) + "LL")
+       << queryOffset(a, "in3")
        << ", " << floatLiteral(a.scale) << ");\n}\n";
     KernelSource source{text, a.b * a.h * a.tq};
     source.launch =
@@ -1256,35 +1262,49 @@ std::string flashAttentionGradFallback(const AttentionShape &a,
   return "";
 }
 
-/// attention_grad on tensor cores: one launch of tfc_flash_attention_bwd,
-/// with the rows' statistics and the launch's block counters in this kernel's
-/// own globals (the blocks of one launch share them; launches of a kernel
-/// follow one another on the stream).
-KernelSource flashAttentionGrad(StringRef name, const AttentionShape &a,
-                                ArrayRef<MemRefType> operands,
-                                ArrayRef<MemRefType> results) {
+/// An attention_grad kernel calling `call` (a kernel-library template with
+/// its arguments) on `inputs` (q, k, v, out, grad_out), the results, the
+/// shape, and this kernel's own globals for the rows' statistics and the
+/// launch's block counters (the blocks of one launch share them; launches of
+/// a kernel follow one another on the stream).
+KernelSource attentionGradKernel(StringRef name, const AttentionShape &a,
+                                 ArrayRef<MemRefType> operands,
+                                 ArrayRef<MemRefType> results, StringRef call,
+                                 StringRef inputs, int64_t threads,
+                                 int64_t blocks) {
+  int64_t rows = a.b * a.h * a.tq;
   std::string text;
   llvm::raw_string_ostream os(text);
-  int64_t rows = a.b * a.h * a.tq;
-  int64_t blocks =
-      2 * a.b * a.h * ((a.tq + 63) / 64) + a.b * a.hkv * ((a.tk + 63) / 64);
   os << "__device__ float " << name << "_lse[" << rows << "];\n"
      << "__device__ float " << name << "_delta[" << rows << "];\n"
      << "__device__ unsigned " << name << "_counters[3];\n"
      << signature(name, operands, results) << " {\n"
-     << "  tfc_flash_attention_bwd<"
-     << (operands[0].getElementType().isBF16() ? "true" : "false") << ", "
-     << a.d << ", " << a.dv << ", " << (a.causal ? "true" : "false") << ">(\n"
-     << "      (const unsigned short*)in0, (const unsigned short*)in1, "
-        "(const unsigned short*)in2, (const unsigned short*)in3,\n"
-     << "      (const unsigned short*)in4, out0, out1, out2, " << a.b << "LL, "
-     << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
-     << (a.hasOffset ? "(long long)in5[0]" : std::to_string(a.tk - a.tq) + "LL")
-     << ", " << floatLiteral(a.scale) << ",\n      " << name << "_lse, "
-     << name << "_delta, " << name << "_counters);\n}\n";
-  KernelSource source{text, rows};
+     << "  " << call << "(\n      " << inputs << ", out0, out1, out2, " << a.b
+     << "LL, " << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk
+     << "LL, " << queryOffset(a, "in5") << ", " << floatLiteral(a.scale)
+     << ",\n      " << name << "_lse, " << name << "_delta, " << name
+     << "_counters);\n}\n";
+  KernelSource source{text, threads};
   source.launch = KernelSource::Shape{{blocks, 1, 1}, {128, 1, 1}, 0};
   return source;
+}
+
+/// attention_grad on tensor cores: one launch of tfc_flash_attention_bwd.
+KernelSource flashAttentionGrad(StringRef name, const AttentionShape &a,
+                                ArrayRef<MemRefType> operands,
+                                ArrayRef<MemRefType> results) {
+  int64_t blocks =
+      2 * a.b * a.h * ((a.tq + 63) / 64) + a.b * a.hkv * ((a.tk + 63) / 64);
+  std::string head = std::string("tfc_flash_attention_bwd<") +
+                     (operands[0].getElementType().isBF16() ? "true" : "false") +
+                     ", " + std::to_string(a.d) + ", " + std::to_string(a.dv) +
+                     ", " + (a.causal ? "true" : "false") + ">";
+  return attentionGradKernel(
+      name, a, operands, results, head,
+      "(const unsigned short*)in0, (const unsigned short*)in1, "
+      "(const unsigned short*)in2, (const unsigned short*)in3,\n"
+      "      (const unsigned short*)in4",
+      a.b * a.h * a.tq, blocks);
 }
 
 FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
@@ -1307,21 +1327,11 @@ FailureOr<KernelSource> emitAttentionGrad(StringRef name, AttentionGradOp op,
   if (blocks > std::numeric_limits<int32_t>::max())
     return op.emitError("attention_grad of ")
            << items << " work items: more blocks than a CUDA grid holds";
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "__device__ float " << name << "_lse[" << rows << "];\n"
-     << "__device__ float " << name << "_delta[" << rows << "];\n"
-     << "__device__ unsigned " << name << "_counters[3];\n"
-     << signature(name, operands, results) << " {\n"
-     << "  tfc_attention_bwd_simt<" << a.d << ", " << a.dv << ", "
-     << (a.causal ? "true" : "false") << ">(\n"
-     << "      in0, in1, in2, in3, in4, out0, out1, out2, " << a.b << "LL, "
-     << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
-     << (a.hasOffset ? "(long long)in5[0]" : std::to_string(a.tk - a.tq) + "LL")
-     << ", " << floatLiteral(a.scale) << ",\n      " << name << "_lse, "
-     << name << "_delta, " << name << "_counters);\n}\n";
-  KernelSource source{text, items};
-  source.launch = KernelSource::Shape{{blocks, 1, 1}, {128, 1, 1}, 0};
+  KernelSource source = attentionGradKernel(
+      name, a, operands, results,
+      "tfc_attention_bwd_simt<" + std::to_string(a.d) + ", " +
+          std::to_string(a.dv) + ", " + (a.causal ? "true" : "false") + ">",
+      "in0, in1, in2, in3, in4", items, blocks);
   source.fallback = fallback;
   return source;
 }
