@@ -1,6 +1,9 @@
 //===- AbiTypes.cpp - artifact_abi.h's structs as LLVM types --------------===//
 #include "codegen/artifact/AbiTypes.h"
 
+#include "tfc/artifact_abi.h"
+
+#include "mlir/IR/Types.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/LLVMContext.h"
 
@@ -24,9 +27,23 @@ AbiTypes getAbiTypes(llvm::LLVMContext &ctx) {
        ptr, i32, i32, ptr, ptr, ptr, i64, ptr},
       "tfc_artifact_t");
   t.hostApi =
-      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr},
+      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr},
                                "tfc_host_api_t");
   return t;
+}
+
+int32_t abiElementType(mlir::Type type) {
+  if (type.isF32())
+    return TFC_ABI_F32;
+  if (type.isF16())
+    return TFC_ABI_F16;
+  if (type.isBF16())
+    return TFC_ABI_BF16;
+  if (type.isInteger(32))
+    return TFC_ABI_I32;
+  if (type.isInteger(64))
+    return TFC_ABI_I64;
+  return 0;
 }
 
 } // namespace tfc

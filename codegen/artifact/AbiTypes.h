@@ -10,6 +10,12 @@
 #ifndef TFC_CODEGEN_ARTIFACT_ABITYPES_H
 #define TFC_CODEGEN_ARTIFACT_ABITYPES_H
 
+#include <cstdint>
+
+namespace mlir {
+class Type;
+} // namespace mlir
+
 namespace llvm {
 class IntegerType;
 class LLVMContext;
@@ -39,7 +45,7 @@ struct AbiTypes {
   /// tfc_host_api_t {struct_size, user, parallel_for, report_error,
   ///                 kernel_begin, kernel_end, device_launch, device_copy,
   ///                 device_constant, collective, collective_start,
-  ///                 collective_wait}
+  ///                 collective_wait, device_matmul}
   llvm::StructType *hostApi;
 
   /// Field numbers of tfc_host_api_t that compiled code reads.
@@ -47,6 +53,10 @@ struct AbiTypes {
   static constexpr unsigned kHostParallelFor = 2;
   static constexpr unsigned kHostReportError = 3;
 };
+
+/// The artifact ABI's code of an element type (TFC_ABI_F32, ...; the values
+/// of tfc_dtype_t), or 0 for a type the ABI has none for.
+int32_t abiElementType(mlir::Type type);
 
 /// The struct types, created in `ctx` (named "tfc_tensor_desc_t", ...).
 AbiTypes getAbiTypes(llvm::LLVMContext &ctx);

@@ -46,25 +46,11 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-int32_t abiDtype(Type t) {
-  if (t.isF32())
-    return TFC_ABI_F32;
-  if (t.isF16())
-    return TFC_ABI_F16;
-  if (t.isBF16())
-    return TFC_ABI_BF16;
-  if (t.isInteger(32))
-    return TFC_ABI_I32;
-  if (t.isInteger(64))
-    return TFC_ABI_I64;
-  return 0;
-}
-
 TensorInfo tensorInfo(StringRef name, ShapedType type, StringRef init = "",
                       uint32_t flags = 0) {
   TensorInfo info;
   info.name = name.str();
-  info.dtype = abiDtype(type.getElementType());
+  info.dtype = abiElementType(type.getElementType());
   info.shape.assign(type.getShape().begin(), type.getShape().end());
   info.init = init.str();
   info.flags = flags;

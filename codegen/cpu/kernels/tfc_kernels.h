@@ -69,6 +69,11 @@ void tfc_kernels_device_launch(int32_t kernel, const tfc_device_launch_t* launch
                                void* const* args, int32_t num_args);
 void tfc_kernels_device_copy(void* dst, const void* src, uint64_t bytes);
 void* tfc_kernels_device_constant(const void* data, uint64_t bytes);
+/* The host's device_matmul: 0 when the host queued the product, non-zero when it did not
+ * take it (no device_matmul, or a product its library does not run): the caller then
+ * launches its own kernel for it. */
+int32_t tfc_kernels_device_matmul(const tfc_device_matmul_t* product, const void* a,
+                                  const void* b, void* c, const void* bias);
 
 /* ---- Matrix products ---- */
 

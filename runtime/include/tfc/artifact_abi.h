@@ -2,7 +2,7 @@
  * runtime. Plain C, no includes beyond <stdint.h>, shared verbatim by both sides.
  *
  * A compiled model is a shared object that exports exactly one symbol,
- * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v4"): a function taking no arguments and returning a
+ * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v5"): a function taking no arguments and returning a
  * pointer to a constant tfc_artifact_t that lives as long as the object is loaded. The
  * runtime dlopen()s the file, looks the symbol up, and refuses the file unless `magic` is
  * TFC_ARTIFACT_MAGIC, `abi_version` equals the runtime's TFC_ARTIFACT_ABI_VERSION and
@@ -39,8 +39,8 @@ extern "C" {
 #endif
 
 #define TFC_ARTIFACT_MAGIC 0x31434654u /* "TFC1" read as a little-endian uint32 */
-#define TFC_ARTIFACT_ABI_VERSION 4u
-#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v4"
+#define TFC_ARTIFACT_ABI_VERSION 5u
+#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v5"
 #define TFC_ARENA_ALIGNMENT 64u
 
 /* Where an artifact's kernels run and its buffers live. */
@@ -78,6 +78,21 @@ typedef struct tfc_device_launch_t {
   uint32_t block[3];
   uint32_t shared_bytes;
 } tfc_device_launch_t;
+
+/* A matrix product that the host may run with a vendor library (tfc_host_api_t.device_matmul)
+ * instead of the artifact's own kernel for it: for b in [0, batch),
+ *   C[b] = op(A[b]) op(B[b]) (+ bias, one value per column n, added to every row),
+ * all row-major and dense: op(A) is m x k (A stored k x m when trans_a), op(B) is k x n (B
+ * stored n x k when trans_b), C is m x n with the batches m x n elements apart; A[b] starts
+ * b x stride_a elements after A (0: one A for every batch), B[b] likewise. Sums in f32;
+ * `tf32`: f32 operands may be rounded to TF32 first (tfc --cuda-tf32). Types: TFC_ABI_*;
+ * bias_type 0 when there is no bias. */
+typedef struct tfc_device_matmul_t {
+  int32_t a_type, b_type, c_type, bias_type;
+  int32_t trans_a, trans_b, tf32, reserved; /* reserved: 0 */
+  int64_t batch, m, n, k;
+  int64_t stride_a, stride_b;
+} tfc_device_matmul_t;
 
 /* The run-time errors a device kernel reports (the CPU kernels report the same conditions
  * through tfc_kernels_error): the first code reported stays in the kernels' device word
@@ -147,6 +162,14 @@ typedef struct tfc_host_api_t {
                               const int64_t* counts);
   int32_t (*collective_wait)(void* user, int64_t tag, int32_t num_buffers, void* const* recv,
                              const int64_t* counts);
+  /* Device artifacts only (NULL otherwise, or where the host has no library for products).
+   * Queues the product `product` on device buffers a, b, c and bias (NULL without one) with
+   * the host's library (CUDA: cuBLASLt) and returns 0, or returns non-zero without queueing
+   * anything when it does not take this product (no library, a type or layout it does not
+   * run): the compiled code then launches its own kernel for it, so both give the result.
+   * A failure after 0 is kept and reported as device_launch's are. */
+  int32_t (*device_matmul)(void* user, const tfc_device_matmul_t* product, const void* a,
+                           const void* b, void* c, const void* bias);
 } tfc_host_api_t;
 
 /* Collectives (tfc_host_api_t.collective), with the f32 element counts they take (n = the

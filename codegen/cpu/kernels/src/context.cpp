@@ -130,6 +130,13 @@ void* tfc_kernels_device_constant(const void* data, uint64_t bytes) {
   return h->device_constant(h->user, data, bytes);
 }
 
+int32_t tfc_kernels_device_matmul(const tfc_device_matmul_t* product, const void* a,
+                                  const void* b, void* c, const void* bias) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->device_matmul) return 1;  // the artifact's own kernel runs it
+  return h->device_matmul(h->user, product, a, b, c, bias);
+}
+
 void tfc_kernels_collective_f32(int32_t kind, int32_t reduce, const char* group, const float* send,
                                 float* recv, int64_t count) {
   const tfc_host_api_t* h = tfc_kern::tls_own.host;
