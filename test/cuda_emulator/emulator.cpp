@@ -25,15 +25,19 @@
 //    an access out of bounds, a barrier in divergent code) is printed with the kernel's
 //    name and fails the launch, or the graph launch that replays it, with
 //    CUDA_ERROR_LAUNCH_FAILED.
+//  - Host functions (cuLaunchHostFunc; the fake cuBLASLt queues its products so) run at
+//    once too, on the calling thread and under the emulator's lock: as on a GPU, a host
+//    function must not call the driver (here it would deadlock).
 //  - Stream capture records launches (with the values of their parameters at capture
-//    time), copies, memsets and event records on the capturing stream; cuGraphLaunch
-//    replays them in order. As a real driver does, a call that is unsafe during a capture
-//    in the global or thread-local mode (cuMemAlloc, cuMemFree, the synchronous copies,
-//    cuStreamSynchronize of the capturing stream) fails and invalidates the capture.
+//    time), copies, memsets, host functions and event records on the capturing stream;
+//    cuGraphLaunch replays them in order. As a real driver does, a call that is unsafe
+//    during a capture in the global or thread-local mode (cuMemAlloc, cuMemFree, the
+//    synchronous copies, cuStreamSynchronize of the capturing stream) fails and
+//    invalidates the capture.
 //  - A context must be current on the calling thread for what needs one (allocation,
 //    copies, modules, streams, launches), so that a host thread that forgot
 //    cuCtxSetCurrent fails here as it would on a GPU.
-// Every entry point takes one process-wide lock; kernels run under it.
+// Every entry point takes one process-wide lock; kernels and host functions run under it.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -97,7 +101,7 @@ struct CUevent_st {
 
 // One recorded operation of a captured stream.
 struct Op {
-  enum class Kind { kLaunch, kCopy, kMemset, kRecord };
+  enum class Kind { kLaunch, kCopy, kMemset, kRecord, kHostFunc };
   Kind kind = Kind::kLaunch;
   // kLaunch: the function, its shape and its parameters' values (8 bytes each).
   const CUfunc_st* function = nullptr;
@@ -110,6 +114,9 @@ struct Op {
   size_t bytes = 0;
   // kRecord
   CUevent_st* event = nullptr;
+  // kHostFunc: the function and its argument, called as fn(userData) on each run.
+  CUhostFn hostFn = nullptr;
+  void* userData = nullptr;
 };
 
 struct CUstream_st {
@@ -259,6 +266,9 @@ CUresult runOp(const Op& op) {
     case Op::Kind::kRecord:
       op.event->recorded = true;
       op.event->time = Clock::now();
+      break;
+    case Op::Kind::kHostFunc:
+      op.hostFn(op.userData);
       break;
   }
   return CUDA_SUCCESS;
@@ -747,6 +757,21 @@ TFC_EMU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsi
   return submit(stream, std::move(op));
 }
 
+// Not in the runtime's list (driver.hpp): the fake cuBLASLt queues its products with it, so
+// that they run in stream order and are captured into graphs as a real cuBLASLt's kernels are.
+TFC_EMU_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
+  TFC_EMU_LOCK();
+  TFC_EMU_TRY(needContext());
+  TFC_EMU_REQUIRE(fn != nullptr, CUDA_ERROR_INVALID_VALUE);
+  CUstream_st* stream = nullptr;
+  TFC_EMU_TRY(findStream(hStream, &stream));
+  Op op;
+  op.kind = Op::Kind::kHostFunc;
+  op.hostFn = fn;
+  op.userData = userData;
+  return submit(stream, std::move(op));
+}
+
 // ---- Streams and graphs. ----
 
 TFC_EMU_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
@@ -948,3 +973,6 @@ TFC_EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
                 "the emulated " #symbol " differs from runtime/src/cuda/driver.hpp's");
 TFC_CUDA_DRIVER_FUNCTIONS(TFC_EMU_CHECK_EXPORT_)
 #undef TFC_EMU_CHECK_EXPORT_
+static_assert(std::is_same_v<decltype(&::cuLaunchHostFunc),
+                             CUresult (*)(CUstream, CUhostFn, void*)>,
+              "the emulated cuLaunchHostFunc differs from cuda.h's");

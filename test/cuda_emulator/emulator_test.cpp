@@ -2,7 +2,9 @@
 // kernel (dumped by tfc --target=cuda, built for the host by build_host_kernels.py) is
 // launched on fresh random inputs and compared with a host computation, its out-of-range
 // token ids are reported through tfc_error_code, and a captured graph replays it with the
-// same result. Also checks the emulator's refusals that would fail on a GPU too.
+// same result. Host functions (cuLaunchHostFunc, which the fake cuBLASLt queues its products
+// with) run in stream order and once per replay of a graph that captured them. Also checks
+// the emulator's refusals that would fail on a GPU too.
 //
 //   TFC_CUDA_DRIVER=<build>/test/cuda_emulator/libcuda.so.1 \
 //   TFC_CUDA_EMULATOR_KERNELS=kernels.so tfc-cuda-emulator-test --dump-dir DIR [--seed S]
@@ -10,6 +12,7 @@
 // DIR holds the dump of test/cuda_emulator/cuda-emulator.mlir: one kernel *_embedding.cu of
 // a [50, 16] f32 table and [4, 8] i32 ids. Prints each check that fails, then one verdict.
 #include <dirent.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -226,7 +229,51 @@ int run(const std::string& dumpDir, uint64_t seed) {
   ok(d, d.cuStreamSynchronize(stream), "cuStreamSynchronize");
   expect(captured == reference(table, ids2), "a second replay uses the new host ids");
 
-  // 4. What a GPU refuses, refused here too.
+  // 4. Host functions: not in the runtime's list, so looked up in the loaded library. One
+  //    runs at once on a stream; one captured after a copy in and a copy out runs only on
+  //    each replay, after those copies (it sees the value of the replay's copy).
+  using LaunchHostFunc = CUresult (*)(CUstream, CUhostFn, void*);
+  auto launchHostFunc =
+      reinterpret_cast<LaunchHostFunc>(dlsym(d.library, "cuLaunchHostFunc"));
+  expect(launchHostFunc != nullptr, "the emulator exports cuLaunchHostFunc");
+  if (launchHostFunc != nullptr) {
+    struct HostCall {
+      int calls = 0;
+      float staged = -1, seen = -1;
+    } call;
+    CUhostFn note = [](void* data) {
+      auto* c = static_cast<HostCall*>(data);
+      ++c->calls;
+      c->seen = c->staged;
+    };
+    ok(d, launchHostFunc(stream, note, &call), "cuLaunchHostFunc");
+    expect(call.calls == 1, "a host function runs when queued outside a capture");
+    expect(launchHostFunc(stream, nullptr, &call) == CUDA_ERROR_INVALID_VALUE,
+           "a null host function is refused");
+    float source = 1.0f;
+    CUgraph hostGraph = nullptr;
+    CUgraphExec hostExec = nullptr;
+    ok(d, d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "begin capture");
+    ok(d, d.cuMemcpyHtoDAsync(b.out, &source, sizeof(source), stream), "capture upload");
+    ok(d, d.cuMemcpyDtoHAsync(&call.staged, b.out, sizeof(call.staged), stream),
+       "capture download");
+    ok(d, launchHostFunc(stream, note, &call), "capture cuLaunchHostFunc");
+    ok(d, d.cuStreamEndCapture(stream, &hostGraph), "end capture");
+    ok(d, d.cuGraphInstantiate(&hostExec, hostGraph, 0), "cuGraphInstantiate");
+    expect(call.calls == 1 && call.staged == -1.0f, "nothing captured ran at capture");
+    source = 7.0f;
+    ok(d, d.cuGraphLaunch(hostExec, stream), "cuGraphLaunch");
+    expect(call.calls == 2 && call.seen == 7.0f,
+           "a replay runs the host function once, after the copies before it");
+    source = 8.0f;
+    ok(d, d.cuGraphLaunch(hostExec, stream), "cuGraphLaunch again");
+    ok(d, d.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    expect(call.calls == 3 && call.seen == 8.0f, "each replay runs the host function again");
+    ok(d, d.cuGraphExecDestroy(hostExec), "cuGraphExecDestroy");
+    ok(d, d.cuGraphDestroy(hostGraph), "cuGraphDestroy");
+  }
+
+  // 5. What a GPU refuses, refused here too.
   CUdeviceptr during = 0;
   CUgraph invalid = nullptr;
   ok(d, d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "begin capture");
@@ -253,7 +300,7 @@ int run(const std::string& dumpDir, uint64_t seed) {
              CUDA_ERROR_INVALID_VALUE,
          "49153 bytes of dynamic shared memory are refused");
 
-  // 5. Cleanup, every handle once.
+  // 6. Cleanup, every handle once.
   ok(d, d.cuGraphExecDestroy(exec), "cuGraphExecDestroy");
   ok(d, d.cuGraphDestroy(graph), "cuGraphDestroy");
   expect(d.cuGraphDestroy(graph) == CUDA_ERROR_INVALID_HANDLE, "a graph destroyed twice");

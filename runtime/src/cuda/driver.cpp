@@ -68,23 +68,34 @@ Status check(const Driver& driver, CUresult result, const char* what) {
   return Status(code, fmt::format("{}: {}", what, describe(driver, result)));
 }
 
-StatusOr<std::unique_ptr<Driver>> loadDriverFrom(const std::string& path, bool fromEnvironment) {
-  const std::string label = libraryLabel(path, fromEnvironment);
+void* dlsymOf(void* library, const char* symbol) { return dlsym(library, symbol); }
+
+void* openLibrary(const std::string& path, std::string* reason) {
   dlerror();
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
-    const char* reason = dlerror();
+    const char* why = dlerror();
+    *reason = why != nullptr ? why : "unknown dlopen error";
+  }
+  return library;
+}
+
+StatusOr<std::unique_ptr<Driver>> loadDriverFrom(const std::string& path, bool fromEnvironment) {
+  const std::string label = libraryLabel(path, fromEnvironment);
+  std::string reason;
+  void* library = openLibrary(path, &reason);
+  if (library == nullptr) {
     if (fromEnvironment) {
       return loadError(fmt::format(
           "cannot load the CUDA driver named by {}: {}; set {} to the path of a libcuda.so.1, "
           "or unset it to use the system's",
-          label, reason != nullptr ? reason : "unknown dlopen error", kEnvironmentVariable));
+          label, reason, kEnvironmentVariable));
     }
     return loadError(fmt::format(
         "no NVIDIA driver found ({} not loadable: {}); a CUDA artifact (tfc --target=cuda) "
         "needs one. A CPU artifact (`tfc model.mlir -o model.so` without --target=cuda) runs "
         "without it",
-        path, reason != nullptr ? reason : "unknown dlopen error"));
+        path, reason));
   }
 
   auto driver = std::make_unique<Driver>();

@@ -47,6 +47,9 @@ using CUstream = CUstream_st*;
 using CUevent = CUevent_st*;
 using CUgraph = CUgraph_st*;
 using CUgraphExec = CUgraphExec_st*;
+// A host function queued on a stream (cuLaunchHostFunc). The runtime does not queue any; the
+// emulated driver and the fake cuBLASLt of test/cuda_emulator share the type from here.
+using CUhostFn = void (*)(void* userData);
 
 // ---- Constants, copied from cuda.h of CUDA 13. ----
 // CUresult
@@ -174,6 +177,9 @@ constexpr int kMinDriverVersion = 12000;
     CUresult(float* pMilliseconds, CUevent hStart, CUevent hEnd))                              \
   X(cuEventDestroy, cuEventDestroy_v2, CUresult(CUevent hEvent))
 
+// dlsym(|library|, |symbol|), so that this header needs no <dlfcn.h>.
+void* dlsymOf(void* library, const char* symbol);
+
 // A pointer to a driver function of |Signature|.
 template <typename Signature>
 using DriverFunction = Signature*;
@@ -232,6 +238,18 @@ StatusOr<const T*> loadOnce(const char* variable, const char* defaultLibrary,
   }();
   if (loaded.library == nullptr) return Status(loaded.code, loaded.message);
   return loaded.library;
+}
+
+// The shared work of the dlopen'ed libraries' loaders (the driver, NCCL, cuBLASLt):
+// dlopen(|path|, RTLD_NOW | RTLD_LOCAL), or null with dlerror's reason in *reason.
+void* openLibrary(const std::string& path, std::string* reason);
+// Points |slot| at |symbol| of |library|; false when the library lacks it.
+template <typename Slot>
+bool resolveSymbol(void* library, const char* symbol, Slot& slot) {
+  void* address = dlsymOf(library, symbol);
+  if (address == nullptr) return false;
+  slot = reinterpret_cast<Slot>(address);
+  return true;
 }
 
 // OK when |result| is CUDA_SUCCESS, else an error "<what>: CUDA_ERROR_OUT_OF_MEMORY (out of

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <type_traits>
 #include <utility>
 
 namespace tfc::internal::cuda {
@@ -21,24 +20,16 @@ Status loadError(std::string message) { return Status(TFC_FAILED_PRECONDITION, m
 StatusOr<std::unique_ptr<Nccl>> loadNcclFrom(const std::string& path, bool fromEnvironment) {
   const std::string label =
       fromEnvironment ? fmt::format("{}={}", kEnvironmentVariable, path) : path;
-  dlerror();
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* reason = dlerror();
-    return loadError(fmt::format("{} not loadable: {}", label,
-                                 reason != nullptr ? reason : "unknown dlopen error"));
-  }
+  std::string reason;
+  void* library = openLibrary(path, &reason);
+  if (library == nullptr) return loadError(fmt::format("{} not loadable: {}", label, reason));
   auto nccl = std::make_unique<Nccl>();
   nccl->path = path;
   nccl->library = library;
   auto resolve = [&](auto& slot, const char* symbol) -> Status {
-    void* address = dlsym(library, symbol);
-    if (address == nullptr) {
-      return loadError(
-          fmt::format("{}: lacks {} (not NCCL, or one older than 2.10?)", label, symbol));
-    }
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(address);
-    return Status();
+    if (resolveSymbol(library, symbol, slot)) return Status();
+    return loadError(
+        fmt::format("{}: lacks {} (not NCCL, or one older than 2.10?)", label, symbol));
   };
   auto resolveAll = [&]() -> Status {
 #define TFC_NCCL_RESOLVE_(name, signature) TFC_RETURN_IF_ERROR(resolve(nccl->name, #name));
