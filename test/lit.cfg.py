@@ -63,6 +63,10 @@ if os.path.exists(os.path.join(config.tfc_obj_root, "test", "cuda_emulator",
                                "libcuda.so.1")) and \
         os.path.exists(os.path.join(config.tfc_tools_dir, "tfc-cuda-emulator-test")):
     config.available_features.add("cuda-emulator")
+# The emulated driver's products go to its fake cuBLASLt (test/cuda_emulator/cublaslt), as a
+# GPU's go to cuBLASLt; never to a real cuBLASLt this machine may have, which needs a GPU.
+config.environment["TFC_CUBLASLT_LIBRARY"] = os.path.join(
+    config.tfc_obj_root, "test", "cuda_emulator", "cublaslt", "libcublasLt.so.13")
 
 # A time limit per test, so that one hung tool fails its test (and names it)
 # instead of stalling the suite. lit can only kill a test's process tree with

@@ -274,6 +274,11 @@ void hostDeviceCopy(void* user, void* dst, const void* src, uint64_t bytes) {
   static_cast<tfc_context_t*>(user)->device->copy(dst, src, bytes);
 }
 
+int32_t hostDeviceMatmul(void* user, const tfc_device_matmul_t* product, const void* a,
+                         const void* b, void* c, const void* bias) {
+  return static_cast<tfc_context_t*>(user)->device->matmul(*product, a, b, c, bias);
+}
+
 void* hostDeviceConstant(void* user, const void* data, uint64_t bytes) {
   return static_cast<tfc_context_t*>(user)->device->constant(data, bytes);
 }
@@ -635,7 +640,8 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
       return std::move(device).takeStatus().release();
     }
     context->device = std::move(*device);
-    context->deviceName = context->device->description();
+    context->deviceName =
+        context->device->description() + "; products on " + context->device->productsSummary();
     if (Status comm = setUpDeviceCollectives(context); !comm.ok()) {
       tfc_context_release(context);
       return comm.release();
@@ -643,6 +649,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
     context->host.device_launch = hostDeviceLaunch;
     context->host.device_copy = hostDeviceCopy;
     context->host.device_constant = hostDeviceConstant;
+    context->host.device_matmul = hostDeviceMatmul;
   } else if (table.device != TFC_DEVICE_CPU) {
     Status unknown = Status::error(TFC_UNIMPLEMENTED, "%s: unknown device kind %d (a newer "
                                    "tfc's artifact?)", artifact->path.c_str(), table.device);
@@ -687,6 +694,10 @@ tfc_params_t* tfc_context_params(const tfc_context_t* context) { return context-
 
 const char* tfc_context_device_name(const tfc_context_t* context) {
   return context != nullptr ? context->deviceName.c_str() : "";
+}
+
+uint64_t tfc_context_device_bytes(const tfc_context_t* context) {
+  return context != nullptr && context->device ? context->device->deviceBytes() : 0;
 }
 
 tfc_status_t tfc_context_download(tfc_context_t* context) {

@@ -92,6 +92,20 @@ int main(int argc, char** argv) {
   expect(std::memcmp(host.data(), moved.data() + 64, outBytes) == 0,
          "a device call on another output buffer writes that one");
 
+  // The device memory held: at least the parameters and the forward's arena and buffers;
+  // none on the CPU.
+  uint64_t paramBytes = 0;
+  const tfc_artifact_t* table = tfc_artifact_table(gpu.artifact);
+  for (int32_t i = 0; i < table->num_params; ++i) {
+    paramBytes += tfc_tensor_desc_byte_size(&table->params[i]);
+  }
+  const uint64_t held = tfc_context_device_bytes(gpu.context);
+  expect(held >= paramBytes + entry.arena_bytes + outBytes,
+         "the device memory held (" + std::to_string(held) + " bytes) counts the parameters (" +
+             std::to_string(paramBytes) + "), the arena (" + std::to_string(entry.arena_bytes) +
+             ") and the output buffer");
+  expect(tfc_context_device_bytes(cpu.context) == 0, "a CPU context holds no device memory");
+
   int32_t cpuIndex = -1;
   check(tfc_artifact_find_entry(cpu.artifact, "forward", &cpuIndex), "forward");
   tfc_status_t refused = tfc_context_call_device(cpu.context, cpuIndex, &input, 1, &output, 1);

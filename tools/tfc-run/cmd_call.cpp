@@ -176,6 +176,10 @@ int runCall(const Invocation& invocation) {
     std::sort(ms.begin(), ms.end());
     print(stderr, "{}: {} calls after 1 warm-up: median {:.3f} ms, min {:.3f} ms\n", entryName,
           repeat, ms[ms.size() / 2], ms[0]);
+    if (context->deviceBytes() > 0) {
+      print(stderr, "{}: device memory {:.1f} MiB (parameters, state, arena, buffers)\n",
+            entryName, static_cast<double>(context->deviceBytes()) / (1 << 20));
+    }
   }
 
   for (int32_t i = 0; i < entry.num_outputs; ++i) {

@@ -13,6 +13,7 @@
 
 #include "cuda/driver.hpp"
 #include "cuda/nccl.hpp"
+#include "cuda/products.hpp"
 
 namespace tfc::internal::cuda {
 namespace {
@@ -105,6 +106,10 @@ struct Executor::Impl {
   std::vector<Entry> entries;
   std::unordered_map<const void*, CUdeviceptr> constants;
   std::vector<CUdeviceptr> allocations;  // everything to free
+  uint64_t allocatedBytes = 0;           // their sizes' sum (nothing is freed before the end)
+  // The products that cuBLASLt runs, and its workspace (allocated at the first one).
+  std::unique_ptr<LibraryProducts> products;
+  CUdeviceptr workspace = 0;
 
   // Which copy of the parameters (and of the state) is newer: uploaded before a call,
   // downloaded when the host reads.
@@ -157,6 +162,7 @@ struct Executor::Impl {
                            totalBytes, describe(*d, result).c_str());
     }
     allocations.push_back(ptr);
+    allocatedBytes += bytes;
     return ptr;
   }
 
@@ -245,6 +251,7 @@ Executor::~Executor() {
   if (x.d == nullptr || x.context == nullptr) return;
   x.d->cuCtxSetCurrent(x.context);
   if (x.stream != nullptr) x.d->cuStreamSynchronize(x.stream);
+  x.products.reset();  // cuBLASLt's handle and plans, while the context lives
   if (x.comm != nullptr) x.nccl->ncclCommDestroy(x.comm);  // (a failed one is aborted)
   const char* stats = std::getenv("TFC_COMM_STATS");
   if (x.nccl != nullptr && stats != nullptr && *stats != '\0' && std::strcmp(stats, "0") != 0) {
@@ -298,6 +305,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
   int gpuArch = major * 10 + minor;
   x.description = "GPU " + std::to_string(ordinal) + ": " + name + " (sm_" +
                   std::to_string(gpuArch) + ")";
+  x.products = std::make_unique<LibraryProducts>(path);
 
   // The cubin where the GPU is the architecture compiled for; the PTX (compiled by the
   // driver) where it is newer; nothing where it is older.
@@ -523,6 +531,53 @@ void Executor::launch(int32_t kernel, const tfc_device_launch_t& shape, void* co
     });
   }
 }
+
+int32_t Executor::matmul(const tfc_device_matmul_t& product, const void* a, const void* b,
+                         void* c, const void* bias) {
+  Impl& x = *impl_;
+  if (!x.products->enabled()) return 1;
+  if (!x.pending.ok()) return 0;  // the call already failed: nothing more runs
+  if (x.workspace == 0) {
+    if (x.capturing) {
+      // Allocations cannot be captured; the first (eager) call allocates it.
+      x.pending = Status::error(TFC_INTERNAL, "a first product while capturing a graph");
+      return 0;
+    }
+    auto workspace = x.allocate(LibraryProducts::kWorkspaceBytes, "cuBLASLt's workspace");
+    if (!workspace.ok()) {
+      x.pending = std::move(workspace).takeStatus();
+      return 0;
+    }
+    x.workspace = *workspace;
+  }
+  // Timed as a launch (profiles): the events around it fill the kernel's slot.
+  CUevent after = nullptr;
+  if (x.timing) {
+    while (x.events.size() < x.eventsUsed + 2) {
+      CUevent event = nullptr;
+      x.pending = x.check(x.d->cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+      if (!x.pending.ok()) return 0;
+      x.events.push_back(event);
+    }
+  }
+  CUevent before = x.timing ? x.events[x.eventsUsed] : nullptr;
+  if (before != nullptr) x.d->cuEventRecord(before, x.stream);
+  Status failure;
+  if (!x.products->run(product, a, b, c, bias, x.stream, x.workspace, &failure)) {
+    return 1;  // (the unused "before" event is recorded again by the kernel's launch)
+  }
+  if (x.timing) {
+    after = x.events[x.eventsUsed + 1];
+    x.eventsUsed += 2;
+    x.d->cuEventRecord(after, x.stream);
+  }
+  x.pending = std::move(failure);
+  return 0;
+}
+
+const std::string& Executor::productsSummary() const { return impl_->products->summary(); }
+
+uint64_t Executor::deviceBytes() const { return impl_->allocatedBytes; }
 
 void Executor::copy(void* dst, const void* src, uint64_t bytes) {
   Impl& x = *impl_;

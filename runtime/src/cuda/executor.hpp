@@ -72,6 +72,15 @@ class Executor {
   void launch(int32_t kernel, const tfc_device_launch_t& shape, void* const* args,
               int32_t numArgs);
   void copy(void* dst, const void* src, uint64_t bytes);
+  // tfc_host_api_t.device_matmul: 0 when cuBLASLt took the product (products.hpp), non-zero
+  // when the artifact's own kernel must run it.
+  int32_t matmul(const tfc_device_matmul_t& product, const void* a, const void* b, void* c,
+                 const void* bias);
+  // What runs the products: "cuBLASLt 13.1.0", or why the artifact's kernels do.
+  const std::string& productsSummary() const;
+  // The device memory this executor holds: parameters, state, each entry's arena and staging
+  // buffers (allocated at its first call), constants and cuBLASLt's workspace. Only grows.
+  uint64_t deviceBytes() const;
   void* constant(const void* data, uint64_t bytes);
   // tfc_host_api_t.collective on this GPU's buffers: copies |sendBytes| of |send| to the
   // host, lets |exchange| (the communicator) write the result from that copy into a host

@@ -330,8 +330,14 @@ tfc_loaded_artifact_t* tfc_context_artifact(const tfc_context_t* context);
 tfc_params_t* tfc_context_params(const tfc_context_t* context);
 /* The number of threads parallel_for uses. */
 int32_t tfc_context_num_threads(const tfc_context_t* context);
-/* Where the context runs its artifact: "cpu", or "GPU 0: NVIDIA H200 (sm_90)". */
+/* Where the context runs its artifact: "cpu", or for a CUDA artifact the GPU and what runs
+ * its matrix products: "GPU 0: NVIDIA H200 (sm_90); products on cuBLASLt 13.1.0". */
 const char* tfc_context_device_name(const tfc_context_t* context);
+/* The bytes of device memory a GPU context holds so far (0 on the CPU): parameters, state,
+ * the arena and staging buffers of each entry called so far, constants and the products'
+ * workspace; what a GPU profiler calls the peak of its allocations, since none is freed
+ * before the context. The CUDA context's own memory is not counted. */
+uint64_t tfc_context_device_bytes(const tfc_context_t* context);
 
 /* Contexts on a GPU (CUDA artifacts) keep device copies of the parameters and the state.
  * The host copies stay the ones the API hands out: tfc_context_state_tensor and

@@ -220,6 +220,7 @@ class Context {
   int32_t numThreads() const { return tfc_context_num_threads(get()); }
   // "cpu", or "GPU 0: NVIDIA H200 (sm_90)" for a CUDA artifact.
   std::string_view deviceName() const { return tfc_context_device_name(get()); }
+  uint64_t deviceBytes() const { return tfc_context_device_bytes(get()); }
   // A GPU context's host copies of parameters and state made current (tfc_context_download),
   // or marked newer than the GPU's (tfc_context_upload); nothing for a CPU artifact.
   Status download() const { return Status(tfc_context_download(get())); }
