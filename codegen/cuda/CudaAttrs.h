@@ -15,6 +15,13 @@ constexpr llvm::StringLiteral kThreads = "tfc.cuda.threads";
 /// block x, y, z and dynamic shared bytes (tfc_device_launch_t).
 constexpr llvm::StringLiteral kLaunch = "tfc.cuda.launch";
 
+/// On a product kernel that the host may run with its library instead
+/// (tfc_host_api_t.device_matmul): the fields of tfc_device_matmul_t in
+/// order, fourteen i64s (a_type, b_type, c_type, bias_type, trans_a,
+/// trans_b, tf32, reserved, batch, m, n, k, stride_a, stride_b). The
+/// kernel's arguments are A, B, the bias when bias_type is not 0, and C.
+constexpr llvm::StringLiteral kLibraryProduct = "tfc.cuda.library_product";
+
 /// On a kernel of an op that has a tiled kernel but took the one-thread-an-
 /// item one: why (the shape or type the tiled kernel cannot take), for
 /// `tfc --report`.

@@ -18,8 +18,10 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/CudaSource.h"
 
+#include "codegen/artifact/AbiTypes.h"
 #include "codegen/scalar/ScalarOps.h"
 #include "dialects/tfc/TfcOps.h"
+#include "tfc/artifact_abi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -751,6 +753,50 @@ bool onTensorCores(Type a, Type b) {
   return a == b && (a.isBF16() || a.isF16());
 }
 
+/// The artifact ABI's code of a float element type a library product takes
+/// (TFC_ABI_*), or 0.
+int32_t libraryType(Type t) {
+  return llvm::isa<FloatType>(t) ? abiElementType(t) : 0;
+}
+
+/// The library product of a product kernel (KernelSource::product): `batch`
+/// products of M x K by K x N whose operands start `strideA` and `strideB`
+/// elements apart (0: one for every batch), or none where the kernel is a
+/// GEMV (a decode step: tfc_gemv reads the weights at the bandwidth a
+/// library's GEMM does not reach on so few rows) or a type has no code.
+std::optional<KernelSource::LibraryProduct>
+libraryProduct(ArrayRef<MemRefType> operands, MemRefType result,
+               MemRefType bias, int64_t batch, int64_t m, int64_t n, int64_t k,
+               bool ta, bool tb, int64_t strideA, int64_t strideB,
+               const EmitOptions &options) {
+  if (m <= kMaxGemvRows && !ta)
+    return std::nullopt;
+  KernelSource::LibraryProduct p;
+  p.aType = libraryType(operands[0].getElementType());
+  p.bType = libraryType(operands[1].getElementType());
+  p.cType = libraryType(result.getElementType());
+  p.biasType = bias ? libraryType(bias.getElementType()) : 0;
+  if (!p.aType || !p.bType || !p.cType || (bias && !p.biasType))
+    return std::nullopt;
+  // One operand's batches broadcast over row-major rows of the other: one
+  // product of batch x M rows (the common activations-times-weights case).
+  if (batch > 1 && strideB == 0 && !ta && strideA == m * k) {
+    m *= batch;
+    batch = 1;
+    strideA = 0;
+  }
+  p.transA = ta;
+  p.transB = tb;
+  p.tf32 = options.tf32;
+  p.batch = batch;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.strideA = strideA;
+  p.strideB = strideB;
+  return p;
+}
+
 /// A tiled product kernel: `batch` products of M x K by K x N. `coords` are
 /// C++ statements of the batch index z (e.g. its broadcast coordinates), and
 /// `aOffset`, `bOffset` the offsets of the batch's operands in in0 and in1;
@@ -842,9 +888,26 @@ FailureOr<KernelSource> emitMatmul(StringRef name, MatmulOp mm,
                 std::to_string(out[d]) + "LL; rest /= " +
                 std::to_string(out[d]) + "LL;\n";
     coords += "  (void)rest;\n";
-    return tiledProductKernel(name, operands, results, batch, m, n, k, ta, tb,
-                              coords, batchOffset(a), batchOffset(b), "v",
-                              options);
+    KernelSource source = tiledProductKernel(
+        name, operands, results, batch, m, n, k, ta, tb, coords,
+        batchOffset(a), batchOffset(b), "v", options);
+    // A library takes batches a fixed stride apart: an operand with every
+    // batch dimension of the result, or with none.
+    auto batchStride = [&](ArrayRef<int64_t> shape) -> std::optional<int64_t> {
+      int64_t batches = numElements(shape.drop_back(2));
+      int64_t matrix = shape[shape.size() - 2] * shape.back();
+      if (batches == 1)
+        return 0;
+      if (batches == batch)
+        return matrix;
+      return std::nullopt;
+    };
+    std::optional<int64_t> strideA = batchStride(a), strideB = batchStride(b);
+    if (strideA && strideB)
+      source.product =
+          libraryProduct(operands, results[0], nullptr, batch, m, n, k, ta, tb,
+                         *strideA, *strideB, options);
+    return source;
   }
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -884,9 +947,17 @@ FailureOr<KernelSource> emitLinear(StringRef name, LinearOp lin,
     std::string epilogue =
         lin.getBias() ? "v + " + load(operands[2].getElementType(), "in2[n]")
                       : std::string("v");
-    return tiledProductKernel(name, operands, results, /*batch=*/1, rows, n,
-                              k, /*ta=*/false, tw, "  (void)z;\n", "0", "0",
-                              epilogue, options);
+    KernelSource source = tiledProductKernel(
+        name, operands, results, /*batch=*/1, rows, n, k, /*ta=*/false, tw,
+        "  (void)z;\n", "0", "0", epilogue, options);
+    // A bias of another type than the result stays in this kernel's epilogue
+    // (a library adds one of the result's type).
+    if (!lin.getBias() ||
+        operands[2].getElementType() == results[0].getElementType())
+      source.product = libraryProduct(
+          operands, results[0], lin.getBias() ? operands[2] : MemRefType(),
+          /*batch=*/1, rows, n, k, /*ta=*/false, tw, 0, 0, options);
+    return source;
   }
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -40,6 +40,16 @@ struct KernelSource {
     int64_t sharedBytes = 0;
   };
   std::optional<Shape> launch;
+  /// A matrix product that the host may run with its library (cuBLASLt)
+  /// instead of this kernel (tfc_device_matmul_t in artifact_abi.h; the
+  /// kernel's arguments are then A, B, the bias if any, and C). Unset where
+  /// the kernel alone runs it (a GEMV, an operand broadcast in part).
+  struct LibraryProduct {
+    int32_t aType = 0, bType = 0, cType = 0, biasType = 0; // TFC_ABI_*
+    bool transA = false, transB = false, tf32 = false;
+    int64_t batch = 1, m = 0, n = 0, k = 0, strideA = 0, strideB = 0;
+  };
+  std::optional<LibraryProduct> product;
   /// Set when the op has a tiled kernel that this shape or type cannot take:
   /// why this one runs instead (tfc --report lists it).
   std::string fallback;

@@ -66,6 +66,12 @@ LogicalResult emitKernel(func::FuncOp kernel, const cuda::EmitOptions &options) 
                                             shape->grid[2], shape->block[0],
                                             shape->block[1], shape->block[2],
                                             shape->sharedBytes}));
+  if (const auto &p = source->product)
+    kernel->setAttr(cuda::attr::kLibraryProduct,
+                    b.getDenseI64ArrayAttr(
+                        {p->aType, p->bType, p->cType, p->biasType, p->transA,
+                         p->transB, p->tf32, 0, p->batch, p->m, p->n, p->k,
+                         p->strideA, p->strideB}));
   // The code is CUDA now: the kernel is a declaration the host launches.
   kernel.getBody().getBlocks().clear();
   return success();

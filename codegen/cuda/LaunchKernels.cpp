@@ -11,7 +11,11 @@
 //       tfc_kernels_device_launch(index, &shape, args, num_args)
 //     with the kernel's own shape (`tfc.cuda.launch`, a tiled kernel) or a
 //     1-D grid of `block`-thread blocks covering `tfc.cuda.threads` work
-//     items (the kernels loop grid-stride, so a capped grid is correct);
+//     items (the kernels loop grid-stride, so a capped grid is correct); a
+//     product kernel (`tfc.cuda.library_product`) first offers its product
+//     to the runtime's library with
+//       tfc_kernels_device_matmul(&product, a, b, c, bias)
+//     and launches only when that returns non-zero (declined);
 //   - a copy (llvm.intr.memcpy: the memory plan's copies of returned inputs,
 //     stored state, caches not updated in place) becomes
 //       tfc_kernels_device_copy(dst, src, bytes);
@@ -49,12 +53,19 @@ namespace {
 constexpr llvm::StringLiteral kLaunch = "tfc_kernels_device_launch";
 constexpr llvm::StringLiteral kCopy = "tfc_kernels_device_copy";
 constexpr llvm::StringLiteral kConstant = "tfc_kernels_device_constant";
+constexpr llvm::StringLiteral kMatmul = "tfc_kernels_device_matmul";
 
 // The stub builds tfc_device_launch_t as seven i32s.
 static_assert(sizeof(tfc_device_launch_t) == 7 * sizeof(uint32_t) &&
                   offsetof(tfc_device_launch_t, block) == 3 * sizeof(uint32_t) &&
                   offsetof(tfc_device_launch_t, shared_bytes) == 6 * sizeof(uint32_t),
               "tfc_device_launch_t is no longer seven uint32_t");
+// The stub builds tfc_device_matmul_t as eight i32s and six i64s.
+static_assert(sizeof(tfc_device_matmul_t) == 8 * sizeof(int32_t) + 6 * sizeof(int64_t) &&
+                  offsetof(tfc_device_matmul_t, batch) == 8 * sizeof(int32_t) &&
+                  offsetof(tfc_device_matmul_t, stride_b) == 8 * sizeof(int32_t) +
+                                                                5 * sizeof(int64_t),
+              "tfc_device_matmul_t is no longer eight int32_t and six int64_t");
 
 /// Threads per block, and the most blocks a launch asks for: past that the
 /// grid-stride loops take several items per thread.
@@ -94,6 +105,10 @@ struct LaunchKernelsPass
       return;
     LLVM::LLVMFuncOp launch =
         declare(kLaunch, voidType, {i32, ptr, ptr, i32});
+    if (llvm::any_of(kernels, [](LLVM::LLVMFuncOp kernel) {
+          return kernel->hasAttr(cuda::attr::kLibraryProduct);
+        }))
+      matmul = declare(kMatmul, i32, {ptr, ptr, ptr, ptr, ptr});
     for (LLVM::LLVMFuncOp kernel : kernels)
       if (failed(buildLaunchStub(kernel, launch, b)))
         return signalPassFailure();
@@ -151,9 +166,30 @@ struct LaunchKernelsPass
       shape = {grid, 1, 1, block, 1, 1, 0};
     }
 
+    auto product =
+        kernel->getAttrOfType<DenseI64ArrayAttr>(cuda::attr::kLibraryProduct);
+    if (product && (product.size() != 14 ||
+                    params.size() != (product[3] != 0 ? 4u : 3u)))
+      return kernel.emitError("CUDA kernel @")
+             << kernel.getName() << ": " << cuda::attr::kLibraryProduct
+             << " must be the fourteen fields of tfc_device_matmul_t, on a "
+                "kernel of A, B, the bias if any, and C";
+
     kernel.setLinkage(LLVM::Linkage::Internal);
     Block *entry = kernel.addEntryBlock(b);
     b.setInsertionPointToStart(entry);
+    if (product) {
+      // Offered to the host's library first; launched when it declines.
+      Block *launchBlock = new Block, *done = new Block;
+      kernel.getBody().push_back(launchBlock);
+      kernel.getBody().push_back(done);
+      Value taken = offerProduct(loc, product.asArrayRef(),
+                                 entry->getArguments(), b);
+      b.create<LLVM::CondBrOp>(loc, taken, done, launchBlock);
+      b.setInsertionPointToStart(done);
+      b.create<LLVM::ReturnOp>(loc, ValueRange{});
+      b.setInsertionPointToStart(launchBlock);
+    }
     auto arrayType = LLVM::LLVMArrayType::get(ptr, std::max<size_t>(1, params.size()));
     Value one = b.create<LLVM::ConstantOp>(loc, i64, 1);
     Value args = b.create<LLVM::AllocaOp>(loc, ptr, arrayType, one);
@@ -181,9 +217,37 @@ struct LaunchKernelsPass
     b.create<LLVM::ReturnOp>(loc, ValueRange{});
     // The source went to the device image; LLVM IR has no use for these.
     for (StringRef name : {cuda::attr::kSource.data(), cuda::attr::kThreads.data(),
-                           cuda::attr::kLaunch.data(), attr::kDeviceKernelIndex.data()})
+                           cuda::attr::kLaunch.data(), cuda::attr::kLibraryProduct.data(),
+                           attr::kDeviceKernelIndex.data()})
       kernel->removeAttr(name);
     return success();
+  }
+
+  /// desc = {fields}; taken = tfc_kernels_device_matmul(&desc, a, b, c,
+  /// bias) == 0, for a kernel of (a, b, [bias,] c).
+  Value offerProduct(Location loc, ArrayRef<int64_t> fields,
+                     ValueRange args, OpBuilder &b) {
+    MLIRContext *ctx = b.getContext();
+    SmallVector<Type, 14> members(8, i32);
+    members.append(6, i64);
+    auto descType = LLVM::LLVMStructType::getLiteral(ctx, members);
+    Value one = b.create<LLVM::ConstantOp>(loc, i64, 1);
+    Value desc = b.create<LLVM::AllocaOp>(loc, ptr, descType, one);
+    for (unsigned i = 0; i < 14; ++i) {
+      Value slot = b.create<LLVM::GEPOp>(
+          loc, ptr, descType, desc,
+          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
+      Value v = b.create<LLVM::ConstantOp>(loc, members[i], fields[i]);
+      b.create<LLVM::StoreOp>(loc, v, slot);
+    }
+    bool hasBias = args.size() == 4;
+    Value bias = hasBias ? args[2] : b.create<LLVM::ZeroOp>(loc, ptr).getResult();
+    Value c = args[hasBias ? 3 : 2];
+    auto call = b.create<LLVM::CallOp>(
+        loc, matmul, ValueRange{desc, args[0], args[1], c, bias});
+    Value zero = b.create<LLVM::ConstantOp>(loc, i32, 0);
+    return b.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::eq,
+                                  call.getResult(), zero);
   }
 
   /// Turns the memory operations of host function `fn` into device
@@ -264,6 +328,7 @@ struct LaunchKernelsPass
   }
 
   Type ptr, i32, i64;
+  LLVM::LLVMFuncOp matmul;
 };
 
 } // namespace
