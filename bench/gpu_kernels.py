@@ -124,15 +124,18 @@ def prepare(a):
         json.dump(listed, f, indent=1)
 
 
-def tfc_ms(a, case):
+def tfc_ms(a, case, products=None):
     """Milliseconds a call of the case's product or attention kernels, from tfc-run
-    profile's per-kernel rows (times per call)."""
+    profile's per-kernel rows (times per call); `products` sets TFC_CUDA_PRODUCTS
+    ("kernels": tfc's own product kernels; None: cuBLASLt where it loads)."""
     so = os.path.join(a.dir, case["so"])
     # The peak and bandwidth only set the profile's floors, not the times read here.
     cmd = [a.tfc_run, so, "profile", "f", "--init-seed", "1", "--repeat", str(a.repeat),
            "--device", str(a.device), "--peak-gflops", str(a.peak_gflops),
            "--bandwidth-gbs", str(a.bandwidth_gbs)]
     env = dict(os.environ)
+    if products:
+        env["TFC_CUDA_PRODUCTS"] = products
     if "TFC_CUDA_DRIVER" in env:  # the emulator: each artifact's kernels built for the host
         env["TFC_CUDA_EMULATOR_KERNELS"] = so[:-3] + "-kernels.so"
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
@@ -196,8 +199,8 @@ def torch_ms(a, case):
 
 def run(a):
     listed = json.load(open(os.path.join(a.dir, "cases.json")))
-    rows = ["| case | tfc ms | tfc TFLOP/s | PyTorch ms | PyTorch TFLOP/s | tfc / PyTorch |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| case | tfc ms | tfc TFLOP/s | tfc kernels ms | PyTorch ms | PyTorch TFLOP/s "
+            "| tfc / PyTorch |", "|---|---|---|---|---|---|---|"]
     failed = False
     for case in listed:
         if a.only and a.only not in case["name"]:
@@ -205,9 +208,11 @@ def run(a):
         f = flops(case["kind"], case["spec"])
         try:
             mine = tfc_ms(a, case)
+            # A product again on tfc's own kernels (what runs without cuBLASLt).
+            own = tfc_ms(a, case, "kernels") if case["kind"] == "matmul" else None
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             print(f"gpu_kernels: {case['name']}: tfc: {e}", file=sys.stderr)
-            mine, failed = None, True
+            mine, own, failed = None, None, True
         try:
             peer = torch_ms(a, case)
         except Exception as e:  # noqa: BLE001 (a peer's failure is reported, not fatal)
@@ -215,11 +220,13 @@ def run(a):
             peer = None
         cell = lambda ms: (f"{ms:.3f}", f"{f / ms / 1e9:.1f}") if ms else ("-", "-")  # noqa
         ratio = f"{peer / mine:.2f}x" if mine and peer else "-"
-        rows.append(f"| {case['name']} | {' | '.join(cell(mine))} | {' | '.join(cell(peer))} "
-                    f"| {ratio} |")
+        rows.append(f"| {case['name']} | {' | '.join(cell(mine))} | "
+                    f"{f'{own:.3f}' if own else '-'} | {' | '.join(cell(peer))} | {ratio} |")
         print(rows[-1], flush=True)
     print("\n".join(rows))
-    print("\ntfc / PyTorch: PyTorch's time over tfc's (higher is better for tfc). Attention "
+    print("\ntfc: what a CUDA artifact runs by default (products on cuBLASLt where it loads); "
+          "tfc kernels: the products on tfc's own kernels (TFC_CUDA_PRODUCTS=kernels).")
+    print("tfc / PyTorch: PyTorch's time over tfc's (higher is better for tfc). Attention "
           "FLOPs: causal, forward 2 and backward 5 products of B*H*T*T*D/2 multiply-adds.")
     return 1 if failed else 0
 

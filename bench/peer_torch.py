@@ -164,6 +164,8 @@ def main():
                 ms.append((now() - t) * 1e3)
         result.update(ms=median(ms), min_ms=min(ms),
                       peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        if dev.type == "cuda":  # the peak of PyTorch's allocator over the steps
+            result.update(device_mb=torch.cuda.max_memory_allocated(dev) / 2**20)
     print(json.dumps(result))
 
 

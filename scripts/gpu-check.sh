@@ -15,7 +15,9 @@
 # 1. correctness: every model and entry on the GPU against the CPU artifact on
 #    the same inputs (test/e2e/cuda/check_cuda_artifacts.py --run): forward,
 #    loss, loss_grad within 1e-4, greedy and seeded generation token for token,
-#    three AdamW steps within 1e-5, a bad token id refused; then gpt2 and
+#    three AdamW steps within 1e-5, a bad token id refused (products on
+#    cuBLASLt, the default where it loads); gpt2 and gpt2-bf16 again with the
+#    products on tfc's own kernels (TFC_CUDA_PRODUCTS=kernels); then gpt2 and
 #    gpt2-bf16 again under compute-sanitizer memcheck and racecheck;
 # 2. speed: gpt2-124m train_step (B=8, T=1024) and batch-1 decode, next to
 #    PyTorch eager and torch.compile on the same GPU in the same run (f32,
@@ -24,9 +26,10 @@
 #    bf16-weight generation), and batch-1 bf16 decode of a LLaMA of
 #    TinyLlama-1.1B's shape (weights drawn there), as one table with tokens/s,
 #    MFU and the fraction of the HBM-bandwidth floor;
-# 3. gpt2-124m's products (bf16, f32, f32 through TF32) and causal attention forward +
-#    backward (bf16) alone, against torch.matmul and F.scaled_dot_product_attention on the
-#    same shapes (bench/gpu_kernels.py: tfc-run profile's kernel times, CUDA events);
+# 3. gpt2-124m's products (bf16, f32, f32 through TF32; on cuBLASLt and on tfc's kernels)
+#    and causal attention forward + backward (bf16) alone, against torch.matmul and
+#    F.scaled_dot_product_attention on the same shapes (bench/gpu_kernels.py: tfc-run
+#    profile's kernel times, CUDA events);
 # 4. where the time goes: `tfc-run profile` of train_step and decode (f32).
 # On one H200 (2026-12-04) steps 1 and 2 took 321 s with TFC_TRAIN_REPEAT=3,
 # torch.compile's two compiles included; tfc's kernels were then all one
@@ -158,8 +161,16 @@ run() {
   echo "== correctness: the GPU against the CPU artifacts"
   cp -r "$dir/small/." "$work/"
   local status=0
+  # Which GPU, and what runs the products (cuBLASLt, or why tfc's kernels do).
+  "$dir/bin/tfc-run" "$work/gpt2-cuda.so" profile forward --device "$device" --init-seed 1 \
+    --repeat 1 2>&1 | grep -m1 '^device:' || true
   limited 300 "correctness" python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
     --device "$device" || status=1
+
+  echo "== correctness: gpt2 and gpt2-bf16 with the products on tfc's kernels"
+  limited 150 "correctness (tfc's product kernels)" \
+    python3 "$dir/scripts/check_cuda_artifacts.py" --bin-dir "$dir/bin" --run "$work" \
+    --device "$device" --models gpt2,gpt2-bf16 --products kernels || status=1
 
   # The small gpt2 in f32 and bf16 (tiled products, flash attention forward and backward)
   # again under compute-sanitizer: out-of-bounds and misaligned accesses, then shared-memory
@@ -245,21 +256,24 @@ tokens = 8 * 1024
 flops_per_token = 6 * params + 6 * 12 * 1024 * 768  # weights, plus attention (nanoGPT)
 floor_tok_s = bandwidth / (params * 4)               # batch-1 decode reads every f32 weight
 
-def row(what, who, ms=None, tok_s=None):
+def row(what, who, ms=None, tok_s=None, device_mb=None):
+    memory = f"{device_mb:,.0f} MiB" if device_mb else ""
     if ms is not None:
         tok_s = tokens / (ms / 1e3)
         mfu = tok_s * flops_per_token / peak
-        return f"| {what} | {who} | {ms:.1f} ms | {tok_s:,.0f} | {mfu:.1%} | |"
-    return f"| {what} | {who} | | {tok_s:,.1f} | | {tok_s / floor_tok_s:.1%} |"
+        return f"| {what} | {who} | {ms:.1f} ms | {tok_s:,.0f} | {mfu:.1%} | | {memory} |"
+    return f"| {what} | {who} | | {tok_s:,.1f} | | {tok_s / floor_tok_s:.1%} | |"
 
-rows = ["| figure | who | time | tokens/s | MFU (FP32 peak) | of the HBM floor |",
-        "|---|---|---|---|---|---|"]
+rows = ["| figure | who | time | tokens/s | MFU (FP32 peak) | of the HBM floor | device memory |",
+        "|---|---|---|---|---|---|---|"]
 for tag in ("f32", "tf32", "bf16"):
     try:
         text = open(f"{work}/train-{tag}.txt").read()
         m = re.search(r"median ([0-9.]+) ms", text)
+        memory = re.search(r"device memory ([0-9.]+) MiB", text)
         if m:
-            rows.append(row("train_step B=8 T=1024", f"tfc {tag}", ms=float(m.group(1))))
+            rows.append(row("train_step B=8 T=1024", f"tfc {tag}", ms=float(m.group(1)),
+                            device_mb=float(memory.group(1)) if memory else None))
         if tag == "tf32":
             continue
         text = open(f"{work}/generate-{tag}.txt").read()
@@ -286,13 +300,17 @@ for line in open(f"{work}/peers.jsonl"):
     except ValueError:
         continue
     if "ms" in r:
-        rows.append(row("train_step B=8 T=1024", r["peer"], ms=r["ms"]))
+        rows.append(row("train_step B=8 T=1024", r["peer"], ms=r["ms"],
+                        device_mb=r.get("device_mb")))
     elif "decode_tok_s" in r:
         rows.append(row("decode, batch 1", r["peer"], tok_s=r["decode_tok_s"]))
 print("\n".join(rows))
 print(f"\nMFU: {flops_per_token / 1e9:.2f} GFLOP per token over {peak / 1e12:.0f} TFLOPS; "
       f"decode floor: {floor_tok_s:,.0f} tokens/s ({params * 4 / 1e6:.0f} MB of f32 weights at "
       f"{bandwidth / 1e9:.0f} GB/s; bf16 rows are measured against the same f32 floor).")
+print("Device memory: tfc's allocations (tfc_context_device_bytes: parameters, state, arena, "
+      "buffers, cuBLASLt's workspace) and torch.cuda.max_memory_allocated; neither counts the "
+      "CUDA context.")
 EOF
   echo "== products and attention alone, gpt2-124m's shapes, next to torch.matmul and SDPA"
   limited 240 "kernels" python3 "$dir/scripts/gpu_kernels.py" run --dir "$dir/kernels" \

@@ -18,7 +18,11 @@ reproduces) and fresh random tokens:
     of all parameters; the worst tensor is printed: a few elements, like
     attention's key bias whose gradient is zero up to rounding, are steered by
     rounding noise through Adam's normalization);
-  - a token id out of range is refused by both with the same message.
+  - a token id out of range is refused by both with the same message;
+  - with the emulated driver, which library ran the products: the fake cuBLASLt
+    next to it (test/cuda_emulator/cublaslt: every product a GPU gives to
+    cuBLASLt), or with `--products kernels` tfc's own product kernels (the path
+    of a GPU without cuBLASLt).
 
 Where: on a GPU (scripts/gpu-check.sh: `--build DIR` here, where tfc is, then
 `--run DIR` there), or here with the emulated driver (`--emulate LIBCUDA`:
@@ -109,6 +113,7 @@ class Checker:
     def __init__(self, args, work):
         self.args, self.work = args, work
         self.passed = self.failed = 0
+        self.library_products = 0  # products run by the fake cuBLASLt (emulated runs)
         self.env = dict(os.environ)
         self.tfc_run = os.path.abspath(os.path.join(args.bin_dir, "tfc-run"))
 
@@ -128,6 +133,9 @@ class Checker:
                            env=env or self.env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True,
                            timeout=harness.timeout_s(600))
+        # The fake cuBLASLt counts the products it ran when its handle goes.
+        self.library_products += sum(
+            int(m) for m in re.findall(r"fake-cublaslt: (\d+) products", p.stderr))
         if check and p.returncode != 0:
             raise RuntimeError(f"tfc-run {os.path.basename(model)} {' '.join(args)}: "
                                f"{p.stderr.strip()[-2000:]}")
@@ -174,6 +182,11 @@ def check_model(c, name, rng):
     if c.args.emulate:
         c.env["TFC_CUDA_DRIVER"] = os.path.abspath(c.args.emulate)
         c.env["TFC_CUDA_EMULATOR_KERNELS"] = os.path.join(c.work, f"{name}-kernels.so")
+        c.env["TFC_CUBLASLT_LIBRARY"] = os.path.join(
+            os.path.dirname(os.path.abspath(c.args.emulate)), "cublaslt", "libcublasLt.so.13")
+    if c.args.products:
+        c.env["TFC_CUDA_PRODUCTS"] = c.args.products
+    c.library_products = 0
     weights = f"{name}-w.safetensors"
     c.run(cpu, "init", "--seed", str(c.seed), "-o", weights)
     meta = json.loads(re.search(r"metadata:\s+(.*)", c.run(cpu, "info").stdout).group(1))
@@ -253,13 +266,21 @@ def check_model(c, name, rng):
         tokens = rng.integers(0, vocab, entries["forward"][0][2]).astype(np.int32)
         tokens.flat[3] = vocab + 7
         np.save(os.path.join(c.work, bad), tokens)
-        errors = [p.stderr.strip().splitlines()[-1] if p.returncode else "(no error)"
+        # The last line of the error (the fake cuBLASLt's count comes after it).
+        errors = [[line for line in p.stderr.strip().splitlines()
+                   if not line.startswith("fake-cublaslt:")][-1] if p.returncode else "(no error)"
                   for p in c.both(name, "call", "forward", "--weights", weights, "--in",
                                   f"{entries['forward'][0][0]}={bad}", "--out-dir", "bad",
                                   check=False)]
         same = errors[0].split(": ")[-1] == errors[1].split(": ")[-1]
         c.result(f"{name} bad token", same and "out of range" in errors[1],
                  f"cuda says: {errors[1]}")
+
+    if c.args.emulate:
+        kernels = c.args.products == "kernels"
+        c.result(f"{name} products on {'tfc kernels' if kernels else 'cuBLASLt'}",
+                 (c.library_products == 0) == kernels,
+                 f"{c.library_products} products ran on the fake cuBLASLt")
 
 
 def main():
@@ -273,6 +294,9 @@ def main():
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--products", choices=["cublaslt", "kernels"],
+                        help="what runs the CUDA artifacts' matrix products "
+                             "(TFC_CUDA_PRODUCTS; default: cuBLASLt where it loads)")
     parser.add_argument("--sanitizer", choices=["memcheck", "racecheck", "synccheck",
                                                 "initcheck"],
                         help="run the CUDA artifacts under compute-sanitizer with this tool "
