@@ -55,10 +55,22 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
   TFC_ASSIGN_OR_RETURN(tfc::SafetensorsFile file,
                        tfc::SafetensorsFile::parse(contents.data, contents.size, path));
   const tfc_artifact_t& table = *params->artifact->table;
+  // A tensor-parallel artifact takes a file of whole tensors, whose split parameters each rank
+  // slices (tfc::internal::WholeParams), or a file of this rank's slices.
+  TFC_ASSIGN_OR_RETURN(tfc::internal::WholeParams all, tfc::internal::wholeParams(params));
+  auto match = [&](const tfc_tensor_desc_t* descs) {
+    return tfc::internal::matchSafetensors(file, descs, table.num_params, "parameter",
+                                           options.allow_missing, options.allow_unexpected);
+  };
+  auto matched = match(all.descs.data());
+  if (!matched.ok() && all.layout.size > 1) {
+    if (auto slices = match(table.params); slices.ok()) {
+      matched = std::move(slices);
+      all.splits.assign(all.splits.size(), nullptr);
+    }
+  }
   TFC_ASSIGN_OR_RETURN(std::vector<const tfc::SafetensorsTensorInfo*> sources,
-                       tfc::internal::matchSafetensors(file, table.params, table.num_params,
-                                                       "parameter", options.allow_missing,
-                                                       options.allow_unexpected));
+                       std::move(matched));
   // A tensor is used in place when the file is mapped copy-on-write, the parameter has no
   // storage yet (storage once handed out must not move) and the tensor starts as aligned
   // as an allocated buffer would. Reading past its end to the end of a 64-byte line, as
@@ -66,7 +78,8 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
   const bool mappable = contents.mapped && contents.writable;
   std::vector<bool> map(sources.size(), false);
   for (size_t i = 0; i < sources.size(); ++i) {
-    map[i] = mappable && sources[i] != nullptr && params->buffers[i].data == nullptr &&
+    map[i] = mappable && sources[i] != nullptr && all.splits[i] == nullptr &&
+             params->buffers[i].data == nullptr &&
              reinterpret_cast<uintptr_t>(sources[i]->data) % TFC_ARENA_ALIGNMENT == 0;
   }
   // Storage for the copies first: an allocation failure then leaves the values as they
@@ -87,6 +100,11 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
       buffer.byteSize = info->byteSize;
       params->mapped[i] = true;
       anyMapped = true;
+    } else if (all.splits[i] != nullptr) {
+      std::vector<uint8_t> whole(info->byteSize);
+      TFC_RETURN_IF_ERROR(
+          tfc::internal::readMapped(contents, info->data, whole.data(), info->byteSize, path));
+      all.keepSlice(i, whole.data(), buffer.data);
     } else if (info->byteSize > 0) {
       // Read from the file, not through the mapping, or a copied load would hold its
       // weights twice at the peak: the copies and the mapping's pages.
@@ -113,6 +131,36 @@ Status initSpecsFor(const tfc_loaded_artifact_t* artifact, bool state,
   const tfc_artifact_t& table = *artifact->table;
   return state ? parseInits(artifact->path, "state tensor", table.state, table.num_state, out)
                : parseInits(artifact->path, "parameter", table.params, table.num_params, out);
+}
+
+void WholeParams::keepSlice(size_t index, void* whole, void* slice) const {
+  tfc::copySlice(*splits[index], shapes[index], layout.size, rank,
+                 tfc_dtype_size(static_cast<tfc_dtype_t>(descs[index].dtype)), whole, slice,
+                 /*to_slice=*/true);
+}
+
+StatusOr<WholeParams> wholeParams(const tfc_params_t* params) {
+  const tfc_artifact_t& table = *params->artifact->table;
+  WholeParams all;
+  TFC_ASSIGN_OR_RETURN(all.layout,
+                       tfc::tensorParallelLayout(table.metadata_json ? table.metadata_json : ""));
+  if (all.layout.size > 1) {
+    TFC_ASSIGN_OR_RETURN(auto world, tfc::worldCommunicator());
+    all.rank = world->rank() % all.layout.size;
+  }
+  const size_t count = static_cast<size_t>(table.num_params);
+  all.descs.assign(table.params, table.params + count);
+  all.shapes.resize(count);
+  all.splits.assign(count, nullptr);
+  for (size_t i = 0; i < count; ++i) {
+    all.shapes[i] = descShape(table.params[i]);
+    if (all.layout.size > 1) all.splits[i] = all.layout.find(table.params[i].name);
+    if (all.splits[i] != nullptr) {
+      all.shapes[i] = tfc::wholeShape(*all.splits[i], all.shapes[i], all.layout.size);
+    }
+    all.descs[i].shape = all.shapes[i].data();
+  }
+  return all;
 }
 
 StatusOr<void*> paramStorage(tfc_params_t* params, int32_t index) {
@@ -252,35 +300,21 @@ tfc_status_t tfc_params_init(tfc_params_t* params, uint64_t seed) {
   if (!status.ok()) return status.release();
   const tfc_artifact_t& table = *params->artifact->table;
   // Tensor parallel (tfc --tp=M): a split parameter is drawn whole, as one process draws it,
-  // and this rank keeps its slice, so that M ranks start from one process's weights.
-  auto layout = tfc::tensorParallelLayout(table.metadata_json ? table.metadata_json : "");
-  if (!layout.ok()) return std::move(layout).takeStatus().release();
-  int64_t tpRank = 0;
-  if (layout->size > 1) {
-    auto world = tfc::worldCommunicator();
-    if (!world.ok()) return std::move(world).takeStatus().release();
-    tpRank = (*world)->rank() % layout->size;
-  }
+  // and this rank keeps its slice.
+  auto all = tfc::internal::wholeParams(params);
+  if (!all.ok()) return std::move(all).takeStatus().release();
   for (int32_t i = 0; i < table.num_params; ++i) {
     auto storage = tfc::internal::paramStorage(params, i);
     if (!storage.ok()) return std::move(storage).takeStatus().release();
     const tfc_tensor_desc_t& desc = table.params[i];
-    const tfc::TensorSplit* split = layout->size > 1 ? layout->find(desc.name) : nullptr;
-    std::vector<int64_t> shape = tfc::internal::descShape(desc);
-    std::vector<uint8_t> whole;
-    if (split != nullptr) {
-      shape = tfc::wholeShape(*split, shape, layout->size);
-      whole.resize(tfc_tensor_desc_byte_size(&desc) * static_cast<size_t>(layout->size));
-    }
+    const bool split = all->splits[static_cast<size_t>(i)] != nullptr;
+    std::vector<uint8_t> whole(split ? tfc_tensor_desc_byte_size(&all->descs[i]) : 0);
     status = tfc::internal::fillInit(specs[static_cast<size_t>(i)],
-                                     static_cast<tfc_dtype_t>(desc.dtype), shape,
+                                     static_cast<tfc_dtype_t>(desc.dtype),
+                                     all->shapes[static_cast<size_t>(i)],
                                      tfc::internal::initStreamSeed(seed, static_cast<uint64_t>(i)),
-                                     split != nullptr ? whole.data() : *storage);
-    if (split != nullptr && status.ok()) {
-      tfc::copySlice(*split, shape, layout->size, tpRank,
-                     tfc_dtype_size(static_cast<tfc_dtype_t>(desc.dtype)), whole.data(),
-                     *storage, /*to_slice=*/true);
-    }
+                                     split ? whole.data() : *storage);
+    if (split && status.ok()) all->keepSlice(static_cast<size_t>(i), whole.data(), *storage);
     if (!status.ok()) {
       return tfc_status_make(status.code(), "%s: parameter %s: %s", params->artifact->path.c_str(),
                              quoteForMessage(desc.name).c_str(), status.message());

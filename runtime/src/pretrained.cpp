@@ -181,8 +181,12 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
   rules.allowUnexpected = true;
   rules.convertFloats = true;
   rules.dropPrefix = true;
-  TFC_ASSIGN_OR_RETURN(TensorMatch match, matchTensors(checkpoint.where, tensors, table.params,
-                                                       table.num_params, "parameter", rules));
+  // A tensor-parallel artifact's split parameters are read whole, and each rank keeps its
+  // slice (WholeParams).
+  TFC_ASSIGN_OR_RETURN(WholeParams all, wholeParams(params));
+  TFC_ASSIGN_OR_RETURN(TensorMatch match, matchTensors(checkpoint.where, tensors,
+                                                       all.descs.data(), table.num_params,
+                                                       "parameter", rules));
 
   // Which file each parameter comes from, and whether it is used in place: the file is
   // mapped copy-on-write, the dtypes are equal, the parameter has no storage yet (storage
@@ -193,7 +197,8 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
   for (size_t i = 0; i < count; ++i) {
     const SafetensorsTensorInfo* info = match.sources[i]->info;
     paramOf.emplace(info, i);
-    inPlace[i] = info->dtype == static_cast<tfc_dtype_t>(table.params[i].dtype) &&
+    inPlace[i] = all.splits[i] == nullptr &&
+                 info->dtype == static_cast<tfc_dtype_t>(table.params[i].dtype) &&
                  params->buffers[i].data == nullptr &&
                  reinterpret_cast<uintptr_t>(info->data) % TFC_ARENA_ALIGNMENT == 0;
   }
@@ -228,12 +233,17 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
       } else if (info.byteSize > 0) {
         const size_t from = tfc_dtype_size(info.dtype);
         const auto to = static_cast<tfc_dtype_t>(table.params[i].dtype);
+        // A split parameter: converted whole, then this rank's slice kept.
+        std::vector<uint8_t> whole(all.splits[i] != nullptr
+                                       ? info.byteSize / from * tfc_dtype_size(to)
+                                       : 0);
+        uint8_t* into = whole.empty() ? static_cast<uint8_t*>(buffer.data) : whole.data();
         forEachLoadChunk(info.byteSize, [&](size_t offset, size_t length) {
           convertFloats(info.dtype, info.data + offset, to,
-                        static_cast<uint8_t*>(buffer.data) + offset / from * tfc_dtype_size(to),
-                        length / from);
+                        into + offset / from * tfc_dtype_size(to), length / from);
           releaseMappedPages(shard.contents, info.data + offset, length);
         });
+        if (!whole.empty()) all.keepSlice(i, whole.data(), buffer.data);
       }
       params->set[i] = true;
     }

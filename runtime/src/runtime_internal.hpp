@@ -15,6 +15,7 @@
 #include "init.hpp"
 #include "tensor_match.hpp"
 #include "thread_pool.hpp"
+#include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/runtime.h"
 #include "tfc/runtime/safetensors.hpp"
 #include "tfc/runtime/status.hpp"
@@ -61,6 +62,26 @@ Status parseInits(const std::string& path, const char* what, const tfc_tensor_de
 // |path|. Separate from the loading so that it can be tested and fuzzed (runtime/fuzz).
 Status validateArtifactTable(const std::string& path, const tfc_artifact_t* table,
                              std::vector<InitSpec>* paramInits, std::vector<InitSpec>* stateInits);
+
+// The parameters of an artifact as whole tensors, for the loads and the init of a
+// tensor-parallel one (tfc --tp=M), where each rank holds a slice of some of them: the
+// descriptions to match files against (a split parameter with its whole shape; the others as
+// they are), and this rank's place in its group. One process draws or reads every tensor
+// whole, and each rank keeps its slice, so that M ranks start from one process's weights.
+struct WholeParams {
+  std::vector<tfc_tensor_desc_t> descs;        // the artifact's, whole shapes
+  std::vector<std::vector<int64_t>> shapes;    // what descs[i].shape points to
+  std::vector<const tfc::TensorSplit*> splits;  // per parameter; null: held whole
+  tfc::TensorParallelLayout layout;
+  int64_t rank = 0;  // in the tensor-parallel group
+
+  // Writes this rank's slice of parameter |index|'s whole tensor |whole| (in its dtype) into
+  // |slice|.
+  void keepSlice(size_t index, void* whole, void* slice) const;
+};
+// Of |params|'s artifact; this rank's place from the world communicator when it is
+// tensor-parallel (under mpirun: the world's rank modulo M).
+StatusOr<WholeParams> wholeParams(const tfc_params_t* params);
 
 // Copies |count| tensors described by |descs| from |file| by name into |buffers|: all checks
 // first (matchSafetensors), then the copies, so nothing changes on failure.

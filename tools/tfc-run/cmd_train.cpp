@@ -346,13 +346,7 @@ int runTrain(const Invocation& invocation) {
     }
     print(stderr, "resuming from {} at step {}\n", resumePath, trainer->step());
   } else {
-    auto tp = tensorParallelLayout(std::string(artifact->metadataJson()));
-    if (tp.ok() && tp->size > 1 && args.has("--weights")) {
-      return fail(Status::error(TFC_UNIMPLEMENTED,
-                                "--weights with a tensor-parallel model (tfc --tp=%lld) is not "
-                                "built yet: start from --init-seed",
-                                static_cast<long long>(tp->size)));
-    }
+    // A tensor-parallel model's ranks each keep their slice of the whole weights.
     Status status = args.has("--weights") ? loadWeights(args.get("--weights"), *params)
                                           : params->init(settings.initSeed);
     if (!status.ok()) return fail(status);

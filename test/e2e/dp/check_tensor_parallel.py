@@ -18,6 +18,9 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
     logs);
   - 5 steps + --resume to 10 under mpirun (each rank slicing the whole checkpoint) equal 10
     straight, bit for bit;
+  - 10 steps under mpirun from --weights (the whole weights: each rank slices them) equal one
+    process's from the same weights, and so from a Hugging Face directory of them (the
+    pretrained loader, f16 tensors converted);
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
   - --tp that does not divide the heads or the features is refused, naming both numbers.
 Prints the numbers and one verdict line.
@@ -129,9 +132,12 @@ def main():
         inputs = ["--in", f"tokens={p('tokens.npy')}", "--in", f"targets={p('targets.npy')}"]
         run([tfc_run, p(f"{model}-tp1.so"), "call", "loss_grad", "--weights",
              p(f"{model}-whole.safetensors"), *inputs, "--out-dir", p(f"{model}-out1")])
-        # Each rank its slice of the weights and its own output directory.
-        rank_cmd = (f"R=$OMPI_COMM_WORLD_RANK; exec {tfc_run} {p(model + '-tp2.so')} call "
-                    f"loss_grad --weights {p(model + '-rank')}$R.safetensors "
+        # Rank 0 the whole weights (it keeps its slice), the others their slices of them;
+        # each its own output directory.
+        rank_cmd = (f"R=$OMPI_COMM_WORLD_RANK; W={p(model + '-rank')}$R.safetensors; "
+                    f"[ $R = 0 ] && W={p(model + '-whole.safetensors')}; "
+                    f"exec {tfc_run} {p(model + '-tp2.so')} call "
+                    f"loss_grad --weights $W "
                     f"{' '.join(inputs)} --out-dir {p(model + '-out2-')}$R")
         run(mpirun + ["-np", str(TP), "sh", "-c", rank_cmd], env=env)
         load = lambda d: {f[:-4]: np.load(os.path.join(d, f)) for f in os.listdir(d)}
@@ -202,6 +208,32 @@ def main():
         check(len(losses[1]) == STEPS and diff <= RTOL,
               f"{model} TP={TP}: the logged loss of every step equals one process's "
               f"(max rel diff {diff:.2e})")
+
+    # From --weights: the whole file (each rank slices it) and a Hugging Face directory of
+    # the same weights in f16 (the pretrained loader converts, then slices) under mpirun,
+    # against one process from the same file.
+    os.makedirs(p("gpt2-hf"), exist_ok=True)
+    write_safetensors(p("gpt2-hf/model.safetensors"),
+                      {k: v.astype(np.float16) for k, v in
+                       read_safetensors(p("gpt2-whole.safetensors"))[0].items()})
+    base = [tfc_run, None, "train", "--data", p("train.bin"), "--lr", "0.3", "--momentum", "0.9",
+            "--seed", "7", "--steps", str(STEPS)]
+    for tp, weights, out in ((1, p("gpt2-whole.safetensors"), "w1"),
+                             (TP, p("gpt2-whole.safetensors"), "w2"),
+                             (1, p("gpt2-hf"), "hf1"), (TP, p("gpt2-hf"), "hf2")):
+        cmd = list(base)
+        cmd[1] = p(f"gpt2-tp{tp}.so")
+        run((mpirun + ["-np", str(TP)] if tp > 1 else []) + cmd +
+            ["--weights", weights, "--save", p(f"{out}.safetensors")], env=env)
+    got = {k: read_safetensors(p(f"{k}.safetensors"))[0] for k in ("w1", "w2", "hf1", "hf2")}
+    for a, b, what in (("w2", "w1", "a whole weights file"),
+                       ("hf2", "hf1", "a Hugging Face directory (f16)")):
+        worst = max(rel(got[a][k], got[b][k]) for k in got[b]
+                    if not k.startswith("state.") and got[b][k].dtype == np.float32)
+        check(set(got[a]) == {k for k in got[b] if not k.startswith("state.kv.")} and
+              worst <= RTOL_TRAINED,
+              f"gpt2 TP={TP} from --weights {what}: after {STEPS} steps equal one process "
+              f"from it, worst max|a-b|/max|b| {worst:.2e} <= {RTOL_TRAINED:g}")
 
     # Resume under mpirun: 5 steps, then --resume to 10 (each rank takes its slice of rank 0's
     # whole checkpoint) gives the bytes of 10 straight.

@@ -221,7 +221,12 @@ void tfc_params_load_options_initialize(tfc_params_load_options_t* out_options);
  * alone; the file never changes. Any other parameter is copied, as with options->copy. The
  * mapping lives as long as the params. A file rewritten in place while mapped changes the
  * parameters not yet written, and one truncated makes reading them raise SIGBUS: writers
- * of this library replace files by rename, which is safe; pass options->copy otherwise. */
+ * of this library replace files by rename, which is safe; pass options->copy otherwise.
+ *
+ * A tensor-parallel artifact (tfc --tp=M) takes the whole tensors, as one process does: a
+ * parameter it holds a slice of is read whole (a copy, never in place) and this rank keeps
+ * its slice (the world communicator's rank modulo M); or a file of this rank's slices, as
+ * the artifact's shapes say. tfc_params_load_pretrained takes the whole tensors so too. */
 tfc_status_t tfc_params_load_safetensors(tfc_params_t* params, const char* path,
                                          const tfc_params_load_options_t* options);
 
