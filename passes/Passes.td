@@ -282,9 +282,14 @@ def TfcTensorParallel : Pass<"tfc-tensor-parallel", "mlir::ModuleOp"> {
 
     Refused, naming the op or the parameter: an M that does not divide the
     heads (with GQA, the key/value heads too) or a weight's features; a split
-    value reaching an op the pass does not know or a return. Entries that use
-    a KV cache (prefill, decode) are removed: tensor-parallel inference is not
-    done.
+    value reaching an op the pass does not know or a return.
+
+    Generation entries (prefill, decode) keep working: the KV cache, a state
+    of [batch, heads, positions, head dim] that `tfc.kv_cache_update` writes,
+    is split along the heads like the attention that reads it and listed in
+    `"tp_shards"` (so checkpoints hold it whole); the logits are whole on
+    every rank after the last row-parallel all-reduce, so every rank samples
+    the same token.
 
     Before (a column-parallel then a row-parallel linear, M = 2):
     ```mlir

@@ -20,10 +20,16 @@
 // embeddings, norms and the loss stay replicated. It runs before tfc-autodiff,
 // whose VJPs of f and g give the backward's collectives.
 //
+// Generation (prefill, decode) splits the KV cache with the heads: a state
+// that a tfc.kv_cache_update writes (the cache of a layer's keys or values,
+// [B, heads, n_ctx, D]) holds this rank's heads, is recorded in tp_shards like
+// a parameter (so checkpoints hold it whole), and the update, the store and
+// attention over it stay on the rank's heads; the logits are whole on every
+// rank after the last row-parallel all-reduce.
+//
 // What it cannot split (a value split across ranks reaching an op it does not
 // know, or a return) is an error naming the op; so is an M that does not
-// divide the heads or the features. Entries that use a KV cache (prefill,
-// decode) are removed: tensor-parallel inference is not done.
+// divide the heads or the features.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tfc/AttrNames.h"
@@ -93,7 +99,13 @@ struct TensorParallelPass
     }
     if (M == 1)
       return;
-    dropCacheEntries(module);
+    llvm::StringMap<Split> caches;
+    if (failed(findCaches(module, caches)))
+      return signalPassFailure();
+    for (auto &[name, split] : caches) {
+      auto state = module.lookupSymbol<StateOp>(name);
+      state.setTypeAttr(TypeAttr::get(narrowed(state.getType(), split.axis)));
+    }
     for (auto &[name, split] : splits) {
       auto param = module.lookupSymbol<ParamOp>(name);
       param.setTypeAttr(TypeAttr::get(narrowed(param.getType(), split.axis)));
@@ -107,6 +119,8 @@ struct TensorParallelPass
                        IntegerAttr::get(IntegerType::get(&getContext(), 64),
                                         split.blocks));
     }
+    for (auto &[name, split] : caches)
+      splits[name] = split;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && failed(rewrite(func, splits)))
         return signalPassFailure();
@@ -114,14 +128,18 @@ struct TensorParallelPass
     // The runtime's view: M ranks, and which parameters each holds a slice
     // of (artifact_abi.h: TFC_METADATA_TP_SIZE, TFC_METADATA_TP_SHARDS).
     std::string table = "{";
-    for (ParamOp param : module.getOps<ParamOp>()) {
-      auto it = splits.find(param.getSymName());
+    auto entry = [&](StringRef name) {
+      auto it = splits.find(name);
       if (it == splits.end())
-        continue;
-      table += (table.size() > 1 ? ", \"" : "\"") + param.getSymName().str() +
-               "\": [" + std::to_string(it->second.axis) + ", " +
+        return;
+      table += (table.size() > 1 ? ", \"" : "\"") + name.str() + "\": [" +
+               std::to_string(it->second.axis) + ", " +
                std::to_string(it->second.blocks) + "]";
-    }
+    };
+    for (ParamOp param : module.getOps<ParamOp>())
+      entry(param.getSymName());
+    for (StateOp state : module.getOps<StateOp>())
+      entry(state.getSymName());
     table += "}";
     auto meta = module->getAttrOfType<StringAttr>(attr::kMetadata);
     std::string json = meta ? meta.getValue().str() : "";
@@ -203,30 +221,35 @@ struct TensorParallelPass
     return success();
   }
 
-  /// Removes the entries that read or write module state other than the
-  /// optimizer's (the KV cache of prefill and decode), and that state.
-  void dropCacheEntries(ModuleOp module) {
-    SmallVector<func::FuncOp> drop;
+  /// The KV caches: the states a tfc.kv_cache_update writes, split with the
+  /// heads (axis 1 of [B, heads, n_ctx, D]); checks that M divides them.
+  LogicalResult findCaches(ModuleOp module, llvm::StringMap<Split> &caches) {
     for (auto func : module.getOps<func::FuncOp>()) {
-      bool usesState = false;
-      func.walk([&](Operation *op) {
-        FlatSymbolRefAttr name;
-        if (auto load = llvm::dyn_cast<LoadOp>(op))
-          name = load.getNameAttr();
-        else if (auto store = llvm::dyn_cast<StoreOp>(op))
-          name = store.getNameAttr();
-        if (name && module.lookupSymbol<StateOp>(name.getAttr()))
-          usesState = true;
+      WalkResult result = func.walk([&](KvCacheUpdateOp update) {
+        auto load = update.getCache().getDefiningOp<LoadOp>();
+        auto state = load ? module.lookupSymbol<StateOp>(load.getNameAttr().getAttr())
+                          : StateOp();
+        auto type = state ? llvm::dyn_cast<RankedTensorType>(state.getType())
+                          : RankedTensorType();
+        if (!type || type.getRank() != 4 || update.getDim() == 1) {
+          update.emitError("tfc-tensor-parallel: a KV cache update must read a "
+                           "module state of [batch, heads, positions, head dim] "
+                           "and write along the positions");
+          return WalkResult::interrupt();
+        }
+        if (type.getDimSize(1) % M != 0) {
+          update.emitError("tfc-tensor-parallel: --tp=")
+              << M << " does not divide the " << type.getDimSize(1)
+              << " heads of the KV cache '" << state.getSymName() << "'";
+          return WalkResult::interrupt();
+        }
+        caches[state.getSymName()] = Split{1, 1};
+        return WalkResult::advance();
       });
-      if (usesState)
-        drop.push_back(func);
+      if (result.wasInterrupted())
+        return failure();
     }
-    for (auto func : drop)
-      func.erase();
-    SmallVector<StateOp> states(module.getOps<StateOp>());
-    for (StateOp state : states)
-      if (SymbolTable::symbolKnownUseEmpty(state, module))
-        state.erase();
+    return success();
   }
 
   LogicalResult rewrite(func::FuncOp func,
@@ -251,6 +274,27 @@ struct TensorParallelPass
         auto it = splits.find(load.getNameAttr().getValue());
         if (it != splits.end())
           setSplit(load.getResult(), it->second);
+        continue;
+      }
+      if (auto update = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
+        std::optional<Split> cache = splitOf(update.getCache()),
+                             value = splitOf(update.getUpdate());
+        if (!cache && !value)
+          continue;
+        if (!cache || !value || !(*cache == *value))
+          return refuse(update, "a KV cache update needs its cache and its "
+                                "new keys or values split alike (along the heads)");
+        setSplit(update.getResult(), *cache);
+        continue;
+      }
+      if (auto store = llvm::dyn_cast<StoreOp>(op)) {
+        auto it = splits.find(store.getNameAttr().getValue());
+        std::optional<Split> value = splitOf(store.getValue());
+        if (!value && it == splits.end())
+          continue;
+        if (!value || it == splits.end() || !(*value == it->second))
+          return refuse(store, "stores a value split across ranks into a state "
+                               "that is not split alike (only a KV cache is)");
         continue;
       }
       if (auto linear = llvm::dyn_cast<LinearOp>(op)) {

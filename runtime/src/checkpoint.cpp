@@ -219,10 +219,11 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     tpRank = world->rank() % tp.size;
   }
-  // A --tp artifact has no inference entries (tfc-tensor-parallel removes them) and so none of
-  // their state, the KV cache: between a checkpoint written with --tp and an artifact compiled
-  // without it, or the reverse, the state tensors that one side lacks are skipped (the
-  // context's own stay as it initialized them). Parameters and the training state must match.
+  // The --tp artifacts of tfc before tensor-parallel generation had no inference entries and
+  // so no KV cache, which a checkpoint does not need (generation rewrites it): between a
+  // checkpoint written with --tp and an artifact compiled without it, or the reverse, the model
+  // state that one side lacks is skipped (the context's own stays as it initialized it).
+  // Parameters and the training state must match.
   auto writer = metadata.find("model_metadata");
   const bool writtenWithTp =
       writer != metadata.end() && metadataInt(writer->second, TFC_METADATA_TP_SIZE).value_or(1) > 1;

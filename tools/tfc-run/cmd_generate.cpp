@@ -19,6 +19,7 @@
 #include "cli.hpp"
 #include "print.hpp"
 #include "tfc/runtime/bound_entry.hpp"
+#include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/generator.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/tokenizer.hpp"
@@ -63,6 +64,9 @@ struct Options {
   int64_t threads = 0;
   int64_t warmup = 0;  // untimed runs before the timed one (their KV cache is reset after)
   bool quiet = false;
+  // Tensor parallel (tfc --tp=M under mpirun): every rank generates the same tokens, rank 0
+  // alone prints them.
+  bool silent = false;
   bool samplingGiven = false;  // --temperature, --top-k or --top-p
 };
 
@@ -199,18 +203,19 @@ int checkPrompt(const std::vector<int64_t>& ids, int64_t vocab, const std::strin
 // What generation prints as it goes: streamed text (with a tokenizer), then the ids.
 class Printer {
  public:
-  explicit Printer(bool text) : text_(text) {}
+  Printer(bool text, bool silent) : text_(text), silent_(silent) {}
 
   // Streams a token's bytes (none without a tokenizer) and keeps its id.
   void token(int32_t id, std::string_view bytes) {
     ids_.push_back(id);
-    if (!text_ || bytes.empty()) return;
+    if (!text_ || bytes.empty() || silent_) return;
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     std::fflush(stdout);
   }
 
   // Ends the streamed text and prints the ids line (always the last line of stdout).
   void finish() {
+    if (silent_) return;
     if (text_) std::fputc('\n', stdout);
     std::string line;
     for (size_t i = 0; i < ids_.size(); ++i) {
@@ -224,7 +229,7 @@ class Printer {
   size_t count() const { return ids_.size(); }
 
  private:
-  bool text_;
+  bool text_, silent_;
   std::vector<int32_t> ids_;
 };
 
@@ -293,7 +298,7 @@ int generateDecoderOnly(const Options& options, Context& context,
     print(stderr, "tfc-run: warm-up: {} untimed run{}, then the KV cache reset\n",
           options.warmup, options.warmup == 1 ? "" : "s");
   }
-  Printer printer(tokenizer != nullptr);
+  Printer printer(tokenizer != nullptr, options.silent);
   auto stats = generator->generate(prompt, settings, [&](int32_t id, std::string_view bytes) {
     printer.token(id, bytes);
     return true;
@@ -390,7 +395,7 @@ int generateEncDec(const Options& options, const Artifact& artifact, Context& co
   }
   // tgt_in = [Start, 0, ...]; step t reads the logits of position t (which see only
   // positions <= t: the zeros after it do not matter) and writes the argmax to t + 1.
-  Printer printer(false);
+  Printer printer(false, options.silent);
   for (int64_t i = 0; i < options.warmup; ++i) {  // untimed runs (forward has no state)
     Status status = forward->call(context);
     if (!status.ok()) return fail(std::string("forward (warm-up): ") + status.message());
@@ -490,6 +495,11 @@ int runGenerate(const Invocation& invocation) {
   auto context = Context::create(*artifact, *params, &contextOptions);
   if (!context.ok()) return fail(context.status());
   const double loadMs = millisSince(loadStart);
+  if (metadataInt(metadata, TFC_METADATA_WORLD_SIZE).value_or(1) > 1) {
+    auto world = worldCommunicator();
+    if (!world.ok()) return fail(world.status());
+    if ((*world)->rank() != 0) options.silent = options.quiet = true;
+  }
 
   if (encdec) return generateEncDec(options, *artifact, *context, prompt, loadMs);
   // Ids beyond int32 cannot be in any vocabulary; saturate them so the range check names them.
@@ -570,6 +580,8 @@ examples:
       --prompt "Hello, my name is" --max-new-tokens 40 --temperature 0.8 --top-k 40 --seed 1
   tfc-run encdec.so generate --weights w.safetensors \
       --prompt-tokens "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3"
+  # tensor parallel (tfc --tp=2): each rank its heads and KV-cache slice, rank 0 prints
+  mpirun -np 2 tfc-run gpt2-tp2.so generate --weights w.safetensors --prompt-tokens "1 2 3"
 )",
     true,
     {inputOption("--weights"),

@@ -201,8 +201,8 @@ enum {
  * the parameter's shape. Absent: no sharded state. */
 #define TFC_METADATA_ZERO_SHARDS "zero_shards"
 /* Tensor parallelism (tfc --tp=M, Megatron-LM's layout): "tp_size": M, the consecutive ranks
- * that split each layer; "tp_shards": {"<param>": [axis, blocks], ...}, the parameters each
- * such rank holds a 1/M slice of: along `axis` of the whole tensor, which is `blocks` equal
+ * that split each layer; "tp_shards": {"<param>": [axis, blocks], ...}, the parameters (and
+ * the states: the KV cache, split with the heads) each such rank holds a 1/M slice of: along `axis` of the whole tensor, which is `blocks` equal
  * parts (GPT-2's fused [Q | K | V]: 3) of which the rank t-th in its group holds the t-th M-th
  * of each. Absent: every parameter whole on every rank.
  * Both (tfc --dp=N --tp=M, world_size N x M): world rank r = d x M + t is slice t of

@@ -17,8 +17,7 @@ check_data_parallel.py gives) for gpt2. Also:
     --dp=2 --tp=2 (each rank its slice) both reach the one process's step 10 within 1e-5;
     one process (no mpirun) resumes the --dp=2 --tp=2 checkpoint and gives what it gives from
     the plain --dp=2 one, within 1e-5; --dp=2 --tp=2 resumed from its own checkpoint equals
-    its straight run bit for bit; only the KV cache (absent from --tp artifacts) may be
-    missing on either side, so another optimizer's checkpoint is still refused;
+    its straight run bit for bit; another optimizer's checkpoint is refused;
   - the --dp=2 --tp=2 artifact in a world of 2 is refused before any step, naming both flags.
 Prints the numbers and one verdict line.
 """
@@ -44,11 +43,6 @@ HYPER = {"sgd": ["--lr", "0.3", "--momentum", "0.9"],
          "adamw": ["--lr", "3e-3", "--warmup", "2", "--eps", "1e-4"],
          "llama-sgd": ["--lr", "0.1", "--momentum", "0.9"]}
 CASES = [("gpt2", "sgd"), ("gpt2", "adamw"), ("llama", "sgd")]
-
-
-def whole_model(tensors):
-    """A one-process checkpoint without the KV cache, which --tp artifacts do not build."""
-    return {k: v for k, v in tensors.items() if not k.startswith("state.kv.")}
 
 
 def main():
@@ -86,7 +80,7 @@ def main():
         start = time.time()
         result = train(both, WORLD, opt, f"{model}-{opt}-2d", model=model)
         seconds = time.time() - start
-        reference = whole_model(dp.read_safetensors(p(f"{model}-{opt}-one.safetensors")))
+        reference = dp.read_safetensors(p(f"{model}-{opt}-one.safetensors"))
         got = dp.read_safetensors(p(f"{model}-{opt}-2d.safetensors"))
         dp.compare(got, reference, f"{model} {opt} {label2d}",
                    f"one process at batch {GLOBAL_BATCH}")
@@ -111,13 +105,12 @@ def main():
     both = p("gpt2-sgd-2d.so")
     plain = compile_model("gpt2", opt, GLOBAL_BATCH // DP, [f"--dp={DP}"], "gpt2-sgd-dp.so")
     single = compile_model("gpt2", opt, GLOBAL_BATCH // DP, [], "gpt2-sgd-b2.so")
-    reference = whole_model(dp.read_safetensors(p("gpt2-sgd-one.safetensors")))
+    reference = dp.read_safetensors(p("gpt2-sgd-one.safetensors"))
     straight = dp.read_safetensors(p("gpt2-sgd-2d.safetensors"))
     train(both, WORLD, opt, "half-2d", steps=5)
     train(plain, DP, opt, "half-dp", steps=5)
     train(plain, DP, opt, "2d-then-dp", ["--resume", p("half-2d.safetensors")])
-    # Plain DP's checkpoint has the KV cache again (its context's, untouched by training).
-    dp.compare(whole_model(dp.read_safetensors(p("2d-then-dp.safetensors"))), reference,
+    dp.compare(dp.read_safetensors(p("2d-then-dp.safetensors")), reference,
                f"gpt2 sgd {label2d} 5 steps, then plain DP={DP} 5 steps",
                f"one process at batch {GLOBAL_BATCH}")
     train(both, WORLD, opt, "dp-then-2d", ["--resume", p("half-dp.safetensors")])
@@ -137,8 +130,7 @@ def main():
                f"one process resumed from the {label2d} checkpoint of step 5",
                f"resumed from plain DP={DP}'s")
 
-    # Only the model's own state (the KV cache, which --tp artifacts lack) may be absent across
-    # layouts: the AdamW --dp=2 --tp=2 artifact of the same module refuses plain DP's SGD
+    # The AdamW --dp=2 --tp=2 artifact of the same module refuses plain DP's SGD
     # checkpoint, whose optimizer state is another.
     wrong = train(p("gpt2-adamw-2d.so"), WORLD, "adamw", "wrong-opt",
                   ["--resume", p("half-dp.safetensors")], expect=None)

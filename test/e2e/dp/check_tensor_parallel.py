@@ -21,6 +21,8 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
   - 10 steps under mpirun from --weights (the whole weights: each rank slices them) equal one
     process's from the same weights, and so from a Hugging Face directory of them (the
     pretrained loader, f16 tensors converted);
+  - generate under mpirun (heads and KV cache split) gives the tokens of one process from
+    the same weights, greedy and sampled with a seed, printed by rank 0 alone;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
   - --tp that does not divide the heads or the features is refused, naming both numbers.
 Prints the numbers and one verdict line.
@@ -170,6 +172,23 @@ def main():
         check(worst <= RTOL, f"{model} TP={TP} vs one process: loss and {len(want) - 1} "
               f"gradients, worst max|a-b|/max|b| {worst:.2e} ({worst_name}) <= {RTOL:g}")
 
+        # Generation: the --tp=2 artifact's prefill and decode under mpirun (each rank its
+        # heads and its slice of the KV cache) give the tokens of one process, greedy and
+        # sampled with a seed; rank 0 alone prints them.
+        prompt = " ".join(str(t) for t in rng.integers(0, VOCAB, 5))
+        for how in (["--temperature", "0"], ["--temperature", "0.9", "--top-k", "20",
+                                              "--seed", str(seed % 1000)]):
+            outs = []
+            for tp in (1, TP):
+                res = run((mpirun + ["-np", str(TP)] if tp > 1 else []) +
+                          [tfc_run, p(f"{model}-tp{tp}.so"), "generate", "--weights",
+                           p(f"{model}-whole.safetensors"), "--prompt-tokens", prompt,
+                           "--max-new-tokens", "8", *how], env=env)
+                outs.append(res.stdout.strip().splitlines())
+            check(len(outs[0]) == 1 and outs[1] == outs[0] and len(outs[0][0].split()) == 8,
+                  f"{model} TP={TP} generate {' '.join(how)}: the tokens of one process, "
+                  f"printed once ({outs[1]} vs {outs[0]})")
+
         # 10 SGD steps (momentum: the update is linear in the gradient, so elementwise
         # max|a-b|/max|b| per tensor applies) from --init-seed 0 on the same batches: each
         # rank draws the whole weights and keeps its slice; rank 0 writes the gathered whole.
@@ -184,9 +203,8 @@ def main():
             run((mpirun + ["-np", str(TP)] if tp > 1 else []) + cmd, env=env)
         one = read_safetensors(p(f"{model}-train1.safetensors"))[0]
         split_run = read_safetensors(p(f"{model}-train{TP}.safetensors"))[0]
-        # The KV cache (state.kv.*) is not in a --tp artifact (its inference entries are not
-        # built); every other tensor is: weights, momentum buffers, the step counter.
-        expected = {k for k in one if not k.startswith("state.kv.")}
+        # Every tensor, whole: weights, momentum buffers, the step counter, the KV cache.
+        expected = set(one)
         check(set(split_run) == expected,
               f"{model} TP={TP}: the checkpoint holds the whole model and optimizer state")
         worst, worst_name = 0.0, ""
@@ -230,7 +248,7 @@ def main():
                        ("hf2", "hf1", "a Hugging Face directory (f16)")):
         worst = max(rel(got[a][k], got[b][k]) for k in got[b]
                     if not k.startswith("state.") and got[b][k].dtype == np.float32)
-        check(set(got[a]) == {k for k in got[b] if not k.startswith("state.kv.")} and
+        check(set(got[a]) == set(got[b]) and
               worst <= RTOL_TRAINED,
               f"gpt2 TP={TP} from --weights {what}: after {STEPS} steps equal one process "
               f"from it, worst max|a-b|/max|b| {worst:.2e} <= {RTOL_TRAINED:g}")
