@@ -607,11 +607,6 @@ int compilerMain(int argc, char **argv) {
       options.tensorParallel > 65536)
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 ": give the number of processes, 1 or more");
-  if (options.tensorParallel > 1 && options.zero == 1)
-    return fail("--zero=1 with --tp=" + std::to_string(options.tensorParallel) +
-                ": ZeRO-1 shards the optimizer's state over the ranks of the "
-                "world, not yet over the data-parallel groups of a --dp x --tp "
-                "layout; leave --zero out");
   if (options.tensorParallel > 0 && pipeline.target->name() != "cpu")
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 " with --target=" + pipeline.target->name().str() +

@@ -235,41 +235,48 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     // their partial sum of squares per group (ZeRO's zero padding adds 0).
     // Under tensor parallelism (tfc-tensor-parallel) a split parameter's
     // gradient is this rank's slice: the slices' sums of squares are summed
-    // over the "tp" ranks; the whole ones are the same on every rank.
+    // over the "tp" ranks; the whole ones are the same on every rank. Both
+    // (--zero=1 with --dp x --tp): a split parameter's shard sums over its
+    // data-parallel group to this rank's slice, then over "tp".
     Value sumsq = a.c(0.0), splitSumsq;
     int64_t splitRanks = 0;
-    llvm::MapVector<DictionaryAttr, Value> shardSumsq;
+    // Per ZeRO group: the partial sums of the whole parameters' shards and
+    // of the split ones'.
+    llvm::MapVector<DictionaryAttr, std::pair<Value, Value>> shardSumsq;
+    auto accumulate = [&](Value &into, Value s) {
+      into = into ? a.add(into, s) : s;
+    };
     for (auto [i, tr] : llvm::enumerate(trained)) {
       Value s = a.sumSquares(results[i + 1]);
       auto param = module.lookupSymbol<ParamOp>(tr.param);
       auto ranks = param ? param->getAttrOfType<IntegerAttr>(attr::kShardRanks)
                          : IntegerAttr();
-      if (tr.shard) {
-        auto [it, fresh] = shardSumsq.try_emplace(tr.shard, s);
-        if (!fresh)
-          it->second = a.add(it->second, s);
-      } else if (ranks) {
+      if (ranks)
         splitRanks = ranks.getInt();
-        splitSumsq = splitSumsq ? a.add(splitSumsq, s) : s;
+      if (tr.shard) {
+        auto &[whole, split] = shardSumsq[tr.shard];
+        accumulate(ranks ? split : whole, s);
+      } else if (ranks) {
+        accumulate(splitSumsq, s);
       } else {
         sumsq = a.add(sumsq, s);
       }
     }
-    if (splitSumsq)
-      sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, splitSumsq,
-                                                 b.getStringAttr("tp"),
-                                                 b.getStringAttr("sum"),
-                                                 b.getI64IntegerAttr(splitRanks)));
     // The rank in each group, for the block of each parameter it updates:
     // rank r's block of the reduce-scatter (sum) of [0, 1, ..., n-1] over n
     // ranks is n x r, exact in f32 (a float of a few bytes, once a step;
     // the host API has no rank query that compiled code could call).
     llvm::MapVector<DictionaryAttr, Value> shardRank;
-    for (auto [shard, partial] : shardSumsq) {
+    for (auto &[shard, partials] : shardSumsq) {
       auto group = shard.getAs<StringAttr>("group");
       auto size = shard.getAs<IntegerAttr>("size");
-      sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, partial, group,
-                                                 b.getStringAttr("sum"), size));
+      auto [whole, split] = partials;
+      if (whole)
+        sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, whole, group,
+                                                   b.getStringAttr("sum"), size));
+      if (split)
+        accumulate(splitSumsq, b.create<AllReduceOp>(loc, split, group,
+                                                     b.getStringAttr("sum"), size));
       int64_t n = size.getInt();
       auto ranksType = RankedTensorType::get({n}, b.getF32Type());
       SmallVector<float> ranks;
@@ -283,6 +290,11 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
       shardRank[shard] = b.create<CastOp>(
           loc, RankedTensorType::get({}, b.getI32Type()), mine);
     }
+    if (splitSumsq)
+      sumsq = a.add(sumsq, b.create<AllReduceOp>(loc, splitSumsq,
+                                                 b.getStringAttr("tp"),
+                                                 b.getStringAttr("sum"),
+                                                 b.getI64IntegerAttr(splitRanks)));
     Value norm = a.sqrt(sumsq);
     Value clip = hp("grad_clip");
     Value on = a.step(clip);

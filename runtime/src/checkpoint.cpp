@@ -68,47 +68,36 @@ StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact) 
   return sharded;
 }
 
-// Tensor parallel: every rank holds a slice of each split parameter and state tensor; the
-// whole ones (gathered over the rank's "tp" group, the world with --tp alone: block t from its
-// rank t) go into |whole| by checkpoint name, their bytes into |storage|. With --dp x --tp every
-// group gathers (each rank takes part in its group's collectives); world rank 0 writes.
-Status gatherTensorParallel(const Artifact& artifact, const Params& params,
-                            const Context& context, const TensorParallelLayout& tp,
-                            std::vector<std::vector<uint8_t>>* storage,
-                            std::map<std::string, TensorView>* whole) {
+// Tensor parallel: every rank holds a slice of each split parameter and state tensor; each of
+// |tensors| that is one (by checkpoint name) is replaced by the whole, gathered over the rank's
+// "tp" group (the world with --tp alone: block t from its rank t), its bytes in |storage|. With
+// --dp x --tp every group gathers (each rank takes part in its group's collectives); world
+// rank 0 writes.
+Status gatherTensorParallel(const TensorParallelLayout& tp, std::vector<NamedTensorView>* tensors,
+                            std::vector<std::vector<uint8_t>>* storage) {
   TFC_ASSIGN_OR_RETURN(Communicator * group, groupCommunicator("tp", tp.size));
-  auto gather = [&](const std::string& key, const std::string& name,
-                    const tfc_tensor_ref_t& ref) -> Status {
-    const TensorSplit* split = tp.find(name);
-    if (split == nullptr) return Status();
-    if (ref.dtype != TFC_DTYPE_F32) {
+  const std::string statePrefix(kStatePrefix);
+  for (NamedTensorView& named : *tensors) {
+    const std::string& key = named.name;
+    const TensorSplit* split =
+        tp.find(key.rfind(statePrefix, 0) == 0 ? key.substr(statePrefix.size()) : key);
+    if (split == nullptr) continue;
+    const TensorView& slice = named.tensor;
+    if (slice.dtype != TFC_DTYPE_F32) {
       return Status::error(TFC_UNIMPLEMENTED, "'%s': tensor parallelism gathers f32 only",
                            key.c_str());
     }
-    const size_t count = ref.byte_size / sizeof(float);
-    std::vector<uint8_t> blocks(ref.byte_size * static_cast<size_t>(tp.size));
-    TFC_RETURN_IF_ERROR(group->allGather(static_cast<const float*>(ref.data),
+    const size_t count = slice.byteSize / sizeof(float);
+    std::vector<uint8_t> blocks(slice.byteSize * static_cast<size_t>(tp.size));
+    TFC_RETURN_IF_ERROR(group->allGather(static_cast<const float*>(slice.data),
                                          reinterpret_cast<float*>(blocks.data()), count, key));
-    std::vector<int64_t> shape =
-        wholeShape(*split, std::vector<int64_t>(ref.shape, ref.shape + ref.rank), tp.size);
+    std::vector<int64_t> shape = wholeShape(*split, slice.shape, tp.size);
     storage->emplace_back(blocks.size());
     for (int64_t r = 0; r < tp.size; ++r) {
       copySlice(*split, shape, tp.size, r, sizeof(float), storage->back().data(),
-                blocks.data() + static_cast<size_t>(r) * ref.byte_size, /*to_slice=*/false);
+                blocks.data() + static_cast<size_t>(r) * slice.byteSize, /*to_slice=*/false);
     }
-    (*whole)[key] = TensorView{TFC_DTYPE_F32, shape, storage->back().data(), blocks.size()};
-    return Status();
-  };
-  storage->reserve(static_cast<size_t>(artifact.paramCount() + artifact.stateCount()));
-  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
-    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, params.tensor(i));
-    std::string name = artifact.param(i).name;
-    TFC_RETURN_IF_ERROR(gather(name, name, ref));
-  }
-  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
-    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context.state(i));
-    std::string name = artifact.state(i).name;
-    TFC_RETURN_IF_ERROR(gather(std::string(kStatePrefix) + name, name, ref));
+    named.tensor = TensorView{TFC_DTYPE_F32, shape, storage->back().data(), blocks.size()};
   }
   return Status();
 }
@@ -117,54 +106,43 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
                       const Context& context, std::map<std::string, std::string> metadata) {
   // A GPU context's parameters and state as train_step left them.
   TFC_RETURN_IF_ERROR(context.download());
-  // ZeRO: every rank holds one block of these; the file holds them whole, in their
-  // parameter's shape, so that it resumes on any number of ranks (or on one process).
-  TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
-  std::map<int32_t, std::vector<float>> gatheredState;
-  if (!sharded.empty()) {
-    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-    for (const auto& [s, p] : sharded) {
-      auto ref = context.state(s);
-      if (!ref.ok()) return std::move(ref).takeStatus();
-      size_t block = ref->byte_size / sizeof(float);
-      std::vector<float>& all = gatheredState[s];
-      all.resize(block * static_cast<size_t>(world->size()));
-      TFC_RETURN_IF_ERROR(world->allGather(static_cast<const float*>(ref->data), all.data(),
-                                           block, artifact.state(s).name));
-      all.resize(static_cast<size_t>(elementCount(shapeOf(artifact.param(p)))));
-    }
-  }
   TFC_ASSIGN_OR_RETURN(TensorParallelLayout tp,
                        tensorParallelLayout(std::string(artifact.metadataJson())));
+  std::vector<NamedTensorView> tensors;
+  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, params.tensor(i));
+    tensors.push_back({artifact.param(i).name, tensorView(ref)});
+  }
+  // ZeRO: every rank of a data-parallel group (the world without --tp) holds one block of
+  // these; the file holds them whole, in their parameter's shape, so that it resumes on any
+  // number of ranks (or on one process). With --tp that shape is the rank's slice, made
+  // whole below like the parameter's.
+  TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
+  Communicator* dataGroup = nullptr;
+  if (!sharded.empty()) {
+    TFC_ASSIGN_OR_RETURN(dataGroup, groupCommunicator("dp", tp.size));
+  }
   std::vector<std::vector<uint8_t>> storage;
-  std::map<std::string, TensorView> whole;
-  if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(artifact, params, context, tp,
-                                                            &storage, &whole));
+  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+    TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context.state(i));
+    TensorView view = tensorView(ref);
+    if (auto shard = sharded.find(i); shard != sharded.end()) {
+      size_t block = ref.byte_size / sizeof(float);
+      storage.emplace_back(ref.byte_size * static_cast<size_t>(dataGroup->size()));
+      float* all = reinterpret_cast<float*>(storage.back().data());
+      TFC_RETURN_IF_ERROR(dataGroup->allGather(static_cast<const float*>(ref.data), all, block,
+                                               artifact.state(i).name));
+      view.shape = shapeOf(artifact.param(shard->second));
+      view.data = all;
+      view.byteSize = static_cast<size_t>(elementCount(view.shape)) * sizeof(float);
+    }
+    tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
+  }
+  if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(tp, &tensors, &storage));
   if (!sharded.empty() || tp.size > 1) {
     // Rank 0 alone writes (data parallel: the parameters are the same everywhere).
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     if (world->rank() != 0) return Status();
-  }
-
-  std::vector<NamedTensorView> tensors;
-  for (int32_t i = 0; i < artifact.paramCount(); ++i) {
-    auto ref = params.tensor(i);
-    if (!ref.ok()) return std::move(ref).takeStatus();
-    tensors.push_back({artifact.param(i).name, tensorView(*ref)});
-    if (whole.count(tensors.back().name)) tensors.back().tensor = whole.at(tensors.back().name);
-  }
-  for (int32_t i = 0; i < artifact.stateCount(); ++i) {
-    auto ref = context.state(i);
-    if (!ref.ok()) return std::move(ref).takeStatus();
-    TensorView view = tensorView(*ref);
-    auto gathered = gatheredState.find(i);
-    if (gathered != gatheredState.end()) {
-      view.shape = shapeOf(artifact.param(sharded[i]));
-      view.data = gathered->second.data();
-      view.byteSize = gathered->second.size() * sizeof(float);
-    }
-    tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
-    if (whole.count(tensors.back().name)) tensors.back().tensor = whole.at(tensors.back().name);
   }
   metadata["format"] = kCheckpointFormat;
   metadata["module_hash"] = std::string(artifact.moduleHash());
@@ -205,15 +183,14 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
 
   // ZeRO: a sharded state is whole in the file; this rank takes its block.
   TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
-  int rank = 0;
-  if (!sharded.empty()) {
-    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-    rank = world->rank();
-  }
-
   // Tensor parallel (tfc --tp=M): the file holds whole tensors; this rank takes its slice.
   TFC_ASSIGN_OR_RETURN(TensorParallelLayout tp,
                        tensorParallelLayout(std::string(artifact.metadataJson())));
+  int rank = 0;  // in the data-parallel group (the world without --tp)
+  if (!sharded.empty()) {
+    TFC_ASSIGN_OR_RETURN(Communicator * dataGroup, groupCommunicator("dp", tp.size));
+    rank = dataGroup->rank();
+  }
   int64_t tpRank = 0;
   if (tp.size > 1) {
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
@@ -305,23 +282,33 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     if (!ref.ok()) return std::move(ref).takeStatus();
     const SafetensorsTensorInfo* info = stateInfos[static_cast<size_t>(i)];
     if (info == nullptr) continue;  // a state the writer lacked (skipLackingState)
-    if (const TensorSplit* split = splitOf(std::string(kStatePrefix) + artifact.state(i).name)) {
-      copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
-                const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);
-      continue;
-    }
+    const TensorSplit* split = splitOf(std::string(kStatePrefix) + artifact.state(i).name);
     if (sharded.count(i) == 0) {
-      std::memcpy(ref->data, info->data, ref->byte_size);
+      if (split) {
+        copySlice(*split, info->shape, tp.size, tpRank, tfc_dtype_size(info->dtype),
+                  const_cast<uint8_t*>(info->data), ref->data, /*to_slice=*/true);
+      } else {
+        std::memcpy(ref->data, info->data, ref->byte_size);
+      }
       continue;
     }
-    // Elements [rank x block, (rank + 1) x block) of the whole, zero past its end.
-    size_t block = ref->byte_size / sizeof(float);
+    // ZeRO: elements [rank x block, (rank + 1) x block) of the parameter's shape (with --tp,
+    // of this rank's slice of the whole), zero past its end.
+    const uint8_t* whole = info->data;
     size_t numel = static_cast<size_t>(elementCount(info->shape));
+    std::vector<uint8_t> slice;
+    if (split) {
+      numel /= static_cast<size_t>(tp.size);
+      slice.resize(numel * sizeof(float));
+      copySlice(*split, info->shape, tp.size, tpRank, sizeof(float),
+                const_cast<uint8_t*>(info->data), slice.data(), /*to_slice=*/true);
+      whole = slice.data();
+    }
+    size_t block = ref->byte_size / sizeof(float);
     size_t first = std::min(numel, static_cast<size_t>(rank) * block);
     size_t count = std::min(block, numel - first);
     std::memset(ref->data, 0, ref->byte_size);
-    std::memcpy(ref->data, info->data + first * sizeof(float),
-                count * sizeof(float));
+    std::memcpy(ref->data, whole + first * sizeof(float), count * sizeof(float));
   }
   // A GPU context copies them to the device at its next call.
   TFC_RETURN_IF_ERROR(context.upload());

@@ -18,6 +18,9 @@ check_data_parallel.py gives) for gpt2. Also:
     one process (no mpirun) resumes the --dp=2 --tp=2 checkpoint and gives what it gives from
     the plain --dp=2 one, within 1e-5; --dp=2 --tp=2 resumed from its own checkpoint equals
     its straight run bit for bit; another optimizer's checkpoint is refused;
+  - with --zero=1 (AdamW's moments sharded over each data-parallel group) and --grad-clip,
+    10 steps equal one process within 1e-5, resume is bit for bit, and the checkpoint
+    resumes without ZeRO;
   - the --dp=2 --tp=2 artifact in a world of 2 is refused before any step, naming both flags.
 Prints the numbers and one verdict line.
 """
@@ -98,6 +101,45 @@ def main():
                  "names the layout")
         print(f"      {model} {opt} {label2d}: {seconds:.1f} s for {STEPS} steps with mpirun "
               "start-up")
+
+    # ZeRO-1 inside each data-parallel group (--zero=1: each of the 2 replicas of a slice
+    # keeps half of its AdamW moments), with global-norm clipping on (the norm sums the
+    # shards over "dp", then the split parameters' slices over "tp"): 10 steps equal one
+    # process; 5 + --resume to 10 equal 10 straight, bit for bit; and the checkpoint (moments
+    # gathered whole) resumed by the --dp=2 --tp=2 artifact without ZeRO reaches the same
+    # step 10.
+    clip = ["--grad-clip", "0.5"]
+    one_clip = p("gpt2-adamw-one.so")  # compiled above
+    zero = compile_model("gpt2", "adamw", GLOBAL_BATCH // DP, flags2d + ["--zero=1"],
+                         "gpt2-adamw-2d-zero.so")
+    train(one_clip, 1, "adamw", "clip-one", clip)
+    result = train(zero, WORLD, "adamw", "zero-2d", clip)
+    reference = dp.read_safetensors(p("clip-one.safetensors"))
+    got = dp.read_safetensors(p("zero-2d.safetensors"))
+    dp.compare(got, reference, f"gpt2 adamw {label2d} --zero=1 --grad-clip 0.5",
+               f"one process at batch {GLOBAL_BATCH}")
+    losses, ref_losses = dp.read_losses(p("zero-2d.csv")), dp.read_losses(p("clip-one.csv"))
+    diff = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
+    dp.check(len(losses) == STEPS and diff <= dp.RTOL,
+             f"gpt2 adamw {label2d} --zero=1: the logged loss of every step equals one "
+             f"process's (max rel diff {diff:.2e})")
+    norms = [[float(r.split(",")[3]) for r in open(p(f"{tag}.csv")).read().split()[1:]]
+             for tag in ("zero-2d", "clip-one")]
+    diff = max(abs(a - b) / abs(b) for a, b in zip(*norms))
+    dp.check(min(norms[1]) > 0.5 and diff <= dp.RTOL,
+             f"gpt2 adamw {label2d} --zero=1: the gradient norm of every step (all above "
+             f"the clip, {min(norms[1]):.3f} at least) equals one process's (max rel diff "
+             f"{diff:.2e})")
+    train(zero, WORLD, "adamw", "zero-half", clip, steps=5)
+    train(zero, WORLD, "adamw", "zero-resumed", clip + ["--resume", p("zero-half.safetensors")])
+    dp.check(dp.same_tensors(dp.read_safetensors(p("zero-resumed.safetensors")), got),
+             f"gpt2 adamw {label2d} --zero=1: 5 steps + --resume to 10 equal 10 straight, "
+             "bit for bit")
+    train(p("gpt2-adamw-2d.so"), WORLD, "adamw", "zero-then-2d",
+          clip + ["--resume", p("zero-half.safetensors")])
+    dp.compare(dp.read_safetensors(p("zero-then-2d.safetensors")), reference,
+               f"gpt2 adamw {label2d} --zero=1 5 steps, then without ZeRO 5 steps",
+               f"one process at batch {GLOBAL_BATCH}")
 
     # Resharding, on gpt2 with SGD: the same input (batch G/2 per replica) compiled for
     # --dp=2 --tp=2, for plain --dp=2 (the same batches per replica) and for one process.
