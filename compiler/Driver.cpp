@@ -612,10 +612,6 @@ int compilerMain(int argc, char **argv) {
                 " with --target=" + pipeline.target->name().str() +
                 ": tensor parallelism is built and checked for the CPU target "
                 "only so far");
-  if (options.tensorParallel > 0 && options.precision != "f32")
-    return fail("--tp=" + std::to_string(options.tensorParallel) +
-                " with --precision=" + options.precision.getValue() +
-                ": tensor parallelism is built for f32 only so far");
   pipeline.tensorParallel = options.tensorParallel;
   if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6 ||
       (options.dpBucketMb < 0 && options.dpBucketMb != -1))

@@ -21,6 +21,9 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
   - 10 steps under mpirun from --weights (the whole weights: each rank slices them) equal one
     process's from the same weights, and so from a Hugging Face directory of them (the
     pretrained loader, f16 tensors converted);
+  - with bf16 (gpt2 and llama) and f16 (gpt2, loss scaling) mixed precision, 10 SGD steps
+    under mpirun differ from one 16-bit process, per tensor, by less than twice what the
+    16-bit rounding moves one process from f32;
   - generate under mpirun (heads and KV cache split) gives the tokens of one process from
     the same weights, greedy and sampled with a seed, printed by rank 0 alone;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
@@ -226,6 +229,38 @@ def main():
         check(len(losses[1]) == STEPS and diff <= RTOL,
               f"{model} TP={TP}: the logged loss of every step equals one process's "
               f"(max rel diff {diff:.2e})")
+
+    # Mixed precision (--precision=bf16|f16: f32 master weights, 16-bit products; f16 with
+    # loss scaling): the --tp=2 run differs from one 16-bit process by rounding only, so by
+    # about what the 16-bit rounding moves one process from f32 (~5e-3 relative here): over
+    # all tensors together within 1.5x of it, and each tensor within 5x (the ratio of two
+    # roundings' sizes has a tail: one tensor of one seed reached 2.5x). A sharding or
+    # communication error is O(1).
+    for model, precision in [(m, "bf16") for m in MODELS] + [("gpt2", "f16")]:
+        for tp in (1, TP):
+            run([tfc, p(f"{model}.mlir"), "--optimizer=sgd", f"--precision={precision}",
+                 f"--tp={tp}", "-o", p(f"{model}-{precision}-tp{tp}.so")])
+            cmd = list(train)
+            cmd[1] = p(f"{model}-{precision}-tp{tp}.so")
+            run((mpirun + ["-np", str(TP)] if tp > 1 else []) + cmd +
+                ["--save", p(f"{model}-{precision}-{tp}.safetensors")], env=env)
+        f32 = read_safetensors(p(f"{model}-train1.safetensors"))[0]
+        one, split_run = (read_safetensors(p(f"{model}-{precision}-{tp}.safetensors"))[0]
+                          for tp in (1, TP))
+        norm_rel = lambda a, b: float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+        names = [k for k in one if k in f32 and one[k].dtype == np.float32 and
+                 np.any(one[k] != f32[k])]
+        ratios = {k: norm_rel(split_run[k], one[k]) / max(norm_rel(one[k], f32[k]), 1e-7)
+                  for k in names}
+        worst = max(ratios, key=ratios.get)
+        flat = lambda t: np.concatenate([t[k].ravel() for k in names])
+        overall = norm_rel(flat(split_run), flat(one)) / norm_rel(flat(one), flat(f32))
+        check(set(split_run) == set(one) and overall <= 1.5 and ratios[worst] <= 5.0 and
+              all(np.array_equal(one[k], split_run[k]) for k in one if k not in f32),
+              f"{model} TP={TP} {precision} mixed precision after {STEPS} SGD steps: off one "
+              f"{precision} process by {overall:.2f}x {precision}'s own rounding (vs f32) over "
+              f"all tensors (<= 1.5), {ratios[worst]:.2f}x at most per tensor ({worst}, <= 5); "
+              "the loss scale state equal")
 
     # From --weights: the whole file (each rank slices it) and a Hugging Face directory of
     # the same weights in f16 (the pretrained loader converts, then slices) under mpirun,
