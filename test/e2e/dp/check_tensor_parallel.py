@@ -22,8 +22,8 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
     process's from the same weights, and so from a Hugging Face directory of them (the
     pretrained loader, f16 tensors converted);
   - with bf16 (gpt2 and llama) and f16 (gpt2, loss scaling) mixed precision, 10 SGD steps
-    under mpirun differ from one 16-bit process, per tensor, by less than twice what the
-    16-bit rounding moves one process from f32;
+    under mpirun differ from one 16-bit process by the size of what the 16-bit rounding
+    moves one process from f32 (within 4x over all tensors, 10x per tensor);
   - generate under mpirun (heads and KV cache split) gives the tokens of one process from
     the same weights, greedy and sampled with a seed, printed by rank 0 alone;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
@@ -233,9 +233,10 @@ def main():
     # Mixed precision (--precision=bf16|f16: f32 master weights, 16-bit products; f16 with
     # loss scaling): the --tp=2 run differs from one 16-bit process by rounding only, so by
     # about what the 16-bit rounding moves one process from f32 (~5e-3 relative here): over
-    # all tensors together within 1.5x of it, and each tensor within 5x (the ratio of two
-    # roundings' sizes has a tail: one tensor of one seed reached 2.5x). A sharding or
-    # communication error is O(1).
+    # all tensors together within 4x of it, and each tensor within 10x. The ratio of two
+    # roundings' sizes has a tail: over 8 seeds 0.15x to 1.53x over all tensors, up to 2.9x
+    # for one tensor (llama's, whose SGD at lr 0.3 amplifies rounding most). A sharding or
+    # communication error is O(1), ~200x.
     for model, precision in [(m, "bf16") for m in MODELS] + [("gpt2", "f16")]:
         for tp in (1, TP):
             run([tfc, p(f"{model}.mlir"), "--optimizer=sgd", f"--precision={precision}",
@@ -255,11 +256,11 @@ def main():
         worst = max(ratios, key=ratios.get)
         flat = lambda t: np.concatenate([t[k].ravel() for k in names])
         overall = norm_rel(flat(split_run), flat(one)) / norm_rel(flat(one), flat(f32))
-        check(set(split_run) == set(one) and overall <= 1.5 and ratios[worst] <= 5.0 and
+        check(set(split_run) == set(one) and overall <= 4 and ratios[worst] <= 10 and
               all(np.array_equal(one[k], split_run[k]) for k in one if k not in f32),
               f"{model} TP={TP} {precision} mixed precision after {STEPS} SGD steps: off one "
               f"{precision} process by {overall:.2f}x {precision}'s own rounding (vs f32) over "
-              f"all tensors (<= 1.5), {ratios[worst]:.2f}x at most per tensor ({worst}, <= 5); "
+              f"all tensors (<= 4), {ratios[worst]:.2f}x at most per tensor ({worst}, <= 10); "
               "the loss scale state equal")
 
     # From --weights: the whole file (each rank slices it) and a Hugging Face directory of
