@@ -607,11 +607,6 @@ int compilerMain(int argc, char **argv) {
       options.tensorParallel > 65536)
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 ": give the number of processes, 1 or more");
-  if (options.tensorParallel > 0 && pipeline.target->name() != "cpu")
-    return fail("--tp=" + std::to_string(options.tensorParallel) +
-                " with --target=" + pipeline.target->name().str() +
-                ": tensor parallelism is built and checked for the CPU target "
-                "only so far");
   pipeline.tensorParallel = options.tensorParallel;
   if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6 ||
       (options.dpBucketMb < 0 && options.dpBucketMb != -1))

@@ -93,8 +93,8 @@ int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* gro
   if (status.ok() && context->device != nullptr && context->device->hasNccl() &&
       kind != TFC_COLLECTIVE_ALL_TO_ALL && kind != TFC_COLLECTIVE_BARRIER) {
     // On the GPU, over NCCL (all-to-all, which NCCL has no call for, and the barrier, which
-    // has no data, go through the host). A CUDA artifact's only group is the world (no
-    // --tp on CUDA), which is NCCL's communicator.
+    // has no data, go through the host). NCCL's communicator is the world's, which is every
+    // group where it is open (--dp or --tp alone; setUpDeviceCollectives).
     status = context->device->deviceCollective(kind, reduce, send, recv, count,
                                                std::string("group '") + (group ? group : "") +
                                                    "'");
@@ -225,6 +225,17 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
   };
   if (mode == "host") {
     say("collectives staged through the host over MPI (TFC_COMM_DEVICE=host)");
+    return Status();
+  }
+  // NCCL's communicator is the world's: a --dp x --tp layout's two groups go through the host.
+  if (context->tpSize > 1 && world->size() > context->tpSize) {
+    const char* why = "NCCL communicators per process group (--dp with --tp) are not built";
+    if (mode == "nccl") {
+      return Status::error(TFC_FAILED_PRECONDITION, "%s: TFC_COMM_DEVICE=nccl: %s; set "
+                           "TFC_COMM_DEVICE=host or auto",
+                           context->artifact->path.c_str(), why);
+    }
+    say(std::string("collectives staged through the host over MPI (") + why + ")");
     return Status();
   }
   auto nccl = tfc::internal::cuda::loadNccl();
