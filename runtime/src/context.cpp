@@ -93,9 +93,9 @@ int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* gro
   if (status.ok() && context->device != nullptr && context->device->hasNccl() &&
       kind != TFC_COLLECTIVE_ALL_TO_ALL && kind != TFC_COLLECTIVE_BARRIER) {
     // On the GPU, over NCCL (all-to-all, which NCCL has no call for, and the barrier, which
-    // has no data, go through the host). NCCL's communicator is the world's, which is every
-    // group where it is open (--dp or --tp alone; setUpDeviceCollectives).
+    // has no data, go through the host), on the group's communicator (setUpDeviceCollectives).
     status = context->device->deviceCollective(kind, reduce, send, recv, count,
+                                               group != nullptr ? group : "",
                                                std::string("group '") + (group ? group : "") +
                                                    "'");
   } else if (status.ok() && context->device != nullptr) {
@@ -227,17 +227,6 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
     say("collectives staged through the host over MPI (TFC_COMM_DEVICE=host)");
     return Status();
   }
-  // NCCL's communicator is the world's: a --dp x --tp layout's two groups go through the host.
-  if (context->tpSize > 1 && world->size() > context->tpSize) {
-    const char* why = "NCCL communicators per process group (--dp with --tp) are not built";
-    if (mode == "nccl") {
-      return Status::error(TFC_FAILED_PRECONDITION, "%s: TFC_COMM_DEVICE=nccl: %s; set "
-                           "TFC_COMM_DEVICE=host or auto",
-                           context->artifact->path.c_str(), why);
-    }
-    say(std::string("collectives staged through the host over MPI (") + why + ")");
-    return Status();
-  }
   auto nccl = tfc::internal::cuda::loadNccl();
   // Every rank takes the same way: one falling back alone would leave the others waiting.
   float loaded = nccl.ok() ? 1.0f : 0.0f;
@@ -257,9 +246,21 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
     say("collectives staged through the host over MPI (" + why + ")");
     return Status();
   }
-  // Fails alike on every rank: NCCL loads but cannot run (a GPU it cannot use, the emulated
-  // driver of the tests) is a reason to fall back as a missing NCCL is.
-  if (Status opened = context->device->openNccl(**nccl, *world); !opened.ok()) {
+  // One communicator for the world, or one per process group of a --dp x --tp layout (every
+  // rank opens "dp", then "tp"). The first fails alike on every rank: NCCL loads but cannot
+  // run (a GPU it cannot use, the emulated driver of the tests) is a reason to fall back as a
+  // missing NCCL is.
+  const bool twoGroups = context->tpSize > 1 && world->size() > context->tpSize;
+  std::vector<std::string> groups =
+      twoGroups ? std::vector<std::string>{"dp", "tp"} : std::vector<std::string>{""};
+  auto open = [&](const std::string& group) -> Status {
+    tfc::Communicator* over = world;
+    if (!group.empty()) {
+      TFC_ASSIGN_OR_RETURN(over, communicatorOf(context, group.c_str()));
+    }
+    return context->device->openNccl(**nccl, *over, *world, group);
+  };
+  if (Status opened = open(groups[0]); !opened.ok()) {
     if (mode == "nccl") {
       return Status::error(opened.code(), "%s: TFC_COMM_DEVICE=nccl: %s (%s)",
                            context->artifact->path.c_str(), opened.message(),
@@ -270,9 +271,17 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
         " loads but cannot run: " + opened.message() + ")");
     return Status();
   }
+  // A later group's failure, after the first opened, leaves no way back to the host.
+  for (size_t g = 1; g < groups.size(); ++g) {
+    if (Status opened = open(groups[g]); !opened.ok()) {
+      return Status::error(opened.code(), "%s: NCCL for group '%s': %s (%s)",
+                           context->artifact->path.c_str(), groups[g].c_str(), opened.message(),
+                           (*nccl)->path.c_str());
+    }
+  }
   say("collectives on the GPUs over NCCL " +
       tfc::internal::cuda::ncclVersionText((*nccl)->version) + " (" + (*nccl)->path +
-      ", TFC_COMM_DEVICE=" + mode + ")");
+      ", TFC_COMM_DEVICE=" + mode + (twoGroups ? "; groups dp and tp" : "") + ")");
   return Status();
 }
 

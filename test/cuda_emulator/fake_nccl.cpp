@@ -6,12 +6,16 @@
 // What it does, and how:
 //  - Device memory is the emulator's, host memory; launches there run at once, so when a
 //    collective is called the data of the kernels before it is in place. Every collective
-//    runs at once over MPI_COMM_WORLD (initialized by the runtime's MPI plugin), blocking;
-//    the stream is then idle, as cuStreamQuery of the emulator says.
-//  - ncclGetUniqueId returns random bytes. ncclCommInitRank all-gathers every rank's id and
-//    (nranks, rank) and fails with ncclInvalidArgument, saying why on stderr, unless every
-//    rank passed rank 0's id, nranks is the world's size and the ranks are the world's: so a
-//    run that gets past it proves the runtime's bootstrap of the id (rank 0's, broadcast).
+//    runs at once over its communicator's MPI communicator, blocking; the stream is then
+//    idle, as cuStreamQuery of the emulator says.
+//  - ncclGetUniqueId returns random bytes. ncclCommInitRank is called by every rank of the
+//    world at once (the runtime opens its communicators in the same order everywhere): it
+//    splits MPI_COMM_WORLD by the id (the ranks that passed the same id are one
+//    communicator, ordered by their NCCL rank), all-gathers every member's id and (nranks,
+//    rank) and fails with ncclInvalidArgument, saying why on stderr, unless every member
+//    passed the same id, nranks is the members' count and the ranks are 0 ... nranks - 1: so
+//    a run that gets past it proves the runtime's bootstrap of the id (broadcast from the
+//    group's rank 0) for the world and for each process group (--dp x --tp).
 //  - ncclAvg is the sum times 1 / nranks, as the runtime's MPI plugin computes a mean.
 //  - ncclCommDestroy prints "fake-nccl: rank R of N: C collectives" to stderr, so that a test
 //    shows that the collectives took this path and not the host-staging one.
@@ -43,6 +47,7 @@ namespace tfc::internal::cuda {
 struct ncclComm {
   int rank = 0;
   int size = 1;
+  MPI_Comm mpi = MPI_COMM_NULL;  // the members, in NCCL rank order
   long collectives = 0;
   bool stalled = false;  // TFC_FAKE_NCCL_STALL_*: a collective that never finishes
 };
@@ -172,40 +177,45 @@ TFC_FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, nccl
     complain("%s: a null communicator, or MPI is not running", "ncclCommInitRank", rank);
     return ncclInvalidArgument;
   }
-  int worldSize = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
   const int me = worldRank();
-  // Every rank's id and (nranks, rank), to check that all of them agree.
-  std::vector<char> ids(kNcclUniqueIdBytes * static_cast<size_t>(worldSize));
-  int mine[2] = {nranks, rank};
-  std::vector<int> ranks(2 * static_cast<size_t>(worldSize));
-  if (MPI_Allgather(commId.internal, kNcclUniqueIdBytes, MPI_CHAR, ids.data(),
-                    kNcclUniqueIdBytes, MPI_CHAR, MPI_COMM_WORLD) != MPI_SUCCESS ||
-      MPI_Allgather(mine, 2, MPI_INT, ranks.data(), 2, MPI_INT, MPI_COMM_WORLD) !=
-          MPI_SUCCESS) {
-    complain("%s: MPI_Allgather failed", "ncclCommInitRank", me);
+  // The members: the ranks that passed the same id (a colour from its bytes), by NCCL rank.
+  int colour = 0;
+  std::memcpy(&colour, commId.internal, sizeof(colour));
+  MPI_Comm members = MPI_COMM_NULL;
+  if (MPI_Comm_split(MPI_COMM_WORLD, colour & 0x7fffffff, rank, &members) != MPI_SUCCESS) {
+    complain("%s: MPI_Comm_split failed", "ncclCommInitRank", me);
     return ncclSystemError;
   }
-  for (int r = 0; r < worldSize; ++r) {
-    if (std::memcmp(&ids[kNcclUniqueIdBytes * static_cast<size_t>(r)], ids.data(),
-                    kNcclUniqueIdBytes) != 0) {
+  int size = 0;
+  MPI_Comm_size(members, &size);
+  // Every member's id and (nranks, rank), to check that all of them agree.
+  std::vector<char> ids(kNcclUniqueIdBytes * static_cast<size_t>(size));
+  int mine[2] = {nranks, rank};
+  std::vector<int> ranks(2 * static_cast<size_t>(size));
+  if (MPI_Allgather(commId.internal, kNcclUniqueIdBytes, MPI_CHAR, ids.data(),
+                    kNcclUniqueIdBytes, MPI_CHAR, members) != MPI_SUCCESS ||
+      MPI_Allgather(mine, 2, MPI_INT, ranks.data(), 2, MPI_INT, members) != MPI_SUCCESS) {
+    complain("%s: MPI_Allgather failed", "ncclCommInitRank", me);
+    MPI_Comm_free(&members);
+    return ncclSystemError;
+  }
+  for (int r = 0; r < size; ++r) {
+    bool sameId = std::memcmp(&ids[kNcclUniqueIdBytes * static_cast<size_t>(r)], ids.data(),
+                              kNcclUniqueIdBytes) == 0;
+    bool placed = ranks[2 * static_cast<size_t>(r)] == size &&
+                  ranks[2 * static_cast<size_t>(r) + 1] == r;
+    if (!sameId || !placed) {
       std::fprintf(stderr,
-                   "fake-nccl: rank %d: ncclCommInitRank: rank %d passed another unique id "
-                   "than rank 0 (the id was not shared)\n",
-                   me, r);
-      return ncclInvalidArgument;
-    }
-    if (ranks[2 * static_cast<size_t>(r)] != worldSize ||
-        ranks[2 * static_cast<size_t>(r) + 1] != r) {
-      std::fprintf(stderr,
-                   "fake-nccl: rank %d: ncclCommInitRank: MPI rank %d of %d passed nranks %d, "
-                   "rank %d\n",
-                   me, r, worldSize, ranks[2 * static_cast<size_t>(r)],
+                   "fake-nccl: rank %d: ncclCommInitRank: member %d of %d passed %s (nranks "
+                   "%d, rank %d)\n",
+                   me, r, size, sameId ? "another rank or size" : "another unique id than "
+                   "member 0 (the id was not shared)", ranks[2 * static_cast<size_t>(r)],
                    ranks[2 * static_cast<size_t>(r) + 1]);
+      MPI_Comm_free(&members);
       return ncclInvalidArgument;
     }
   }
-  *comm = new ncclComm{rank, nranks, 0};
+  *comm = new ncclComm{rank, nranks, members, 0};
   return ncclSuccess;
 }
 
@@ -213,6 +223,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclInvalidArgument;
   std::fprintf(stderr, "fake-nccl: rank %d of %d: %ld collectives\n", comm->rank, comm->size,
                comm->collectives);
+  if (comm->mpi != MPI_COMM_NULL && mpiReady()) MPI_Comm_free(&comm->mpi);
   delete comm;
   return ncclSuccess;
 }
@@ -256,7 +267,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff,
   return collective(comm, stream, datatype, ncclFloat32, recvbuff, "ncclAllReduce", [&] {
     const void* in = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
     int rc = MPI_Allreduce(in, recvbuff, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
-                           MPI_COMM_WORLD);
+                           comm->mpi);
     if (rc == MPI_SUCCESS) scaleForMean(comm, op, recvbuff, count);
     return rc;
   });
@@ -268,7 +279,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvb
                                                cudaStream_t stream) {
   return collective(comm, stream, datatype, ncclFloat32, recvbuff, "ncclReduceScatter", [&] {
     int rc = MPI_Reduce_scatter_block(sendbuff, recvbuff, static_cast<int>(recvcount),
-                                      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+                                      MPI_FLOAT, MPI_SUM, comm->mpi);
     if (rc == MPI_SUCCESS) scaleForMean(comm, op, recvbuff, recvcount);
     return rc;
   });
@@ -279,7 +290,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff,
                                            ncclComm_t comm, cudaStream_t stream) {
   return collective(comm, stream, datatype, ncclFloat32, recvbuff, "ncclAllGather", [&] {
     return MPI_Allgather(sendbuff, static_cast<int>(sendcount), MPI_FLOAT, recvbuff,
-                         static_cast<int>(sendcount), MPI_FLOAT, MPI_COMM_WORLD);
+                         static_cast<int>(sendcount), MPI_FLOAT, comm->mpi);
   });
 }
 
@@ -288,7 +299,7 @@ TFC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff,
                                            cudaStream_t stream) {
   return collective(comm, stream, datatype, ncclUint8, recvbuff, "ncclBroadcast", [&] {
     if (comm->rank == root && sendbuff != recvbuff) std::memmove(recvbuff, sendbuff, count);
-    return MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, MPI_COMM_WORLD);
+    return MPI_Bcast(recvbuff, static_cast<int>(count), MPI_BYTE, root, comm->mpi);
   });
 }
 

@@ -119,10 +119,17 @@ struct Executor::Impl {
   Status pending;  // the first failure of a device_* callback during a call
   // Host copies of a collective's buffers (collective()); kept across calls.
   std::vector<unsigned char> collectiveSend, collectiveRecv;
-  // The NCCL communicator of deviceCollective (openNccl), the world it was made over, and
-  // whether it failed (then aborted: it cannot be used again).
+  // The NCCL communicators of deviceCollective (openNccl): one per process group ("" the
+  // world's), each with this rank's place in it; the world (told to abort the job when one
+  // fails), this rank's place in it, and whether one failed (then all are aborted: the ranks
+  // are out of step).
+  struct NcclGroup {
+    std::string name;
+    ncclComm_t comm = nullptr;
+    int rank = 0, size = 1;
+  };
   const Nccl* nccl = nullptr;
-  ncclComm_t comm = nullptr;
+  std::vector<NcclGroup> ncclGroups;
   Communicator* world = nullptr;
   int commRank = 0, commSize = 1;
   bool commFailed = false;
@@ -252,7 +259,9 @@ Executor::~Executor() {
   x.d->cuCtxSetCurrent(x.context);
   if (x.stream != nullptr) x.d->cuStreamSynchronize(x.stream);
   x.products.reset();  // cuBLASLt's handle and plans, while the context lives
-  if (x.comm != nullptr) x.nccl->ncclCommDestroy(x.comm);  // (a failed one is aborted)
+  for (auto& group : x.ncclGroups) {
+    if (group.comm != nullptr) x.nccl->ncclCommDestroy(group.comm);  // (failed: aborted)
+  }
   const char* stats = std::getenv("TFC_COMM_STATS");
   if (x.nccl != nullptr && stats != nullptr && *stats != '\0' && std::strcmp(stats, "0") != 0) {
     std::fprintf(stderr, "tfc comm stats: rank %d of %d: %lld collectives over NCCL on %s\n",
@@ -640,12 +649,13 @@ Status Executor::collective(const void* send, size_t sendBytes, void* recv, size
 
 // Also after a failure: the entry's later collectives then fail too, never fall back on the
 // host path, which would pair them with other collectives of the other ranks.
-bool Executor::hasNccl() const { return impl_->nccl != nullptr; }
+bool Executor::hasNccl() const { return !impl_->ncclGroups.empty(); }
 
-Status Executor::openNccl(const Nccl& nccl, Communicator& world) {
+Status Executor::openNccl(const Nccl& nccl, Communicator& over, Communicator& world,
+                          const std::string& group) {
   Impl& x = *impl_;
   TFC_RETURN_IF_ERROR(x.makeCurrent());
-  const int rank = world.rank(), size = world.size();
+  const int rank = over.rank(), size = over.size();
   // Rank 0's unique id, and whether it could make one, to every rank. Each step below ends
   // the same way on every rank (an error everywhere, or success everywhere), so that none is
   // left waiting in NCCL for another that gave up.
@@ -659,7 +669,7 @@ Status Executor::openNccl(const Nccl& nccl, Communicator& world) {
     made = checkNccl(nccl, nccl.ncclGetUniqueId(&bootstrap.id), "rank 0: ncclGetUniqueId");
     bootstrap.made = made.ok() ? 1 : 0;
   }
-  TFC_RETURN_IF_ERROR(world.broadcast(&bootstrap, sizeof(bootstrap), 0, "the NCCL unique id"));
+  TFC_RETURN_IF_ERROR(over.broadcast(&bootstrap, sizeof(bootstrap), 0, "the NCCL unique id"));
   if (!made.ok()) return made;
   if (bootstrap.made == 0) {
     return Status(TFC_FAILED_PRECONDITION, "rank 0 could not make an NCCL unique id");
@@ -671,8 +681,8 @@ Status Executor::openNccl(const Nccl& nccl, Communicator& world) {
                           "ncclCommInitRank (rank " + std::to_string(rank) + " of " +
                               std::to_string(size) + ", " + x.description + ")");
   float initialized = init.ok() ? 1.0f : 0.0f;
-  Status agreed = world.allReduce(&initialized, &initialized, 1, ReduceOp::kSum,
-                                  "the count of ranks whose ncclCommInitRank succeeded");
+  Status agreed = over.allReduce(&initialized, &initialized, 1, ReduceOp::kSum,
+                                 "the count of ranks whose ncclCommInitRank succeeded");
   if (!agreed.ok() || initialized != static_cast<float>(size)) {
     if (init.ok()) nccl.ncclCommAbort(comm);
     if (!agreed.ok()) return agreed;
@@ -684,15 +694,16 @@ Status Executor::openNccl(const Nccl& nccl, Communicator& world) {
     return init;
   }
   x.nccl = &nccl;
-  x.comm = comm;
+  x.ncclGroups.push_back({group, comm, rank, size});
   x.world = &world;
-  x.commRank = rank;
-  x.commSize = size;
+  x.commRank = world.rank();
+  x.commSize = world.size();
   return Status();
 }
 
 Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send, void* recv,
-                                  uint64_t count, const std::string& what) {
+                                  uint64_t count, const std::string& group,
+                                  const std::string& what) {
   Impl& x = *impl_;
   if (!x.pending.ok()) return Status();  // reported when the entry returns
   if (x.capturing) {
@@ -701,7 +712,12 @@ Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send
     return Status();
   }
   const char* name = ncclName(kind);
-  const int rank = x.commRank, size = x.commSize;
+  // The group's communicator; the world's ("") serves every group where it is the only one.
+  Impl::NcclGroup* on = nullptr;
+  for (auto& g : x.ncclGroups) {
+    if (g.name == group || (x.ncclGroups.size() == 1 && g.name.empty())) on = &g;
+  }
+  const int rank = on ? on->rank : x.commRank, size = on ? on->size : x.commSize;
   // "ncclAllReduce of group 'dp' (1234 elements), rank 0 of 2 on GPU 0: ..."
   auto subject = [&] {
     return std::string(name != nullptr ? name : "collective") + " of " + what + " (" +
@@ -714,10 +730,11 @@ Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send
                          "%s: the NCCL communicator failed earlier and cannot be used again",
                          subject().c_str());
   }
-  if (x.comm == nullptr || name == nullptr) {
+  if (on == nullptr || on->comm == nullptr || name == nullptr) {
     return Status::error(TFC_INTERNAL, "%s: collective kind %d has no NCCL form here",
                          subject().c_str(), kind);
   }
+  const ncclComm_t comm = on->comm;
   const Nccl& n = *x.nccl;
   // The kernels before the collective first, so that the deadline is the collective's own.
   TFC_RETURN_IF_ERROR(x.check(x.d->cuStreamSynchronize(x.stream), [&] {
@@ -726,8 +743,10 @@ Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send
   // A failure from here on leaves the ranks out of step: abort the communicator, and the
   // job at exit (a rank still inside a collective would hang MPI's finalization).
   auto fail = [&](std::string message) {
-    n.ncclCommAbort(x.comm);
-    x.comm = nullptr;
+    for (auto& g : x.ncclGroups) {
+      if (g.comm != nullptr) n.ncclCommAbort(g.comm);
+      g.comm = nullptr;
+    }
     x.commFailed = true;
     if (x.world != nullptr) x.world->markFailed();
     return Status(TFC_FAILED_PRECONDITION, message);
@@ -738,16 +757,16 @@ Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send
   ncclResult_t started = ncclSuccess;
   switch (kind) {
     case TFC_COLLECTIVE_ALL_REDUCE:
-      started = n.ncclAllReduce(send, recv, elements, ncclFloat32, op, x.comm, x.stream);
+      started = n.ncclAllReduce(send, recv, elements, ncclFloat32, op, comm, x.stream);
       break;
     case TFC_COLLECTIVE_REDUCE_SCATTER:
-      started = n.ncclReduceScatter(send, recv, elements, ncclFloat32, op, x.comm, x.stream);
+      started = n.ncclReduceScatter(send, recv, elements, ncclFloat32, op, comm, x.stream);
       break;
     case TFC_COLLECTIVE_ALL_GATHER:
-      started = n.ncclAllGather(send, recv, elements, ncclFloat32, x.comm, x.stream);
+      started = n.ncclAllGather(send, recv, elements, ncclFloat32, comm, x.stream);
       break;
     default:  // TFC_COLLECTIVE_BROADCAST: in place, from rank 0
-      started = n.ncclBroadcast(recv, recv, elements, ncclUint8, 0, x.comm, x.stream);
+      started = n.ncclBroadcast(recv, recv, elements, ncclUint8, 0, comm, x.stream);
       break;
   }
   if (started != ncclSuccess) {
@@ -766,7 +785,7 @@ Status Executor::deviceCollective(int32_t kind, int32_t reduce, const void* send
       return fail(x.check(queried, [&] { return subject(); }).message());
     }
     ncclResult_t async = ncclSuccess;
-    ncclResult_t asked = n.ncclCommGetAsyncError(x.comm, &async);
+    ncclResult_t asked = n.ncclCommGetAsyncError(comm, &async);
     if (asked != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
       return fail(checkNccl(n, asked != ncclSuccess ? asked : async, subject()).message());
     }

@@ -90,21 +90,25 @@ class Executor {
   Status collective(const void* send, size_t sendBytes, void* recv, size_t recvBytes,
                     const std::function<Status(const void*, void*)>& exchange);
 
-  // Creates this GPU's NCCL communicator over the ranks of |world| (every rank calls it, in
-  // the same order as its other collectives): rank 0's unique id goes to the others by
-  // |world|'s broadcast. From then on deviceCollective runs on this GPU's stream. Succeeds
-  // or fails on every rank alike (the ranks agree over |world|), so that all of them may fall
-  // back on the host path together.
-  Status openNccl(const Nccl& nccl, Communicator& world);
+  // Creates this GPU's NCCL communicator of process group |group| ("": the world) over the
+  // ranks of |over| (every rank of the world calls it, in the same order as its other
+  // collectives, once per group): |over|'s rank 0's unique id goes to the others by |over|'s
+  // broadcast. From then on deviceCollective runs that group's collectives on this GPU's
+  // stream. Succeeds or fails on every rank of |over| alike (they agree over it), so that all
+  // of them may fall back on the host path together; |world| is told to abort the job at exit
+  // when a collective fails.
+  Status openNccl(const Nccl& nccl, Communicator& over, Communicator& world,
+                  const std::string& group);
   // Whether openNccl succeeded (true also after the communicator failed since).
   bool hasNccl() const;
   // One collective of artifact_abi.h (all-reduce, reduce-scatter, all-gather, broadcast from
   // rank 0) over NCCL on this GPU's buffers, after the kernels queued before it; |reduce| is
-  // TFC_REDUCE_*. Waits until it is done, at most TFC_COMM_TIMEOUT_S seconds: then (or when
-  // NCCL reports an error) the NCCL communicator is aborted, |world| told to abort the job at
-  // exit, and the error names the collective, |what| and the ranks. Other kinds: an error.
+  // TFC_REDUCE_*, over the communicator of |group| (the world's when it is the only one).
+  // Waits until it is done, at most TFC_COMM_TIMEOUT_S seconds: then (or when NCCL reports
+  // an error) every NCCL communicator is aborted, the world told to abort the job at exit,
+  // and the error names the collective, |what| and the ranks. Other kinds: an error.
   Status deviceCollective(int32_t kind, int32_t reduce, const void* send, void* recv,
-                          uint64_t count, const std::string& what);
+                          uint64_t count, const std::string& group, const std::string& what);
 
  private:
   struct Impl;

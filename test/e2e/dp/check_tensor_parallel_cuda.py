@@ -9,9 +9,9 @@ small GPT-2 compiled with --tp=2 for the CPU and for CUDA, and with --dp=2 --tp=
     checkpoint and logged losses within 1e-5 (max |a - b| / max |b| per tensor);
   - TP=2 generate under mpirun gives the CPU TP=2 artifact's greedy tokens from the same
     random weights;
-  - DP=2 x TP=2 (4 ranks, two process groups) under TFC_COMM_DEVICE=auto stages its
-    collectives through the host, rank 0 saying why (NCCL's communicator is the world's),
-    and equals the CPU DP=2 x TP=2 artifact; TFC_COMM_DEVICE=nccl refuses it before any step.
+  - DP=2 x TP=2 (4 ranks, two process groups), staged through the host and over NCCL (one
+    communicator per group on every rank, each bootstrapped over its group), equals the CPU
+    DP=2 x TP=2 artifact.
 Prints the numbers and one verdict line.
 """
 
@@ -123,19 +123,19 @@ def main():
           f"CUDA TP=2 generate: the CPU TP=2 artifact's greedy tokens ({got} vs {want})")
 
     train("2d", "cpu", "2d-cpu")
-    result = train("2d", "cuda", "2d-auto", dict(TFC_COMM_DEVICE="auto",
-                                                 TFC_NCCL_LIBRARY=fake_nccl))
+    result = train("2d", "cuda", "2d-host", host)
+    compare("2d-host", "2d-cpu", "CUDA DP=2 x TP=2 (host)")
+    result = train("2d", "cuda", "2d-nccl", nccl)
     text = result.stdout + result.stderr
-    check("collectives staged through the host over MPI (NCCL communicators per process "
-          "group (--dp with --tp) are not built)" in text and "fake-nccl" not in text,
-          "CUDA DP=2 x TP=2, TFC_COMM_DEVICE=auto: staged through the host, rank 0 says why")
-    compare("2d-auto", "2d-cpu", "CUDA DP=2 x TP=2 (host)")
-    result = train("2d", "cuda", "2d-nccl", nccl, expect=None)
-    text = result.stdout + result.stderr
-    check(result.returncode != 0 and "TFC_COMM_DEVICE=nccl: NCCL communicators per process "
-          "group (--dp with --tp) are not built" in text and "step 1/" not in text and
-          not os.path.exists(p("2d-nccl.safetensors")),
-          "CUDA DP=2 x TP=2, TFC_COMM_DEVICE=nccl: refused before any step, naming why")
+    # One NCCL communicator per group on every rank: 4 ranks x ("dp", "tp"), each of 2.
+    lines = re.findall(r"fake-nccl: rank (\d) of 2: (\d+) collectives", text)
+    check("collectives on the GPUs over NCCL" in text and "groups dp and tp" in text and
+          len(lines) == 8 and sorted(r for r, _ in lines) == ["0"] * 4 + ["1"] * 4 and
+          min(int(n) for _, n in lines) >= STEPS,
+          f"CUDA DP=2 x TP=2, TFC_COMM_DEVICE=nccl: every rank ran its collectives on its "
+          f"\"dp\" and \"tp\" communicators, each bootstrapped from its group's rank 0 "
+          f"({sorted(int(n) for _, n in lines)} collectives)")
+    compare("2d-nccl", "2d-cpu", "CUDA DP=2 x TP=2 (NCCL)")
 
     print(("PASS" if not failures else f"FAIL ({len(failures)} checks)") +
           ": tensor-parallel training and generation of a CUDA artifact")
