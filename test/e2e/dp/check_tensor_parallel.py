@@ -26,6 +26,8 @@ block; row-parallel attention output / MLP down: the input features; the rest wh
     moves one process from f32 (within 4x over all tensors, 10x per tensor);
   - generate under mpirun (heads and KV cache split) gives the tokens of one process from
     the same weights, greedy and sampled with a seed, printed by rank 0 alone;
+  - a rank that dies after step 6 ends the job non-zero (mpirun naming it, or the other's
+    collective timing out with a message) and leaves the checkpoint of step 5 whole;
   - an artifact compiled for 2 ranks is refused in a world of another size before running;
   - --tp that does not divide the heads or the features is refused, naming both numbers.
 Prints the numbers and one verdict line.
@@ -41,7 +43,8 @@ sys.path.insert(0, os.path.join(_E2E, "train"))
 from check_train import run  # noqa: E402  (a tool run that fails the check by name)
 from reference import read_safetensors, write_safetensors  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_data_parallel import mpi_job  # noqa: E402
+import check_data_parallel  # noqa: E402
+from check_data_parallel import dead_rank_cases, mpi_job  # noqa: E402
 
 TP, RTOL, VOCAB, SEQ, BATCH, STEPS = 2, 1e-5, 64, 8, 2, 10
 # After STEPS SGD steps (lr 0.3, momentum 0.9) the two runs' rounding differences (the
@@ -308,6 +311,11 @@ def main():
           all(np.array_equal(straight[k], resumed[k]) for k in straight),
           f"gpt2 TP={TP}: 5 steps + --resume to 10 equal 10 straight, bit for bit")
 
+    # A rank that dies after step 6 (as in data parallelism): the job ends non-zero, by mpirun
+    # or by the survivor's collective timing out, and the checkpoint of step 5 stays whole.
+    dead_rank_cases(mpirun, env, tfc_run, p("gpt2-tp2.so"), p, 7,
+                    ["--lr", "0.3", "--momentum", "0.9"], read_safetensors(p("half.safetensors"))[0])
+
     # A world of another size than the compiled one, before running.
     wrong = run([tfc_run, p("gpt2-tp2.so"), "call", "loss_grad", "--weights",
                  p("gpt2-rank0.safetensors"), *inputs, "--out-dir", p("wrong")], expect=None,
@@ -336,6 +344,7 @@ def main():
           "llama (2 kv heads) --tp=4: refused: " +
           (bad.stderr.strip().splitlines() or [""])[0][:200])
 
+    failures.extend(check_data_parallel.failures)  # dead_rank_cases's
     print(("PASS" if not failures else f"FAIL ({len(failures)} checks)") +
           ": tensor-parallel loss and gradients")
     return 1 if failures else 0
