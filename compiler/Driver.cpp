@@ -157,6 +157,15 @@ struct Options {
                "gpt2 and llama models, f32. With --dp=N: N x M processes, "
                "rank d x M + t holding slice t of data-parallel replica d"),
       cl::value_desc("M"), cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> microbatches{
+      "microbatches",
+      cl::desc("With --optimizer: gradient accumulation over M micro-batches "
+               "(tfc-microbatch). The model as traced is one micro-batch; a "
+               "train_step takes M of them (M x the traced batch, each "
+               "input's first dimension) and makes one optimizer update, "
+               "keeping the activations of one micro-batch at a time "
+               "(default 1)"),
+      cl::value_desc("M"), cl::init(1), cl::cat(category)};
   cl::opt<double> dpBucketMb{
       "dp-bucket-mb",
       cl::desc("With --dp: all-reduce the gradients in buckets of this many "
@@ -608,6 +617,14 @@ int compilerMain(int argc, char **argv) {
     return fail("--tp=" + std::to_string(options.tensorParallel) +
                 ": give the number of processes, 1 or more");
   pipeline.tensorParallel = options.tensorParallel;
+  if (options.microbatches < 1 || options.microbatches > 65536)
+    return fail("--microbatches=" + std::to_string(options.microbatches) +
+                ": give the number of micro-batches a step takes, 1 or more");
+  if (options.microbatches > 1 && options.optimizer.empty())
+    return fail("--microbatches=" + std::to_string(options.microbatches) +
+                " accumulates the gradients of train_step: it needs "
+                "--optimizer");
+  pipeline.microbatches = options.microbatches;
   if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6 ||
       (options.dpBucketMb < 0 && options.dpBucketMb != -1))
     return fail("--dp-bucket-mb=" + numberText(options.dpBucketMb) +

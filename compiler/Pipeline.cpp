@@ -86,6 +86,11 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
   }
   if (runs(Phase::Graph) && !options.optimizer.empty()) {
     pm.addPass(createTfcAutodiff());
+    if (options.microbatches > 1) {
+      TfcMicrobatchOptions microbatch;
+      microbatch.count = options.microbatches;
+      pm.addPass(createTfcMicrobatch(microbatch));
+    }
     if (options.dataParallel > 0) {
       TfcDataParallelOptions dp;
       dp.size = options.dataParallel;
@@ -141,7 +146,8 @@ void describePipeline(llvm::raw_ostream &os) {
         "  input   parse and verify the tfc module\n"
         "  graph   with --precision=bf16|f16: tfc-convert-precision, or\n"
         "            with --optimizer tfc-autocast (mixed precision);\n"
-        "          with --optimizer: tfc-autodiff, tfc-train-step;\n"
+        "          with --optimizer: tfc-autodiff, tfc-microbatch\n"
+        "            (--microbatches), tfc-train-step;\n"
         "          canonicalize, cse                       (-O1 and above)\n"
         "          tfc-remat: recompute cheap forward values in the backward\n"
         "            instead of keeping them (--no-remat, --remat-budget)\n"

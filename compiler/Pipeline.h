@@ -80,6 +80,9 @@ struct PipelineOptions {
   /// Tensor-parallel ranks (tfc-tensor-parallel, before autodiff; recorded
   /// in the artifact); 0: none.
   int64_t tensorParallel = 0;
+  /// With an optimizer: micro-batches a train_step accumulates the gradients
+  /// of (tfc-microbatch, before autodiff); 1: none.
+  int64_t microbatches = 1;
   /// With dataParallel: gradient bucket size in MB (tfc-data-parallel's
   /// bucket-mb: 0 one collective per gradient, < 0 blocking all-reduces)
   /// and whether a bucket's wait is deferred to the end of the backward.

@@ -327,9 +327,13 @@ void Fuser::formGroups() {
         if (!def || !groupOf.count(def))
           continue;
         unsigned g = groupOf[def];
+        // A micro-batch accumulator ends its group (see kAccumulator).
         if (groups[g].kind == GroupKind::Pointwise &&
             ArrayRef(groups[g].shape) == shape &&
-            !llvm::is_contained(candidates, g))
+            !llvm::is_contained(candidates, g) &&
+            !llvm::any_of(groups[g].ops, [](Operation *m) {
+              return m->hasAttr(attr::kAccumulator);
+            }))
           candidates.push_back(g);
       }
       // Join as many of them as stays legal, in operand order.

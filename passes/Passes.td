@@ -130,6 +130,56 @@ def TfcConvertPrecision : Pass<"tfc-convert-precision", "mlir::ModuleOp"> {
 // Training
 //===----------------------------------------------------------------------===//
 
+def TfcMicrobatch : Pass<"tfc-microbatch", "mlir::ModuleOp"> {
+  let summary = "Gradient accumulation: `<entry>_grad` over M micro-batches";
+  let description = [{
+    Run after `tfc-autodiff` and before `tfc-data-parallel` and
+    `tfc-train-step` (`tfc --microbatches=M`). `<entry>_grad` (`entry`: by
+    default `loss_train` when the module has one, else `loss`), built for
+    the traced micro-batch of B rows, becomes an entry of M x B rows: every
+    input is split along its first dimension into M slices, the traced
+    forward and backward run on each slice in turn, and the entry returns
+    the mean of the M losses and of each parameter's M gradients. In
+    program order each micro-batch's backward follows its forward, and
+    `tfc-schedule` sinks every op to just before its first reader, so the
+    activations alive at once are one micro-batch's: one optimizer update
+    for M x B rows with the activation memory of B rows. The module's
+    `tfc.metadata` gets `"microbatches": M`; the other entries (`loss`,
+    `forward`, generation) keep the traced batch.
+
+    The loss equals one call at M x B rows when every micro-batch counts
+    the same number of targets (none ignored), as PyTorch's and
+    Megatron-LM's gradient accumulation; a loss that is not a mean over
+    rows (MoE's load-balancing term) becomes the mean of its micro-batches'
+    values. Refused: an input that is not batched along its first
+    dimension, inputs of different batch sizes.
+
+    ```mlir
+    // before (M = 2)
+    func.func @loss_grad(%t: tensor<2x16xi32>, %y: tensor<2x16xi32>) -> (tensor<f32>, tensor<64xf32>)
+    // after
+    func.func @loss_grad(%t: tensor<4x16xi32>, %y: tensor<4x16xi32>) -> (tensor<f32>, tensor<64xf32>) {
+      %t0 = tfc.slice %t start = [0, 0] limit = [2, 16] stride = [1, 1] ...
+      ...                  // forward and backward on rows 0..1: %l0, %g0
+      %t1 = tfc.slice %t start = [2, 0] limit = [4, 16] stride = [1, 1] ...
+      ...                  // forward and backward on rows 2..3: %l1, %g1
+      %l = tfc.add %l0, %l1 ...
+      %g = tfc.add %g0, %g1 ...
+      %lm = tfc.mul %l, %half ...
+      %gm = tfc.mul %g, %half ...
+      return %lm, %gm : tensor<f32>, tensor<64xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"count", "count", "int64_t", /*default=*/"1",
+           "The number of micro-batches M a step takes">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The loss entry (default: loss_train if the module has one, else "
+           "loss)">,
+  ];
+}
+
 def TfcAutodiff : Pass<"tfc-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode differentiation of an entry w.r.t. its parameters";
   let description = [{

@@ -41,6 +41,11 @@ constexpr llvm::StringLiteral kShardAxis = "tfc.shard_axis";
 /// With kShardAxis: the number of ranks that split it (the group "tp").
 constexpr llvm::StringLiteral kShardRanks = "tfc.shard_ranks";
 
+/// On an op: a running sum over micro-batches (tfc-microbatch). tfc-fuse
+/// never joins it into a later consumer, which would keep every addend alive
+/// until that consumer instead of one accumulator.
+constexpr llvm::StringLiteral kAccumulator = "tfc.accumulator";
+
 /// On an entry: what tfc-fuse, tfc-remat and tfc-schedule decided (for
 /// --report); carried from the graph function to the planned entry.
 constexpr llvm::StringLiteral kFusion = "tfc.fusion";
