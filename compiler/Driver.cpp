@@ -166,6 +166,24 @@ struct Options {
                "keeping the activations of one micro-batch at a time "
                "(default 1)"),
       cl::value_desc("M"), cl::init(1), cl::cat(category)};
+  cl::opt<int64_t> pipelineParallel{
+      "pp",
+      cl::desc("With --optimizer: pipeline parallel over S processes "
+               "(mpirun -np S tfc-run model.so train ...): the model is cut "
+               "between blocks into S stages of about equal FLOPs "
+               "(tfc-pipeline-stages), stage s runs on rank s and sends its "
+               "activations forward and their gradients back "
+               "(tfc-pipeline-split); with --microbatches=M the stages work "
+               "on different micro-batches at once (bubble (S-1)/(M+S-1)). "
+               "CPU, f32, not yet with --dp or --tp"),
+      cl::value_desc("S"), cl::init(0), cl::cat(category)};
+  cl::opt<std::string> ppSchedule{
+      "pp-schedule",
+      cl::desc("With --pp: each stage's order of micro-batches: 1f1b "
+               "(default; PipeDream-Flush: at most S micro-batches' "
+               "activations alive on a stage) or gpipe (all forwards, then "
+               "all backwards: M micro-batches' activations)"),
+      cl::value_desc("1f1b|gpipe"), cl::init("1f1b"), cl::cat(category)};
   cl::opt<double> dpBucketMb{
       "dp-bucket-mb",
       cl::desc("With --dp: all-reduce the gradients in buckets of this many "
@@ -625,6 +643,34 @@ int compilerMain(int argc, char **argv) {
                 " accumulates the gradients of train_step: it needs "
                 "--optimizer");
   pipeline.microbatches = options.microbatches;
+  if ((options.pipelineParallel.getNumOccurrences() &&
+       options.pipelineParallel < 1) ||
+      options.pipelineParallel > 4096)
+    return fail("--pp=" + std::to_string(options.pipelineParallel) +
+                ": give the number of pipeline stages, 1 or more");
+  if (options.ppSchedule != "1f1b" && options.ppSchedule != "gpipe")
+    return fail("unknown --pp-schedule='" + options.ppSchedule +
+                "' (expected 1f1b or gpipe)");
+  if (options.ppSchedule.getNumOccurrences() && options.pipelineParallel == 0)
+    return fail("--pp-schedule orders the micro-batches of pipeline stages: "
+                "it needs --pp=S");
+  if (options.pipelineParallel > 0) {
+    const std::string pp = "--pp=" + std::to_string(options.pipelineParallel);
+    if (options.optimizer.empty())
+      return fail(pp + " splits train_step into stages: it needs --optimizer");
+    if (options.dataParallel > 0 || options.tensorParallel > 0)
+      return fail(pp + " with --dp or --tp is not built yet (pipeline "
+                       "parallelism runs alone)");
+    if (options.precision != "f32")
+      return fail(pp + " with --precision=" + options.precision +
+                  " is not built yet (f32 only)");
+    if (pipeline.target->name() != "cpu")
+      return fail(pp + " with --target=" + pipeline.target->name().str() +
+                  " is not built yet (point-to-point messages run on the CPU "
+                  "target)");
+  }
+  pipeline.pipelineParallel = options.pipelineParallel;
+  pipeline.ppSchedule = options.ppSchedule;
   if (!std::isfinite(options.dpBucketMb) || options.dpBucketMb > 1e6 ||
       (options.dpBucketMb < 0 && options.dpBucketMb != -1))
     return fail("--dp-bucket-mb=" + numberText(options.dpBucketMb) +

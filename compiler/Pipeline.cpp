@@ -85,6 +85,11 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     pm.addPass(createTfcConvertPrecision(precision));
   }
   if (runs(Phase::Graph) && !options.optimizer.empty()) {
+    if (options.pipelineParallel > 0) {
+      TfcPipelineStagesOptions stages;
+      stages.stages = options.pipelineParallel;
+      pm.addPass(createTfcPipelineStages(stages));
+    }
     pm.addPass(createTfcAutodiff());
     if (options.microbatches > 1) {
       TfcMicrobatchOptions microbatch;
@@ -104,6 +109,12 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     trainStep.optimizer = options.optimizer;
     trainStep.noDecay = options.noDecay;
     pm.addPass(createTfcTrainStep(trainStep));
+    if (options.pipelineParallel > 0) {
+      TfcPipelineSplitOptions split;
+      split.stages = options.pipelineParallel;
+      split.schedule = options.ppSchedule;
+      pm.addPass(createTfcPipelineSplit(split));
+    }
   }
   if (runs(Phase::Graph) && options.optLevel >= 1) {
     pm.addPass(mlir::createCanonicalizerPass());
@@ -146,8 +157,9 @@ void describePipeline(llvm::raw_ostream &os) {
         "  input   parse and verify the tfc module\n"
         "  graph   with --precision=bf16|f16: tfc-convert-precision, or\n"
         "            with --optimizer tfc-autocast (mixed precision);\n"
-        "          with --optimizer: tfc-autodiff, tfc-microbatch\n"
-        "            (--microbatches), tfc-train-step;\n"
+        "          with --optimizer: tfc-pipeline-stages (--pp),\n"
+        "            tfc-autodiff, tfc-microbatch (--microbatches),\n"
+        "            tfc-train-step, tfc-pipeline-split (--pp);\n"
         "          canonicalize, cse                       (-O1 and above)\n"
         "          tfc-remat: recompute cheap forward values in the backward\n"
         "            instead of keeping them (--no-remat, --remat-budget)\n"

@@ -83,6 +83,11 @@ struct PipelineOptions {
   /// With an optimizer: micro-batches a train_step accumulates the gradients
   /// of (tfc-microbatch, before autodiff); 1: none.
   int64_t microbatches = 1;
+  /// With an optimizer: pipeline stages (tfc-pipeline-stages before autodiff,
+  /// tfc-pipeline-split after train-step); 0: none. `ppSchedule`: 1f1b or
+  /// gpipe.
+  int64_t pipelineParallel = 0;
+  std::string ppSchedule = "1f1b";
   /// With dataParallel: gradient bucket size in MB (tfc-data-parallel's
   /// bucket-mb: 0 one collective per gradient, < 0 blocking all-reduces)
   /// and whether a bucket's wait is deferred to the end of the backward.

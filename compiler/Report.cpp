@@ -66,6 +66,71 @@ void writeCudaKernels(llvm::json::OStream &json, mlir::ModuleOp module,
   });
 }
 
+/// Pipeline parallelism (tfc --pp): each stage's work, memory and messages,
+/// and the bubble the schedule predicts from them: with M micro-batches and
+/// stage s doing c_s FLOPs a step, a step takes (M + S - 1) x max(c_s) / M
+/// while the stages are busy sum(c_s) / S of it; balanced stages give
+/// (S - 1) / (M + S - 1).
+void writePipeline(llvm::json::OStream &json, mlir::ModuleOp module) {
+  auto meta = module->getAttrOfType<mlir::StringAttr>(attr::kMetadata);
+  if (!meta)
+    return;
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(meta.getValue());
+  if (!parsed) {
+    llvm::consumeError(parsed.takeError());
+    return;
+  }
+  const llvm::json::Object *object = parsed->getAsObject();
+  std::optional<int64_t> stages =
+      object ? object->getInteger("pp_size") : std::nullopt;
+  if (!stages || *stages < 2)
+    return;
+  int64_t microbatches = object->getInteger("microbatches").value_or(1);
+  llvm::SmallVector<mlir::func::FuncOp> entries;
+  for (int64_t s = 0; s < *stages; ++s)
+    for (auto f : module.getOps<mlir::func::FuncOp>())
+      if (auto name = f->getAttrOfType<mlir::StringAttr>(attr::kEntry);
+          name && name.getValue() == ("train_step.stage" + llvm::Twine(s)).str())
+        entries.push_back(f);
+  if (static_cast<int64_t>(entries.size()) != *stages)
+    return;
+  double total = 0, most = 0;
+  for (auto f : entries) {
+    double flops = static_cast<double>(intAttr(f, attr::kFlops));
+    total += flops;
+    most = std::max(most, flops);
+  }
+  const double m = static_cast<double>(microbatches),
+               s = static_cast<double>(*stages);
+  json.attributeObject("pipeline", [&] {
+    json.attribute("stages", *stages);
+    json.attribute("microbatches", microbatches);
+    if (auto schedule = object->getString("pp_schedule"))
+      json.attribute("schedule", *schedule);
+    json.attribute("bubble_balanced", (s - 1) / (m + s - 1));
+    json.attribute("bubble_predicted",
+                   most > 0 ? 1 - total / (s * (m + s - 1) * most / m) : 0.0);
+    json.attributeArray("per_stage", [&] {
+      for (auto f : entries)
+        json.object([&] {
+          // The parameters the stage's program reads (each rank still
+          // allocates all of them).
+          int64_t paramBytes = 0;
+          for (mlir::BlockArgument a : f.getArguments())
+            if (f.getArgAttr(a.getArgNumber(), attr::kParamIndex))
+              if (auto t = llvm::dyn_cast<mlir::MemRefType>(a.getType()))
+                paramBytes += t.getNumElements() *
+                              ((t.getElementTypeBitWidth() + 7) / 8);
+          json.attribute("entry", f.getName());
+          json.attribute("flops", intAttr(f, attr::kFlops));
+          json.attribute("parameter_bytes", paramBytes);
+          json.attribute("arena_bytes", intAttr(f, attr::kArenaBytes));
+          json.attribute("link_bytes", intAttr(f, attr::kLinkBytes));
+        });
+    });
+  });
+}
+
 } // namespace
 
 void writeReport(mlir::ModuleOp module, llvm::StringRef input,
@@ -99,6 +164,7 @@ void writeReport(mlir::ModuleOp module, llvm::StringRef input,
       json.attribute("state_bytes", stateBytes);
       json.attribute("optimizer_state_bytes", optimizerBytes);
     });
+    writePipeline(json, module);
     json.attributeObject("entries", [&] {
       for (auto func : module.getOps<mlir::func::FuncOp>()) {
         auto name = func->getAttrOfType<mlir::StringAttr>(attr::kEntry);

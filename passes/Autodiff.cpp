@@ -59,6 +59,19 @@ Value addGradients(OpBuilder &b, Location loc, Value x, Value y) {
   return b.create<AddOp>(loc, x, y);
 }
 
+/// Gives every op inserted while `stage` is set that stage and the backward
+/// mark (see attr::kStage).
+struct StageTagger : public OpBuilder::Listener {
+  Attribute stage;
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    if (!stage)
+      return;
+    op->setAttr(attr::kStage, stage);
+    op->setAttr(attr::kBackward, UnitAttr::get(op->getContext()));
+  }
+};
+
 struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
   using TfcAutodiffBase::TfcAutodiffBase;
   std::string lossEntry;
@@ -177,7 +190,12 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
             active.insert(r);
     }
 
+    // Pipeline stages (tfc-pipeline-stages): the ops built for an op's VJP
+    // run on its stage and are marked as backward ops.
+    StageTagger tagger;
+    b.setListener(&tagger);
     for (Operation *op : llvm::reverse(forwardOps)) {
+      tagger.stage = op->getAttr(attr::kStage);
       bool reached = llvm::any_of(op->getResults(),
                                   [&](Value r) { return grads.count(r); });
       bool needsGrad = llvm::isa<LoadOp>(op) ||
@@ -212,6 +230,9 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
         if (g && active.contains(operand))
           accumulate(grads, operand, g);
     }
+
+    tagger.stage = nullptr;
+    b.setListener(nullptr);
 
     SmallVector<Value> returned = {loss};
     for (ParamOp p : trainable) {

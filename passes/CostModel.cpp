@@ -148,7 +148,7 @@ int64_t estimateFlops(Operation *op) {
       .Case<DropoutOp>([&](Operation *) { return 12 * out; })
       // Pure data movement.
       .Case<EmbeddingOp, TransposeOp, ConcatOp, SliceOp, DynamicSliceOp,
-            BroadcastToOp, KvCacheUpdateOp, IotaOp>(
+            BroadcastToOp, KvCacheUpdateOp, IotaOp, SendOp, RecvOp>(
           [&](Operation *) { return int64_t(0); })
       // Every other op is pointwise: one FLOP per element.
       .Default([&](Operation *) { return out; });
@@ -180,6 +180,8 @@ OpCost estimateCost(Operation *op) {
     int64_t n = a2a.getSize();
     cost.linkBytes = (n - 1) * tensorBytes(a2a.getX().getType()) / n;
   }
+  if (auto send = llvm::dyn_cast<SendOp>(op))
+    cost.linkBytes = tensorBytes(send.getX().getType()); // a receive sends nothing
   if (auto start = llvm::dyn_cast<AllReduceStartOp>(op)) {
     // One ring all-reduce of the bucket's concatenation (as above); its
     // wait moves nothing over the link.

@@ -120,6 +120,18 @@ struct MicrobatchPass : public tfc::impl::TfcMicrobatchBase<MicrobatchPass> {
     OpBuilder b(grad.getContext());
     b.setInsertionPointToEnd(body);
     Location loc = grad.getLoc();
+    // Under pipeline parallelism every op of micro-batch k carries k, by which
+    // tfc-pipeline-split orders each stage's forwards and backwards.
+    const bool staged = llvm::any_of(traced.without_terminator(), [](Operation &op) {
+      return op.hasAttr(attr::kStage);
+    });
+    auto mark = [&](Operation *op, int64_t k, bool backward) {
+      if (!staged)
+        return;
+      op->setAttr(attr::kMicrobatch, b.getI64IntegerAttr(k));
+      if (backward)
+        op->setAttr(attr::kBackward, b.getUnitAttr());
+    };
     SmallVector<Value> sums;
     for (int64_t k = 0; k < m; ++k) {
       IRMapping mapping;
@@ -130,18 +142,22 @@ struct MicrobatchPass : public tfc::impl::TfcMicrobatchBase<MicrobatchPass> {
             stride(t.getRank(), 1);
         start[0] = k * rows;
         limit[0] = (k + 1) * rows;
-        mapping.map(from, b.create<SliceOp>(loc, to, start, limit, stride));
+        auto slice = b.create<SliceOp>(loc, to, start, limit, stride);
+        mark(slice, k, /*backward=*/false);
+        mapping.map(from, slice);
       }
       for (Operation &op : traced.without_terminator())
-        b.clone(op, mapping);
+        mark(b.clone(op, mapping), k, op.hasAttr(attr::kBackward));
       for (auto [i, v] : llvm::enumerate(tracedReturn.getOperands())) {
         Value part = mapping.lookupOrDefault(v);
         if (k == 0)
           sums.push_back(part);
         else
           sums[i] = b.create<AddOp>(loc, sums[i], part);
-        if (k > 0)
+        if (k > 0) {
           sums[i].getDefiningOp()->setAttr(attr::kAccumulator, b.getUnitAttr());
+          mark(sums[i].getDefiningOp(), k, /*backward=*/true);
+        }
       }
     }
     SmallVector<Value> means;

@@ -363,6 +363,94 @@ def TfcTensorParallel : Pass<"tfc-tensor-parallel", "mlir::ModuleOp"> {
   ];
 }
 
+def TfcPipelineStages : Pass<"tfc-pipeline-stages", "mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism, first half: cuts the loss entry into stages";
+  let description = [{
+    Run before `tfc-autodiff` (`tfc --pp=S`). Cuts the loss entry's ops, in
+    program order, into `stages` stages of about equal FLOPs (the cost
+    model's) and marks each op with its stage (`tfc.stage`); `tfc-autodiff`
+    gives the ops of each VJP its op's stage, and `tfc-pipeline-split` makes
+    one program per stage of `train_step`.
+
+    A cut falls only where the fewest bytes cross it: in a transformer,
+    between two sublayers (after the embedding, after each attention's and
+    each MLP's residual add), where the residual stream alone goes from one
+    stage to the next. Values every stage can make itself do not count as crossing
+    and are not marked: the entry's inputs, constants, parameter loads, and
+    ops of those alone (positions, the causal mask, rotary tables). A
+    parameter read on both sides of a cut (GPT-2's tied wte) is held by both
+    stages. Among the candidate cuts, the `stages - 1` that minimize the
+    largest stage's FLOPs (an exact dynamic program). The module's
+    `tfc.metadata` gets `"pp_size"` and `"pp_stage_flops"` (each stage's
+    forward FLOPs per micro-batch).
+
+    Refused: more stages than the model has places to cut (about two a
+    block), naming both numbers; a loss entry that writes state.
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "The number of pipeline stages S">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The loss entry (default: loss_train if the module has one, else "
+           "loss)">,
+  ];
+}
+
+def TfcPipelineSplit : Pass<"tfc-pipeline-split", "mlir::ModuleOp"> {
+  let summary = "Pipeline parallelism, second half: one train_step per stage";
+  let description = [{
+    Run after `tfc-train-step` (`tfc --pp=S`), on a module whose loss entry
+    `tfc-pipeline-stages` cut into stages. `train_step` becomes `stages`
+    entries `train_step.stage<s>` with its signature, one for each rank of
+    the group `group`:
+
+    - every op runs on its stage; an op without one runs on the stage of its
+      largest operand that has one, the latest made among equals (a
+      parameter's update where its gradient is made, the clipping norm's sum
+      stage after stage), or, when
+      none has one, on every stage that needs it (constants, the
+      learning-rate schedule, the step counter);
+    - a value made on stage t and read on stage u is sent by `tfc.send` right
+      after it is made and received by `tfc.recv` right before its first
+      reader, each message with its own tag; every stage receives the step's
+      results (loss, grad_norm);
+    - a parameter read by several stages (a tied embedding) is updated where
+      its summed gradient is made, and its new value is sent to and stored by
+      the others;
+    - each stage orders its micro-batches' forwards and backwards
+      (`tfc-microbatch` marks them) by `schedule`: `1f1b` (PipeDream-Flush:
+      S - 1 - s forwards, then a backward after each forward) or `gpipe` (all
+      forwards, then all backwards), each op after what it reads.
+
+    The ops are those of one process's `train_step`, so each stage computes
+    its values exactly as one process would. Sends never wait for their
+    receiver, so no stage order can deadlock. The module's metadata gets
+    `"pp_owner"` (the parameters and states whose current value lives on one
+    stage, which checkpoints gather), `"pp_schedule"` and `"world_size"`;
+    every other entry is dropped.
+
+    ```mlir
+    // stage 0 of a two-layer model, one micro-batch
+    func.func @train_step.stage0(%tokens: ..., %targets: ..., ...) -> (...) {
+      ...                                  // the first layer's forward
+      tfc.send %h {group = "pp", peer = 1 : i64, tag = 0 : i64} : tensor<2x16x64xf32>
+      %dh = tfc.recv {group = "pp", peer = 1 : i64, tag = 5 : i64} : tensor<2x16x64xf32>
+      ...                                  // its backward and its update
+    }
+    ```
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", /*default=*/"1",
+           "The number of pipeline stages S">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "The order of each stage's micro-batches: 1f1b or gpipe">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The training entry to split">,
+    Option<"group", "group", "std::string", /*default=*/"\"pp\"",
+           "The name of the process group of the stages">,
+  ];
+}
+
 def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
   let summary = "Builds `train_step`: forward, loss, backward, clipping, optimizer";
   let description = [{

@@ -27,7 +27,7 @@ AbiTypes getAbiTypes(llvm::LLVMContext &ctx) {
        ptr, i32, i32, ptr, ptr, ptr, i64, ptr},
       "tfc_artifact_t");
   t.hostApi =
-      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr},
+      llvm::StructType::create(ctx, {i32, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr},
                                "tfc_host_api_t");
   return t;
 }

@@ -432,6 +432,21 @@ bool emitAllReduceWait(OpBuilder &b, AllReduceWaitOp op, ValueRange,
   return true;
 }
 
+/// tfc.send and tfc.recv: the bytes of the buffer to or from a peer through
+/// the runtime's communicator (tfc_kernels_p2p -> host->p2p); a send returns
+/// once the host copied them, a receive once they arrived.
+bool emitPointToPoint(OpBuilder &b, Operation *op, int32_t kind,
+                      StringRef group, int64_t peer, int64_t tag, Value buffer) {
+  Location loc = op->getLoc();
+  auto type = llvm::cast<MemRefType>(buffer.getType());
+  int64_t bytes =
+      numElements(type.getShape()) * (type.getElementTypeBitWidth() / 8);
+  call(b, op, "tfc_kernels_p2p",
+       {i32(b, loc, kind), groupName(b, op, group), i32(b, loc, (int32_t)peer),
+        i64(b, loc, tag), pointerOf(b, loc, buffer), i64(b, loc, bytes)});
+  return true;
+}
+
 } // namespace
 
 void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
@@ -480,8 +495,15 @@ FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
                  MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp,
                  ReduceScatterOp, AllGatherOp, AllToAllOp, AllReduceStartOp,
-                 AllReduceWaitOp>(op))
+                 AllReduceWaitOp, SendOp, RecvOp>(op))
     return failure();
+  // Any element type: bytes.
+  if (auto send = llvm::dyn_cast<SendOp>(op))
+    return emitPointToPoint(b, op, TFC_P2P_SEND, send.getGroup(),
+                            send.getPeer(), send.getTag(), operands[0]);
+  if (auto recv = llvm::dyn_cast<RecvOp>(op))
+    return emitPointToPoint(b, op, TFC_P2P_RECV, recv.getGroup(),
+                            recv.getPeer(), recv.getTag(), results[0]);
   // f32 only (the ops' operand types): the buffers are passed as they are.
   if (auto start = llvm::dyn_cast<AllReduceStartOp>(op))
     return emitAllReduceStart(b, start, operands, results);

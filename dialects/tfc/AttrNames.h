@@ -46,6 +46,15 @@ constexpr llvm::StringLiteral kShardRanks = "tfc.shard_ranks";
 /// until that consumer instead of one accumulator.
 constexpr llvm::StringLiteral kAccumulator = "tfc.accumulator";
 
+/// Pipeline parallelism: on an op of the loss entry, the stage that runs it
+/// (tfc-pipeline-stages; ops without one are computed on every stage that
+/// needs them); tfc-autodiff gives the ops of its VJP the same stage and
+/// kBackward, tfc-microbatch each clone its micro-batch (kMicrobatch), by
+/// which tfc-pipeline-split orders each stage's program.
+constexpr llvm::StringLiteral kStage = "tfc.stage";
+constexpr llvm::StringLiteral kBackward = "tfc.backward";
+constexpr llvm::StringLiteral kMicrobatch = "tfc.microbatch";
+
 /// On an entry: what tfc-fuse, tfc-remat and tfc-schedule decided (for
 /// --report); carried from the graph function to the planned entry.
 constexpr llvm::StringLiteral kFusion = "tfc.fusion";

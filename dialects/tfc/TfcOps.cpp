@@ -1438,6 +1438,28 @@ LogicalResult AllReduceStartOp::verify() {
   return success();
 }
 
+/// A point-to-point message's addressing: a group, a peer and a tag that
+/// the MPI transport can carry (MPI guarantees tags up to 32767).
+static LogicalResult verifyPointToPoint(Operation *op, StringRef group,
+                                        int64_t peer, int64_t tag) {
+  if (group.empty())
+    return op->emitOpError("needs a non-empty group name (\"pp\")");
+  if (peer < 0)
+    return op->emitOpError("peer ") << peer << " must be a rank (0 or more)";
+  if (tag < 0 || tag > 32767)
+    return op->emitOpError("tag ")
+           << tag << " must be in [0, 32767] (the tags MPI guarantees)";
+  return success();
+}
+
+LogicalResult SendOp::verify() {
+  return verifyPointToPoint(*this, getGroup(), getPeer(), getTag());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPointToPoint(*this, getGroup(), getPeer(), getTag());
+}
+
 LogicalResult AllReduceWaitOp::verify() {
   // The pairing with the start (same bucket, all its results in order) is
   // tfc-data-parallel's construction; it is not checked here because a

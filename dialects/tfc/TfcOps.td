@@ -1080,4 +1080,48 @@ def TFC_AllReduceWaitOp : TFC_Op<"all_reduce_wait"> {
   let hasVerifier = 1;
 }
 
+def TFC_SendOp : TFC_Op<"send"> {
+  let summary = "sends a tensor to one rank of a process group (pipeline stages)";
+  let description = [{
+    Point-to-point: the bytes of `x` go to rank `peer` of the group `group`
+    ("pp": the pipeline stages), where the `tfc.recv` with the same `tag`
+    and this rank as its peer receives them. The send does not wait for the
+    receiver: the runtime copies the bytes (so the operand's buffer may be
+    reused at once) and moves them while the program goes on
+    (tfc_host_api_t.p2p). Within one call of an entry each message between
+    two ranks has its own tag, so sends and receives match whatever order
+    each rank runs them in, and no order of a rank's sends can deadlock a
+    program whose data flows one way (the compiler's split of one program
+    into stages, tfc-pipeline-split, which inserts both ops after
+    differentiation: they have no VJP). Not Pure: never moved across other
+    effects, merged or dropped.
+
+    ```mlir
+    tfc.send %h {group = "pp", peer = 1 : i64, tag = 7 : i64} : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_Tensor:$x, StrAttr:$group, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = [{ $x attr-dict `:` type($x) }];
+  let hasVerifier = 1;
+}
+
+def TFC_RecvOp : TFC_Op<"recv"> {
+  let summary = "receives a tensor from one rank of a process group";
+  let description = [{
+    The other half of `tfc.send`: blocks until the message with `tag` from
+    rank `peer` of the group `group` has arrived and gives it as a tensor
+    of the result type (which must be the sent tensor's type; the runtime
+    checks the byte count). A peer that died or stalls ends the wait with an
+    error after the communicator's timeout (TFC_COMM_TIMEOUT_S).
+
+    ```mlir
+    %h = tfc.recv {group = "pp", peer = 0 : i64, tag = 7 : i64} : tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$group, I64Attr:$peer, I64Attr:$tag);
+  let results = (outs TFC_Tensor:$result);
+  let assemblyFormat = [{ attr-dict `:` type($result) }];
+  let hasVerifier = 1;
+}
+
 #endif // TFC_OPS_TD

@@ -102,6 +102,37 @@ Status gatherTensorParallel(const TensorParallelLayout& tp, std::vector<NamedTen
   return Status();
 }
 
+// Pipeline parallel: a tensor that one stage owns (its layers' parameters and their optimizer
+// state) is current on that rank alone; every rank takes it from there: an all-reduce (sum)
+// in which the others give -0.0, which adds to any float without changing a bit of it.
+Status gatherPipelineStages(const PipelineLayout& pp, std::vector<NamedTensorView>* tensors,
+                            std::vector<std::vector<uint8_t>>* storage) {
+  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+  const int64_t stage = world->rank() % pp.size;
+  for (NamedTensorView& named : *tensors) {
+    std::string name = named.name;
+    if (name.rfind(kStatePrefix, 0) == 0) name = name.substr(std::strlen(kStatePrefix));
+    auto owner = pp.owner.find(name);
+    if (owner == pp.owner.end()) continue;
+    if (named.tensor.dtype != TFC_DTYPE_F32) {
+      return Status::error(TFC_UNIMPLEMENTED,
+                           "%s: gathering a pipeline stage's %s tensor is not built (f32 only)",
+                           named.name.c_str(), tfc_dtype_name(named.tensor.dtype));
+    }
+    const size_t count = named.tensor.byteSize / sizeof(float);
+    storage->emplace_back(named.tensor.byteSize);
+    float* mine = reinterpret_cast<float*>(storage->back().data());
+    if (owner->second == stage) {
+      std::memcpy(mine, named.tensor.data, named.tensor.byteSize);
+    } else {
+      std::fill(mine, mine + count, -0.0f);
+    }
+    TFC_RETURN_IF_ERROR(world->allReduce(mine, mine, count, ReduceOp::kSum, named.name));
+    named.tensor.data = mine;
+  }
+  return Status();
+}
+
 Status saveCheckpoint(const std::string& path, const Artifact& artifact, const Params& params,
                       const Context& context, std::map<std::string, std::string> metadata) {
   // A GPU context's parameters and state as train_step left them.
@@ -139,7 +170,9 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
     tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
   }
   if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(tp, &tensors, &storage));
-  if (!sharded.empty() || tp.size > 1) {
+  TFC_ASSIGN_OR_RETURN(PipelineLayout pp, pipelineLayout(std::string(artifact.metadataJson())));
+  if (pp.size > 1) TFC_RETURN_IF_ERROR(gatherPipelineStages(pp, &tensors, &storage));
+  if (!sharded.empty() || tp.size > 1 || pp.size > 1) {
     // Rank 0 alone writes (data parallel: the parameters are the same everywhere).
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     if (world->rank() != 0) return Status();

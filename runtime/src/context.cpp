@@ -118,6 +118,29 @@ int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* gro
   return 1;
 }
 
+// Point-to-point messages between pipeline stages (tfc.send / tfc.recv) go to their group's
+// communicator: the world where the artifact is pipeline parallel alone.
+int32_t hostP2p(void* user, int32_t kind, const char* group, int32_t peer, int64_t tag,
+                void* data, uint64_t bytes) {
+  auto* context = static_cast<tfc_context_t*>(user);
+  auto comm = communicatorOf(context, group);
+  tfc::Status status = comm.ok() ? tfc::Status() : std::move(comm).takeStatus();
+  if (status.ok() && context->device != nullptr) {
+    status = tfc::Status::error(TFC_UNIMPLEMENTED,
+                                "point-to-point messages of a CUDA artifact are not built "
+                                "(tfc --pp compiles for the CPU)");
+  }
+  if (status.ok()) {
+    const std::string what = "message " + std::to_string(tag) + " of group '" +
+                             (group ? group : "") + "'";
+    status = kind == TFC_P2P_SEND ? (*comm)->send(peer, tag, data, bytes, what)
+                                  : (*comm)->recv(peer, tag, data, bytes, what);
+  }
+  if (status.ok()) return 0;
+  hostReportError(user, status.message());
+  return 1;
+}
+
 // Gradient buckets (tfc.all_reduce_start / _wait) go to the world communicator's buckets.
 int32_t hostCollectiveStart(void* user, int32_t kind, int32_t reduce, const char* group,
                             int64_t tag, int32_t num_buffers, const void* const* send,
@@ -177,12 +200,17 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
   if (!compiled) return tfc::Status();
   TFC_ASSIGN_OR_RETURN(tfc::Communicator* world, tfc::worldCommunicator());
   if (*compiled == world->size()) return tfc::Status();
-  // Tensor parallel (tfc --tp=M), data parallel (tfc --dp=N) or both (world N x M): name the
-  // flags it came from.
+  // Tensor parallel (tfc --tp=M), data parallel (tfc --dp=N), both (world N x M) or pipeline
+  // stages (tfc --pp=S): name the flags it came from.
   const int64_t tp =
       tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_TP_SIZE).value_or(1);
+  const int64_t pp =
+      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_PP_SIZE).value_or(1);
   std::string flags, hint;
-  if (tp > 1 && *compiled > tp) {
+  if (pp > 1) {
+    flags = "--pp=" + std::to_string(pp);
+    hint = "recompile with --pp=" + std::to_string(world->size()) + " (one rank a stage)";
+  } else if (tp > 1 && *compiled > tp) {
     flags = "--dp=" + std::to_string(*compiled / tp) + " --tp=" + std::to_string(tp);
     hint = "recompile with --dp and --tp whose product is " + std::to_string(world->size());
   } else {
@@ -692,6 +720,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->host.collective = hostCollective;
   context->host.collective_start = hostCollectiveStart;
   context->host.collective_wait = hostCollectiveWait;
+  context->host.p2p = hostP2p;
   *out_context = context;
   return nullptr;
 }

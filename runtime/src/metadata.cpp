@@ -1,5 +1,7 @@
 #include "tfc/runtime/metadata.hpp"
 
+#include "json_value.hpp"
+
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -46,6 +48,35 @@ std::optional<int64_t> metadataInt(const std::string& json, const std::string& k
     return std::nullopt;
   }
   return static_cast<int64_t>(value);
+}
+
+StatusOr<PipelineLayout> pipelineLayout(const std::string& json) {
+  PipelineLayout layout;
+  std::optional<int64_t> size = metadataInt(json, TFC_METADATA_PP_SIZE);
+  if (!size) return layout;
+  auto bad = [&](const std::string& why) {
+    return Status::error(TFC_INVALID_ARGUMENT, "the model's metadata \"%s\" %s",
+                         TFC_METADATA_PP_OWNER, why.c_str());
+  };
+  if (*size < 1) return bad("comes with a pipeline size below 1");
+  layout.size = *size;
+  internal::JsonValue doc;
+  std::string error;
+  size_t offset = 0;
+  if (!internal::parseJson(json, &doc, &error, &offset)) return bad("is not JSON: " + error);
+  const internal::JsonValue* owners = doc.get(TFC_METADATA_PP_OWNER);
+  if (owners == nullptr || owners->kind != internal::JsonValue::kObject) {
+    return bad("is missing or not an object");
+  }
+  for (const auto& [name, value] : owners->members) {
+    std::optional<int64_t> stage = value.asInt();
+    if (!stage || *stage < 0 || *stage >= layout.size) {
+      return bad("gives '" + name + "' a stage outside [0, " + std::to_string(layout.size) +
+                 ")");
+    }
+    layout.owner[name] = *stage;
+  }
+  return layout;
 }
 
 const TensorSplit* TensorParallelLayout::find(const std::string& name) const {

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <set>
 
+#include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
+
 namespace tfc {
 
 const char* scheduleName(int schedule) {
@@ -19,9 +22,20 @@ int64_t dropoutSeedForStep(uint64_t seed, int64_t step) {
 
 StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
   const std::string path(artifact.path());
+  // Pipeline parallel (tfc --pp=S): world rank s runs stage s's entry.
+  TFC_ASSIGN_OR_RETURN(PipelineLayout pp, pipelineLayout(std::string(artifact.metadataJson())));
+  std::string name = "train_step";
+  if (pp.size > 1) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    name = pp.entryOf(name, world->rank() % pp.size);
+  }
   bool found = false;
   for (int32_t e = 0; e < artifact.entryCount(); ++e) {
-    found |= std::string(artifact.entry(e).name) == "train_step";
+    found |= std::string(artifact.entry(e).name) == name;
+  }
+  if (!found && pp.size > 1) {
+    return Status::error(TFC_FAILED_PRECONDITION, "%s has no %s entry for this pipeline stage",
+                         path.c_str(), name.c_str());
   }
   if (!found) {
     return Status::error(TFC_FAILED_PRECONDITION,
@@ -30,7 +44,7 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
                          path.c_str());
   }
   TrainStep step;
-  TFC_ASSIGN_OR_RETURN(step.entry_, BoundEntry::create(artifact, "train_step"));
+  TFC_ASSIGN_OR_RETURN(step.entry_, BoundEntry::create(artifact, name));
   const tfc_entry_t& entry = step.entry_.desc();
   std::optional<size_t> firstHyper = step.entry_.findInput("lr");
   if (!firstHyper) {

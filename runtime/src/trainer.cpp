@@ -174,6 +174,7 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
   }
   TFC_ASSIGN_OR_RETURN(trainer.tp_,
                        tensorParallelLayout(std::string(artifact.metadataJson())));
+  TFC_ASSIGN_OR_RETURN(trainer.pp_, pipelineLayout(std::string(artifact.metadataJson())));
   const int64_t vocab = modelVocabSize(artifact);
   TFC_ASSIGN_OR_RETURN(trainer.data_,
                        openTokens(options.dataPath, options.dataDtype, trainer.seq_, vocab));
@@ -184,10 +185,11 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
     trainer.lossEntry_ = std::make_unique<LossEntry>(std::move(loss));
   }
   // World rank d x M + t (artifact_abi.h's layout) reads slice d of the global batch: the M
-  // ranks of one data-parallel replica read the same rows.
+  // ranks of one data-parallel replica (tensor-parallel slices or pipeline stages) read the
+  // same rows.
   trainer.sampler_ = std::make_unique<BatchSampler>(
       trainer.data_.get(), trainer.batch_, trainer.seq_, trainer.seed_,
-      trainer.rank_ / trainer.tp_.size, trainer.dataParallelSize());
+      trainer.rank_ / (trainer.tp_.size * trainer.pp_.size), trainer.dataParallelSize());
   return trainer;
 }
 
@@ -282,11 +284,12 @@ Status Trainer::save() {
     return Status::error(TFC_FAILED_PRECONDITION, "no checkpoint path to save to (savePath)");
   }
   // Data parallel: every rank holds the same weights; rank 0 alone writes them. With ZeRO
-  // (a block of the optimizer's moments) or tensor parallelism (a slice of each layer) every
-  // rank's saveCheckpoint takes part in gathering the whole tensors for rank 0's file.
+  // (a block of the optimizer's moments), tensor parallelism (a slice of each layer) or
+  // pipeline stages (each stage's layers) every rank's saveCheckpoint takes part in gathering
+  // the whole tensors for rank 0's file.
   if (rank_ != 0) {
     TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact_));
-    if (!sharded.empty() || tp_.size > 1) {
+    if (!sharded.empty() || tp_.size > 1 || pp_.size > 1) {
       TFC_RETURN_IF_ERROR(
           saveCheckpoint(options_.savePath, artifact_, params_, context_, {}));
     }

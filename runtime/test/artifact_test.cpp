@@ -175,14 +175,14 @@ TEST(ArtifactTest, ExecutableIsNotASharedObject) {
 
 TEST(ArtifactTest, PlainSharedObjectIsNotAnArtifact) {
   EXPECT_TRUE(isError(openStatus(fakeArtifact("fake_plain_library")), TFC_INVALID_ARGUMENT,
-                      "fake_plain_library.so", "does not export tfc_artifact_v5"));
+                      "fake_plain_library.so", "does not export tfc_artifact_v6"));
 }
 
 TEST(ArtifactTest, OtherAbiSymbolSaysWhichVersion) {
   Status status = openStatus(fakeArtifact("fake_symbol_v1"));
   EXPECT_TRUE(isError(status, TFC_FAILED_PRECONDITION, "fake_symbol_v1.so",
                       "artifact ABI version 1 (it exports tfc_artifact_v1), but this runtime "
-                      "reads version 5"));
+                      "reads version 6"));
   EXPECT_NE(std::string(status.message()).find("recompile the model with this tfc"),
             std::string::npos);
 }
@@ -215,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BrokenCase{1, TFC_DATA_LOSS, "bad magic 0xdeadbeef (expected 0x31434654"},
         BrokenCase{2, TFC_FAILED_PRECONDITION,
-                   "artifact ABI version 6, but this runtime expects version 5; recompile the "
+                   "artifact ABI version 7, but this runtime expects version 6; recompile the "
                    "model with this tfc"},
         BrokenCase{3, TFC_DATA_LOSS, "struct_size 16 is smaller"},
         BrokenCase{4, TFC_DATA_LOSS, "parameter #0 has no name"},

@@ -95,7 +95,7 @@ TEST_F(AbiLayoutTest, HostApi) {
                 OFF(T, report_error), OFF(T, kernel_begin), OFF(T, kernel_end),
                 OFF(T, device_launch), OFF(T, device_copy),
                 OFF(T, device_constant), OFF(T, collective), OFF(T, collective_start),
-                OFF(T, collective_wait), OFF(T, device_matmul)});
+                OFF(T, collective_wait), OFF(T, device_matmul), OFF(T, p2p)});
   EXPECT_EQ(layout->getStructLayout(types.hostApi)
                 ->getElementOffset(tfc::AbiTypes::kHostUser),
             OFF(T, user));

@@ -61,6 +61,11 @@ void tfc_kernels_collective_start_f32(int32_t kind, int32_t reduce, const char* 
 void tfc_kernels_collective_wait_f32(int64_t tag, int32_t num_buffers, float* const* recv,
                                      const int64_t* counts);
 
+/* Point-to-point (tfc.send / tfc.recv): forwards to the host's p2p (kind TFC_P2P_*, as written
+ * in artifact_abi.h), or records an error when the host has none. */
+void tfc_kernels_p2p(int32_t kind, const char* group, int32_t peer, int64_t tag, void* data,
+                     int64_t bytes);
+
 /* ---- Device artifacts (tfc-cuda-launch-kernels) ----
  * A CUDA artifact's entries run on the host and call these with device addresses; they
  * forward to the host's device_launch, device_copy and device_constant (tfc_host_api_t),

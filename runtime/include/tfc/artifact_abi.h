@@ -2,7 +2,7 @@
  * runtime. Plain C, no includes beyond <stdint.h>, shared verbatim by both sides.
  *
  * A compiled model is a shared object that exports exactly one symbol,
- * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v5"): a function taking no arguments and returning a
+ * TFC_ARTIFACT_SYMBOL ("tfc_artifact_v6"): a function taking no arguments and returning a
  * pointer to a constant tfc_artifact_t that lives as long as the object is loaded. The
  * runtime dlopen()s the file, looks the symbol up, and refuses the file unless `magic` is
  * TFC_ARTIFACT_MAGIC, `abi_version` equals the runtime's TFC_ARTIFACT_ABI_VERSION and
@@ -39,8 +39,8 @@ extern "C" {
 #endif
 
 #define TFC_ARTIFACT_MAGIC 0x31434654u /* "TFC1" read as a little-endian uint32 */
-#define TFC_ARTIFACT_ABI_VERSION 5u
-#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v5"
+#define TFC_ARTIFACT_ABI_VERSION 6u
+#define TFC_ARTIFACT_SYMBOL "tfc_artifact_v6"
 #define TFC_ARENA_ALIGNMENT 64u
 
 /* Where an artifact's kernels run and its buffers live. */
@@ -170,7 +170,24 @@ typedef struct tfc_host_api_t {
    * A failure after 0 is kept and reported as device_launch's are. */
   int32_t (*device_matmul)(void* user, const tfc_device_matmul_t* product, const void* a,
                            const void* b, void* c, const void* bias);
+  /* Point-to-point messages between the ranks of a group (tfc.send / tfc.recv; group "pp":
+   * the pipeline stages, where rank s of the group runs stage s). kind TFC_P2P_SEND: the
+   * host copies `bytes` bytes from `data` and returns at once (the buffer may be reused),
+   * moving them to rank `peer` meanwhile; TFC_P2P_RECV: blocks until the message with `tag`
+   * from rank `peer` has arrived and holds exactly `bytes` bytes, and copies it into `data`.
+   * Tags are unique among one call's messages between two ranks, so messages match whatever
+   * the order on each side. Returns 0, or non-zero after host->report_error() (a peer that
+   * died or timed out, a size mismatch). Called on the entry's thread. NULL where the host
+   * has no communicator or no point-to-point transport. */
+  int32_t (*p2p)(void* user, int32_t kind, const char* group, int32_t peer, int64_t tag,
+                 void* data, uint64_t bytes);
 } tfc_host_api_t;
+
+/* tfc_host_api_t.p2p's kinds. */
+enum {
+  TFC_P2P_SEND = 0,
+  TFC_P2P_RECV = 1,
+};
 
 /* Collectives (tfc_host_api_t.collective), with the f32 element counts they take (n = the
  * group's size):
@@ -210,6 +227,13 @@ enum {
  * d x M ... d x M + M - 1; group "dp" (the gradients' mean, tfc-data-parallel) is the N ranks
  * t, t + M, ..., t + (N - 1) x M; replica d reads slice d of the global batch. With one of
  * them alone every group is the world. */
+/* Pipeline parallelism (tfc --pp=S): "pp_size": S, the ranks that each run one stage of the
+ * model (world rank s runs stage s, its entry "train_step.stage<s>"; every stage reads the
+ * same rows of the batch); "pp_owner": {"<param or state>": s, ...}, the tensors whose
+ * current value lives on stage s alone (the parameters it updates, their optimizer state),
+ * which checkpoints gather from there. Tensors not listed are the same on every rank. */
+#define TFC_METADATA_PP_SIZE "pp_size"
+#define TFC_METADATA_PP_OWNER "pp_owner"
 #define TFC_METADATA_TP_SIZE "tp_size"
 #define TFC_METADATA_TP_SHARDS "tp_shards"
 

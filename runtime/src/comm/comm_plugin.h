@@ -21,8 +21,8 @@
 extern "C" {
 #endif
 
-#define TFC_COMM_PLUGIN_VERSION 2u
-#define TFC_COMM_PLUGIN_SYMBOL "tfc_comm_plugin_open_v2"
+#define TFC_COMM_PLUGIN_VERSION 3u
+#define TFC_COMM_PLUGIN_SYMBOL "tfc_comm_plugin_open_v3"
 
 /* The collectives and reductions are the artifact ABI's (TFC_COLLECTIVE_*, TFC_REDUCE_*, with
  * the counts written there); BROADCAST here takes its root from `root`. */
@@ -55,6 +55,14 @@ typedef struct tfc_comm_plugin_t {
    * context's NCCL collective) left the ranks out of step. NULL (an older plugin's zeroed
    * field): not available. */
   void (*mark_failed)(void* impl);
+  /* A point-to-point message (kind TFC_P2P_SEND or TFC_P2P_RECV of artifact_abi.h) with rank
+   * |peer| of this communicator. A send copies the |bytes| bytes of |data| and returns at
+   * once; the copy is freed once delivered (or at close). A receive blocks until the message
+   * |tag| from |peer| has arrived, within |timeout_s| seconds, and fails unless it holds
+   * exactly |bytes| bytes. Returns 0, or non-zero with a message in |error| (then the
+   * transport is failed, as after a timed-out collective). */
+  int32_t (*p2p)(void* impl, int32_t kind, int32_t peer, int64_t tag, void* data,
+                 uint64_t bytes, double timeout_s, char* error, size_t error_size);
 } tfc_comm_plugin_t;
 
 typedef int32_t (*tfc_comm_plugin_open_fn_t)(tfc_comm_plugin_t* out, char* error,

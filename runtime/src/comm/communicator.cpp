@@ -92,6 +92,25 @@ class PluginCommunicator final : public Communicator {
                          what.empty() ? "" : " of ", what.c_str(), name().empty() ? "" : " in ",
                          name().c_str(), error);
   }
+  Status p2p(int kind, int peer, int64_t tag, void* data, size_t bytes,
+             const std::string& what) override {
+    const char* verb = kind == TFC_P2P_SEND ? "send" : "recv";
+    if (broken_ || plugin_.p2p == nullptr) {
+      return Status::error(TFC_FAILED_PRECONDITION,
+                           "rank %d: %s%s%s: the %s communicator %s", plugin_.rank, verb,
+                           what.empty() ? "" : " of ", what.c_str(), transport_,
+                           broken_ ? "failed earlier and cannot be used again"
+                                   : "has no point-to-point messages");
+    }
+    char error[1024] = {0};
+    int32_t rc = plugin_.p2p(plugin_.impl, kind, peer, tag, data, bytes, commTimeoutSeconds(),
+                             error, sizeof(error));
+    if (rc == 0) return Status();
+    broken_ = true;
+    return Status::error(TFC_FAILED_PRECONDITION, "%s%s%s%s%s: %s", verb,
+                         what.empty() ? "" : " of ", what.c_str(), name().empty() ? "" : " in ",
+                         name().c_str(), error);
+  }
   bool runsOnAnyThread() const override {
     return plugin_.thread_serialized != 0 && !splitOrSplitOff();
   }
@@ -241,10 +260,14 @@ void Communicator::stopAsync() {
     std::fprintf(stderr,
                  "tfc comm stats: rank %d of %d%s%s: %lld collectives (%lld buckets), %.1f MB; "
                  "%.3f s in the transport, %.3f s exposed (blocking calls and waits), %.3f s "
-                 "copying buckets\n",
+                 "copying buckets%s\n",
                  rank(), size(), name_.empty() ? "" : " in ", name_.c_str(),
                  static_cast<long long>(s.collectives), static_cast<long long>(s.buckets),
-                 s.bytes / 1e6, s.commSeconds, s.exposedSeconds, s.copySeconds);
+                 s.bytes / 1e6, s.commSeconds, s.exposedSeconds, s.copySeconds,
+                 s.messages == 0 ? ""
+                                 : ("; " + std::to_string(s.messages) +
+                                    " point-to-point messages (in the MB and the times)")
+                                       .c_str());
   }
 }
 
@@ -424,6 +447,43 @@ Status Communicator::broadcast(void* data, size_t bytes, int root, const std::st
 }
 Status Communicator::barrier(const std::string& what) {
   return runBlocking(TFC_COLLECTIVE_BARRIER, ReduceOp::kSum, 0, nullptr, nullptr, 0, what);
+}
+
+Status Communicator::p2p(int kind, int peer, int64_t, void*, size_t, const std::string& what) {
+  return Status::error(TFC_FAILED_PRECONDITION,
+                       "%s%s%s rank %d: the %s communicator has no other rank (run the "
+                       "pipeline-parallel artifact under mpirun)",
+                       kind == TFC_P2P_SEND ? "send" : "recv", what.empty() ? "" : " of ",
+                       what.c_str(), peer, transport());
+}
+
+Status Communicator::send(int peer, int64_t tag, const void* data, size_t bytes,
+                          const std::string& what) {
+  return runPointToPoint(TFC_P2P_SEND, peer, tag, const_cast<void*>(data), bytes, what);
+}
+
+Status Communicator::recv(int peer, int64_t tag, void* data, size_t bytes,
+                          const std::string& what) {
+  return runPointToPoint(TFC_P2P_RECV, peer, tag, data, bytes, what);
+}
+
+Status Communicator::runPointToPoint(int kind, int peer, int64_t tag, void* data, size_t bytes,
+                                     const std::string& what) {
+  const Clock::time_point start = Clock::now();
+  {
+    // After the buckets already started: one thread in MPI at a time.
+    std::unique_lock<std::mutex> lock(async_->mu);
+    async_->cv.wait(lock, [&] { return async_->queue.empty() && !async_->running; });
+  }
+  Status status = p2p(kind, peer, tag, data, bytes, what);
+  const double seconds = secondsSince(start);
+  std::lock_guard<std::mutex> lock(async_->mu);
+  Stats& s = async_->stats;
+  s.messages++;
+  s.bytes += static_cast<double>(bytes);
+  s.commSeconds += seconds;
+  s.exposedSeconds += seconds;
+  return status;
 }
 
 std::unique_ptr<Communicator> makeSingleCommunicator() {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ struct Impl {
   int size = 1;
   bool failed = false;
   MPI_Comm comm = MPI_COMM_WORLD;  // the world, or one split off it (freed by close)
+  // Sends not yet known delivered, each with its own copy of the bytes.
+  struct PendingSend {
+    MPI_Request request;
+    std::vector<char> bytes;
+  };
+  std::vector<PendingSend> sends;
 };
 
 const char* kindName(int32_t kind) {
@@ -133,8 +140,121 @@ int32_t run(void* p, int32_t kind, int32_t reduce, int32_t root, const void* sen
   return 0;
 }
 
+// Frees the copies of the sends that were delivered.
+int32_t sweepSends(Impl* impl, char* error, size_t error_size) {
+  auto& sends = impl->sends;
+  for (size_t i = 0; i < sends.size();) {
+    int done = 0;
+    int rc = MPI_Test(&sends[i].request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      std::snprintf(error, error_size, "rank %d of %d: MPI_Isend failed: %s", impl->rank,
+                    impl->size, mpiError(rc).c_str());
+      impl->failed = true;
+      return 1;
+    }
+    if (done) {
+      sends[i] = std::move(sends.back());
+      sends.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return 0;
+}
+
+int32_t p2p(void* p, int32_t kind, int32_t peer, int64_t tag, void* data, uint64_t bytes,
+            double timeout_s, char* error, size_t error_size) {
+  Impl* impl = static_cast<Impl*>(p);
+  if (peer < 0 || peer >= impl->size || peer == impl->rank || bytes > INT32_MAX) {
+    std::snprintf(error, error_size,
+                  "rank %d of %d: a message of %llu bytes to or from rank %d: not another rank "
+                  "of the group, or over 2 GiB",
+                  impl->rank, impl->size, static_cast<unsigned long long>(bytes), peer);
+    return 1;
+  }
+  const int n = static_cast<int>(bytes), t = static_cast<int>(tag);
+  if (kind == TFC_P2P_SEND) {
+    impl->sends.push_back({MPI_REQUEST_NULL, std::vector<char>(bytes)});
+    auto& send = impl->sends.back();
+    if (bytes > 0) std::memcpy(send.bytes.data(), data, bytes);
+    int rc = MPI_Isend(send.bytes.data(), n, MPI_BYTE, peer, t, impl->comm, &send.request);
+    if (rc != MPI_SUCCESS) {
+      std::snprintf(error, error_size, "rank %d of %d: MPI_Isend of message %d to rank %d: %s",
+                    impl->rank, impl->size, t, peer, mpiError(rc).c_str());
+      impl->failed = true;
+      return 1;
+    }
+    return sweepSends(impl, error, error_size);
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  int rc = MPI_Irecv(data, n, MPI_BYTE, peer, t, impl->comm, &request);
+  if (rc != MPI_SUCCESS) {
+    std::snprintf(error, error_size, "rank %d of %d: MPI_Irecv of message %d from rank %d: %s",
+                  impl->rank, impl->size, t, peer, mpiError(rc).c_str());
+    impl->failed = true;
+    return 1;
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Status status;
+    rc = MPI_Test(&request, &done, &status);
+    if (rc != MPI_SUCCESS) {
+      // A larger message than expected fails here (MPI_ERR_TRUNCATE).
+      std::snprintf(error, error_size,
+                    "rank %d of %d: MPI_Irecv of message %d (%llu bytes) from rank %d failed: %s",
+                    impl->rank, impl->size, t, static_cast<unsigned long long>(bytes), peer,
+                    mpiError(rc).c_str());
+      impl->failed = true;
+      return 1;
+    }
+    if (done) {
+      int got = 0;
+      MPI_Get_count(&status, MPI_BYTE, &got);
+      if (got != n) {
+        std::snprintf(error, error_size,
+                      "rank %d of %d: message %d from rank %d holds %d bytes, not %d: the "
+                      "ranks run different programs",
+                      impl->rank, impl->size, t, peer, got, n);
+        impl->failed = true;
+        return 1;
+      }
+      return sweepSends(impl, error, error_size);
+    }
+    if (polls % 1024 == 1023 &&
+        std::chrono::duration<double>(Clock::now() - start).count() > timeout_s) {
+      std::snprintf(error, error_size,
+                    "rank %d of %d: MPI_Irecv of message %d (%llu bytes) from rank %d did not "
+                    "complete within %.0f s (TFC_COMM_TIMEOUT_S): rank %d died, stopped or is "
+                    "running a different program; aborting the job",
+                    impl->rank, impl->size, t, static_cast<unsigned long long>(bytes), peer,
+                    timeout_s, peer);
+      impl->failed = true;
+      return 1;
+    }
+    sched_yield();
+  }
+}
+
 void close(void* p) {
   Impl* impl = static_cast<Impl*>(p);
+  // Sends still in flight are delivered before the transport ends (every receive of a
+  // finished program was posted); a receiver that is gone makes the job abort.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  char ignored[256];
+  while (!impl->failed && !impl->sends.empty()) {
+    if (sweepSends(impl, ignored, sizeof(ignored)) != 0) break;
+    if (std::chrono::duration<double>(Clock::now() - start).count() > 60.0) {
+      std::fprintf(stderr, "rank %d of %d: %zu point-to-point messages were not received "
+                   "within 60 s of the end; aborting the job\n",
+                   impl->rank, impl->size, impl->sends.size());
+      impl->failed = true;
+      break;
+    }
+    sched_yield();
+  }
   if (impl->failed) {
     // A pending collective cannot be cancelled and MPI_Finalize would wait for it: stop the job.
     std::fflush(stdout);
@@ -167,6 +287,7 @@ void fill(Impl* impl, int32_t thread_serialized, tfc_comm_plugin_t* out) {
   out->thread_serialized = thread_serialized;
   out->split = split;
   out->mark_failed = markFailed;
+  out->p2p = p2p;
 }
 
 int32_t split(void* p, int32_t color, int32_t key, tfc_comm_plugin_t* out, char* error,
@@ -192,7 +313,7 @@ int32_t split(void* p, int32_t color, int32_t key, tfc_comm_plugin_t* out, char*
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v2(
+extern "C" __attribute__((visibility("default"))) int32_t tfc_comm_plugin_open_v3(
     tfc_comm_plugin_t* out, char* error, size_t error_size) {
   int initialized = 0;
   MPI_Initialized(&initialized);

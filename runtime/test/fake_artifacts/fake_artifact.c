@@ -283,12 +283,12 @@ static const tfc_artifact_t kArtifact = {
 };
 
 /* The exported name carries the ABI version (artifact_abi.h). */
-_Static_assert(TFC_ARTIFACT_ABI_VERSION == 5, "rename tfc_artifact_v5 below to the new version");
+_Static_assert(TFC_ARTIFACT_ABI_VERSION == 6, "rename tfc_artifact_v6 below to the new version");
 #if defined(FAKE_SYMBOL_V1)
 /* An artifact of the previous ABI. */
 EXPORT const tfc_artifact_t* tfc_artifact_v1(void) { return &kArtifact; }
 #else
-EXPORT const tfc_artifact_t* tfc_artifact_v5(void) {
+EXPORT const tfc_artifact_t* tfc_artifact_v6(void) {
 #if FAKE_BREAK == 12
   return NULL;
 #else

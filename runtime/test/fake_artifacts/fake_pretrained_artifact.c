@@ -51,5 +51,5 @@ static const tfc_artifact_t kArtifact = {
     NULL,
 };
 
-_Static_assert(TFC_ARTIFACT_ABI_VERSION == 5, "rename tfc_artifact_v5 below to the new version");
-EXPORT const tfc_artifact_t* tfc_artifact_v5(void) { return &kArtifact; }
+_Static_assert(TFC_ARTIFACT_ABI_VERSION == 6, "rename tfc_artifact_v6 below to the new version");
+EXPORT const tfc_artifact_t* tfc_artifact_v6(void) { return &kArtifact; }

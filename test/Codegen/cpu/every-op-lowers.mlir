@@ -61,12 +61,12 @@
 // CHECK-DAG: define void @tfc_entry_forward(
 // CHECK-DAG: define void @tfc_entry_decode(
 // CHECK-DAG: define void @tfc_entry_loss(
-// CHECK-DAG: define {{.*}}ptr @tfc_artifact_v5()
+// CHECK-DAG: define {{.*}}ptr @tfc_artifact_v6()
 
 // O2-DAG: define void @tfc_entry_forward(
 // O2-DAG: define void @tfc_entry_decode(
 // O2-DAG: define void @tfc_entry_loss(
-// O2-DAG: define {{.*}}ptr @tfc_artifact_v5()
+// O2-DAG: define {{.*}}ptr @tfc_artifact_v6()
 
 tfc.param @wte : tensor<16x8xf32> = "normal(0.0, 0.02)"
 tfc.param @wpe : tensor<4x8xf32> = "normal(0.0, 0.02)"

@@ -173,6 +173,19 @@ void tfc_kernels_collective_wait_f32(int64_t tag, int32_t num_buffers, float* co
                            counts);
 }
 
+void tfc_kernels_p2p(int32_t kind, const char* group, int32_t peer, int64_t tag, void* data,
+                     int64_t bytes) {
+  const tfc_host_api_t* h = tfc_kern::tls_own.host;
+  if (!h || !h->p2p) {
+    tfc_kernels_error(
+        "a point-to-point message (tfc.send / tfc.recv of pipeline stages) ran in a host "
+        "without a communicator; run the artifact with tfc-run under mpirun (tfc --pp)");
+    return;
+  }
+  // The host reports its own error (naming the message, the peer and the ranks).
+  (void)h->p2p(h->user, kind, group, peer, tag, data, static_cast<uint64_t>(bytes));
+}
+
 void tfc_kernels_parallel_for(int64_t n, int64_t grain,
                               void (*fn)(void* ctx, int64_t begin, int64_t end), void* ctx) {
   tfc_kern::parallel_for(n, grain, fn, ctx);

@@ -72,6 +72,14 @@ class Communicator {
   Status broadcast(void* data, size_t bytes, int root, const std::string& what = "");
   Status barrier(const std::string& what = "");
 
+  // Point-to-point (pipeline stages, tfc --pp): send() copies |bytes| bytes of |data| and
+  // returns at once (the transport delivers them meanwhile); recv() blocks until the message
+  // |tag| from rank |peer| has arrived, holding exactly |bytes| bytes, within the deadline.
+  // Messages between two ranks match by tag, in any order. Both run on the caller's thread,
+  // after the pending buckets.
+  Status send(int peer, int64_t tag, const void* data, size_t bytes, const std::string& what = "");
+  Status recv(int peer, int64_t tag, void* data, size_t bytes, const std::string& what = "");
+
   // A gradient bucket (tfc.all_reduce_start / tfc.all_reduce_wait): one all-reduce over the
   // concatenation of |n| buffers of counts[i] floats. startAllReduce copies them into a flat
   // buffer of this communicator's (they may be overwritten once it returns) and, where the
@@ -89,6 +97,7 @@ class Communicator {
   struct Stats {
     int64_t collectives = 0;     // blocking ones and buckets
     int64_t buckets = 0;
+    int64_t messages = 0;        // point-to-point sends and receives
     double bytes = 0;            // payload bytes of all of them (each rank's own)
     double commSeconds = 0;      // inside the transport (the thread's time for buckets)
     double exposedSeconds = 0;   // the caller blocked: blocking collectives and waits
@@ -105,6 +114,10 @@ class Communicator {
   // One collective (the kinds and counts of comm_plugin.h's TFC_COMM_*).
   virtual Status run(int kind, ReduceOp op, int root, const void* send, void* recv,
                      size_t count, const std::string& what) = 0;
+  // One point-to-point message (TFC_P2P_SEND or TFC_P2P_RECV); the default: a transport
+  // without them (one process has no peer).
+  virtual Status p2p(int kind, int peer, int64_t tag, void* data, size_t bytes,
+                     const std::string& what);
   // Whether run() may be called from a thread other than the one that opened the transport
   // (one call at a time): then buckets run on a communication thread.
   virtual bool runsOnAnyThread() const { return false; }
@@ -121,6 +134,9 @@ class Communicator {
   void stopAsync();
 
  private:
+  // Runs a point-to-point message after the pending buckets, timed.
+  Status runPointToPoint(int kind, int peer, int64_t tag, void* data, size_t bytes,
+                         const std::string& what);
   // Runs a blocking collective after the pending buckets, timed.
   Status runBlocking(int kind, ReduceOp op, int root, const void* send, void* recv,
                      size_t count, const std::string& what);

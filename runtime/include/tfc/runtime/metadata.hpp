@@ -41,6 +41,20 @@ struct TensorParallelLayout {
 };
 // The layout of an artifact's metadata; size 1 when it has none. Malformed: an error.
 StatusOr<TensorParallelLayout> tensorParallelLayout(const std::string& json);
+// Pipeline parallelism (tfc --pp=S; artifact_abi.h's TFC_METADATA_PP_*): world rank s runs
+// stage s, entry "<entry>.stage<s>"; |owner| names the parameters and states whose current
+// value lives on one stage.
+struct PipelineLayout {
+  int64_t size = 1;                       // S; 1: no stages
+  std::map<std::string, int64_t> owner;   // tensor name -> its stage
+
+  // The entry a rank runs for |entry| ("train_step"): itself without stages.
+  std::string entryOf(const std::string& entry, int64_t stage) const {
+    return size > 1 ? entry + ".stage" + std::to_string(stage) : entry;
+  }
+};
+// The layout of an artifact's metadata; size 1 when it has none. Malformed: an error.
+StatusOr<PipelineLayout> pipelineLayout(const std::string& json);
 // The whole tensor's shape from the shape of one rank's slice.
 std::vector<int64_t> wholeShape(const TensorSplit& split, std::vector<int64_t> sliceShape,
                                 int64_t ranks);

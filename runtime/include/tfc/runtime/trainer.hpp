@@ -118,7 +118,9 @@ class Trainer {
   // Tensor parallel (tfc --tp=M): the ranks that split each layer (1 without); the world is
   // worldSize() / M data-parallel replicas (tfc --dp), each reading its slice of the batch.
   int64_t tensorParallelSize() const { return tp_.size; }
-  int64_t dataParallelSize() const { return world_ / tp_.size; }
+  int64_t pipelineParallelSize() const { return pp_.size; }
+  // The ranks of one replica (its tensor-parallel slices or pipeline stages) read the same rows.
+  int64_t dataParallelSize() const { return world_ / (tp_.size * pp_.size); }
   int64_t seq() const { return seq_; }
   // The step of the parameters (0, or the resumed checkpoint's).
   int64_t step() const { return step_; }
@@ -159,6 +161,7 @@ class Trainer {
   // batch (with --dp=N: world rank d x M + t reads slice d of N); checkpoints hold whole
   // tensors, gathered from the ranks' slices.
   TensorParallelLayout tp_;
+  PipelineLayout pp_;
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
   std::vector<TrainLogRow> history_;
