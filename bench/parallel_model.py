@@ -16,9 +16,17 @@ the same per-GPU batch) for
     per layer, two all-reduces of the activations (B x T x C values) in the forward and two
     in the backward, each 2 (t-1)/t x their bytes, on the critical path; on 64 GPUs the 8
     nodes add DP across them over the gradients of their 1/8 of the model;
+  - PP=8 (tfc --pp, 1F1B within a node, M = 4 x 8 micro-batches of the per-GPU batch): each
+    GPU does 1/8 of the model's FLOPs for M micro-batches, the step lasting (M + S - 1) / M
+    of that (the bubble, (S-1)/(M+S-1)), plus each micro-batch's activations sent forward
+    and their gradients back (B x T x C values each way, point to point, exposed); on 64 GPUs
+    DP across the nodes over each stage's 1/8 of the gradients;
 
 on 8 GPUs of one node (NVLink) and on 64 GPUs (8 nodes, InfiniBand), next to Megatron-LM's
-published figures. Every hardware number is a parameter (defaults: H100/H200 SXM).
+published figures. Every hardware number is a parameter (defaults: H100/H200 SXM). The model
+state each GPU holds is counted as mixed-precision Adam's 16 bytes per parameter (bf16
+weights and gradients, f32 master weights and two moments): DP holds it all, ZeRO-1 divides
+the 12 optimizer bytes by n, TP and PP divide all of it by their degree.
 
 The model is deliberately simple: a collective takes bytes / (link bandwidth x efficiency);
 across nodes the per-GPU network link is the bottleneck of the ring (hierarchical NCCL
@@ -154,17 +162,19 @@ def main():
             grad_bytes = grads * args.bytes_per_value
             t_one = flops_seq * spec["micro_batch"] / peak  # one GPU, no communication
             act_bytes = tokens * C * args.bytes_per_value  # one TP all-reduce's buffer
+            state = 16.0 * grads  # mixed-precision Adam: bytes of model state
             for n in (8, 64):
                 nodes = max(1, n // args.gpus_per_node)
                 link = nvlink if nodes == 1 else ib
                 # DP: one ring all-reduce of the gradients.
                 sent = ring_all_reduce(grad_bytes, n)
                 rows.append(dict(model=name, gpus=n, how="DP", compute=t_one, tp=0.0,
-                                 dp=sent / link, sent=sent, tokens=tokens * n))
+                                 dp=sent / link, sent=sent, tokens=tokens * n, state=state))
                 # ZeRO-1: reduce-scatter + all-gather, (n-1)/n x the bytes each.
                 sent = 2 * (n - 1) / n * grad_bytes
                 rows.append(dict(model=name, gpus=n, how="ZeRO-1", compute=t_one, tp=0.0,
-                                 dp=sent / link, sent=sent, tokens=tokens * n))
+                                 dp=sent / link, sent=sent, tokens=tokens * n,
+                                 state=4.0 * grads + 12.0 * grads / n))
                 # TP=8 in each node (the model split 8 ways: 1/8 of the FLOPs per GPU for the
                 # same micro-batch), 4 all-reduces of the activations per layer; DP over the
                 # nodes of each GPU's 1/8 of the gradients.
@@ -174,12 +184,28 @@ def main():
                 rows.append(dict(model=name, gpus=n,
                                  how=f"TP={t}" + (f" x DP={nodes}" if nodes > 1 else ""),
                                  compute=t_one / t, tp=tp_sent / nvlink, dp=dp_sent / ib,
-                                 sent=tp_sent + dp_sent, tokens=tokens * n / t))
+                                 sent=tp_sent + dp_sent, tokens=tokens * n / t,
+                                 state=state / t))
+                # PP=8 in each node, 1F1B over M = 4 S micro-batches (each the per-GPU batch):
+                # a GPU computes 1/S of the model for M micro-batches; the bubble stretches it
+                # by (M + S - 1) / M; each micro-batch's activations go forward and their
+                # gradients back over NVLink; DP over the nodes of each stage's gradients.
+                S = args.gpus_per_node
+                M = 4 * S
+                compute = t_one * M / S
+                bubble = compute * (S - 1) / M
+                pp_sent = 2 * M * act_bytes
+                dp_sent = ring_all_reduce(grad_bytes / S, nodes)
+                rows.append(dict(model=name, gpus=n,
+                                 how=f"PP={S} (M={M})" + (f" x DP={nodes}" if nodes > 1 else ""),
+                                 compute=compute, tp=bubble + pp_sent / nvlink,
+                                 dp=dp_sent / ib, sent=pp_sent + dp_sent,
+                                 tokens=tokens * M * nodes, state=state / S))
 
     print("\n| model | GPUs | parallelism | compute / step | communication / step "
-          "(TP + DP) | bytes sent per GPU / step | step time | scaling efficiency | "
-          "efficiency, DP overlapped | tokens/s (all GPUs) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "(TP or PP bubble + sends, + DP) | bytes sent per GPU / step | step time | scaling "
+          "efficiency | efficiency, DP overlapped | tokens/s (all GPUs) | model state / GPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         step = r["compute"] + r["tp"] + (1 - args.overlap) * r["dp"]
         overlapped = r["compute"] + r["tp"] + max(0.0, r["dp"] - r["compute"])
@@ -187,7 +213,10 @@ def main():
         print(f"| {r['model']} | {r['gpus']} | {r['how']} | {r['compute'] * 1e3:.1f} ms | "
               f"{comm * 1e3:.1f} ms | {r['sent'] / 1e9:.2f} GB | {step * 1e3:.1f} ms | "
               f"{r['compute'] / step:.0%} | {r['compute'] / overlapped:.0%} | "
-              f"{r['tokens'] / step / 1e6:.2f} M |")
+              f"{r['tokens'] / step / 1e6:.2f} M | {r['state'] / 1e9:.2f} GB |")
+    print("\nPP's bubble counts as exposed communication (the stages idle while the "
+          "pipeline fills and drains): (S-1)/(M+S-1) of the step, as tfc --report's "
+          "pipeline.bubble_balanced.")
     print("\nscaling efficiency: compute / step time, the share of the ideal n-fold speed-up "
           "reached at the same per-GPU work (with --overlap of the DP communication hidden); "
           "'DP overlapped': the DP/ZeRO communication entirely behind the compute (buckets "

@@ -175,7 +175,8 @@ struct Options {
                "activations forward and their gradients back "
                "(tfc-pipeline-split); with --microbatches=M the stages work "
                "on different micro-batches at once (bubble (S-1)/(M+S-1)). "
-               "CPU, f32, not yet with --dp or --tp"),
+               "With --dp=N: N x S processes, rank d x S + s running stage s of "
+               "replica d. CPU, f32; not yet with --tp"),
       cl::value_desc("S"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> ppSchedule{
       "pp-schedule",
@@ -658,9 +659,12 @@ int compilerMain(int argc, char **argv) {
     const std::string pp = "--pp=" + std::to_string(options.pipelineParallel);
     if (options.optimizer.empty())
       return fail(pp + " splits train_step into stages: it needs --optimizer");
-    if (options.dataParallel > 0 || options.tensorParallel > 0)
-      return fail(pp + " with --dp or --tp is not built yet (pipeline "
-                       "parallelism runs alone)");
+    if (options.tensorParallel > 0)
+      return fail(pp + " with --tp is not built yet (pipeline parallelism "
+                       "runs alone or with --dp)");
+    if (options.zero == 1)
+      return fail(pp + " with --zero=1 is not built yet (the optimizer state "
+                       "of a stage is whole on its ranks)");
     if (options.precision != "f32")
       return fail(pp + " with --precision=" + options.precision +
                   " is not built yet (f32 only)");
@@ -684,12 +688,16 @@ int compilerMain(int argc, char **argv) {
   // runtime keeps on the caller's thread (MPI_THREAD_SERIALIZED allows one
   // thread in MPI at a time, and a bucket would need the communication
   // thread): all take the blocking all-reduce per gradient, not buckets.
-  const bool twoD = options.dataParallel > 1 && options.tensorParallel > 1;
+  const bool twoD = options.dataParallel > 1 &&
+                    (options.tensorParallel > 1 || options.pipelineParallel > 1);
   if (options.dataParallel > 0 &&
       (options.zero == 1 || pipeline.target->name() != "cpu" || twoD)) {
     std::string why =
         options.zero == 1 ? "--zero=1 reduce-scatters each gradient"
-        : twoD ? "--dp with --tp=" + std::to_string(options.tensorParallel) +
+        : twoD ? "--dp with " +
+                     (options.tensorParallel > 1
+                          ? "--tp=" + std::to_string(options.tensorParallel)
+                          : "--pp=" + std::to_string(options.pipelineParallel)) +
                      " all-reduces each gradient over its data-parallel group"
                : "--target=" + pipeline.target->name().str() +
                      " stages each collective through the host";

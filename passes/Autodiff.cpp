@@ -79,9 +79,7 @@ struct AutodiffPass : public tfc::impl::TfcAutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     // The option stays as the user gave it; the default is resolved per
     // module.
-    lossEntry = !entry.empty() ? std::string(entry)
-                : getOperation().lookupSymbol("loss_train") ? "loss_train"
-                                                            : "loss";
+    lossEntry = trainingLossEntry(getOperation(), entry);
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>(lossEntry);
     if (!forward || forward.isExternal()) {

@@ -158,12 +158,14 @@ struct DataParallelPass : public tfc::impl::TfcDataParallelBase<DataParallelPass
                        "tfc-autodiff first (tfc --dp needs --optimizer)");
       return signalPassFailure();
     }
-    // With tensor parallelism (tfc-tensor-parallel ran first and wrote
-    // tp_size = M) the world is N data-parallel groups of M ranks.
+    // With tensor or pipeline parallelism (tfc-tensor-parallel or
+    // tfc-pipeline-stages ran first and wrote tp_size or pp_size = M) the
+    // world is N data-parallel groups of M ranks.
     auto meta = module->getAttrOfType<StringAttr>(attr::kMetadata);
     StringRef json = meta ? meta.getValue() : "";
     int64_t world =
-        size * metadataInt(json, TFC_METADATA_TP_SIZE).value_or(int64_t{1});
+        size * metadataInt(json, TFC_METADATA_TP_SIZE).value_or(int64_t{1}) *
+        metadataInt(json, TFC_METADATA_PP_SIZE).value_or(int64_t{1});
     module->setAttr(
         attr::kMetadata,
         StringAttr::get(&getContext(),

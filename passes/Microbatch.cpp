@@ -50,9 +50,7 @@ struct MicrobatchPass : public tfc::impl::TfcMicrobatchBase<MicrobatchPass> {
           << static_cast<int64_t>(count) << " must be at least 1";
       return signalPassFailure();
     }
-    std::string name = !entry.empty()                      ? std::string(entry)
-                       : module.lookupSymbol("loss_train") ? "loss_train"
-                                                           : "loss";
+    std::string name = trainingLossEntry(module, entry);
     auto grad = module.lookupSymbol<func::FuncOp>(name + "_grad");
     if (!grad || grad.isExternal()) {
       module.emitError("tfc-microbatch: no '")

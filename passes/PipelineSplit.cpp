@@ -314,7 +314,9 @@ struct PipelineSplitPass
     std::string json = meta ? meta.getValue().str() : "";
     json = withMetadataEntry(json, TFC_METADATA_PP_OWNER, owners);
     json = withMetadataEntry(json, TFC_METADATA_PP_SIZE, std::to_string(s));
-    json = withMetadataEntry(json, TFC_METADATA_WORLD_SIZE, std::to_string(s));
+    // With data parallelism tfc-data-parallel wrote N x S already.
+    if (!metadataInt(json, TFC_METADATA_WORLD_SIZE))
+      json = withMetadataEntry(json, TFC_METADATA_WORLD_SIZE, std::to_string(s));
     json = withMetadataEntry(json, "pp_schedule", "\"" + schedule + "\"");
     module->setAttr(attr::kMetadata, b.getStringAttr(json));
     return success();

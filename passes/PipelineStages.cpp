@@ -55,9 +55,7 @@ struct PipelineStagesPass
           << static_cast<int64_t>(stages) << " must be at least 1";
       return signalPassFailure();
     }
-    std::string name = !entry.empty()                      ? std::string(entry)
-                       : module.lookupSymbol("loss_train") ? "loss_train"
-                                                           : "loss";
+    std::string name = trainingLossEntry(module, entry);
     auto loss = module.lookupSymbol<func::FuncOp>(name);
     if (!loss || loss.isExternal()) {
       module.emitError("tfc-pipeline-stages: no entry function '") << name << "'";

@@ -92,9 +92,7 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
   void runOnOperation() override {
     // The option stays as the user gave it; the default is resolved per
     // module.
-    lossEntry = !entry.empty() ? std::string(entry)
-                : getOperation().lookupSymbol("loss_train") ? "loss_train"
-                                                            : "loss";
+    lossEntry = trainingLossEntry(getOperation(), entry);
     if (failed(build(getOperation())))
       signalPassFailure();
   }

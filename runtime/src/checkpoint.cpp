@@ -107,8 +107,9 @@ Status gatherTensorParallel(const TensorParallelLayout& tp, std::vector<NamedTen
 // in which the others give -0.0, which adds to any float without changing a bit of it.
 Status gatherPipelineStages(const PipelineLayout& pp, std::vector<NamedTensorView>* tensors,
                             std::vector<std::vector<uint8_t>>* storage) {
-  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-  const int64_t stage = world->rank() % pp.size;
+  // The stages of this rank's data-parallel replica.
+  TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", pp.size, "pp"));
+  const int64_t stage = stages->rank();
   for (NamedTensorView& named : *tensors) {
     std::string name = named.name;
     if (name.rfind(kStatePrefix, 0) == 0) name = name.substr(std::strlen(kStatePrefix));
@@ -127,7 +128,7 @@ Status gatherPipelineStages(const PipelineLayout& pp, std::vector<NamedTensorVie
     } else {
       std::fill(mine, mine + count, -0.0f);
     }
-    TFC_RETURN_IF_ERROR(world->allReduce(mine, mine, count, ReduceOp::kSum, named.name));
+    TFC_RETURN_IF_ERROR(stages->allReduce(mine, mine, count, ReduceOp::kSum, named.name));
     named.tensor.data = mine;
   }
   return Status();

@@ -48,7 +48,8 @@ void hostReportError(void* user, const char* message) {
 // the world where the artifact is data or tensor parallel alone, else the "dp" or "tp" group of
 // this rank (tfc --dp=N --tp=M; groupCommunicator()).
 tfc::StatusOr<tfc::Communicator*> communicatorOf(const tfc_context_t* context, const char* group) {
-  return tfc::groupCommunicator(group != nullptr ? group : "", context->tpSize);
+  return tfc::groupCommunicator(group != nullptr ? group : "", context->tpSize,
+                                context->modelGroup);
 }
 
 tfc::Status runCollective(tfc::Communicator* comm, int32_t kind, int32_t reduce,
@@ -207,7 +208,10 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
   const int64_t pp =
       tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_PP_SIZE).value_or(1);
   std::string flags, hint;
-  if (pp > 1) {
+  if (pp > 1 && *compiled > pp) {
+    flags = "--dp=" + std::to_string(*compiled / pp) + " --pp=" + std::to_string(pp);
+    hint = "recompile with --dp and --pp whose product is " + std::to_string(world->size());
+  } else if (pp > 1) {
     flags = "--pp=" + std::to_string(pp);
     hint = "recompile with --pp=" + std::to_string(world->size()) + " (one rank a stage)";
   } else if (tp > 1 && *compiled > tp) {
@@ -612,13 +616,15 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
                            params->artifact->path.c_str(), artifact->path.c_str());
   }
   if (tfc::Status world = checkWorldSize(artifact); !world.ok()) return world.release();
-  // A --dp x --tp artifact's process groups, made here, where every rank creates its context
-  // at the same point (splitting the world is a collective), not inside a step.
+  // A --dp x --tp (or --pp) artifact's process groups, made here, where every rank creates its
+  // context at the same point (splitting the world is a collective), not inside a step.
+  const std::string json =
+      artifact->table->metadata_json ? artifact->table->metadata_json : "";
+  const int64_t ppSize = tfc::metadataInt(json, TFC_METADATA_PP_SIZE).value_or(1);
+  const std::string modelGroup = ppSize > 1 ? "pp" : "tp";
   const int64_t tpSize =
-      tfc::metadataInt(artifact->table->metadata_json ? artifact->table->metadata_json : "",
-                       TFC_METADATA_TP_SIZE)
-          .value_or(1);
-  if (auto groups = tfc::groupCommunicator("tp", tpSize); !groups.ok()) {
+      ppSize > 1 ? ppSize : tfc::metadataInt(json, TFC_METADATA_TP_SIZE).value_or(1);
+  if (auto groups = tfc::groupCommunicator(modelGroup, tpSize, modelGroup); !groups.ok()) {
     return std::move(groups).takeStatus().release();
   }
   tfc_context_options_t defaults;
@@ -644,6 +650,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->allocator = options->allocator;
   context->stateSeed = options->state_seed;
   context->tpSize = tpSize;
+  context->modelGroup = modelGroup;
   context->nCtx = std::max<int64_t>(
       0, tfc::metadataInt(artifact->table->metadata_json ? artifact->table->metadata_json : "",
                           "n_ctx")

@@ -142,9 +142,11 @@ struct tfc_context_s {
   std::unique_ptr<tfc::internal::cuda::Executor> device;
   std::string deviceName = "cpu";
   tfc_host_api_t host{};
-  // The artifact's tensor-parallel group size (tp_size; 1 without): with a larger world the
-  // collectives of group "dp" and "tp" go to this rank's groups (groupCommunicator).
+  // The artifact's model-parallel group: "tp" (tp_size) or "pp" (pp_size) and its size (1
+  // without): with a larger world the collectives of group "dp" and of this one go to this
+  // rank's groups (groupCommunicator).
   int64_t tpSize = 1;
+  std::string modelGroup = "tp";
   // The model's context length (metadata n_ctx; 0 without), which bounds the KV-cache
   // positions prefill and decode take (checked in the library, for every caller).
   int64_t nCtx = 0;

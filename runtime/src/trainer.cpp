@@ -360,6 +360,11 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
   const int64_t first = step_ + 1, last = options_.steps;
   const double tokensPerStep =  // every data-parallel replica's
       static_cast<double>(batch_ * seq_ * dataParallelSize());
+  double receiveSecondsAtStart = 0;
+  if (pp_.size > 1) {
+    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", pp_.size, "pp"));
+    receiveSecondsAtStart = stages->stats().receiveSeconds;
+  }
   const Clock::time_point runStart = Clock::now();
   double smoothedRate = 0;
   for (int64_t step = first; step <= last; ++step) {
@@ -469,6 +474,16 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
     log_.reset();
   }
   outcome.seconds = std::chrono::duration<double>(Clock::now() - runStart).count();
+  if (pp_.size > 1) {
+    // Every stage's share of the run spent waiting in receives (collective over the stages,
+    // which all get here after the same last step).
+    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", pp_.size, "pp"));
+    float mine = static_cast<float>(
+        (stages->stats().receiveSeconds - receiveSecondsAtStart) / outcome.seconds);
+    std::vector<float> all(static_cast<size_t>(stages->size()));
+    TFC_RETURN_IF_ERROR(stages->allGather(&mine, all.data(), 1, "the stages' waiting times"));
+    outcome.stageWaits.assign(all.begin(), all.end());
+  }
   return outcome;
 }
 

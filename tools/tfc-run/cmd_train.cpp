@@ -367,13 +367,23 @@ int runTrain(const Invocation& invocation) {
     paramCount += count;
   }
   const bool speaks = trainer->rank() == 0;  // data parallel: rank 0 alone prints
-  const int64_t dp = trainer->dataParallelSize(), tp = trainer->tensorParallelSize();
+  const int64_t dp = trainer->dataParallelSize(), tp = trainer->tensorParallelSize(),
+                pp = trainer->pipelineParallelSize();
   if (speaks && dp > 1) {
     print(stderr,
           "data parallel: {} replicas{}, each reads its slice of the global batch {} x {} = {} "
           "rows\n",
-          dp, tp > 1 ? fmt::format(" of {} tensor-parallel processes", tp) : "", dp,
-          trainer->batch(), dp * trainer->batch());
+          dp,
+          tp > 1   ? fmt::format(" of {} tensor-parallel processes", tp)
+          : pp > 1 ? fmt::format(" of {} pipeline stages", pp)
+                   : "",
+          dp, trainer->batch(), dp * trainer->batch());
+  }
+  if (speaks && pp > 1) {
+    print(stderr, "pipeline parallel: {} stages, rank s runs stage s{}\n", pp,
+          dp > 1 ? fmt::format(" of its replica ({} x {} = {} in all)", dp, pp,
+                               trainer->worldSize())
+                 : "");
   }
   if (speaks && tp > 1) {
     print(stderr, "tensor parallel: {} processes split each layer{}\n", tp,
@@ -452,6 +462,22 @@ int runTrain(const Invocation& invocation) {
                    outcome->seconds),
         final.loss,
         std::isnan(final.evalLoss) ? "" : ", eval loss " + formatLogNumber(final.evalLoss));
+  if (!outcome->stageWaits.empty()) {
+    // The measured bubble: what each stage waited for the others, next to what a balanced
+    // pipeline waits, (S-1)/(M+S-1) (tfc --report's pipeline.bubble_balanced).
+    const double S = static_cast<double>(outcome->stageWaits.size());
+    const double M = static_cast<double>(
+        metadataInt(std::string(artifact->metadataJson()), "microbatches").value_or(1));
+    std::string waits;
+    double mean = 0;
+    for (double w : outcome->stageWaits) {
+      waits += fmt::format("{}{:.0f}%", waits.empty() ? "" : ", ", 100 * w);
+      mean += w / S;
+    }
+    print("pipeline: the stages waited {} of the run for each other (mean {:.0f}%; a balanced "
+          "pipeline's bubble (S-1)/(M+S-1) = {:.0f}%)\n",
+          waits, 100 * mean, 100 * (S - 1) / (M + S - 1));
+  }
   print("checkpoint: {}\n", savePath);
   if (!options.logPath.empty()) print("log: {}\n", options.logPath);
   if (args.has("--plot")) print("plot: {}\n", args.get("--plot"));

@@ -483,6 +483,7 @@ Status Communicator::runPointToPoint(int kind, int peer, int64_t tag, void* data
   s.bytes += static_cast<double>(bytes);
   s.commSeconds += seconds;
   s.exposedSeconds += seconds;
+  if (kind == TFC_P2P_RECV) s.receiveSeconds += seconds;
   return status;
 }
 
@@ -558,31 +559,32 @@ std::string groupName(const char* group, int first, int stride, int count) {
 
 }  // namespace
 
-StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t tp_size) {
+StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t inner_size,
+                                          const std::string& inner) {
   TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-  if (tp_size <= 1 || world->size() <= tp_size) return world;
+  if (inner_size <= 1 || world->size() <= inner_size) return world;
   // Made once, on the thread that creates the first context (the groups live as long as the
   // world, which owns them).
   static std::mutex mu;
   static int64_t madeFor = 0;
-  static Communicator* tp = nullptr;
+  static std::string madeInner;
+  static Communicator* model = nullptr;
   static Communicator* dp = nullptr;
   static Status* failure = nullptr;
   std::lock_guard<std::mutex> lock(mu);
   if (failure != nullptr) return Status(failure->code(), failure->message());
   if (madeFor == 0) {
-    const int size = world->size(), rank = world->rank(), m = static_cast<int>(tp_size);
+    const int size = world->size(), rank = world->rank(), m = static_cast<int>(inner_size);
     if (size % m != 0) {
       return Status::error(TFC_FAILED_PRECONDITION,
-                           "a world of %d processes does not divide into tensor-parallel "
-                           "groups of %d (tp_size)",
-                           size, m);
+                           "a world of %d processes does not divide into '%s' groups of %d",
+                           size, inner.c_str(), m);
     }
     const int d = rank / m, t = rank % m;
     // Every rank splits the world twice, in the same order.
-    auto made = world->split(d, t, groupName("tp", d * m, 1, m));
+    auto made = world->split(d, t, groupName(inner.c_str(), d * m, 1, m));
     if (made.ok()) {
-      tp = *made;
+      model = *made;
       made = world->split(t, d, groupName("dp", t, m, size / m));
     }
     if (!made.ok()) {
@@ -590,19 +592,21 @@ StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t tp_s
       return Status(failure->code(), failure->message());
     }
     dp = *made;
-    madeFor = tp_size;
-  } else if (madeFor != tp_size) {
+    madeFor = inner_size;
+    madeInner = inner;
+  } else if (madeFor != inner_size || madeInner != inner) {
     return Status::error(TFC_FAILED_PRECONDITION,
-                         "this process made its process groups for tensor-parallel groups of "
-                         "%lld (tp_size), not %lld: one process runs artifacts of one 2-D layout",
-                         static_cast<long long>(madeFor), static_cast<long long>(tp_size));
+                         "this process made its process groups for '%s' groups of %lld, not "
+                         "'%s' groups of %lld: one process runs artifacts of one 2-D layout",
+                         madeInner.c_str(), static_cast<long long>(madeFor), inner.c_str(),
+                         static_cast<long long>(inner_size));
   }
-  if (group == "tp") return tp;
+  if (group == inner) return model;
   if (group == "dp") return dp;
   return Status::error(TFC_INVALID_ARGUMENT,
-                       "a collective over process group '%s': a --dp x --tp layout has the "
-                       "groups 'dp' and 'tp'",
-                       group.c_str());
+                       "a collective over process group '%s': a --dp x --%s layout has the "
+                       "groups 'dp' and '%s'",
+                       group.c_str(), inner.c_str(), inner.c_str());
 }
 
 }  // namespace tfc

@@ -313,6 +313,40 @@ def random_tokens(path):
     return seed
 
 
+class TrainingRuns:
+    """Traces, compiles and trains small models in the work folder, for the checks that compare
+    layouts: traced(model, rows), compile(model, tag, *flags, rows=) (with --report to
+    tag.json) and train(so, tag, opt, world=, steps=, extra=) (tfc-run train from --init-seed 0,
+    or from --resume in extra, under mpirun when world > 1, saving tag.safetensors and
+    tag.csv)."""
+
+    def __init__(self, args, mpirun, env, p, models, hyper, seed):
+        self.bin, self.mpirun, self.env, self.p = args.bin_dir, mpirun, env, p
+        self.models, self.hyper, self.seed = models, hyper, seed
+
+    def traced(self, model, rows):
+        path = self.p(f"{model}-b{rows}.mlir")
+        if not os.path.exists(path):
+            sets = sum((["--set", s] for s in self.models[model] + [f"batch={rows}"]), [])
+            run([os.path.join(self.bin, "tfc-trace"), model, *sets, "-o", path])
+        return path
+
+    def compile(self, model, tag, *flags, rows):
+        run([os.path.join(self.bin, "tfc"), self.traced(model, rows), *flags, "--report",
+             self.p(f"{tag}.json"), "-o", self.p(f"{tag}.so")])
+        return self.p(f"{tag}.so")
+
+    def train(self, so, tag, opt, world=1, steps=STEPS, extra=()):
+        start = [] if "--resume" in extra else ["--init-seed", "0"]
+        cmd = [os.path.join(self.bin, "tfc-run"), so, "train", "--data", self.p("train.bin"),
+               *start, "--seed", str(self.seed), "--steps", str(steps), "--total-steps",
+               str(STEPS), *self.hyper[opt], "--save", self.p(f"{tag}.safetensors"), "--log",
+               self.p(f"{tag}.csv"), *extra]
+        if world > 1:
+            cmd = self.mpirun + ["-np", str(world)] + cmd
+        return run(cmd, env=self.env, timeout=600)
+
+
 def main():
     args, mpirun, env, p = mpi_job(__doc__)
     tfc = os.path.join(args.bin_dir, "tfc")

@@ -10,17 +10,21 @@ reference) and with --pp=S for S ranks under mpirun. The stages run the referenc
     reference's, bit for bit, and log the same loss and gradient norm every step;
   - which also makes them equal one process compiled at the whole batch (8 rows, no
     micro-batches) within 1e-5 (checked at S = 2);
+  - --dp=2 --pp=2 under mpirun -np 4 (2 micro-batches a replica) equals --dp=2 alone bit for
+    bit, and one process within 1e-5;
   - 5 steps + --resume to 10 under mpirun equal 10 straight, bit for bit; the pipeline's
     step-5 checkpoint resumes in the one-process reference (and the reverse) to the same
     bytes: checkpoints do not depend on the layout;
   - tfc --report gives each stage's FLOPs, parameter bytes, arena and link bytes, and the
     bubble: (S-1)/(M+S-1) for balanced stages, and the one predicted from the stages' FLOPs;
+    tfc-run train (rank 0) prints what each stage measured waiting for the others;
   - a rank that dies after step 6 ends the job non-zero (mpirun naming it, or the other's
     collective timing out with a message) and leaves the checkpoint of step 5 whole;
   - an artifact compiled for 2 stages is refused under mpirun -np 3 before any step;
   - bad layouts are refused at compile time: more stages than places to cut (naming both
     numbers: 11 stages at most for 4 layers, cut between sublayers), --pp without
-    --optimizer, with --dp, an unknown --pp-schedule, --pp-schedule without --pp.
+    --optimizer, with --tp, with --zero=1, an unknown --pp-schedule, --pp-schedule without
+    --pp.
 Prints the numbers and one verdict line.
 """
 import json
@@ -32,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_data_parallel import (  # noqa: E402
     check, compare, dead_rank_cases, failures, mpi_job, random_tokens, read_losses,
-    read_safetensors, same_tensors, STEPS, VOCAB)
+    read_safetensors, same_tensors, STEPS, TrainingRuns, VOCAB)
 from check_train import run  # noqa: E402
 
 B, M = 2, 4  # rows of a micro-batch, micro-batches a step
@@ -55,30 +59,13 @@ def read_log(path):
 def main():
     args, mpirun, env, p = mpi_job(__doc__)
     tfc = os.path.join(args.bin_dir, "tfc")
-    trace = os.path.join(args.bin_dir, "tfc-trace")
     tfc_run = os.path.join(args.bin_dir, "tfc-run")
     seed = random_tokens(p("train.bin"))
-
-    def traced(model, rows):
-        path = p(f"{model}-b{rows}.mlir")
-        if not os.path.exists(path):
-            sets = sum((["--set", s] for s in MODELS[model] + [f"batch={rows}"]), [])
-            run([trace, model, *sets, "-o", path])
-        return path
+    runs = TrainingRuns(args, mpirun, env, p, MODELS, HYPER, seed)
+    traced, train = runs.traced, runs.train
 
     def compile_(model, tag, *flags, rows=B):
-        run([tfc, traced(model, rows), *flags, "--report", p(f"{tag}.json"), "-o",
-             p(f"{tag}.so")])
-        return p(f"{tag}.so")
-
-    def train(so, tag, opt, world=1, steps=STEPS, extra=()):
-        start = [] if "--resume" in extra else ["--init-seed", "0"]
-        cmd = [tfc_run, so, "train", "--data", p("train.bin"), *start, "--seed", str(seed),
-               "--steps", str(steps), "--total-steps", str(STEPS), *HYPER[opt], "--save",
-               p(f"{tag}.safetensors"), "--log", p(f"{tag}.csv"), *extra]
-        if world > 1:
-            cmd = mpirun + ["-np", str(world)] + cmd
-        return run(cmd, env=env, timeout=600)
+        return runs.compile(model, tag, *flags, rows=rows)
 
     for model in MODELS:
         for opt in ("adamw", "sgd") if model == "gpt2" else ("adamw",):
@@ -102,8 +89,12 @@ def main():
                 check(log == ref_log and len(log) == STEPS,
                       f"  ... every step's logged loss and gradient norm equal")
                 text = result.stdout + result.stderr
-                check(text.count(f"step {STEPS}/{STEPS}") == 1,
-                      "  ... only rank 0 prints the step lines")
+                waits = [line for line in text.splitlines()
+                         if line.startswith("pipeline: the stages waited")]
+                check(text.count(f"step {STEPS}/{STEPS}") == 1 and len(waits) == 1 and
+                      f"pipeline parallel: {stages} stages" in text,
+                      "  ... only rank 0 prints the step lines, and the measured waits: " +
+                      (waits[0] if waits else "(none)"))
                 with open(p(f"{tag}.json")) as f:
                     pipeline = json.load(f)["pipeline"]
                 balanced = (stages - 1) / (M + stages - 1)
@@ -132,6 +123,26 @@ def main():
     ref_losses = read_losses(p("gpt2-whole.csv"))
     diff = max(abs(a - b) / abs(b) for a, b in zip(losses, ref_losses))
     check(diff <= 1e-5, f"  ... and its logged loss every step (max rel diff {diff:.2e})")
+
+    # Data parallel x pipeline (mpirun -np 4: rank d x 2 + s runs stage s of replica d, which
+    # reads its half of the global batch): the ops of --dp=2 alone with the same micro-batches,
+    # so its bytes; and one process at the whole batch within rounding.
+    dp = compile_("gpt2", "gpt2-dp2", "--optimizer=adamw", "--dp=2", "--microbatches=2")
+    train(dp, "gpt2-dp2", "adamw", world=2)
+    dppp = compile_("gpt2", "gpt2-dp2-pp2", "--optimizer=adamw", "--dp=2", "--pp=2",
+                    "--microbatches=2")
+    result = train(dppp, "gpt2-dp2-pp2", "adamw", world=4)
+    check(same_tensors(read_safetensors(p("gpt2-dp2-pp2.safetensors")),
+                       read_safetensors(p("gpt2-dp2.safetensors"))) and
+          read_log(p("gpt2-dp2-pp2.csv")) == read_log(p("gpt2-dp2.csv")),
+          "gpt2 --dp=2 --pp=2 (4 ranks), 2 micro-batches: after 10 steps the checkpoint and "
+          "the log equal --dp=2 alone's, bit for bit")
+    compare(read_safetensors(p("gpt2-dp2-pp2.safetensors")),
+            read_safetensors(p("gpt2-adamw-ref.safetensors")), "gpt2 --dp=2 --pp=2",
+            f"one process with --microbatches={M}")
+    text = result.stdout + result.stderr
+    check(text.count(f"step {STEPS}/{STEPS}") == 1 and "data parallel: 2 replicas" in text,
+          "  ... rank 0 alone prints, naming 2 data-parallel replicas")
 
     # Resume: under mpirun, and across layouts (one process <-> pipeline).
     pp = p("gpt2-adamw-pp2-1f1b.so")
@@ -167,7 +178,9 @@ def main():
             (["--optimizer=adamw", "--pp=12"], "so it splits into at most 11 pipeline "
                                                "stages, not 12"),
             (["--pp=2"], "--pp=2 splits train_step into stages: it needs --optimizer"),
-            (["--optimizer=adamw", "--pp=2", "--dp=2"], "with --dp or --tp is not built yet"),
+            (["--optimizer=adamw", "--pp=2", "--tp=2"], "with --tp is not built yet"),
+            (["--optimizer=adamw", "--pp=2", "--dp=2", "--zero=1"],
+             "with --zero=1 is not built yet"),
             (["--optimizer=adamw", "--pp=2", "--pp-schedule=zigzag"],
              "unknown --pp-schedule='zigzag' (expected 1f1b or gpipe)"),
             (["--optimizer=adamw", "--pp-schedule=gpipe"], "it needs --pp=S")):

@@ -28,8 +28,7 @@ _E2E = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(_E2E, "dp"))
 from check_data_parallel import (  # noqa: E402
     check, compare, failures, mpi_job, random_tokens, read_losses, read_safetensors,
-    same_tensors, STEPS, RTOL, VOCAB)
-from check_train import run  # noqa: E402
+    same_tensors, STEPS, RTOL, TrainingRuns, VOCAB)
 
 B = 2  # rows of one micro-batch
 MODELS = {
@@ -45,34 +44,18 @@ HYPER = {"adamw": ["--lr", "3e-3", "--warmup", "2", "--eps", "1e-4"],
 def main():
     args, mpirun, env, p = mpi_job(__doc__, [("--mpi", {"action": "store_true"})])
     tfc = os.path.join(args.bin_dir, "tfc")
-    trace = os.path.join(args.bin_dir, "tfc-trace")
-    tfc_run = os.path.join(args.bin_dir, "tfc-run")
-    seed = random_tokens(p("train.bin"))
-
-    def traced(model, rows):
-        path = p(f"{model}-b{rows}.mlir")
-        if not os.path.exists(path):
-            sets = sum((["--set", s] for s in MODELS[model] + [f"batch={rows}"]), [])
-            run([trace, model, *sets, "-o", path])
-        return path
+    runs = TrainingRuns(args, mpirun, env, p, MODELS, HYPER, random_tokens(p("train.bin")))
+    traced = runs.traced
 
     def compile_(model, rows, tag, *flags):
-        out = p(f"{tag}.so")
-        run([tfc, traced(model, rows), *flags, "--report", p(f"{tag}.json"), "-o", out])
-        return out
+        return runs.compile(model, tag, *flags, rows=rows)
 
     def arena(tag):
         with open(p(f"{tag}.json")) as f:
             return json.load(f)["entries"]["train_step"]["arena_bytes"]
 
     def train(so, tag, opt, world=1, steps=STEPS, extra=()):
-        start = [] if "--resume" in extra else ["--init-seed", "0"]
-        cmd = [tfc_run, so, "train", "--data", p("train.bin"), *start, "--seed",
-               str(seed), "--steps", str(steps), "--total-steps", str(STEPS), *HYPER[opt],
-               "--save", p(f"{tag}.safetensors"), "--log", p(f"{tag}.csv"), *extra]
-        if world > 1:
-            cmd = mpirun + ["-np", str(world)] + cmd
-        run(cmd, env=env, timeout=600)
+        runs.train(so, tag, opt, world=world, steps=steps, extra=extra)
         return read_safetensors(p(f"{tag}.safetensors")), read_losses(p(f"{tag}.csv"))
 
     def same_run(label, got, reference):

@@ -98,6 +98,7 @@ class Communicator {
     int64_t collectives = 0;     // blocking ones and buckets
     int64_t buckets = 0;
     int64_t messages = 0;        // point-to-point sends and receives
+    double receiveSeconds = 0;   // blocked in point-to-point receives (pipeline stages)
     double bytes = 0;            // payload bytes of all of them (each rank's own)
     double commSeconds = 0;      // inside the transport (the thread's time for buckets)
     double exposedSeconds = 0;   // the caller blocked: blocking collectives and waits
@@ -155,14 +156,15 @@ std::unique_ptr<Communicator> makeSingleCommunicator();
 // is returned at every call.
 StatusOr<Communicator*> worldCommunicator();
 
-// The process groups of a 2-D layout (tfc --dp=N --tp=M; artifact_abi.h): world rank
-// r = d x M + t, "tp" the M consecutive ranks d x M ... d x M + M - 1, "dp" the N ranks t, t + M,
-// ..., t + (N - 1) x M. Where |tp_size| <= 1 or the world has no more than |tp_size| ranks (tensor
-// or data parallel alone) every group is the world. The first call that needs groups splits
-// the world into both (collective: every rank makes it at the same point, as
-// tfc_context_create does); a later call with another |tp_size|, a world that is not a
-// multiple of it, or a group other than "dp" and "tp" is an error.
-StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t tp_size);
+// The process groups of a 2-D layout (tfc --dp=N with --tp=M or --pp=M; artifact_abi.h): world
+// rank r = d x M + t, |inner| ("tp" or "pp") the M consecutive ranks d x M ... d x M + M - 1,
+// "dp" the N ranks t, t + M, ..., t + (N - 1) x M. Where |inner_size| <= 1 or the world has
+// no more than |inner_size| ranks (one kind of parallelism alone) every group is the world.
+// The first call that needs groups splits the world into both (collective: every rank makes
+// it at the same point, as tfc_context_create does); a later call with another size or inner
+// group, a world that is not a multiple of it, or another group is an error.
+StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t inner_size,
+                                          const std::string& inner = "tp");
 
 // The deadline of every collective: TFC_COMM_TIMEOUT_S (seconds, above 0 and at most
 // 1e6), default 300 when unset or empty. Any other value (not a number, negative, nan, with

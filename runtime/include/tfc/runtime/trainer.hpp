@@ -96,6 +96,10 @@ struct TrainOutcome {
   int64_t firstStep = 0, lastStep = 0;  // the steps run() trained
   bool stopped = false;                 // requestStop() ended it before options.steps
   double seconds = 0;
+  // Pipeline parallel: the fraction of the run each stage of this rank's replica spent
+  // waiting for the others' activations and gradients (its measured bubble and imbalance), in
+  // stage order; empty otherwise.
+  std::vector<double> stageWaits;
 };
 
 class Trainer {
