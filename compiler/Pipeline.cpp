@@ -85,7 +85,8 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     pm.addPass(createTfcConvertPrecision(precision));
   }
   if (runs(Phase::Graph) && !options.optimizer.empty()) {
-    if (options.pipelineParallel > 0) {
+    // One stage is no pipeline (--pp=1 compiles as without it).
+    if (options.pipelineParallel > 1) {
       TfcPipelineStagesOptions stages;
       stages.stages = options.pipelineParallel;
       pm.addPass(createTfcPipelineStages(stages));
@@ -109,7 +110,7 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     trainStep.optimizer = options.optimizer;
     trainStep.noDecay = options.noDecay;
     pm.addPass(createTfcTrainStep(trainStep));
-    if (options.pipelineParallel > 0) {
+    if (options.pipelineParallel > 1) {
       TfcPipelineSplitOptions split;
       split.stages = options.pipelineParallel;
       split.schedule = options.ppSchedule;

@@ -139,6 +139,11 @@ struct PipelineStagesPass
       if (crossing[c] == least && flops[c] > 0 && flops[c] < flops[n] &&
           (candidates.empty() || flops[c] > flops[candidates.back()]))
         candidates.push_back(c); // one cut per distinct amount of work
+    if (candidates.empty() && s > 1)
+      return loss.emitError("tfc-pipeline-stages: '")
+             << loss.getName() << "' has no place to cut into " << s
+             << " pipeline stages (no value alone between two parts that "
+                "compute)";
     if (static_cast<int64_t>(candidates.size()) < s - 1)
       return loss.emitError("tfc-pipeline-stages: '")
              << loss.getName() << "' has " << candidates.size()
