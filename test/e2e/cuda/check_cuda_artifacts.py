@@ -55,17 +55,27 @@ class Model:
     extra flags, and the tolerances of call outputs and of training (relative)."""
 
     def __init__(self, trace, optimizer, decoder, flags=(), call_limit=1e-4, train_limit=1e-5,
-                 generate=True):
+                 generate=True, grad_limit=None):
         self.trace, self.optimizer, self.decoder = trace, optimizer, decoder
         self.flags, self.call_limit, self.train_limit = list(flags), call_limit, train_limit
         self.generate = generate
+        # The limit of loss_grad's gradients where it differs from call_limit: see encdec's.
+        self.grad_limit = grad_limit if grad_limit is not None else call_limit
 
 
 MODELS = {
     "gpt2": Model("gpt2", "adamw", True),
     "llama": Model("llama", "adamw", True),
     "mixtral": Model("mixtral", "adamw", True),
-    "encdec": Model("encdec", "sgd", False),
+    # encdec's leaky ReLU has a kink: where a pre-activation lies within rounding of 0, the
+    # CPU and the device may take different slopes (1 or 0.1), which moves that unit's share of
+    # every gradient upstream of it by O(its share). Seed 14167805: one (row, unit) of the
+    # encoder's MLP out of B x T x 128; grad.encoder.ff.w1 then differs by 2.2e-3 of its
+    # largest element (31 of 4096 elements, the unit's column), the attention's weights
+    # upstream by up to 5.7e-4; w2's gradient, which reads the activation's continuous value,
+    # by 1e-6, and the loss by 8e-7. So its gradients are held to 1e-2, still far below what a
+    # wrong kernel gives (O(1)); its forward and loss keep 1e-4 and 1e-5.
+    "encdec": Model("encdec", "sgd", False, grad_limit=1e-2),
     # bf16, with the products on tensor cores (kernels/gemm.cuh), against the CPU's bf16
     # kernels: mixed-precision training, and inference with bf16 weights. Both round the
     # same bf16 operands; their f32 sums differ in order, and a stored bf16 intermediate can
@@ -214,7 +224,8 @@ def check_model(c, name, rng):
             b = outs[1][key]
             scale = float(np.abs(a).max()) or 1.0
             err = float(np.abs(a.astype(np.float64) - b).max()) / scale
-            limit = spec.call_limit / 10 if a.ndim == 0 else spec.call_limit
+            limit = (spec.call_limit / 10 if a.ndim == 0
+                     else spec.grad_limit if key.startswith("grad.") else spec.call_limit)
             if err / limit > worst:
                 worst, where = err / limit, f"{key} {err:.2e} (limit {limit:.0e})"
         c.result(f"{name} {entry}", worst <= 1.0,
