@@ -24,18 +24,18 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
   const std::string path(artifact.path());
   // Pipeline parallel (tfc --pp=S): world rank s runs stage s's entry.
   TFC_ASSIGN_OR_RETURN(PipelineLayout pp, pipelineLayout(std::string(artifact.metadataJson())));
-  std::string name = "train_step";
+  std::string entryName = "train_step";
   if (pp.size > 1) {
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-    name = pp.entryOf(name, world->rank() % pp.size);
+    entryName = pp.entryOf(entryName, world->rank() % pp.size);
   }
   bool found = false;
   for (int32_t e = 0; e < artifact.entryCount(); ++e) {
-    found |= std::string(artifact.entry(e).name) == name;
+    found |= std::string(artifact.entry(e).name) == entryName;
   }
   if (!found && pp.size > 1) {
     return Status::error(TFC_FAILED_PRECONDITION, "%s has no %s entry for this pipeline stage",
-                         path.c_str(), name.c_str());
+                         path.c_str(), entryName.c_str());
   }
   if (!found) {
     return Status::error(TFC_FAILED_PRECONDITION,
@@ -44,7 +44,7 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
                          path.c_str());
   }
   TrainStep step;
-  TFC_ASSIGN_OR_RETURN(step.entry_, BoundEntry::create(artifact, name));
+  TFC_ASSIGN_OR_RETURN(step.entry_, BoundEntry::create(artifact, entryName));
   const tfc_entry_t& entry = step.entry_.desc();
   std::optional<size_t> firstHyper = step.entry_.findInput("lr");
   if (!firstHyper) {
