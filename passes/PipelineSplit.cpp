@@ -42,6 +42,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <map>
 
@@ -124,7 +125,7 @@ struct PipelineSplitPass
     // everywhere (a parameter's load, a reshape of it).
     DenseMap<Operation *, llvm::SmallSetVector<int64_t, 4>> readers;
     for (Operation *op : llvm::reverse(ops)) {
-      auto &set = readers[op];
+      llvm::SmallSetVector<int64_t, 4> set;
       for (Value r : op->getResults())
         for (Operation *user : r.getUsers()) {
           if (user == ret.getOperation())
@@ -132,10 +133,16 @@ struct PipelineSplitPass
           int64_t u = stageOf.lookup(user);
           if (u != kEverywhere)
             set.insert(u);
-          else
-            set.insert(readers[user].begin(), readers[user].end());
+          else if (auto it = readers.find(user); it != readers.end())
+            set.insert(it->second.begin(), it->second.end());
         }
+      readers[op] = std::move(set);
     }
+    // The stages that read each symbol through a load.
+    llvm::StringMap<llvm::SmallSetVector<int64_t, 4>> holdersOf;
+    for (Operation *op : ops)
+      if (auto load = llvm::dyn_cast<LoadOp>(op))
+        holdersOf[load.getName()].insert(readers[op].begin(), readers[op].end());
     // A store of a parameter made on one stage is made too on every other
     // stage that reads the parameter.
     DenseMap<Operation *, SmallVector<int64_t>> storedAlsoOn;
@@ -146,12 +153,7 @@ struct PipelineSplitPass
         continue;
       int64_t t = stageOf.lookup(op);
       owner[store.getName().str()] = t;
-      llvm::SmallSetVector<int64_t, 4> holders;
-      for (Operation *other : ops)
-        if (auto load = llvm::dyn_cast<LoadOp>(other);
-            load && load.getName() == store.getName())
-          holders.insert(readers[other].begin(), readers[other].end());
-      for (int64_t u : holders)
+      for (int64_t u : holdersOf.lookup(store.getName()))
         if (u != t)
           storedAlsoOn[op].push_back(u);
     }
@@ -163,7 +165,7 @@ struct PipelineSplitPass
       return t == kEverywhere || t == u ||
              llvm::is_contained(storedAlsoOn.lookup(op), u);
     };
-    std::map<std::pair<Value, int64_t>, int64_t, ValueStageLess> tagOf;
+    DenseMap<std::pair<Value, int64_t>, int64_t> tagOf;
     int64_t nextTag = 0;
     for (Operation *op : ops) {
       int64_t t = stageOf.lookup(op);
@@ -269,7 +271,7 @@ struct PipelineSplitPass
         auto recv = b.create<RecvOp>(
             v.getLoc(), v.getType(), b.getStringAttr(group),
             b.getI64IntegerAttr(stageOf.lookup(def)),
-            b.getI64IntegerAttr(tagOf.at({v, u})));
+            b.getI64IntegerAttr(tagOf.lookup({v, u})));
         mapping.map(v, recv.getResult());
       };
       for (Operation *op : mine) {
@@ -321,16 +323,6 @@ struct PipelineSplitPass
     module->setAttr(attr::kMetadata, b.getStringAttr(json));
     return success();
   }
-
-  /// Orders (value, stage) keys by the value's address, then the stage.
-  struct ValueStageLess {
-    bool operator()(const std::pair<Value, int64_t> &a,
-                    const std::pair<Value, int64_t> &b) const {
-      if (a.first != b.first)
-        return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
-      return a.second < b.second;
-    }
-  };
 };
 
 } // namespace

@@ -48,7 +48,7 @@ void hostReportError(void* user, const char* message) {
 // the world where the artifact is data or tensor parallel alone, else the "dp" or "tp" group of
 // this rank (tfc --dp=N --tp=M; groupCommunicator()).
 tfc::StatusOr<tfc::Communicator*> communicatorOf(const tfc_context_t* context, const char* group) {
-  return tfc::groupCommunicator(group != nullptr ? group : "", context->tpSize,
+  return tfc::groupCommunicator(group != nullptr ? group : "", context->modelGroupSize,
                                 context->modelGroup);
 }
 
@@ -155,8 +155,8 @@ int32_t hostCollectiveStart(void* user, int32_t kind, int32_t reduce, const char
                                 "gradient buckets on a GPU are not built (recompile with "
                                 "--dp-bucket-mb=-1)");
   }
-  if (status.ok() && (*world)->size() > static_cast<tfc_context_t*>(user)->tpSize &&
-      static_cast<tfc_context_t*>(user)->tpSize > 1) {
+  if (status.ok() && (*world)->size() > static_cast<tfc_context_t*>(user)->modelGroupSize &&
+      static_cast<tfc_context_t*>(user)->modelGroupSize > 1) {
     // Buckets live on the world communicator; tfc --dp --tp compiles blocking all-reduces.
     status = tfc::Status::error(TFC_UNIMPLEMENTED,
                                 "gradient buckets of group '%s' in a --dp x --tp artifact are not "
@@ -282,7 +282,7 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
   // rank opens "dp", then "tp"). The first fails alike on every rank: NCCL loads but cannot
   // run (a GPU it cannot use, the emulated driver of the tests) is a reason to fall back as a
   // missing NCCL is.
-  const bool twoGroups = context->tpSize > 1 && world->size() > context->tpSize;
+  const bool twoGroups = context->modelGroupSize > 1 && world->size() > context->modelGroupSize;
   std::vector<std::string> groups =
       twoGroups ? std::vector<std::string>{"dp", "tp"} : std::vector<std::string>{""};
   auto open = [&](const std::string& group) -> Status {
@@ -622,9 +622,9 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
       artifact->table->metadata_json ? artifact->table->metadata_json : "";
   const int64_t ppSize = tfc::metadataInt(json, TFC_METADATA_PP_SIZE).value_or(1);
   const std::string modelGroup = ppSize > 1 ? "pp" : "tp";
-  const int64_t tpSize =
+  const int64_t modelGroupSize =
       ppSize > 1 ? ppSize : tfc::metadataInt(json, TFC_METADATA_TP_SIZE).value_or(1);
-  if (auto groups = tfc::groupCommunicator(modelGroup, tpSize, modelGroup); !groups.ok()) {
+  if (auto groups = tfc::groupCommunicator(modelGroup, modelGroupSize, modelGroup); !groups.ok()) {
     return std::move(groups).takeStatus().release();
   }
   tfc_context_options_t defaults;
@@ -649,7 +649,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->params = params;
   context->allocator = options->allocator;
   context->stateSeed = options->state_seed;
-  context->tpSize = tpSize;
+  context->modelGroupSize = modelGroupSize;
   context->modelGroup = modelGroup;
   context->nCtx = std::max<int64_t>(
       0, tfc::metadataInt(artifact->table->metadata_json ? artifact->table->metadata_json : "",

@@ -145,7 +145,7 @@ struct tfc_context_s {
   // The artifact's model-parallel group: "tp" (tp_size) or "pp" (pp_size) and its size (1
   // without): with a larger world the collectives of group "dp" and of this one go to this
   // rank's groups (groupCommunicator).
-  int64_t tpSize = 1;
+  int64_t modelGroupSize = 1;
   std::string modelGroup = "tp";
   // The model's context length (metadata n_ctx; 0 without), which bounds the KV-cache
   // positions prefill and decode take (checked in the library, for every caller).
