@@ -23,6 +23,8 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -492,6 +494,34 @@ std::string unknownNoDecay(mlir::ModuleOp module,
   return "";
 }
 
+/// Emits an error at the first loop whose constant step is not positive and
+/// fails. MLIR 19's scf verifiers accept `step %c0` (upstream checks it from
+/// LLVM 20), and loop analyses divide by the step: a hand-edited planned
+/// program must not crash tfc with SIGFPE.
+mlir::LogicalResult verifyLoopSteps(mlir::ModuleOp module) {
+  auto positive = [](mlir::Operation *op, mlir::ValueRange steps) {
+    for (mlir::Value step : steps)
+      if (std::optional<int64_t> value = mlir::getConstantIntValue(step);
+          value && *value <= 0)
+        return mlir::LogicalResult(mlir::emitError(op->getLoc())
+                                   << "'" << op->getName() << "' has step "
+                                   << *value
+                                   << "; a loop's constant step must be "
+                                      "positive");
+    return mlir::success();
+  };
+  mlir::WalkResult walk = module.walk([&](mlir::Operation *op) {
+    mlir::LogicalResult ok = mlir::success();
+    if (auto loop = llvm::dyn_cast<mlir::scf::ForOp>(op))
+      ok = positive(op, loop.getStep());
+    else if (auto loop = llvm::dyn_cast<mlir::scf::ParallelOp>(op))
+      ok = positive(op, loop.getStep());
+    return mlir::failed(ok) ? mlir::WalkResult::interrupt()
+                            : mlir::WalkResult::advance();
+  });
+  return mlir::failure(walk.wasInterrupted());
+}
+
 llvm::Error writeText(const std::string &path,
                       llvm::function_ref<void(llvm::raw_ostream &)> write) {
   return writeOutput(path, [&](llvm::raw_ostream &os) {
@@ -818,7 +848,7 @@ int compilerMain(int argc, char **argv) {
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module)
+  if (!module || mlir::failed(verifyLoopSteps(*module)))
     return 1; // The parser or verifier has reported file:line:col.
   bool hasEntry = false;
   for (auto func : module->getOps<mlir::func::FuncOp>())

@@ -36,12 +36,18 @@ using namespace mlir;
 
 namespace {
 
-/// The constant trip counts of a loop's dimensions (1 where not constant).
+/// The constant trip counts of a loop's dimensions (1 where not constant, or
+/// where the step is not positive: MLIR 19's constantTripCount divides by it
+/// and its verifiers let `step %c0` through).
 SmallVector<int64_t> tripCounts(ValueRange lbs, ValueRange ubs,
                                 ValueRange steps) {
   SmallVector<int64_t> trips;
-  for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps))
-    trips.push_back(constantTripCount(lb, ub, step).value_or(1));
+  for (auto [lb, ub, step] : llvm::zip(lbs, ubs, steps)) {
+    std::optional<int64_t> stepValue = getConstantIntValue(step);
+    trips.push_back(stepValue && *stepValue <= 0
+                        ? 1
+                        : constantTripCount(lb, ub, step).value_or(1));
+  }
   return trips;
 }
 

@@ -114,3 +114,23 @@ func.func private @k2_window(%a: memref<131072xf32>, %pos: memref<index>, %c: me
   }
   return
 }
+
+// -----
+
+// Tests that an inner loop stepping by 0 (MLIR 19's scf.for verifier accepts
+// it) counts as one iteration instead of dividing by its step (SIGFPE).
+
+// CHECK-LABEL: func.func private @k0_zero_step(
+func.func private @k0_zero_step(%a: memref<64x1024xf32>) attributes {tfc.kernel} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %c1024 = arith.constant 1024 : index
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    scf.for %j = %c1 to %c1024 step %c0 {
+      %x = memref.load %a[%i, %j] : memref<64x1024xf32>
+      memref.store %x, %a[%i, %j] : memref<64x1024xf32>
+    }
+  }
+  return
+}
