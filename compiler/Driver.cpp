@@ -177,9 +177,17 @@ struct Options {
                "activations forward and their gradients back "
                "(tfc-pipeline-split); with --microbatches=M the stages work "
                "on different micro-batches at once (bubble (S-1)/(M+S-1)). "
-               "With --dp=N: N x S processes, rank d x S + s running stage s of "
-               "replica d. CPU, f32; not yet with --tp"),
+               "With --tp=M each stage's layers are split over M processes "
+               "and with --dp=N there are N replicas: N x S x M processes, rank "
+               "(d x S + s) x M + t holding slice t of stage s of replica d. "
+               "CPU, f32"),
       cl::value_desc("S"), cl::init(0), cl::cat(category)};
+  cl::opt<std::string> mesh{
+      "mesh",
+      cl::desc("The process mesh in one flag: dp=N,pp=S,tp=M (any of them, "
+               "in any order, each 1 or more), the same as --dp=N --pp=S "
+               "--tp=M: N x S x M processes, world rank (d x S + s) x M + t"),
+      cl::value_desc("dp=N,pp=S,tp=M"), cl::cat(category)};
   cl::opt<std::string> ppSchedule{
       "pp-schedule",
       cl::desc("With --pp: each stage's order of micro-batches: 1f1b "
@@ -465,6 +473,40 @@ std::string dumpCollision(const std::string &dir,
   return "";
 }
 
+/// Sets --dp, --pp and --tp from --mesh=dp=N,pp=S,tp=M; why it cannot, or "".
+std::string applyMesh(Options &options) {
+  if (options.dataParallel.getNumOccurrences() ||
+      options.pipelineParallel.getNumOccurrences() ||
+      options.tensorParallel.getNumOccurrences())
+    return "give the mesh either with --mesh or with --dp, --pp and --tp, "
+           "not both";
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(options.mesh).split(parts, ',');
+  llvm::StringMap<int64_t> sizes;
+  for (llvm::StringRef part : parts) {
+    auto [key, value] = part.trim().split('=');
+    int64_t n = 0;
+    if (key == "ep" || key == "sp")
+      return (key == "ep" ? "expert" : "sequence") +
+             std::string(" parallelism (") + key.str() + ") is not built yet";
+    if (key != "dp" && key != "pp" && key != "tp")
+      return "unknown dimension '" + key.str() + "' (expected dp, pp or tp)";
+    if (value.getAsInteger(10, n) || n < 1 || n > 65536)
+      return key.str() + "='" + value.str() + "': give a number of processes, 1 or more";
+    if (!sizes.try_emplace(key, n).second)
+      return key.str() + " is given twice";
+  }
+  // A dimension of 1 is none (--dp=1 would compile a world of one rank).
+  auto set = [&](cl::opt<int64_t> &flag, llvm::StringRef key) {
+    if (int64_t n = sizes.lookup(key); n > 1)
+      flag = n;
+  };
+  set(options.dataParallel, "dp");
+  set(options.pipelineParallel, "pp");
+  set(options.tensorParallel, "tp");
+  return "";
+}
+
 /// Why a --no-decay name matches no parameter of `module`, or "": a typo
 /// would otherwise decay the parameter it meant, silently.
 std::string unknownNoDecay(mlir::ModuleOp module,
@@ -640,6 +682,10 @@ int compilerMain(int argc, char **argv) {
     return fail("unknown --optimizer='" + options.optimizer +
                 "' (expected adamw or sgd)");
   pipeline.optimizer = options.optimizer;
+  if (options.mesh.getNumOccurrences()) {
+    if (std::string bad = applyMesh(options); !bad.empty())
+      return fail("--mesh=" + options.mesh + ": " + bad);
+  }
   // --dp=0 would mean "no data parallelism" as if the flag were left out.
   if ((options.dataParallel.getNumOccurrences() && options.dataParallel < 1) ||
       options.dataParallel > 65536)
@@ -689,9 +735,6 @@ int compilerMain(int argc, char **argv) {
     const std::string pp = "--pp=" + std::to_string(options.pipelineParallel);
     if (options.optimizer.empty())
       return fail(pp + " splits train_step into stages: it needs --optimizer");
-    if (options.tensorParallel > 0)
-      return fail(pp + " with --tp is not built yet (pipeline parallelism "
-                       "runs alone or with --dp)");
     if (options.zero == 1)
       return fail(pp + " with --zero=1 is not built yet (the optimizer state "
                        "of a stage is whole on its ranks)");

@@ -316,9 +316,13 @@ struct PipelineSplitPass
     std::string json = meta ? meta.getValue().str() : "";
     json = withMetadataEntry(json, TFC_METADATA_PP_OWNER, owners);
     json = withMetadataEntry(json, TFC_METADATA_PP_SIZE, std::to_string(s));
-    // With data parallelism tfc-data-parallel wrote N x S already.
-    if (!metadataInt(json, TFC_METADATA_WORLD_SIZE))
-      json = withMetadataEntry(json, TFC_METADATA_WORLD_SIZE, std::to_string(s));
+    // S stages of M tensor-parallel ranks each (tfc-tensor-parallel wrote M);
+    // with data parallelism tfc-data-parallel wrote N x M x S already.
+    int64_t world =
+        s * metadataInt(json, TFC_METADATA_TP_SIZE).value_or(int64_t{1});
+    if (metadataInt(json, TFC_METADATA_WORLD_SIZE).value_or(int64_t{0}) < world)
+      json = withMetadataEntry(json, TFC_METADATA_WORLD_SIZE,
+                               std::to_string(world));
     json = withMetadataEntry(json, "pp_schedule", "\"" + schedule + "\"");
     module->setAttr(attr::kMetadata, b.getStringAttr(json));
     return success();

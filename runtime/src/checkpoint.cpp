@@ -73,9 +73,10 @@ StatusOr<std::map<int32_t, int32_t>> zeroShardedState(const Artifact& artifact) 
 // "tp" group (the world with --tp alone: block t from its rank t), its bytes in |storage|. With
 // --dp x --tp every group gathers (each rank takes part in its group's collectives); world
 // rank 0 writes.
-Status gatherTensorParallel(const TensorParallelLayout& tp, std::vector<NamedTensorView>* tensors,
+Status gatherTensorParallel(const TensorParallelLayout& tp, const ProcessMesh& mesh,
+                            std::vector<NamedTensorView>* tensors,
                             std::vector<std::vector<uint8_t>>* storage) {
-  TFC_ASSIGN_OR_RETURN(Communicator * group, groupCommunicator("tp", tp.size));
+  TFC_ASSIGN_OR_RETURN(Communicator * group, groupCommunicator("tp", mesh));
   const std::string statePrefix(kStatePrefix);
   for (NamedTensorView& named : *tensors) {
     const std::string& key = named.name;
@@ -105,10 +106,11 @@ Status gatherTensorParallel(const TensorParallelLayout& tp, std::vector<NamedTen
 // Pipeline parallel: a tensor that one stage owns (its layers' parameters and their optimizer
 // state) is current on that rank alone; every rank takes it from there: an all-reduce (sum)
 // in which the others give -0.0, which adds to any float without changing a bit of it.
-Status gatherPipelineStages(const PipelineLayout& pp, std::vector<NamedTensorView>* tensors,
+Status gatherPipelineStages(const PipelineLayout& pp, const ProcessMesh& mesh,
+                            std::vector<NamedTensorView>* tensors,
                             std::vector<std::vector<uint8_t>>* storage) {
-  // The stages of this rank's data-parallel replica.
-  TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", pp.size, "pp"));
+  // The stages of this rank's data-parallel replica that hold its tensor-parallel slice.
+  TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", mesh));
   const int64_t stage = stages->rank();
   for (NamedTensorView& named : *tensors) {
     std::string name = named.name;
@@ -140,6 +142,7 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   TFC_RETURN_IF_ERROR(context.download());
   TFC_ASSIGN_OR_RETURN(TensorParallelLayout tp,
                        tensorParallelLayout(std::string(artifact.metadataJson())));
+  TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(std::string(artifact.metadataJson())));
   std::vector<NamedTensorView> tensors;
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
     TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, params.tensor(i));
@@ -152,7 +155,7 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact));
   Communicator* dataGroup = nullptr;
   if (!sharded.empty()) {
-    TFC_ASSIGN_OR_RETURN(dataGroup, groupCommunicator("dp", tp.size));
+    TFC_ASSIGN_OR_RETURN(dataGroup, groupCommunicator("dp", mesh));
   }
   std::vector<std::vector<uint8_t>> storage;
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
@@ -170,9 +173,11 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
     }
     tensors.push_back({std::string(kStatePrefix) + artifact.state(i).name, view});
   }
-  if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(tp, &tensors, &storage));
+  // With --tp and --pp: every stage's tensor-parallel group makes its tensors whole, then the
+  // stages holding the same slice take each tensor from its owner.
+  if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(tp, mesh, &tensors, &storage));
   TFC_ASSIGN_OR_RETURN(PipelineLayout pp, pipelineLayout(std::string(artifact.metadataJson())));
-  if (pp.size > 1) TFC_RETURN_IF_ERROR(gatherPipelineStages(pp, &tensors, &storage));
+  if (pp.size > 1) TFC_RETURN_IF_ERROR(gatherPipelineStages(pp, mesh, &tensors, &storage));
   if (!sharded.empty() || tp.size > 1 || pp.size > 1) {
     // Rank 0 alone writes (data parallel: the parameters are the same everywhere).
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
@@ -222,7 +227,8 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
                        tensorParallelLayout(std::string(artifact.metadataJson())));
   int rank = 0;  // in the data-parallel group (the world without --tp)
   if (!sharded.empty()) {
-    TFC_ASSIGN_OR_RETURN(Communicator * dataGroup, groupCommunicator("dp", tp.size));
+    TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(std::string(artifact.metadataJson())));
+    TFC_ASSIGN_OR_RETURN(Communicator * dataGroup, groupCommunicator("dp", mesh));
     rank = dataGroup->rank();
   }
   int64_t tpRank = 0;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,11 +46,10 @@ void hostReportError(void* user, const char* message) {
 }
 
 // Collectives of compiled code (tfc.all_reduce, ...) go to the communicator of their group:
-// the world where the artifact is data or tensor parallel alone, else the "dp" or "tp" group of
-// this rank (tfc --dp=N --tp=M; groupCommunicator()).
+// the world where the artifact has one kind of parallelism, else this rank's "dp", "pp" or
+// "tp" group of the mesh (groupCommunicator()).
 tfc::StatusOr<tfc::Communicator*> communicatorOf(const tfc_context_t* context, const char* group) {
-  return tfc::groupCommunicator(group != nullptr ? group : "", context->modelGroupSize,
-                                context->modelGroup);
+  return tfc::groupCommunicator(group != nullptr ? group : "", context->mesh);
 }
 
 tfc::Status runCollective(tfc::Communicator* comm, int32_t kind, int32_t reduce,
@@ -155,13 +155,13 @@ int32_t hostCollectiveStart(void* user, int32_t kind, int32_t reduce, const char
                                 "gradient buckets on a GPU are not built (recompile with "
                                 "--dp-bucket-mb=-1)");
   }
-  if (status.ok() && (*world)->size() > static_cast<tfc_context_t*>(user)->modelGroupSize &&
-      static_cast<tfc_context_t*>(user)->modelGroupSize > 1) {
-    // Buckets live on the world communicator; tfc --dp --tp compiles blocking all-reduces.
+  if (status.ok() && static_cast<tfc_context_t*>(user)->mesh.dimensions() > 1) {
+    // Buckets live on the world communicator; tfc compiles blocking all-reduces for a mesh.
     status = tfc::Status::error(TFC_UNIMPLEMENTED,
-                                "gradient buckets of group '%s' in a --dp x --tp artifact are not "
-                                "built (tfc compiles its gradients' all-reduces blocking)",
-                                group ? group : "");
+                                "gradient buckets of group '%s' in a %s artifact are not built "
+                                "(tfc compiles its gradients' all-reduces blocking)",
+                                group ? group : "",
+                                static_cast<tfc_context_t*>(user)->mesh.flags().c_str());
   }
   if (status.ok() && kind != TFC_COLLECTIVE_ALL_REDUCE) {
     status = tfc::Status::error(TFC_INVALID_ARGUMENT,
@@ -201,26 +201,24 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
   if (!compiled) return tfc::Status();
   TFC_ASSIGN_OR_RETURN(tfc::Communicator* world, tfc::worldCommunicator());
   if (*compiled == world->size()) return tfc::Status();
-  // Tensor parallel (tfc --tp=M), data parallel (tfc --dp=N), both (world N x M) or pipeline
-  // stages (tfc --pp=S): name the flags it came from.
-  const int64_t tp =
-      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_TP_SIZE).value_or(1);
-  const int64_t pp =
-      tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_PP_SIZE).value_or(1);
-  std::string flags, hint;
-  if (pp > 1 && *compiled > pp) {
-    flags = "--dp=" + std::to_string(*compiled / pp) + " --pp=" + std::to_string(pp);
-    hint = "recompile with --dp and --pp whose product is " + std::to_string(world->size());
-  } else if (pp > 1) {
-    flags = "--pp=" + std::to_string(pp);
-    hint = "recompile with --pp=" + std::to_string(world->size()) + " (one rank a stage)";
-  } else if (tp > 1 && *compiled > tp) {
-    flags = "--dp=" + std::to_string(*compiled / tp) + " --tp=" + std::to_string(tp);
-    hint = "recompile with --dp and --tp whose product is " + std::to_string(world->size());
+  // Name the flags it came from: --dp, --pp, --tp or several (their product is the world).
+  TFC_ASSIGN_OR_RETURN(tfc::ProcessMesh mesh, tfc::processMesh(json != nullptr ? json : ""));
+  const std::string flags = mesh.size() > 1 ? mesh.flags() : "--dp=1";
+  std::string hint;
+  if (mesh.dimensions() <= 1) {
+    const std::string flag = flags.substr(0, flags.find('='));
+    hint = "recompile with " + flag + "=" + std::to_string(world->size()) +
+           (mesh.pp > 1 ? " (one rank a stage)" : "");
   } else {
-    const char* flag = tp > 1 ? "tp" : "dp";
-    flags = std::string("--") + flag + "=" + std::to_string(*compiled);
-    hint = std::string("recompile with --") + flag + "=" + std::to_string(world->size());
+    std::vector<std::string> flagNames;
+    for (const char* group : {"dp", "pp", "tp"}) {
+      if (mesh.sizeOf(group) > 1) flagNames.push_back(std::string("--") + group);
+    }
+    std::string names = flagNames[0];
+    for (size_t i = 1; i < flagNames.size(); ++i) {
+      names += (i + 1 == flagNames.size() ? " and " : ", ") + flagNames[i];
+    }
+    hint = "recompile with " + names + " whose product is " + std::to_string(world->size());
   }
   return tfc::Status::error(
       TFC_FAILED_PRECONDITION,
@@ -278,13 +276,23 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
     say("collectives staged through the host over MPI (" + why + ")");
     return Status();
   }
-  // One communicator for the world, or one per process group of a --dp x --tp layout (every
-  // rank opens "dp", then "tp"). The first fails alike on every rank: NCCL loads but cannot
-  // run (a GPU it cannot use, the emulated driver of the tests) is a reason to fall back as a
-  // missing NCCL is.
-  const bool twoGroups = context->modelGroupSize > 1 && world->size() > context->modelGroupSize;
-  std::vector<std::string> groups =
-      twoGroups ? std::vector<std::string>{"dp", "tp"} : std::vector<std::string>{""};
+  // One communicator for the world, or one per process group of a mesh (every rank opens
+  // "dp", then "pp", then "tp", those of more than one rank). The first fails alike on every
+  // rank: NCCL loads but cannot run (a GPU it cannot use, the emulated driver of the tests) is
+  // a reason to fall back as a missing NCCL is.
+  std::vector<std::string> groups;
+  if (context->mesh.dimensions() > 1) {
+    for (const char* group : {"dp", "pp", "tp"}) {
+      if (context->mesh.sizeOf(group) > 1) groups.push_back(group);
+    }
+  } else {
+    groups.push_back("");
+  }
+  std::string groupNames;
+  for (const std::string& group : groups) {
+    groupNames += (groupNames.empty() ? "; groups " : " and ") + group;
+  }
+  if (groups.size() == 1) groupNames.clear();
   auto open = [&](const std::string& group) -> Status {
     tfc::Communicator* over = world;
     if (!group.empty()) {
@@ -313,7 +321,7 @@ Status setUpDeviceCollectives(tfc_context_t* context) {
   }
   say("collectives on the GPUs over NCCL " +
       tfc::internal::cuda::ncclVersionText((*nccl)->version) + " (" + (*nccl)->path +
-      ", TFC_COMM_DEVICE=" + mode + (twoGroups ? "; groups dp and tp" : "") + ")");
+      ", TFC_COMM_DEVICE=" + mode + groupNames + ")");
   return Status();
 }
 
@@ -616,15 +624,12 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
                            params->artifact->path.c_str(), artifact->path.c_str());
   }
   if (tfc::Status world = checkWorldSize(artifact); !world.ok()) return world.release();
-  // A --dp x --tp (or --pp) artifact's process groups, made here, where every rank creates its
+  // The process groups of the artifact's mesh, made here, where every rank creates its
   // context at the same point (splitting the world is a collective), not inside a step.
-  const std::string json =
-      artifact->table->metadata_json ? artifact->table->metadata_json : "";
-  const int64_t ppSize = tfc::metadataInt(json, TFC_METADATA_PP_SIZE).value_or(1);
-  const std::string modelGroup = ppSize > 1 ? "pp" : "tp";
-  const int64_t modelGroupSize =
-      ppSize > 1 ? ppSize : tfc::metadataInt(json, TFC_METADATA_TP_SIZE).value_or(1);
-  if (auto groups = tfc::groupCommunicator(modelGroup, modelGroupSize, modelGroup); !groups.ok()) {
+  auto mesh = tfc::processMesh(artifact->table->metadata_json ? artifact->table->metadata_json
+                                                              : "");
+  if (!mesh.ok()) return std::move(mesh).takeStatus().release();
+  if (auto groups = tfc::groupCommunicator("tp", *mesh); !groups.ok()) {
     return std::move(groups).takeStatus().release();
   }
   tfc_context_options_t defaults;
@@ -649,8 +654,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->params = params;
   context->allocator = options->allocator;
   context->stateSeed = options->state_seed;
-  context->modelGroupSize = modelGroupSize;
-  context->modelGroup = modelGroup;
+  context->mesh = *mesh;
   context->nCtx = std::max<int64_t>(
       0, tfc::metadataInt(artifact->table->metadata_json ? artifact->table->metadata_json : "",
                           "n_ctx")

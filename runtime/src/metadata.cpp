@@ -79,6 +79,22 @@ StatusOr<PipelineLayout> pipelineLayout(const std::string& json) {
   return layout;
 }
 
+StatusOr<ProcessMesh> processMesh(const std::string& json) {
+  ProcessMesh mesh;
+  mesh.tp = metadataInt(json, TFC_METADATA_TP_SIZE).value_or(1);
+  mesh.pp = metadataInt(json, TFC_METADATA_PP_SIZE).value_or(1);
+  const int64_t world = metadataInt(json, TFC_METADATA_WORLD_SIZE).value_or(mesh.tp * mesh.pp);
+  if (mesh.tp < 1 || mesh.pp < 1 || world < 1 || world % (mesh.tp * mesh.pp) != 0) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "the model's metadata gives a world of %lld processes, which is no "
+                         "number of replicas of %lld stages of %lld tensor-parallel ranks",
+                         static_cast<long long>(world), static_cast<long long>(mesh.pp),
+                         static_cast<long long>(mesh.tp));
+  }
+  mesh.dp = world / (mesh.tp * mesh.pp);
+  return mesh;
+}
+
 const TensorSplit* TensorParallelLayout::find(const std::string& name) const {
   std::string param = name;
   for (const char* prefix : {"opt.m.", "opt.v.", "opt.buf."}) {

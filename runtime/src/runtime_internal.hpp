@@ -142,11 +142,9 @@ struct tfc_context_s {
   std::unique_ptr<tfc::internal::cuda::Executor> device;
   std::string deviceName = "cpu";
   tfc_host_api_t host{};
-  // The artifact's model-parallel group: "tp" (tp_size) or "pp" (pp_size) and its size (1
-  // without): with a larger world the collectives of group "dp" and of this one go to this
-  // rank's groups (groupCommunicator).
-  int64_t modelGroupSize = 1;
-  std::string modelGroup = "tp";
+  // The mesh the artifact was compiled for (its metadata): the collectives of a group ("dp",
+  // "pp", "tp") go to this rank's communicator of it (groupCommunicator).
+  tfc::ProcessMesh mesh;
   // The model's context length (metadata n_ctx; 0 without), which bounds the KV-cache
   // positions prefill and decode take (checked in the library, for every caller).
   int64_t nCtx = 0;

@@ -22,12 +22,15 @@ int64_t dropoutSeedForStep(uint64_t seed, int64_t step) {
 
 StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
   const std::string path(artifact.path());
-  // Pipeline parallel (tfc --pp=S): world rank s runs stage s's entry.
+  // Pipeline parallel (tfc --pp=S): the rank of stage s of the mesh runs stage s's entry.
   TFC_ASSIGN_OR_RETURN(PipelineLayout pp, pipelineLayout(std::string(artifact.metadataJson())));
   std::string entryName = "train_step";
   if (pp.size > 1) {
+    // Arithmetic on the world rank, not the group (whose making is collective, and which
+    // the context refuses to make in a world of another size, with a better message).
+    TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(std::string(artifact.metadataJson())));
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-    entryName = pp.entryOf(entryName, world->rank() % pp.size);
+    entryName = pp.entryOf(entryName, world->rank() / mesh.tp % mesh.pp);
   }
   bool found = false;
   for (int32_t e = 0; e < artifact.entryCount(); ++e) {

@@ -66,8 +66,8 @@ std::vector<TrainLogRow> readLog(const std::string& path, int64_t lastStep) {
     std::string field;
     while (std::getline(stream, field, ',')) fields.push_back(field);
     while (fields.size() < 6) fields.push_back("");
-    auto number = [](const std::string& text) {
-      return text.empty() ? NAN : std::atof(text.c_str());
+    auto number = [](const std::string& value) {
+      return value.empty() ? NAN : std::atof(value.c_str());
     };
     TrainLogRow row{std::atoll(fields[0].c_str()),
                     number(fields[1]),
@@ -175,6 +175,7 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
   TFC_ASSIGN_OR_RETURN(trainer.tp_,
                        tensorParallelLayout(std::string(artifact.metadataJson())));
   TFC_ASSIGN_OR_RETURN(trainer.pp_, pipelineLayout(std::string(artifact.metadataJson())));
+  TFC_ASSIGN_OR_RETURN(trainer.mesh_, processMesh(std::string(artifact.metadataJson())));
   const int64_t vocab = modelVocabSize(artifact);
   TFC_ASSIGN_OR_RETURN(trainer.data_,
                        openTokens(options.dataPath, options.dataDtype, trainer.seq_, vocab));
@@ -362,7 +363,7 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
       static_cast<double>(batch_ * seq_ * dataParallelSize());
   double receiveSecondsAtStart = 0;
   if (pp_.size > 1) {
-    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", pp_.size, "pp"));
+    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", mesh_));
     receiveSecondsAtStart = stages->stats().receiveSeconds;
   }
   const Clock::time_point runStart = Clock::now();
@@ -477,7 +478,7 @@ StatusOr<TrainOutcome> Trainer::run(const TrainProgressCallback& onProgress) {
   if (pp_.size > 1) {
     // Every stage's share of the run spent waiting in receives (collective over the stages,
     // which all get here after the same last step).
-    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", pp_.size, "pp"));
+    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", mesh_));
     float mine = static_cast<float>(
         (stages->stats().receiveSeconds - receiveSecondsAtStart) / outcome.seconds);
     std::vector<float> all(static_cast<size_t>(stages->size()));

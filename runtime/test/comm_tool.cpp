@@ -126,11 +126,11 @@ int check(tfc::Communicator* comm) {
     if (s.ok()) s = comm->waitAllReduce(8, 2, recv1.data(), counts1);
     if (s.ok()) s = comm->waitAllReduce(7, 3, recv0.data(), counts0);
     if (!s.ok()) { std::printf("rank %d: FAIL %s\n", rank, s.message()); return 1; }
-    auto reduced = [&](size_t count, uint32_t salt, bool mean) {
-      std::vector<double> want(count, 0.0);
+    auto reduced = [&](size_t elements, uint32_t salt, bool mean) {
+      std::vector<double> want(elements, 0.0);
       for (int r = 0; r < n; ++r) {
-        std::vector<float> other = randomData(r, count, salt);
-        for (size_t i = 0; i < count; ++i) want[i] += other[i];
+        std::vector<float> other = randomData(r, elements, salt);
+        for (size_t i = 0; i < elements; ++i) want[i] += other[i];
       }
       if (mean) for (double& w : want) w /= n;
       return want;
@@ -149,45 +149,63 @@ int check(tfc::Communicator* comm) {
   return failures == 0 ? 0 : 1;
 }
 
-// The groups of a 2-D layout (groupCommunicator): world rank r = d x M + t; "tp" is the M ranks
-// of d, "dp" the ranks of t. Each rank all-reduces (sum) its world rank's data in both and
-// compares with the sum over the world ranks that the layout puts in its group.
-int checkGroups(tfc::Communicator* world, int m) {
-  const int rank = world->rank(), d = rank / m, t = rank % m, n = world->size() / m;
+// The groups of a mesh (groupCommunicator): world rank r = (d x S + s) x M + t; "tp" is the M
+// ranks of (d, s), "pp" the S ranks of (d, t), "dp" the N ranks of (s, t). Each rank
+// all-reduces (sum) its world rank's data in each and compares with the sum over the world
+// ranks that the mesh puts in its group.
+int checkGroups(tfc::Communicator* world, const tfc::ProcessMesh& mesh) {
+  const int rank = world->rank(), M = static_cast<int>(mesh.tp), S = static_cast<int>(mesh.pp);
+  const int t = rank % M, s = rank / M % S, d = rank / (M * S);
   const size_t count = 100;
-  for (const char* name : {"tp", "dp", "tp"}) {
-    auto group = tfc::groupCommunicator(name, m);
+  for (const char* name : {"tp", "pp", "dp", "tp"}) {
+    auto group = tfc::groupCommunicator(name, mesh);
     if (!group.ok()) {
       std::printf("rank %d: FAIL %s\n", rank, group.status().message());
       return 1;
     }
-    const bool tp = std::string(name) == "tp";
+    const std::string axis = name;
     std::vector<int> members;
-    for (int i = 0; i < (tp ? m : n); ++i) members.push_back(tp ? d * m + i : t + i * m);
+    for (int i = 0; i < mesh.sizeOf(axis); ++i) {
+      members.push_back(axis == "tp"   ? (d * S + s) * M + i
+                        : axis == "pp" ? (d * S + i) * M + t
+                                       : (i * S + s) * M + t);
+    }
+    const int expectedRank = axis == "tp" ? t : axis == "pp" ? s : d;
     std::vector<float> in = randomData(rank, count, 40), out(count);
     std::vector<double> want(count, 0.0);
     for (int r : members) {
       std::vector<float> other = randomData(r, count, 40);
       for (size_t i = 0; i < count; ++i) want[i] += other[i];
     }
-    tfc::Status s = (*group)->allReduce(in.data(), out.data(), count, tfc::ReduceOp::kSum, "test");
-    if (!s.ok()) {
-      std::printf("rank %d: FAIL %s\n", rank, s.message());
+    tfc::Status st = (*group)->allReduce(in.data(), out.data(), count, tfc::ReduceOp::kSum, "test");
+    if (!st.ok()) {
+      std::printf("rank %d: FAIL %s\n", rank, st.message());
       return 1;
     }
-    std::string what = std::string("group ") + name + " of " + std::to_string((*group)->size()) +
+    std::string what = "group " + axis + " of " + std::to_string((*group)->size()) +
                        " ranks, rank " + std::to_string((*group)->rank()) + ": " + (*group)->name();
-    if ((*group)->size() != static_cast<int>(members.size()) || (*group)->rank() != (tp ? t : d)) {
-      std::printf("rank %d: FAIL %s: size or rank not the layout's\n", rank, what.c_str());
+    if ((*group)->size() != static_cast<int>(members.size()) ||
+        (*group)->rank() != expectedRank) {
+      std::printf("rank %d: FAIL %s: size or rank not the mesh's\n", rank, what.c_str());
       ++failures;
     }
     expectNear(rank, what.c_str(), out, want);
   }
-  auto other = tfc::groupCommunicator("pp", m);
+  auto other = tfc::groupCommunicator("ep", mesh);
   bool refused =
-      !other.ok() && std::string(other.status().message()).find("'pp'") != std::string::npos;
-  std::printf("rank %d: %s group 'pp' is refused\n", rank, refused ? "ok  " : "FAIL");
+      !other.ok() && std::string(other.status().message()).find("'ep'") != std::string::npos;
+  std::printf("rank %d: %s group 'ep' is refused\n", rank, refused ? "ok  " : "FAIL");
   if (!refused) ++failures;
+  tfc::ProcessMesh otherMesh = mesh;
+  otherMesh.dp *= 2;
+  {
+    auto again = tfc::groupCommunicator("tp", otherMesh);
+    refused = !again.ok() &&
+              std::string(again.status().message()).find("one process runs artifacts of one "
+                                                         "layout") != std::string::npos;
+    std::printf("rank %d: %s another mesh is refused\n", rank, refused ? "ok  " : "FAIL");
+    if (!refused) ++failures;
+  }
   std::printf("rank %d of %d groups (%s): %s\n", rank, world->size(), world->transport(),
               failures == 0 ? "PASS" : "FAIL");
   return failures == 0 ? 0 : 1;
@@ -218,7 +236,10 @@ int main(int argc, char** argv) {
                  s.ok() ? "the all-reduce completed without the stalled rank" : s.message());
     return 1;
   }
-  if (mode == "groups" && argc > 2) return checkGroups(comm, std::atoi(argv[2]));
+  if (mode == "groups" && argc > 4) {
+    return checkGroups(comm, tfc::ProcessMesh{std::atoi(argv[2]), std::atoi(argv[3]),
+                                              std::atoi(argv[4])});
+  }
   if (mode == "bench" && argc > 2) {
     const size_t n = std::strtoull(argv[2], nullptr, 10);
     std::vector<float> v = randomData(comm->rank(), n, 6);

@@ -74,18 +74,37 @@ TEST(SingleCommunicator, SplitsIntoAnotherOfOneRank) {
   EXPECT_EQ(out, in);
 }
 
-TEST(GroupCommunicator, OneLayoutIsTheWorld) {
+TEST(GroupCommunicator, OneKindOfParallelismIsTheWorld) {
   if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) GTEST_SKIP();
   auto world = worldCommunicator();
   ASSERT_TRUE(world.ok()) << world.status().message();
-  // A world of one is never split (tp_size 1: data parallel alone; 2: larger than the world).
-  for (int64_t tp : {1, 2}) {
-    for (const char* group : {"dp", "tp", "other"}) {
-      auto comm = groupCommunicator(group, tp);
+  // One process, or a mesh with one size above 1: every group is the world, never split.
+  for (ProcessMesh mesh : {ProcessMesh{1, 1, 1}, ProcessMesh{1, 1, 2}, ProcessMesh{1, 4, 1},
+                           ProcessMesh{2, 1, 1}}) {
+    for (const char* group : {"", "dp", "pp", "tp", "ep"}) {
+      auto comm = groupCommunicator(group, mesh);
       ASSERT_TRUE(comm.ok()) << comm.status().message();
-      EXPECT_EQ(*comm, *world) << group << " " << tp;
+      EXPECT_EQ(*comm, *world) << group << " " << mesh.flags();
     }
   }
+}
+
+TEST(GroupCommunicator, AMeshLargerThanTheWorldIsRefused) {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE")) GTEST_SKIP();
+  auto comm = groupCommunicator("tp", ProcessMesh{2, 2, 2});
+  ASSERT_FALSE(comm.ok());
+  EXPECT_NE(std::string(comm.status().message())
+                .find("a world of 1 processes is not the mesh of --dp=2 --pp=2 --tp=2"),
+            std::string::npos)
+      << comm.status().message();
+}
+
+TEST(ProcessMesh, NamesItsFlags) {
+  EXPECT_EQ((ProcessMesh{2, 1, 4}).flags(), "--dp=2 --tp=4");
+  EXPECT_EQ((ProcessMesh{1, 1, 1}).flags(), "");
+  EXPECT_EQ((ProcessMesh{2, 3, 4}).size(), 24);
+  EXPECT_EQ((ProcessMesh{2, 3, 4}).dimensions(), 3);
+  EXPECT_EQ((ProcessMesh{2, 3, 4}).sizeOf("pp"), 3);
 }
 
 TEST(CommTimeout, ReadsTheEnvironment) {

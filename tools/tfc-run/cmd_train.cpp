@@ -371,23 +371,31 @@ int runTrain(const Invocation& invocation) {
                 pp = trainer->pipelineParallelSize();
   if (speaks && dp > 1) {
     print(stderr,
-          "data parallel: {} replicas{}, each reads its slice of the global batch {} x {} = {} "
-          "rows\n",
-          dp,
-          tp > 1   ? fmt::format(" of {} tensor-parallel processes", tp)
-          : pp > 1 ? fmt::format(" of {} pipeline stages", pp)
-                   : "",
-          dp, trainer->batch(), dp * trainer->batch());
+          "data parallel: {} replicas{}{}, each reads its slice of the global batch {} x {} = "
+          "{} rows\n",
+          dp, pp > 1 ? fmt::format(" of {} pipeline stages", pp) : "",
+          tp > 1 ? fmt::format(" of {} tensor-parallel processes", tp) : "", dp, trainer->batch(),
+          dp * trainer->batch());
   }
   if (speaks && pp > 1) {
-    print(stderr, "pipeline parallel: {} stages, rank s runs stage s{}\n", pp,
-          dp > 1 ? fmt::format(" of its replica ({} x {} = {} in all)", dp, pp,
-                               trainer->worldSize())
-                 : "");
+    print(stderr, "pipeline parallel: {} stages{}\n", pp,
+          tp > 1   ? fmt::format(", each split over {} tensor-parallel processes", tp)
+          : dp > 1 ? fmt::format(", rank s runs stage s of its replica ({} x {} = {} in all)", dp,
+                                 pp, trainer->worldSize())
+                   : std::string(", rank s runs stage s"));
   }
   if (speaks && tp > 1) {
     print(stderr, "tensor parallel: {} processes split each layer{}\n", tp,
-          dp > 1 ? fmt::format(" ({} x {} = {} in all)", dp, tp, trainer->worldSize()) : "");
+          dp > 1 && pp == 1 ? fmt::format(" ({} x {} = {} in all)", dp, tp, trainer->worldSize())
+                            : "");
+  }
+  if (speaks && trainer->mesh().dimensions() == 3) {
+    print(stderr, "process mesh {}: world rank (d x {} + s) x {} + t is slice t of stage s of "
+                  "replica d ({} processes)\n",
+          trainer->mesh().flags(), pp, tp, trainer->worldSize());
+  } else if (speaks && pp > 1 && tp > 1) {
+    print(stderr, "process mesh {}: world rank s x {} + t is slice t of stage s ({} processes)\n",
+          trainer->mesh().flags(), tp, trainer->worldSize());
   }
   if (speaks) print(stderr,
         "training {}: {}, {} parameters, batch {} x seq {} = {} tokens/step, steps {}..{}\n"

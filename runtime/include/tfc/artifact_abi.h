@@ -231,7 +231,11 @@ enum {
  * model (world rank s runs stage s, its entry "train_step.stage<s>"; every stage reads the
  * same rows of the batch); "pp_owner": {"<param or state>": s, ...}, the tensors whose
  * current value lives on stage s alone (the parameters it updates, their optimizer state),
- * which checkpoints gather from there. Tensors not listed are the same on every rank. */
+ * which checkpoints gather from there. Tensors not listed are the same on every rank.
+ * The mesh (tfc --dp=N --pp=S --tp=M, any of them 1; world_size N x S x M): world rank
+ * r = (d x S + s) x M + t is tensor-parallel slice t of stage s of data-parallel replica d.
+ * Group "tp" is the M ranks of (d, s), "pp" the S ranks of (d, t), "dp" the N ranks of (s, t)
+ * (the 2-D layouts above are its cases S = 1 and M = 1). */
 #define TFC_METADATA_PP_SIZE "pp_size"
 #define TFC_METADATA_PP_OWNER "pp_owner"
 #define TFC_METADATA_TP_SIZE "tp_size"

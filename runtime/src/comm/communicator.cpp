@@ -559,54 +559,73 @@ std::string groupName(const char* group, int first, int stride, int count) {
 
 }  // namespace
 
-StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t inner_size,
-                                          const std::string& inner) {
+std::string ProcessMesh::flags() const {
+  std::string text;
+  for (auto [name, n] : {std::pair<const char*, int64_t>{"dp", dp}, {"pp", pp}, {"tp", tp}}) {
+    if (n > 1) text += (text.empty() ? "--" : " --") + std::string(name) + "=" + std::to_string(n);
+  }
+  return text;
+}
+
+StatusOr<Communicator*> groupCommunicator(const std::string& group, const ProcessMesh& mesh) {
   TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-  if (inner_size <= 1 || world->size() <= inner_size) return world;
+  // One kind of parallelism: whatever the group's name (a hand-written module's "ep"), the world.
+  if (mesh.dimensions() <= 1 || group.empty()) return world;
+  if (group != "dp" && group != "pp" && group != "tp") {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "a collective over process group '%s': the mesh of %s has the groups "
+                         "'dp', 'pp' and 'tp'",
+                         group.c_str(), mesh.flags().c_str());
+  }
   // Made once, on the thread that creates the first context (the groups live as long as the
-  // world, which owns them).
+  // world, which owns them; a group of one rank lives here).
   static std::mutex mu;
-  static int64_t madeFor = 0;
-  static std::string madeInner;
-  static Communicator* model = nullptr;
-  static Communicator* dp = nullptr;
+  static ProcessMesh madeFor{0, 0, 0};
+  static std::map<std::string, Communicator*>* groups = nullptr;
   static Status* failure = nullptr;
   std::lock_guard<std::mutex> lock(mu);
   if (failure != nullptr) return Status(failure->code(), failure->message());
-  if (madeFor == 0) {
-    const int size = world->size(), rank = world->rank(), m = static_cast<int>(inner_size);
-    if (size % m != 0) {
+  if (groups == nullptr) {
+    const int size = world->size(), rank = world->rank();
+    if (size != mesh.size()) {
       return Status::error(TFC_FAILED_PRECONDITION,
-                           "a world of %d processes does not divide into '%s' groups of %d",
-                           size, inner.c_str(), m);
+                           "a world of %d processes is not the mesh of %s (%lld processes)",
+                           size, mesh.flags().c_str(), static_cast<long long>(mesh.size()));
     }
-    const int d = rank / m, t = rank % m;
-    // Every rank splits the world twice, in the same order.
-    auto made = world->split(d, t, groupName(inner.c_str(), d * m, 1, m));
-    if (made.ok()) {
-      model = *made;
-      made = world->split(t, d, groupName("dp", t, m, size / m));
+    const int M = static_cast<int>(mesh.tp), S = static_cast<int>(mesh.pp);
+    const int N = static_cast<int>(mesh.dp);
+    const int t = rank % M, s = rank / M % S, d = rank / (M * S);
+    struct Axis {
+      const char* name;
+      int count, color, key, first, stride;
+    };
+    // Every rank splits the world in the same order.
+    const Axis axes[] = {{"tp", M, d * S + s, t, (d * S + s) * M, 1},
+                         {"pp", S, d * M + t, s, d * S * M + t, M},
+                         {"dp", N, s * M + t, d, s * M + t, S * M}};
+    auto* made = new std::map<std::string, Communicator*>();
+    for (const Axis& axis : axes) {
+      if (axis.count == 1) {
+        (*made)[axis.name] = makeSingleCommunicator().release();
+        continue;
+      }
+      auto split =
+          world->split(axis.color, axis.key, groupName(axis.name, axis.first, axis.stride, axis.count));
+      if (!split.ok()) {
+        failure = new Status(std::move(split).takeStatus());
+        return Status(failure->code(), failure->message());
+      }
+      (*made)[axis.name] = *split;
     }
-    if (!made.ok()) {
-      failure = new Status(std::move(made).takeStatus());
-      return Status(failure->code(), failure->message());
-    }
-    dp = *made;
-    madeFor = inner_size;
-    madeInner = inner;
-  } else if (madeFor != inner_size || madeInner != inner) {
+    groups = made;
+    madeFor = mesh;
+  } else if (!(madeFor == mesh)) {
     return Status::error(TFC_FAILED_PRECONDITION,
-                         "this process made its process groups for '%s' groups of %lld, not "
-                         "'%s' groups of %lld: one process runs artifacts of one 2-D layout",
-                         madeInner.c_str(), static_cast<long long>(madeFor), inner.c_str(),
-                         static_cast<long long>(inner_size));
+                         "this process made its process groups for the mesh of %s, not %s: one "
+                         "process runs artifacts of one layout",
+                         madeFor.flags().c_str(), mesh.flags().c_str());
   }
-  if (group == inner) return model;
-  if (group == "dp") return dp;
-  return Status::error(TFC_INVALID_ARGUMENT,
-                       "a collective over process group '%s': a --dp x --%s layout has the "
-                       "groups 'dp' and '%s'",
-                       group.c_str(), inner.c_str(), inner.c_str());
+  return groups->at(group);
 }
 
 }  // namespace tfc

@@ -12,6 +12,10 @@ reference) and with --pp=S for S ranks under mpirun. The stages run the referenc
     micro-batches) within 1e-5 (checked at S = 2);
   - --dp=2 --pp=2 under mpirun -np 4 (2 micro-batches a replica) equals --dp=2 alone bit for
     bit, and one process within 1e-5;
+  - --tp=2 --pp=2 under mpirun -np 4 (gpt2 and llama) equals --tp=2 alone with the same
+    micro-batches bit for bit, and --dp=2 --pp=2 --tp=2 under mpirun -np 8 equals --dp=2
+    --tp=2; both equal one process within 1e-5; --tp=2 --pp=2 resumes bit-identically; the
+    8-rank artifact under mpirun -np 4 is refused before any step, naming the mesh;
   - 5 steps + --resume to 10 under mpirun equal 10 straight, bit for bit; the pipeline's
     step-5 checkpoint resumes in the one-process reference (and the reverse) to the same
     bytes: checkpoints do not depend on the layout;
@@ -23,8 +27,8 @@ reference) and with --pp=S for S ranks under mpirun. The stages run the referenc
   - an artifact compiled for 2 stages is refused under mpirun -np 3 before any step;
   - bad layouts are refused at compile time: more stages than places to cut (naming both
     numbers: 11 stages at most for 4 layers, cut between sublayers), --pp without
-    --optimizer, with --tp, with --zero=1, an unknown --pp-schedule, --pp-schedule without
-    --pp.
+    --optimizer, with a --tp that does not divide the features, with --zero=1, an unknown
+    --pp-schedule, --pp-schedule without --pp.
 Prints the numbers and one verdict line.
 """
 import json
@@ -144,6 +148,56 @@ def main():
     check(text.count(f"step {STEPS}/{STEPS}") == 1 and "data parallel: 2 replicas" in text,
           "  ... rank 0 alone prints, naming 2 data-parallel replicas")
 
+    # Tensor x pipeline parallel (mpirun -np 4: rank s x 2 + t is slice t of stage s), and all
+    # three (mpirun -np 8: rank (d x 2 + s) x 2 + t): the stages run the ops of the layout
+    # without --pp, so its bytes; and one process within rounding.
+    for model in MODELS:
+        tp = compile_(model, f"{model}-tp2", "--optimizer=adamw", "--tp=2", f"--microbatches={M}")
+        train(tp, f"{model}-tp2", "adamw", world=2)
+        tag = f"{model}-tp2-pp2"
+        tpp = compile_(model, tag, "--optimizer=adamw", "--tp=2", "--pp=2", f"--microbatches={M}")
+        result = train(tpp, tag, "adamw", world=4)
+        got = read_safetensors(p(f"{tag}.safetensors"))
+        check(same_tensors(got, read_safetensors(p(f"{model}-tp2.safetensors"))) and
+              read_log(p(f"{tag}.csv")) == read_log(p(f"{model}-tp2.csv")),
+              f"{model} --tp=2 --pp=2 (4 ranks), {M} micro-batches: after {STEPS} steps the "
+              f"checkpoint and the log equal --tp=2 alone's, bit for bit")
+        compare(got, read_safetensors(p(f"{model}-adamw-ref.safetensors")),
+                f"{model} --tp=2 --pp=2", f"one process with --microbatches={M}")
+        text = result.stdout + result.stderr
+        check("pipeline parallel: 2 stages, each split over 2 tensor-parallel processes" in text
+              and "process mesh --pp=2 --tp=2: world rank s x 2 + t" in text,
+              "  ... rank 0 names the stages, the slices and the mesh")
+    dptp = compile_("gpt2", "gpt2-dp2-tp2", "--optimizer=adamw", "--dp=2", "--tp=2",
+                    "--microbatches=2")
+    train(dptp, "gpt2-dp2-tp2", "adamw", world=4)
+    mesh = compile_("gpt2", "gpt2-dp2-pp2-tp2", "--optimizer=adamw", "--dp=2", "--pp=2",
+                    "--tp=2", "--microbatches=2")
+    result = train(mesh, "gpt2-dp2-pp2-tp2", "adamw", world=8)
+    got = read_safetensors(p("gpt2-dp2-pp2-tp2.safetensors"))
+    check(same_tensors(got, read_safetensors(p("gpt2-dp2-tp2.safetensors"))) and
+          read_log(p("gpt2-dp2-pp2-tp2.csv")) == read_log(p("gpt2-dp2-tp2.csv")),
+          "gpt2 --dp=2 --pp=2 --tp=2 (8 ranks), 2 micro-batches a replica: after 10 steps the "
+          "checkpoint and the log equal --dp=2 --tp=2's, bit for bit")
+    compare(got, read_safetensors(p("gpt2-adamw-ref.safetensors")), "gpt2 --dp=2 --pp=2 --tp=2",
+            f"one process with --microbatches={M}")
+    check("process mesh --dp=2 --pp=2 --tp=2: world rank (d x 2 + s) x 2 + t" in
+          result.stdout + result.stderr, "  ... rank 0 names the mesh")
+    tpp = p("gpt2-tp2-pp2.so")
+    train(tpp, "tpp-half", "adamw", world=4, steps=5)
+    train(tpp, "tpp-resumed", "adamw", world=4, extra=["--resume", p("tpp-half.safetensors")])
+    check(same_tensors(read_safetensors(p("tpp-resumed.safetensors")),
+                       read_safetensors(p("gpt2-tp2-pp2.safetensors"))),
+          "gpt2 --tp=2 --pp=2: 5 steps + --resume to 10 equal 10 straight, bit for bit")
+    wrong = run(mpirun + ["-np", "4", tfc_run, mesh, "train", "--data", p("train.bin"),
+                          "--init-seed", "0", "--steps", "2", "--save", p("w.safetensors")],
+                expect=None, env=env)
+    text = wrong.stdout + wrong.stderr
+    check(wrong.returncode != 0 and
+          "compiled for 8 processes (tfc --dp=2 --pp=2 --tp=2)" in text and
+          "recompile with --dp, --pp and --tp whose product is 4" in text and "step 1" not in text,
+          "--dp=2 --pp=2 --tp=2 artifact under mpirun -np 4: refused before any step")
+
     # Resume: under mpirun, and across layouts (one process <-> pipeline).
     pp = p("gpt2-adamw-pp2-1f1b.so")
     ref = p("gpt2-adamw-ref.so")
@@ -178,7 +232,8 @@ def main():
             (["--optimizer=adamw", "--pp=12"], "so it splits into at most 11 pipeline "
                                                "stages, not 12"),
             (["--pp=2"], "--pp=2 splits train_step into stages: it needs --optimizer"),
-            (["--optimizer=adamw", "--pp=2", "--tp=2"], "with --tp is not built yet"),
+            (["--optimizer=adamw", "--pp=2", "--tp=3"], "--tp=3 does not divide the 32 output "
+                                                        "features"),
             (["--optimizer=adamw", "--pp=2", "--dp=2", "--zero=1"],
              "with --zero=1 is not built yet"),
             (["--optimizer=adamw", "--pp=2", "--pp-schedule=zigzag"],

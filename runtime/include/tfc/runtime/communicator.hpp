@@ -156,15 +156,33 @@ std::unique_ptr<Communicator> makeSingleCommunicator();
 // is returned at every call.
 StatusOr<Communicator*> worldCommunicator();
 
-// The process groups of a 2-D layout (tfc --dp=N with --tp=M or --pp=M; artifact_abi.h): world
-// rank r = d x M + t, |inner| ("tp" or "pp") the M consecutive ranks d x M ... d x M + M - 1,
-// "dp" the N ranks t, t + M, ..., t + (N - 1) x M. Where |inner_size| <= 1 or the world has
-// no more than |inner_size| ranks (one kind of parallelism alone) every group is the world.
-// The first call that needs groups splits the world into both (collective: every rank makes
-// it at the same point, as tfc_context_create does); a later call with another size or inner
-// group, a world that is not a multiple of it, or another group is an error.
-StatusOr<Communicator*> groupCommunicator(const std::string& group, int64_t inner_size,
-                                          const std::string& inner = "tp");
+// The ranks of a job as a mesh (artifact_abi.h): N data-parallel replicas of S pipeline
+// stages of M tensor-parallel ranks, world rank r = (d x S + s) x M + t. Group "tp" is the M
+// ranks of one stage of one replica (t varies), "pp" the S stages of one replica holding the
+// same slice t, "dp" the N replicas' ranks of the same stage and slice; "" is the world.
+struct ProcessMesh {
+  int64_t dp = 1, pp = 1, tp = 1;
+
+  int64_t size() const { return dp * pp * tp; }
+  // The sizes above 1 (one kind of parallelism alone: every group is the world).
+  int dimensions() const { return (dp > 1) + (pp > 1) + (tp > 1); }
+  int64_t sizeOf(const std::string& group) const {
+    return group == "dp" ? dp : group == "pp" ? pp : group == "tp" ? tp : size();
+  }
+  // "--dp=2 --pp=2 --tp=2": the tfc flags that compile it (those above 1; "" for one process).
+  std::string flags() const;
+  bool operator==(const ProcessMesh& o) const {
+    return dp == o.dp && pp == o.pp && tp == o.tp;
+  }
+};
+
+// The communicator of |group| ("dp", "pp", "tp" or "" for the world) on this rank of |mesh|.
+// Where the mesh has one dimension above 1 (or none) every group, whatever its name, is the
+// world; otherwise the first call splits the world into every group above one rank
+// (collective: every rank makes them at the same point, as tfc_context_create does), a group
+// of one rank being a single communicator. A world of another size than the mesh's, a later call with another mesh, or
+// another group is an error naming them.
+StatusOr<Communicator*> groupCommunicator(const std::string& group, const ProcessMesh& mesh);
 
 // The deadline of every collective: TFC_COMM_TIMEOUT_S (seconds, above 0 and at most
 // 1e6), default 300 when unset or empty. Any other value (not a number, negative, nan, with

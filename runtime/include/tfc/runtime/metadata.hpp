@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/runtime.hpp"
 
 namespace tfc {
@@ -55,6 +56,10 @@ struct PipelineLayout {
 };
 // The layout of an artifact's metadata; size 1 when it has none. Malformed: an error.
 StatusOr<PipelineLayout> pipelineLayout(const std::string& json);
+// The mesh an artifact was compiled for: tp_size, pp_size and world_size (the replicas being
+// the rest); one process where it has none. Malformed (a size below 1, a world that the
+// stages and slices do not divide): an error.
+StatusOr<ProcessMesh> processMesh(const std::string& json);
 // The whole tensor's shape from the shape of one rank's slice.
 std::vector<int64_t> wholeShape(const TensorSplit& split, std::vector<int64_t> sliceShape,
                                 int64_t ranks);

@@ -125,6 +125,8 @@ class Trainer {
   int64_t pipelineParallelSize() const { return pp_.size; }
   // The ranks of one replica (its tensor-parallel slices or pipeline stages) read the same rows.
   int64_t dataParallelSize() const { return world_ / (tp_.size * pp_.size); }
+  // The mesh of replicas x stages x slices the artifact was compiled for (communicator.hpp).
+  const ProcessMesh& mesh() const { return mesh_; }
   int64_t seq() const { return seq_; }
   // The step of the parameters (0, or the resumed checkpoint's).
   int64_t step() const { return step_; }
@@ -166,6 +168,7 @@ class Trainer {
   // tensors, gathered from the ranks' slices.
   TensorParallelLayout tp_;
   PipelineLayout pp_;
+  ProcessMesh mesh_;
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
   std::vector<TrainLogRow> history_;
