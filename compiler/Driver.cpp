@@ -180,7 +180,7 @@ struct Options {
                "With --tp=M each stage's layers are split over M processes "
                "and with --dp=N there are N replicas: N x S x M processes, rank "
                "(d x S + s) x M + t holding slice t of stage s of replica d. "
-               "CPU, f32"),
+               "CPU target"),
       cl::value_desc("S"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> mesh{
       "mesh",
@@ -735,12 +735,6 @@ int compilerMain(int argc, char **argv) {
     const std::string pp = "--pp=" + std::to_string(options.pipelineParallel);
     if (options.optimizer.empty())
       return fail(pp + " splits train_step into stages: it needs --optimizer");
-    if (options.zero == 1)
-      return fail(pp + " with --zero=1 is not built yet (the optimizer state "
-                       "of a stage is whole on its ranks)");
-    if (options.precision != "f32")
-      return fail(pp + " with --precision=" + options.precision +
-                  " is not built yet (f32 only)");
     if (pipeline.target->name() != "cpu")
       return fail(pp + " with --target=" + pipeline.target->name().str() +
                   " is not built yet (point-to-point messages run on the CPU "

@@ -104,34 +104,23 @@ Status gatherTensorParallel(const TensorParallelLayout& tp, const ProcessMesh& m
 }
 
 // Pipeline parallel: a tensor that one stage owns (its layers' parameters and their optimizer
-// state) is current on that rank alone; every rank takes it from there: an all-reduce (sum)
-// in which the others give -0.0, which adds to any float without changing a bit of it.
+// state, f16's loss-scaler step counter) is current on that rank alone; every rank takes its
+// bytes from there (a broadcast from the owner over the stages).
 Status gatherPipelineStages(const PipelineLayout& pp, const ProcessMesh& mesh,
                             std::vector<NamedTensorView>* tensors,
                             std::vector<std::vector<uint8_t>>* storage) {
   // The stages of this rank's data-parallel replica that hold its tensor-parallel slice.
   TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", mesh));
-  const int64_t stage = stages->rank();
   for (NamedTensorView& named : *tensors) {
     std::string name = named.name;
     if (name.rfind(kStatePrefix, 0) == 0) name = name.substr(std::strlen(kStatePrefix));
     auto owner = pp.owner.find(name);
     if (owner == pp.owner.end()) continue;
-    if (named.tensor.dtype != TFC_DTYPE_F32) {
-      return Status::error(TFC_UNIMPLEMENTED,
-                           "%s: gathering a pipeline stage's %s tensor is not built (f32 only)",
-                           named.name.c_str(), tfc_dtype_name(named.tensor.dtype));
-    }
-    const size_t count = named.tensor.byteSize / sizeof(float);
-    storage->emplace_back(named.tensor.byteSize);
-    float* mine = reinterpret_cast<float*>(storage->back().data());
-    if (owner->second == stage) {
-      std::memcpy(mine, named.tensor.data, named.tensor.byteSize);
-    } else {
-      std::fill(mine, mine + count, -0.0f);
-    }
-    TFC_RETURN_IF_ERROR(stages->allReduce(mine, mine, count, ReduceOp::kSum, named.name));
-    named.tensor.data = mine;
+    storage->emplace_back(static_cast<const uint8_t*>(named.tensor.data),
+                          static_cast<const uint8_t*>(named.tensor.data) + named.tensor.byteSize);
+    TFC_RETURN_IF_ERROR(stages->broadcast(storage->back().data(), named.tensor.byteSize,
+                                          static_cast<int>(owner->second), named.name));
+    named.tensor.data = storage->back().data();
   }
   return Status();
 }

@@ -16,6 +16,8 @@ reference) and with --pp=S for S ranks under mpirun. The stages run the referenc
     micro-batches bit for bit, and --dp=2 --pp=2 --tp=2 under mpirun -np 8 equals --dp=2
     --tp=2; both equal one process within 1e-5; --tp=2 --pp=2 resumes bit-identically; the
     8-rank artifact under mpirun -np 4 is refused before any step, naming the mesh;
+  - --pp=2 with --dp=2 --zero=1 (also with --tp=2), --precision=bf16 and --precision=f16
+    equals the same flags without --pp, bit for bit;
   - 5 steps + --resume to 10 under mpirun equal 10 straight, bit for bit; the pipeline's
     step-5 checkpoint resumes in the one-process reference (and the reverse) to the same
     bytes: checkpoints do not depend on the layout;
@@ -27,8 +29,8 @@ reference) and with --pp=S for S ranks under mpirun. The stages run the referenc
   - an artifact compiled for 2 stages is refused under mpirun -np 3 before any step;
   - bad layouts are refused at compile time: more stages than places to cut (naming both
     numbers: 11 stages at most for 4 layers, cut between sublayers), --pp without
-    --optimizer, with a --tp that does not divide the features, with --zero=1, an unknown
-    --pp-schedule, --pp-schedule without --pp.
+    --optimizer, with a --tp that does not divide the features, an unknown --pp-schedule,
+    --pp-schedule without --pp.
 Prints the numbers and one verdict line.
 """
 import json
@@ -183,6 +185,25 @@ def main():
             f"one process with --microbatches={M}")
     check("process mesh --dp=2 --pp=2 --tp=2: world rank (d x 2 + s) x 2 + t" in
           result.stdout + result.stderr, "  ... rank 0 names the mesh")
+    # ZeRO-1 (each stage's optimizer state sharded over its data-parallel group, also in the
+    # 3-D mesh) and 16-bit mixed precision (bf16; f16 with its loss scaler, whose step counter
+    # lives on one stage): the layout without --pp, bit for bit.
+    for tag, flags, world in (
+            ("zero", ["--dp=2", "--zero=1"], 2),
+            ("zero-tp2", ["--dp=2", "--zero=1", "--tp=2"], 4),
+            ("bf16", ["--precision=bf16"], 1),
+            ("f16", ["--precision=f16"], 1)):
+        ref_so = compile_("gpt2", f"gpt2-{tag}", "--optimizer=adamw", "--microbatches=2", *flags)
+        train(ref_so, f"gpt2-{tag}", "adamw", world=world)
+        so = compile_("gpt2", f"gpt2-{tag}-pp2", "--optimizer=adamw", "--microbatches=2",
+                      *flags, "--pp=2")
+        train(so, f"gpt2-{tag}-pp2", "adamw", world=2 * world)
+        check(same_tensors(read_safetensors(p(f"gpt2-{tag}-pp2.safetensors")),
+                           read_safetensors(p(f"gpt2-{tag}.safetensors"))) and
+              read_log(p(f"gpt2-{tag}-pp2.csv")) == read_log(p(f"gpt2-{tag}.csv")),
+              f"gpt2 {' '.join(flags)} --pp=2 ({2 * world} ranks): after {STEPS} steps the "
+              f"checkpoint and the log equal {' '.join(flags)} alone's, bit for bit")
+
     tpp = p("gpt2-tp2-pp2.so")
     train(tpp, "tpp-half", "adamw", world=4, steps=5)
     train(tpp, "tpp-resumed", "adamw", world=4, extra=["--resume", p("tpp-half.safetensors")])
@@ -234,8 +255,6 @@ def main():
             (["--pp=2"], "--pp=2 splits train_step into stages: it needs --optimizer"),
             (["--optimizer=adamw", "--pp=2", "--tp=3"], "--tp=3 does not divide the 32 output "
                                                         "features"),
-            (["--optimizer=adamw", "--pp=2", "--dp=2", "--zero=1"],
-             "with --zero=1 is not built yet"),
             (["--optimizer=adamw", "--pp=2", "--pp-schedule=zigzag"],
              "unknown --pp-schedule='zigzag' (expected 1f1b or gpipe)"),
             (["--optimizer=adamw", "--pp-schedule=gpipe"], "it needs --pp=S")):
