@@ -179,8 +179,7 @@ struct Options {
                "on different micro-batches at once (bubble (S-1)/(M+S-1)). "
                "With --tp=M each stage's layers are split over M processes "
                "and with --dp=N there are N replicas: N x S x M processes, rank "
-               "(d x S + s) x M + t holding slice t of stage s of replica d. "
-               "CPU target"),
+               "(d x S + s) x M + t holding slice t of stage s of replica d"),
       cl::value_desc("S"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> mesh{
       "mesh",
@@ -735,10 +734,6 @@ int compilerMain(int argc, char **argv) {
     const std::string pp = "--pp=" + std::to_string(options.pipelineParallel);
     if (options.optimizer.empty())
       return fail(pp + " splits train_step into stages: it needs --optimizer");
-    if (pipeline.target->name() != "cpu")
-      return fail(pp + " with --target=" + pipeline.target->name().str() +
-                  " is not built yet (point-to-point messages run on the CPU "
-                  "target)");
   }
   pipeline.pipelineParallel = options.pipelineParallel;
   pipeline.ppSchedule = options.ppSchedule;

@@ -426,8 +426,11 @@ def TfcPipelineSplit : Pass<"tfc-pipeline-split", "mlir::ModuleOp"> {
     its values exactly as one process would. Sends never wait for their
     receiver, so no stage order can deadlock. The module's metadata gets
     `"pp_owner"` (the parameters and states whose current value lives on one
-    stage, which checkpoints gather), `"pp_schedule"` and `"world_size"`;
-    every other entry is dropped.
+    stage, which checkpoints gather), `"pp_held"` (the stages whose entries
+    touch each tensor, for those that some stage does not: the runtime gives
+    a tensor storage on those stages' ranks only), `"pp_schedule"` and
+    `"world_size"` (S, times the tensor-parallel size); every other entry is
+    dropped.
 
     ```mlir
     // stage 0 of a two-layer model, one micro-batch

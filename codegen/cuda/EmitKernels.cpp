@@ -40,10 +40,12 @@ LogicalResult emitKernel(func::FuncOp kernel, const cuda::EmitOptions &options) 
   if (!*read)
     return success(); // Already CUDA.
   plan::TensorKernel &k = **read;
-  // A collective is a call into the runtime's communicator, made on the host
-  // with the buffers' device addresses (the runtime moves the data): its
-  // kernel is the CPU target's code and stays a host function.
-  if (llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp>(k.op))
+  // A collective or a pipeline stage's message is a call into the runtime's
+  // communicator, made on the host with the buffers' device addresses (the
+  // runtime moves the data): its kernel is the CPU target's code and stays a
+  // host function.
+  if (llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp, SendOp,
+                RecvOp>(k.op))
     return cpu::emitHostKernel(kernel, k.op, k.operands, k.results);
   SmallVector<Value> operands = k.operands;
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(k.op);

@@ -16,6 +16,8 @@
 #include "tfc/artifact_checksum.h"
 #include "tfc/runtime/file.hpp"
 #include "runtime_internal.hpp"
+#include "tfc/runtime/communicator.hpp"
+#include "tfc/runtime/metadata.hpp"
 
 using tfc::Status;
 using tfc::internal::quoteForMessage;
@@ -336,12 +338,35 @@ Status openArtifact(const char* pathArg, const tfc_artifact_options_t& options,
       options.skip_init_spec_check ? nullptr : &artifact->stateInits));
   artifact->initsParsed = !options.skip_init_spec_check;
   artifact->table = table;
-  return Status();
+  return tfc::internal::findHeldTensors(artifact);
 }
 
 }  // namespace
 
 namespace tfc::internal {
+
+Status findHeldTensors(tfc_loaded_artifact_t* artifact) {
+  const tfc_artifact_t& table = *artifact->table;
+  artifact->paramHeld.assign(static_cast<size_t>(table.num_params), true);
+  artifact->stateHeld.assign(static_cast<size_t>(table.num_state), true);
+  const std::string json = table.metadata_json != nullptr ? table.metadata_json : "";
+  auto pp = pipelineLayout(json);
+  if (!pp.ok()) {
+    return Status::error(pp.status().code(), "%s: %s", artifact->path.c_str(),
+                         pp.status().message());
+  }
+  if (pp->held.empty()) return Status();
+  TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(json));
+  TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+  const int64_t stage = mesh.stageOf(world->rank());
+  for (int32_t i = 0; i < table.num_params; ++i) {
+    artifact->paramHeld[static_cast<size_t>(i)] = pp->holds(table.params[i].name, stage);
+  }
+  for (int32_t i = 0; i < table.num_state; ++i) {
+    artifact->stateHeld[static_cast<size_t>(i)] = pp->holds(table.state[i].name, stage);
+  }
+  return Status();
+}
 
 Status validateArtifactTable(const std::string& path, const tfc_artifact_t* table,
                              std::vector<InitSpec>* paramInits,

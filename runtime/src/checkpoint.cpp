@@ -83,6 +83,11 @@ Status gatherTensorParallel(const TensorParallelLayout& tp, const ProcessMesh& m
     const TensorSplit* split =
         tp.find(key.rfind(statePrefix, 0) == 0 ? key.substr(statePrefix.size()) : key);
     if (split == nullptr) continue;
+    if (named.tensor.data == nullptr) {  // another pipeline stage's: whole at its owner
+      named.tensor.shape = wholeShape(*split, named.tensor.shape, tp.size);
+      named.tensor.byteSize *= static_cast<size_t>(tp.size);
+      continue;
+    }
     const TensorView& slice = named.tensor;
     if (slice.dtype != TFC_DTYPE_F32) {
       return Status::error(TFC_UNIMPLEMENTED, "'%s': tensor parallelism gathers f32 only",
@@ -116,8 +121,12 @@ Status gatherPipelineStages(const PipelineLayout& pp, const ProcessMesh& mesh,
     if (name.rfind(kStatePrefix, 0) == 0) name = name.substr(std::strlen(kStatePrefix));
     auto owner = pp.owner.find(name);
     if (owner == pp.owner.end()) continue;
-    storage->emplace_back(static_cast<const uint8_t*>(named.tensor.data),
-                          static_cast<const uint8_t*>(named.tensor.data) + named.tensor.byteSize);
+    const auto* bytes = static_cast<const uint8_t*>(named.tensor.data);
+    if (bytes != nullptr) {
+      storage->emplace_back(bytes, bytes + named.tensor.byteSize);
+    } else {  // another stage's, received whole from its owner
+      storage->emplace_back(named.tensor.byteSize);
+    }
     TFC_RETURN_IF_ERROR(stages->broadcast(storage->back().data(), named.tensor.byteSize,
                                           static_cast<int>(owner->second), named.name));
     named.tensor.data = storage->back().data();
@@ -133,7 +142,17 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
                        tensorParallelLayout(std::string(artifact.metadataJson())));
   TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(std::string(artifact.metadataJson())));
   std::vector<NamedTensorView> tensors;
+  // Another pipeline stage's tensor has no storage here: a view of its shape without data,
+  // which gatherPipelineStages fills from its owner.
+  auto absent = [](const tfc_tensor_desc_t& desc) {
+    return TensorView{static_cast<tfc_dtype_t>(desc.dtype), shapeOf(desc), nullptr,
+                      static_cast<size_t>(tfc_tensor_desc_byte_size(&desc))};
+  };
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    if (!params.isHeld(i)) {
+      tensors.push_back({artifact.param(i).name, absent(artifact.param(i))});
+      continue;
+    }
     TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, params.tensor(i));
     tensors.push_back({artifact.param(i).name, tensorView(ref)});
   }
@@ -149,8 +168,10 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   std::vector<std::vector<uint8_t>> storage;
   for (int32_t i = 0; i < artifact.stateCount(); ++i) {
     TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context.state(i));
-    TensorView view = tensorView(ref);
-    if (auto shard = sharded.find(i); shard != sharded.end()) {
+    TensorView view = ref.data != nullptr ? tensorView(ref) : absent(artifact.state(i));
+    if (auto shard = sharded.find(i); shard != sharded.end() && ref.data == nullptr) {
+      view = absent(artifact.param(shard->second));  // whole, as the owner gathers it
+    } else if (shard != sharded.end()) {
       size_t block = ref.byte_size / sizeof(float);
       storage.emplace_back(ref.byte_size * static_cast<size_t>(dataGroup->size()));
       float* all = reinterpret_cast<float*>(storage.back().data());
@@ -294,6 +315,10 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
   }
 
   for (int32_t i = 0; i < artifact.paramCount(); ++i) {
+    if (!params.isHeld(i)) {  // another pipeline stage's
+      TFC_RETURN_IF_ERROR(params.markSet(i));
+      continue;
+    }
     auto ref = params.tensor(i);
     if (!ref.ok()) return std::move(ref).takeStatus();
     const SafetensorsTensorInfo* info = paramInfos[static_cast<size_t>(i)];
@@ -311,6 +336,7 @@ StatusOr<std::map<std::string, std::string>> loadCheckpoint(const std::string& p
     if (!ref.ok()) return std::move(ref).takeStatus();
     const SafetensorsTensorInfo* info = stateInfos[static_cast<size_t>(i)];
     if (info == nullptr) continue;  // a state the writer lacked (skipLackingState)
+    if (ref->data == nullptr) continue;  // another pipeline stage's
     const TensorSplit* split = splitOf(std::string(kStatePrefix) + artifact.state(i).name);
     if (sharded.count(i) == 0) {
       if (split) {

@@ -120,22 +120,28 @@ int32_t hostCollective(void* user, int32_t kind, int32_t reduce, const char* gro
 }
 
 // Point-to-point messages between pipeline stages (tfc.send / tfc.recv) go to their group's
-// communicator: the world where the artifact is pipeline parallel alone.
+// communicator: the world where the artifact is pipeline parallel alone. A GPU's buffers are
+// staged through the host (over MPI, also where NCCL runs the collectives).
 int32_t hostP2p(void* user, int32_t kind, const char* group, int32_t peer, int64_t tag,
                 void* data, uint64_t bytes) {
   auto* context = static_cast<tfc_context_t*>(user);
   auto comm = communicatorOf(context, group);
   tfc::Status status = comm.ok() ? tfc::Status() : std::move(comm).takeStatus();
+  const std::string what = "message " + std::to_string(tag) + " of group '" +
+                           (group ? group : "") + "'";
+  auto exchange = [&](void* host) {
+    return kind == TFC_P2P_SEND ? (*comm)->send(peer, tag, host, bytes, what)
+                                : (*comm)->recv(peer, tag, host, bytes, what);
+  };
   if (status.ok() && context->device != nullptr) {
-    status = tfc::Status::error(TFC_UNIMPLEMENTED,
-                                "point-to-point messages of a CUDA artifact are not built "
-                                "(tfc --pp compiles for the CPU)");
-  }
-  if (status.ok()) {
-    const std::string what = "message " + std::to_string(tag) + " of group '" +
-                             (group ? group : "") + "'";
-    status = kind == TFC_P2P_SEND ? (*comm)->send(peer, tag, data, bytes, what)
-                                  : (*comm)->recv(peer, tag, data, bytes, what);
+    const bool send = kind == TFC_P2P_SEND;
+    status = context->device->collective(
+        send ? data : nullptr, send ? bytes : 0, send ? nullptr : data, send ? 0 : bytes,
+        [&](const void* hostSend, void* hostRecv) {
+          return exchange(send ? const_cast<void*>(hostSend) : hostRecv);
+        });
+  } else if (status.ok()) {
+    status = exchange(data);
   }
   if (status.ok()) return 0;
   hostReportError(user, status.message());
@@ -371,6 +377,7 @@ Status resetState(tfc_context_t* context) {
   TFC_RETURN_IF_ERROR(tfc::internal::initSpecsFor(context->artifact, true, &specs));
   const tfc_artifact_t& table = *context->artifact->table;
   for (int32_t i = 0; i < table.num_state; ++i) {
+    if (context->state[static_cast<size_t>(i)].data == nullptr) continue;  // another stage's
     const tfc_tensor_desc_t& desc = table.state[i];
     Status status = tfc::internal::fillInit(
         specs[static_cast<size_t>(i)], static_cast<tfc_dtype_t>(desc.dtype),
@@ -662,6 +669,11 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   const tfc_artifact_t& table = *artifact->table;
   Status status;
   for (int32_t i = 0; i < table.num_state && status.ok(); ++i) {
+    // Another pipeline stage's state (its layers' optimizer moments): no storage here.
+    if (!artifact->stateHeld[static_cast<size_t>(i)]) {
+      context->state.emplace_back();
+      continue;
+    }
     std::string what = "state tensor " + quoteForMessage(table.state[i].name);
     auto buffer = tfc::internal::allocateBuffer(
         context->allocator, tfc_tensor_desc_byte_size(&table.state[i]), true, what.c_str());
@@ -679,6 +691,10 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   // The context keeps the parameters' pointers, so every parameter needs its storage now;
   // it never moves afterwards.
   for (int32_t i = 0; i < table.num_params && status.ok(); ++i) {
+    if (!artifact->paramHeld[static_cast<size_t>(i)]) {  // another pipeline stage's
+      context->paramPointers.push_back(nullptr);
+      continue;
+    }
     auto storage = tfc::internal::paramStorage(params, i);
     if (storage.ok()) {
       context->paramPointers.push_back(*storage);
@@ -693,7 +709,8 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
   context->arenas.resize(static_cast<size_t>(table.num_entries));
   for (auto& buffer : context->state) context->statePointers.push_back(buffer.data);
   if (table.device == TFC_DEVICE_CUDA) {
-    auto device = tfc::internal::cuda::Executor::create(artifact->path, table, options->device);
+    auto device = tfc::internal::cuda::Executor::create(artifact->path, table, options->device,
+                                                        artifact->paramHeld, artifact->stateHeld);
     if (!device.ok()) {
       tfc_context_release(context);
       return std::move(device).takeStatus().release();

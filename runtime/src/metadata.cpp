@@ -76,6 +76,24 @@ StatusOr<PipelineLayout> pipelineLayout(const std::string& json) {
     }
     layout.owner[name] = *stage;
   }
+  // Absent in the artifacts of tfc before per-stage storage: every rank holds every tensor.
+  const internal::JsonValue* held = doc.get(TFC_METADATA_PP_HELD);
+  if (held == nullptr) return layout;
+  if (held->kind != internal::JsonValue::kObject) return bad("has a \"pp_held\" that is not an object");
+  for (const auto& [name, stages] : held->members) {
+    if (stages.kind != internal::JsonValue::kArray) {
+      return bad("has a \"pp_held\" entry for '" + name + "' that is not a list of stages");
+    }
+    std::vector<int64_t>& list = layout.held[name];
+    for (const internal::JsonValue& value : stages.items) {
+      std::optional<int64_t> stage = value.asInt();
+      if (!stage || *stage < 0 || *stage >= layout.size) {
+        return bad("has \"pp_held\" give '" + name + "' a stage outside [0, " +
+                   std::to_string(layout.size) + ")");
+      }
+      list.push_back(*stage);
+    }
+  }
   return layout;
 }
 

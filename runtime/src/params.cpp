@@ -77,15 +77,16 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
   // vector code may, stays inside the page of its last byte, so inside the mapping.
   const bool mappable = contents.mapped && contents.writable;
   std::vector<bool> map(sources.size(), false);
+  const std::vector<bool>& held = params->artifact->paramHeld;
   for (size_t i = 0; i < sources.size(); ++i) {
-    map[i] = mappable && sources[i] != nullptr && all.splits[i] == nullptr &&
+    map[i] = mappable && held[i] && sources[i] != nullptr && all.splits[i] == nullptr &&
              params->buffers[i].data == nullptr &&
              reinterpret_cast<uintptr_t>(sources[i]->data) % TFC_ARENA_ALIGNMENT == 0;
   }
   // Storage for the copies first: an allocation failure then leaves the values as they
   // were (a parameter given storage stays unset and zero, as before).
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (sources[i] == nullptr || map[i]) continue;
+    if (sources[i] == nullptr || map[i] || !held[i]) continue;
     auto storage = tfc::internal::paramStorage(params, static_cast<int32_t>(i));
     if (!storage.ok()) return std::move(storage).takeStatus();
   }
@@ -93,6 +94,11 @@ Status loadSafetensors(tfc_params_t* params, const std::string& path,
   for (size_t i = 0; i < sources.size(); ++i) {
     const tfc::SafetensorsTensorInfo* info = sources[i];
     if (info == nullptr) continue;
+    // Another pipeline stage's parameter: its ranks load it.
+    if (!held[i]) {
+      params->set[i] = true;
+      continue;
+    }
     tfc::internal::Buffer& buffer = params->buffers[i];
     if (map[i]) {
       // Writable: the mapping is private and copy-on-write (contents.writable).
@@ -169,6 +175,12 @@ StatusOr<void*> paramStorage(tfc_params_t* params, int32_t index) {
   if (buffer.data != nullptr) return buffer.data;
   const tfc_tensor_desc_t& desc = params->artifact->table->params[index];
   std::string what = params->artifact->path + ": parameter " + quoteForMessage(desc.name);
+  if (!params->artifact->paramHeld[static_cast<size_t>(index)]) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "%s lives on another pipeline stage's ranks (tfc --pp; metadata "
+                         "\"pp_held\"): this rank holds no storage for it",
+                         what.c_str());
+  }
   TFC_ASSIGN_OR_RETURN(buffer, allocateBuffer(params->allocator, tfc_tensor_desc_byte_size(&desc),
                                               true, what.c_str()));
   return buffer.data;
@@ -246,6 +258,11 @@ tfc_status_t tfc_params_tensor(tfc_params_t* params, int32_t index,
   return nullptr;
 }
 
+bool tfc_params_is_held(const tfc_params_t* params, int32_t index) {
+  if (!checkIndex(params, index).ok()) return false;
+  return params->artifact->paramHeld[static_cast<size_t>(index)];
+}
+
 bool tfc_params_is_set(const tfc_params_t* params, int32_t index) {
   if (!checkIndex(params, index).ok()) return false;
   return params->set[static_cast<size_t>(index)];
@@ -254,7 +271,12 @@ bool tfc_params_is_set(const tfc_params_t* params, int32_t index) {
 tfc_status_t tfc_params_mark_set(tfc_params_t* params, int32_t index) {
   Status status = checkIndex(params, index);
   if (!status.ok()) return status.release();
-  // Marked without ever being filled, it is zeros: give it storage that says so.
+  // Marked without ever being filled, it is zeros: give it storage that says so (none for
+  // another pipeline stage's parameter).
+  if (!params->artifact->paramHeld[static_cast<size_t>(index)]) {
+    params->set[static_cast<size_t>(index)] = true;
+    return nullptr;
+  }
   auto storage = tfc::internal::paramStorage(params, index);
   if (!storage.ok()) return std::move(storage).takeStatus().release();
   params->set[static_cast<size_t>(index)] = true;
@@ -268,6 +290,7 @@ tfc_status_t tfc_params_check_all_set(const tfc_params_t* params) {
   int count = 0;
   for (int32_t i = 0; i < table.num_params; ++i) {
     if (params->set[static_cast<size_t>(i)]) continue;
+    if (!params->artifact->paramHeld[static_cast<size_t>(i)]) continue;
     if (++count <= 5) unset += (count > 1 ? ", " : "") + quoteForMessage(table.params[i].name);
   }
   if (count == 0) return nullptr;
@@ -286,6 +309,11 @@ tfc_status_t tfc_params_set(tfc_params_t* params, int32_t index, const tfc_tenso
   const tfc_tensor_desc_t& desc = params->artifact->table->params[index];
   status = tfc::internal::checkTensorRef(*value, desc, "parameter " + quoteForMessage(desc.name));
   if (!status.ok()) return status.release();
+  // Another pipeline stage's parameter: its ranks take the value (a loader sets every one).
+  if (!params->artifact->paramHeld[static_cast<size_t>(index)]) {
+    params->set[static_cast<size_t>(index)] = true;
+    return nullptr;
+  }
   auto storage = tfc::internal::paramStorage(params, index);
   if (!storage.ok()) return std::move(storage).takeStatus().release();
   if (value->byte_size > 0) std::memmove(*storage, value->data, value->byte_size);
@@ -304,6 +332,11 @@ tfc_status_t tfc_params_init(tfc_params_t* params, uint64_t seed) {
   auto all = tfc::internal::wholeParams(params);
   if (!all.ok()) return std::move(all).takeStatus().release();
   for (int32_t i = 0; i < table.num_params; ++i) {
+    // Another pipeline stage's parameter: its ranks draw it (each its own stream, by index).
+    if (!params->artifact->paramHeld[static_cast<size_t>(i)]) {
+      params->set[static_cast<size_t>(i)] = true;
+      continue;
+    }
     auto storage = tfc::internal::paramStorage(params, i);
     if (!storage.ok()) return std::move(storage).takeStatus().release();
     const tfc_tensor_desc_t& desc = table.params[i];

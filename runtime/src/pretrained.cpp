@@ -197,7 +197,7 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
   for (size_t i = 0; i < count; ++i) {
     const SafetensorsTensorInfo* info = match.sources[i]->info;
     paramOf.emplace(info, i);
-    inPlace[i] = all.splits[i] == nullptr &&
+    inPlace[i] = params->artifact->paramHeld[i] && all.splits[i] == nullptr &&
                  info->dtype == static_cast<tfc_dtype_t>(table.params[i].dtype) &&
                  params->buffers[i].data == nullptr &&
                  reinterpret_cast<uintptr_t>(info->data) % TFC_ARENA_ALIGNMENT == 0;
@@ -211,7 +211,7 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
       auto it = paramOf.find(&info);
       if (it == paramOf.end()) continue;
       if (!mappable) inPlace[it->second] = false;
-      if (inPlace[it->second]) continue;
+      if (inPlace[it->second] || !params->artifact->paramHeld[it->second]) continue;
       auto storage = paramStorage(params, static_cast<int32_t>(it->second));
       if (!storage.ok()) return std::move(storage).takeStatus();
     }
@@ -224,7 +224,9 @@ Status loadPretrained(tfc_params_t* params, const std::string& path,
       if (it == paramOf.end()) continue;
       const size_t i = it->second;
       Buffer& buffer = params->buffers[i];
-      if (inPlace[i]) {
+      if (!params->artifact->paramHeld[i]) {
+        // Another pipeline stage's parameter: its ranks load it.
+      } else if (inPlace[i]) {
         // Writable: the mapping is private and copy-on-write (contents.writable).
         buffer.data = const_cast<uint8_t*>(info.data);
         buffer.byteSize = info.byteSize;

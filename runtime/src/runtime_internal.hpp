@@ -29,6 +29,10 @@ struct tfc_loaded_artifact_s {
   std::vector<tfc::internal::InitSpec> paramInits;
   std::vector<tfc::internal::InitSpec> stateInits;
   bool initsParsed = false;
+  // Whether this process holds each parameter and state tensor: every one, except under
+  // pipeline parallelism (metadata pp_held) those its stage never touches, which get no
+  // storage, no initialization and no load.
+  std::vector<bool> paramHeld, stateHeld;
   ~tfc_loaded_artifact_s();
 };
 
@@ -121,8 +125,11 @@ struct tfc_params_s {
 
 namespace tfc::internal {
 // Parameter |index|'s storage (index in range), allocated zero-filled from the params'
-// allocator when it has none yet. Errors name the artifact and the parameter.
+// allocator when it has none yet. Errors name the artifact and the parameter, and a parameter
+// that this rank's pipeline stage does not hold (tfc_loaded_artifact_s::paramHeld).
 StatusOr<void*> paramStorage(tfc_params_t* params, int32_t index);
+// Fills |artifact|'s paramHeld and stateHeld (at load).
+Status findHeldTensors(tfc_loaded_artifact_t* artifact);
 }  // namespace tfc::internal
 
 namespace tfc::internal::cuda {

@@ -30,7 +30,7 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
     // the context refuses to make in a world of another size, with a better message).
     TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(std::string(artifact.metadataJson())));
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-    entryName = pp.entryOf(entryName, world->rank() / mesh.tp % mesh.pp);
+    entryName = pp.entryOf(entryName, mesh.stageOf(world->rank()));
   }
   bool found = false;
   for (int32_t e = 0; e < artifact.entryCount(); ++e) {

@@ -236,6 +236,7 @@ StatusOr<std::map<std::string, std::string>> Trainer::resume(const std::string& 
     const tfc_tensor_desc_t& desc = artifact_.state(i);
     if (std::string(desc.name) == "train.step" && desc.dtype == TFC_ABI_I64 && desc.rank == 0) {
       TFC_ASSIGN_OR_RETURN(tfc_tensor_ref_t ref, context_.state(i));
+      if (ref.data == nullptr) break;  // another pipeline stage's: its ranks check it
       int64_t counter = 0;
       std::memcpy(&counter, ref.data, sizeof(counter));
       // With f16 loss scaling a skipped step does not advance train.step (the optimizer's

@@ -377,12 +377,43 @@ int runTrain(const Invocation& invocation) {
           tp > 1 ? fmt::format(" of {} tensor-parallel processes", tp) : "", dp, trainer->batch(),
           dp * trainer->batch());
   }
+  // What each stage's ranks hold of the parameters and the training state (its layers'; the
+  // rest has no storage there), measured on every rank and gathered over the stages.
+  std::vector<float> heldBytes;
+  uint64_t modelBytes = 0;
+  if (pp > 1) {
+    float held = 0;
+    for (int32_t i = 0; i < artifact->paramCount(); ++i) {
+      const uint64_t bytes = tfc_tensor_desc_byte_size(&artifact->param(i));
+      modelBytes += bytes;
+      if (params->isHeld(i)) held += static_cast<float>(bytes);
+    }
+    for (int32_t i = 0; i < artifact->stateCount(); ++i) {
+      auto ref = context->state(i);
+      if (!ref.ok()) return fail(ref.status());
+      modelBytes += tfc_tensor_desc_byte_size(&artifact->state(i));
+      held += static_cast<float>(ref->byte_size);
+    }
+    auto stages = groupCommunicator("pp", trainer->mesh());
+    if (!stages.ok()) return fail(stages.status());
+    heldBytes.resize(static_cast<size_t>(pp));
+    Status gathered = (*stages)->allGather(&held, heldBytes.data(), 1, "the bytes each stage holds");
+    if (!gathered.ok()) return fail(gathered);
+  }
   if (speaks && pp > 1) {
     print(stderr, "pipeline parallel: {} stages{}\n", pp,
           tp > 1   ? fmt::format(", each split over {} tensor-parallel processes", tp)
           : dp > 1 ? fmt::format(", rank s runs stage s of its replica ({} x {} = {} in all)", dp,
                                  pp, trainer->worldSize())
                    : std::string(", rank s runs stage s"));
+  }
+  if (speaks && pp > 1) {
+    std::string perStage;
+    for (float bytes : heldBytes) {
+      perStage += (perStage.empty() ? "" : ", ") + formatBytes(static_cast<uint64_t>(bytes));
+    }
+    print(stderr, "pipeline: the stages' ranks hold {} of the {} of parameters and state\n",
+          perStage, formatBytes(modelBytes));
   }
   if (speaks && tp > 1) {
     print(stderr, "tensor parallel: {} processes split each layer{}\n", tp,

@@ -238,6 +238,10 @@ enum {
  * (the 2-D layouts above are its cases S = 1 and M = 1). */
 #define TFC_METADATA_PP_SIZE "pp_size"
 #define TFC_METADATA_PP_OWNER "pp_owner"
+/* "pp_held": {"<param or state>": [s, ...], ...}: the stages whose ranks hold a tensor, for
+ * each that some stage does not touch (a rank allocates, initializes and loads only what its
+ * stage holds). Tensors not listed are held by every stage. */
+#define TFC_METADATA_PP_HELD "pp_held"
 #define TFC_METADATA_TP_SIZE "tp_size"
 #define TFC_METADATA_TP_SHARDS "tp_shards"
 

@@ -206,11 +206,13 @@ struct Executor::Impl {
 
   Status upload(const std::vector<void*>& hostParams, const std::vector<void*>& hostState) {
     for (size_t i = 0; i < params.size() && paramsNewer == Newer::Host; ++i) {
+      if (paramBytes[i] == 0) continue;  // another pipeline stage's
       TFC_RETURN_IF_ERROR(check(d->cuMemcpyHtoD(params[i], hostParams[i], paramBytes[i]),
                                 std::string("uploading parameter '") + table->params[i].name +
                                     "'"));
     }
     for (size_t i = 0; i < state.size() && stateNewer == Newer::Host; ++i) {
+      if (stateBytes[i] == 0) continue;
       TFC_RETURN_IF_ERROR(check(d->cuMemcpyHtoD(state[i], hostState[i], stateBytes[i]),
                                 std::string("uploading state tensor '") + table->state[i].name +
                                     "'"));
@@ -282,7 +284,9 @@ const std::string& Executor::description() const { return impl_->description; }
 
 StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
                                                      const tfc_artifact_t& table,
-                                                     int32_t ordinal) {
+                                                     int32_t ordinal,
+                                                     const std::vector<bool>& paramHeld,
+                                                     const std::vector<bool>& stateHeld) {
   auto driver = loadDriver();
   if (!driver.ok()) {
     return Status::error(driver.status().code(), "%s (CUDA, %s): %s", path.c_str(),
@@ -364,7 +368,14 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
   TFC_RETURN_IF_ERROR(x.check(d.cuMemsetD8Async(x.errorWord, 0, sizeof(unsigned), x.stream),
                               "clearing the error word"));
 
+  // Another pipeline stage's tensors: no buffer (null, 0 bytes: never copied).
   for (int32_t i = 0; i < table.num_params; ++i) {
+    if (!paramHeld[static_cast<size_t>(i)]) {
+      x.params.push_back(0);
+      x.paramBytes.push_back(0);
+      x.paramPointers.push_back(nullptr);
+      continue;
+    }
     size_t bytes = tfc_tensor_desc_byte_size(&table.params[i]);
     TFC_ASSIGN_OR_RETURN(CUdeviceptr p,
                          x.allocate(bytes, std::string("parameter '") + table.params[i].name + "'"));
@@ -373,6 +384,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::create(const std::string& path,
     x.paramPointers.push_back(reinterpret_cast<void*>(p));
   }
   for (int32_t i = 0; i < table.num_state; ++i) {
+    if (!stateHeld[static_cast<size_t>(i)]) {
+      x.state.push_back(0);
+      x.stateBytes.push_back(0);
+      x.statePointers.push_back(nullptr);
+      continue;
+    }
     size_t bytes = tfc_tensor_desc_byte_size(&table.state[i]);
     TFC_ASSIGN_OR_RETURN(CUdeviceptr p, x.allocate(bytes, std::string("state tensor '") +
                                                               table.state[i].name + "'"));
@@ -487,11 +504,13 @@ Status Executor::downloadIfStale(const std::vector<void*>& params,
   TFC_RETURN_IF_ERROR(x.makeCurrent());
   TFC_RETURN_IF_ERROR(x.check(x.d->cuStreamSynchronize(x.stream), "cuStreamSynchronize"));
   for (size_t i = 0; i < x.params.size() && paramsStale; ++i) {
+    if (x.paramBytes[i] == 0) continue;  // another pipeline stage's
     TFC_RETURN_IF_ERROR(x.check(x.d->cuMemcpyDtoH(params[i], x.params[i], x.paramBytes[i]),
                                 std::string("downloading parameter '") +
                                     x.table->params[i].name + "'"));
   }
   for (size_t i = 0; i < x.state.size() && stateStale; ++i) {
+    if (x.stateBytes[i] == 0) continue;
     TFC_RETURN_IF_ERROR(x.check(x.d->cuMemcpyDtoH(state[i], x.state[i], x.stateBytes[i]),
                                 std::string("downloading state tensor '") +
                                     x.table->state[i].name + "'"));

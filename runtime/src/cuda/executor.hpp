@@ -38,11 +38,14 @@ class Executor {
   // Opens GPU |ordinal| (-1: the node-local rank modulo the GPUs' count, see
   // tfc_context_options_t.device) for the CUDA artifact |table| loaded from |path| (for messages):
   // loads the driver, checks the architecture, loads the module, creates the stream and
-  // the device buffers of parameters and state. |host| is the context's host API, whose
-  // device_* callbacks the caller points at this executor.
+  // the device buffers of parameters and state (of those |paramHeld| and |stateHeld| say
+  // this process holds; the others, another pipeline stage's, get none). |host| is the
+  // context's host API, whose device_* callbacks the caller points at this executor.
   static StatusOr<std::unique_ptr<Executor>> create(const std::string& path,
                                                     const tfc_artifact_t& table,
-                                                    int32_t ordinal);
+                                                    int32_t ordinal,
+                                                    const std::vector<bool>& paramHeld,
+                                                    const std::vector<bool>& stateHeld);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;

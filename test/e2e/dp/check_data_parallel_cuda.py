@@ -14,6 +14,9 @@ losses, both ways:
     runs NCCL's collectives over MPI, refuses ncclCommInitRank unless every rank passed rank
     0's unique id (the runtime's bootstrap over MPI), and counts the collectives it ran (the
     proof that the NCCL path, not the host one, ran them).
+A pipeline-parallel CUDA artifact (--pp=2, 2 micro-batches; the stages' messages staged
+through the host, with TFC_COMM_DEVICE=host and beside NCCL's collectives) gives the CPU
+--pp=2 artifact's weights and losses within 1e-5.
 TFC_COMM_DEVICE=nccl without a loadable NCCL fails before any step, naming the library,
 with a non-zero exit and no hang; TFC_COMM_DEVICE=auto then falls back on the host and says
 so. An NCCL collective that fails on one rank ends the job with an error naming it. An entry with a collective is never captured as a CUDA graph (the host takes part in
@@ -54,6 +57,15 @@ def main():
         run([sys.executable, os.path.join(HERE, "..", "..", "cuda_emulator",
                                           "build_host_kernels.py"),
              "--dump-dir", p(kind + "-dump"), "--out", p(f"{kind}-kernels.so")], timeout=900)
+    # Pipeline parallel (--pp=2, 2 micro-batches of 2 rows): the activations and their
+    # gradients staged through the host between the stages; the CPU --pp=2 artifact is the
+    # reference.
+    pipeline = [p("gpt2.mlir"), "--optimizer=sgd", "--pp=2", "--microbatches=2"]
+    run([tool("tfc"), *pipeline, "-o", p("cpu-pp.so")])
+    run([tool("tfc"), *pipeline, "--target=cuda", f"--dump-ir={p('cuda-pp-dump')}",
+         "-o", p("cuda-pp.so")])
+    run([sys.executable, os.path.join(HERE, "..", "..", "cuda_emulator", "build_host_kernels.py"),
+         "--dump-dir", p("cuda-pp-dump"), "--out", p("cuda-pp-kernels.so")], timeout=900)
 
     def train(kind, tag, steps=STEPS, expect=0, extra_env=(), timeout=900):
         """Trains artifact `kind` under mpirun; its checkpoint and log are `tag`'s. Returns
@@ -96,8 +108,20 @@ def main():
               f"({counts}, >= {least}; the runtime counted {stats})")
         runs[kind + "-nccl"] = f"CUDA {zero}DP=2 (NCCL)"
 
+    train("cpu-pp", "cpu-pp")
+    text = train("cuda-pp", "cuda-pp", extra_env=host)
+    check("pipeline parallel: 2 stages" in text,
+          "CUDA --pp=2 (host): rank 0 names the stages")
+    text = train("cuda-pp", "cuda-pp-nccl", extra_env=nccl)
+    check("tfc: collectives on the GPUs over NCCL" in text,
+          "CUDA --pp=2, TFC_COMM_DEVICE=nccl: the stages' messages staged through the host "
+          "beside NCCL")
+
     want, ref = read_safetensors(p("cpu.safetensors")), read_losses(p("cpu.csv"))
-    for tag, label in runs.items():
+    pipeline_runs = {"cuda-pp": "CUDA --pp=2 (host)", "cuda-pp-nccl": "CUDA --pp=2 (NCCL)"}
+    for tag, label in {**runs, **pipeline_runs}.items():
+        if tag in pipeline_runs:
+            want, ref = read_safetensors(p("cpu-pp.safetensors")), read_losses(p("cpu-pp.csv"))
         got = read_safetensors(p(f"{tag}.safetensors"))
         check(set(got) == set(want), f"{label}: the checkpoint holds the CPU's tensors")
         worst, worst_name = 0.0, ""
@@ -107,7 +131,7 @@ def main():
             rel = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
             if rel > worst:
                 worst, worst_name = rel, name
-        check(worst <= RTOL, f"{label} vs CPU DP=2 after {STEPS} SGD steps: worst "
+        check(worst <= RTOL, f"{label} vs the CPU artifact after {STEPS} SGD steps: worst "
               f"max|a-b|/max|b| {worst:.2e} ({worst_name}) <= {RTOL:g}")
         losses = read_losses(p(f"{tag}.csv"))
         diff = max(abs(a - b) / abs(b) for a, b in zip(losses, ref))

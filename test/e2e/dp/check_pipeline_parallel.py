@@ -23,7 +23,9 @@ reference) and with --pp=S for S ranks under mpirun. The stages run the referenc
     bytes: checkpoints do not depend on the layout;
   - tfc --report gives each stage's FLOPs, parameter bytes, arena and link bytes, and the
     bubble: (S-1)/(M+S-1) for balanced stages, and the one predicted from the stages' FLOPs;
-    tfc-run train (rank 0) prints what each stage measured waiting for the others;
+    tfc-run train (rank 0) prints what each stage measured waiting for the others, and what
+    each stage's ranks hold: their own layers' parameters and optimizer state only (at most
+    1.6/S of the model's each; S = 4 shares gpt2's wte and the KV cache on stage 0);
   - a rank that dies after step 6 ends the job non-zero (mpirun naming it, or the other's
     collective timing out with a message) and leaves the checkpoint of step 5 whole;
   - an artifact compiled for 2 stages is refused under mpirun -np 3 before any step;
@@ -35,6 +37,7 @@ Prints the numbers and one verdict line.
 """
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -54,6 +57,12 @@ MODELS = {
 }
 HYPER = {"adamw": ["--lr", "3e-3", "--warmup", "2", "--eps", "1e-4"],
          "sgd": ["--lr", "0.3", "--momentum", "0.9"]}
+
+
+def parse_bytes(text):
+    """'365.76 KiB' (tfc-run's formatBytes) in bytes."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
 
 
 def read_log(path):
@@ -101,6 +110,17 @@ def main():
                       f"pipeline parallel: {stages} stages" in text,
                       "  ... only rank 0 prints the step lines, and the measured waits: " +
                       (waits[0] if waits else "(none)"))
+                # Each stage's ranks allocate only the tensors its entry touches.
+                held = re.search(r"pipeline: the stages' ranks hold (.*) of the (.*) of "
+                                 r"parameters and state", text)
+                per_rank = [parse_bytes(b) for b in held.group(1).split(", ")] if held else []
+                total = parse_bytes(held.group(2)) if held else 0
+                check(len(per_rank) == stages and
+                      all(0 < b < total / stages * 1.6 for b in per_rank) and
+                      sum(per_rank) >= total * 0.999,
+                      f"  ... each stage's ranks hold only their layers' parameters and state: "
+                      f"{held.group(1) if held else '(no line)'} of "
+                      f"{held.group(2) if held else '?'}")
                 with open(p(f"{tag}.json")) as f:
                     pipeline = json.load(f)["pipeline"]
                 balanced = (stages - 1) / (M + stages - 1)

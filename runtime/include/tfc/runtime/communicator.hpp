@@ -169,6 +169,9 @@ struct ProcessMesh {
   int64_t sizeOf(const std::string& group) const {
     return group == "dp" ? dp : group == "pp" ? pp : group == "tp" ? tp : size();
   }
+  // The coordinates of world rank |rank|: its stage s and its tensor-parallel slice t.
+  int64_t stageOf(int64_t rank) const { return rank / tp % pp; }
+  int64_t sliceOf(int64_t rank) const { return rank % tp; }
   // "--dp=2 --pp=2 --tp=2": the tfc flags that compile it (those above 1; "" for one process).
   std::string flags() const;
   bool operator==(const ProcessMesh& o) const {

@@ -48,6 +48,18 @@ StatusOr<TensorParallelLayout> tensorParallelLayout(const std::string& json);
 struct PipelineLayout {
   int64_t size = 1;                       // S; 1: no stages
   std::map<std::string, int64_t> owner;   // tensor name -> its stage
+  // Tensor name -> the stages that hold it, for those that some stage does not (pp_held).
+  std::map<std::string, std::vector<int64_t>> held;
+
+  // Whether the ranks of |stage| hold tensor |name| (allocate, initialize, load it).
+  bool holds(const std::string& name, int64_t stage) const {
+    auto it = held.find(name);
+    if (it == held.end()) return true;
+    for (int64_t s : it->second) {
+      if (s == stage) return true;
+    }
+    return false;
+  }
 
   // The entry a rank runs for |entry| ("train_step"): itself without stages.
   std::string entryOf(const std::string& entry, int64_t stage) const {

@@ -172,8 +172,13 @@ tfc_loaded_artifact_t* tfc_params_artifact(const tfc_params_t* params);
 
 /* Describes parameter |index|'s storage (writable: the caller may fill it in place, then
  * call tfc_params_mark_set), giving it zero-filled storage when it has none yet (so
- * OUT_OF_MEMORY is possible). INVALID_ARGUMENT when out of range. */
+ * OUT_OF_MEMORY is possible). INVALID_ARGUMENT when out of range; FAILED_PRECONDITION for a
+ * parameter this process does not hold (tfc_params_is_held). */
 tfc_status_t tfc_params_tensor(tfc_params_t* params, int32_t index, tfc_tensor_ref_t* out_tensor);
+/* Returns whether this process holds parameter |index|: true, except under pipeline
+ * parallelism (tfc --pp) for the parameters of other stages, which have no storage here;
+ * initializing, loading, setting or marking one of those only marks it set. */
+bool tfc_params_is_held(const tfc_params_t* params, int32_t index);
 /* Returns whether parameter |index| has been loaded, set or initialized. */
 bool tfc_params_is_set(const tfc_params_t* params, int32_t index);
 /* Declares parameter |index| set after the caller filled it through tfc_params_tensor. */

@@ -182,6 +182,8 @@ class Params {
   }
   Status checkAllSet() const { return Status(tfc_params_check_all_set(get())); }
   bool isSet(int32_t index) const { return tfc_params_is_set(get(), index); }
+  // False for another pipeline stage's parameter (tfc --pp), which has no storage here.
+  bool isHeld(int32_t index) const { return tfc_params_is_held(get(), index); }
   Status set(int32_t index, const TensorView& value) {
     tfc_tensor_ref_t ref = tensorRef(value);
     return Status(tfc_params_set(get(), index, &ref));
