@@ -21,6 +21,9 @@ the same per-GPU batch) for
     of that (the bubble, (S-1)/(M+S-1)), plus each micro-batch's activations sent forward
     and their gradients back (B x T x C values each way, point to point, exposed); on 64 GPUs
     DP across the nodes over each stage's 1/8 of the gradients;
+  - TP=8 x PP=8 on 64 GPUs (tfc --tp=8 --pp=8: TP within a node, one stage a node, M = 4 x 8
+    micro-batches): 1/64 of the model per GPU, TP's all-reduces over NVLink, the stages'
+    activations over InfiniBand, the bubble as for PP;
 
 on 8 GPUs of one node (NVLink) and on 64 GPUs (8 nodes, InfiniBand), next to Megatron-LM's
 published figures. Every hardware number is a parameter (defaults: H100/H200 SXM). The model
@@ -201,6 +204,22 @@ def main():
                                  compute=compute, tp=bubble + pp_sent / nvlink,
                                  dp=dp_sent / ib, sent=pp_sent + dp_sent,
                                  tokens=tokens * M * nodes, state=state / S))
+                if nodes > 1:
+                    # TP=8 in each node x PP over the nodes (Megatron's layout for the largest
+                    # models, tfc --pp=S --tp=8): a GPU computes 1/(8 S) of the model for M
+                    # micro-batches; its TP all-reduces over NVLink for its L/S layers, each
+                    # micro-batch's activations (whole on every TP rank) over InfiniBand.
+                    S = nodes
+                    M = 4 * S
+                    compute = t_one * M / (S * t)
+                    bubble = compute * (S - 1) / M
+                    tp_sent = M * 4 * (L / S) * ring_all_reduce(act_bytes, t)
+                    pp_sent = 2 * M * act_bytes
+                    rows.append(dict(model=name, gpus=n, how=f"TP={t} x PP={S} (M={M})",
+                                     compute=compute,
+                                     tp=bubble + tp_sent / nvlink + pp_sent / ib, dp=0.0,
+                                     sent=tp_sent + pp_sent, tokens=tokens * M,
+                                     state=state / (S * t)))
 
     print("\n| model | GPUs | parallelism | compute / step | communication / step "
           "(TP or PP bubble + sends, + DP) | bytes sent per GPU / step | step time | scaling "
