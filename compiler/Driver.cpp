@@ -181,11 +181,23 @@ struct Options {
                "and with --dp=N there are N replicas: N x S x M processes, rank "
                "(d x S + s) x M + t holding slice t of stage s of replica d"),
       cl::value_desc("S"), cl::init(0), cl::cat(category)};
+  cl::opt<int64_t> expertParallel{
+      "ep",
+      cl::desc("With --optimizer, for mixture-of-experts models (mixtral): "
+               "expert parallel over N processes (mpirun -np N tfc-run "
+               "model.so train ...): each rank reads its slice of a global "
+               "batch of N x the compiled batch, as with --dp=N, and holds "
+               "E/N of every layer's experts, computing them on every rank's "
+               "tokens (all-gathered, the outputs reduce-scattered back; "
+               "tfc-expert-parallel). CPU, f32; not yet with --dp, --tp, "
+               "--pp or --zero"),
+      cl::value_desc("N"), cl::init(0), cl::cat(category)};
   cl::opt<std::string> mesh{
       "mesh",
       cl::desc("The process mesh in one flag: dp=N,pp=S,tp=M (any of them, "
                "in any order, each 1 or more), the same as --dp=N --pp=S "
-               "--tp=M: N x S x M processes, world rank (d x S + s) x M + t"),
+               "--tp=M: N x S x M processes, world rank (d x S + s) x M + t; "
+               "or ep=N, the same as --ep=N"),
       cl::value_desc("dp=N,pp=S,tp=M"), cl::cat(category)};
   cl::opt<std::string> ppSchedule{
       "pp-schedule",
@@ -476,20 +488,21 @@ std::string dumpCollision(const std::string &dir,
 std::string applyMesh(Options &options) {
   if (options.dataParallel.getNumOccurrences() ||
       options.pipelineParallel.getNumOccurrences() ||
-      options.tensorParallel.getNumOccurrences())
-    return "give the mesh either with --mesh or with --dp, --pp and --tp, "
-           "not both";
+      options.tensorParallel.getNumOccurrences() ||
+      options.expertParallel.getNumOccurrences())
+    return "give the mesh either with --mesh or with --dp, --pp, --tp and "
+           "--ep, not both";
   llvm::SmallVector<llvm::StringRef> parts;
   llvm::StringRef(options.mesh).split(parts, ',');
   llvm::StringMap<int64_t> sizes;
   for (llvm::StringRef part : parts) {
     auto [key, value] = part.trim().split('=');
     int64_t n = 0;
-    if (key == "ep" || key == "sp")
-      return (key == "ep" ? "expert" : "sequence") +
-             std::string(" parallelism (") + key.str() + ") is not built yet";
-    if (key != "dp" && key != "pp" && key != "tp")
-      return "unknown dimension '" + key.str() + "' (expected dp, pp or tp)";
+    if (key == "sp")
+      return "sequence parallelism (sp) is not built yet";
+    if (key != "dp" && key != "pp" && key != "tp" && key != "ep")
+      return "unknown dimension '" + key.str() +
+             "' (expected dp, pp, tp or ep)";
     if (value.getAsInteger(10, n) || n < 1 || n > 65536)
       return key.str() + "='" + value.str() + "': give a number of processes, 1 or more";
     if (!sizes.try_emplace(key, n).second)
@@ -503,6 +516,7 @@ std::string applyMesh(Options &options) {
   set(options.dataParallel, "dp");
   set(options.pipelineParallel, "pp");
   set(options.tensorParallel, "tp");
+  set(options.expertParallel, "ep");
   return "";
 }
 
@@ -685,6 +699,33 @@ int compilerMain(int argc, char **argv) {
     if (std::string bad = applyMesh(options); !bad.empty())
       return fail("--mesh=" + options.mesh + ": " + bad);
   }
+  if (options.expertParallel.getNumOccurrences() || options.expertParallel > 0) {
+    const std::string ep = "--ep=" + std::to_string(options.expertParallel);
+    if (options.expertParallel < 2 || options.expertParallel > 4096)
+      return fail(ep + ": give the number of processes that share the "
+                       "experts, 2 or more");
+    if (options.optimizer.empty())
+      return fail(ep + " shards the experts of train_step: it needs "
+                       "--optimizer");
+    for (auto [flag, n] : {std::pair<const char *, int64_t>{
+                               "--dp", options.dataParallel},
+                           {"--tp", options.tensorParallel},
+                           {"--pp", options.pipelineParallel},
+                           {"--zero", options.zero}})
+      if (n > 0)
+        return fail(ep + " with " + flag + " is not built yet (expert "
+                         "parallelism runs alone, its ranks also data "
+                         "parallel)");
+    if (options.precision != "f32")
+      return fail(ep + " with --precision=" + options.precision +
+                  " is not built yet (f32 only)");
+    if (pipeline.target->name() != "cpu")
+      return fail(ep + " with --target=" + pipeline.target->name().str() +
+                  " is not built yet (CPU only)");
+    // Its ranks are data-parallel replicas too.
+    options.dataParallel = options.expertParallel.getValue();
+    pipeline.expertParallel = options.expertParallel;
+  }
   // --dp=0 would mean "no data parallelism" as if the flag were left out.
   if ((options.dataParallel.getNumOccurrences() && options.dataParallel < 1) ||
       options.dataParallel > 65536)
@@ -750,12 +791,18 @@ int compilerMain(int argc, char **argv) {
   // runtime keeps on the caller's thread (MPI_THREAD_SERIALIZED allows one
   // thread in MPI at a time, and a bucket would need the communication
   // thread): all take the blocking all-reduce per gradient, not buckets.
+  // Expert parallelism's all-gathers run on the caller's thread too.
   const bool twoD = options.dataParallel > 1 &&
-                    (options.tensorParallel > 1 || options.pipelineParallel > 1);
+                    (options.tensorParallel > 1 || options.pipelineParallel > 1 ||
+                     options.expertParallel > 1);
   if (options.dataParallel > 0 &&
       (options.zero == 1 || pipeline.target->name() != "cpu" || twoD)) {
     std::string why =
         options.zero == 1 ? "--zero=1 reduce-scatters each gradient"
+        : options.expertParallel > 1
+            ? "--ep=" + std::to_string(options.expertParallel) +
+                  " all-reduces each gradient on the caller's thread, beside "
+                  "its all-gathers"
         : twoD ? "--dp with " +
                      (options.tensorParallel > 1
                           ? "--tp=" + std::to_string(options.tensorParallel)

@@ -110,6 +110,11 @@ void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options,
     trainStep.optimizer = options.optimizer;
     trainStep.noDecay = options.noDecay;
     pm.addPass(createTfcTrainStep(trainStep));
+    if (options.expertParallel > 1) {
+      TfcExpertParallelOptions ep;
+      ep.size = options.expertParallel;
+      pm.addPass(createTfcExpertParallel(ep));
+    }
     if (options.pipelineParallel > 1) {
       TfcPipelineSplitOptions split;
       split.stages = options.pipelineParallel;

@@ -88,6 +88,9 @@ struct PipelineOptions {
   /// gpipe.
   int64_t pipelineParallel = 0;
   std::string ppSchedule = "1f1b";
+  /// Expert parallel over this many ranks (tfc-expert-parallel after
+  /// train-step; the driver also sets dataParallel to it); 0: none.
+  int64_t expertParallel = 0;
   /// With dataParallel: gradient bucket size in MB (tfc-data-parallel's
   /// bucket-mb: 0 one collective per gradient, < 0 blocking all-reduces)
   /// and whether a bucket's wait is deferred to the end of the backward.

@@ -454,6 +454,46 @@ def TfcPipelineSplit : Pass<"tfc-pipeline-split", "mlir::ModuleOp"> {
   ];
 }
 
+def TfcExpertParallel : Pass<"tfc-expert-parallel", "mlir::ModuleOp"> {
+  let summary = "Expert parallelism: each rank its share of every layer's experts";
+  let description = [{
+    Run after `tfc-train-step` (`tfc --ep=N`), on a mixture-of-experts model
+    whose gradients `tfc-data-parallel` averages over the same N ranks (each
+    reads its slice of the batch). `train_step` becomes `size` entries
+    `train_step.ep<r>`, rank r's, in which:
+
+    - each `tfc.moe_ffn` computes rank r's E/N experts (`first_expert` =
+      r E/N) on every rank's tokens: the tokens, their expert ids and their
+      routing weights are all-gathered over the group `group` and the partial
+      outputs reduce-scattered back (Megatron-Core's all-gather dispatcher:
+      static shapes, dropless); its `tfc.moe_ffn_grad` likewise;
+    - another rank's experts get a zero gradient, so the data-parallel mean
+      gives each rank the owner's gradient divided by N (the mean loss's) and
+      the same clipping norm;
+    - another rank's experts and their optimizer state are neither loaded nor
+      stored.
+
+    The module's metadata gets `"ep_size"`, `"ep_owner"` (the rank of each
+    expert's tensors) and `"ep_held"` (the runtime gives a tensor storage on
+    its holders only); every other entry is dropped.
+
+    ```mlir
+    // rank 1 of 2, 4 experts: experts 2 and 3 on both ranks' tokens
+    %xs = tfc.all_gather %x {group = "ep", size = 2 : i64} : tensor<32x64xf32> -> tensor<64x64xf32>
+    %ys = tfc.moe_ffn %xs, %ids, %w experts %g2, %u2, %d2, %g3, %u3, %d3 {first_expert = 2 : i64} : ...
+    %y = tfc.reduce_scatter %ys {group = "ep", reduce = "sum", size = 2 : i64} : tensor<64x64xf32> -> tensor<32x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", /*default=*/"2",
+           "The number of ranks N that share the experts">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"train_step\"",
+           "The training entry to split">,
+    Option<"group", "group", "std::string", /*default=*/"\"ep\"",
+           "The name of the process group of the ranks">,
+  ];
+}
+
 def TfcTrainStep : Pass<"tfc-train-step", "mlir::ModuleOp"> {
   let summary = "Builds `train_step`: forward, loss, backward, clipping, optimizer";
   let description = [{

@@ -37,6 +37,7 @@
 #include "passes/CostModel.h"
 #include "passes/Metadata.h"
 #include "passes/Passes.h"
+#include "passes/RankEntries.h"
 
 #include "dialects/tfc/TfcOps.h"
 #include "tfc/artifact_abi.h"
@@ -48,7 +49,6 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
-#include <set>
 
 #define DEBUG_TYPE "tfc-pipeline-split"
 
@@ -311,59 +311,12 @@ struct PipelineSplitPass
     for (auto f : dropped)
       f.erase();
 
-    // The tensors a stage does not touch need no storage on its ranks: each
-    // that some stage leaves alone gets the stages that load or store it
-    // ("pp_held"). One that no stage touches (the KV cache of the dropped
-    // generation entries) stays on stage 0, its owner, so that checkpoints
-    // hold every tensor of the module.
-    // (A stage's copies of what runs everywhere, a load among them, that
-    // none of its ops reads are dropped first.)
-    std::map<std::string, std::set<int64_t>> touchedBy;
-    for (auto [t, f] : llvm::enumerate(made)) {
-      SmallVector<Operation *> body;
-      f.walk([&](Operation *op) { body.push_back(op); });
-      for (Operation *op : llvm::reverse(body))
-        if (isOpTriviallyDead(op))
-          op->erase();
-      f.walk([&, t = static_cast<int64_t>(t)](Operation *op) {
-        if (auto load = llvm::dyn_cast<LoadOp>(op))
-          touchedBy[load.getName().str()].insert(t);
-        else if (auto store = llvm::dyn_cast<StoreOp>(op))
-          touchedBy[store.getName().str()].insert(t);
-      });
-    }
-    std::string held = "{";
-    for (Operation &op : module.getBody()->getOperations()) {
-      StringRef name;
-      if (auto param = llvm::dyn_cast<ParamOp>(op))
-        name = param.getSymName();
-      else if (auto state = llvm::dyn_cast<StateOp>(op))
-        name = state.getSymName();
-      else
-        continue;
-      std::set<int64_t> stages = touchedBy[name.str()];
-      if (stages.empty())
-        stages.insert(0);
-      if (static_cast<int64_t>(stages.size()) == s)
-        continue;
-      // A tensor that its stages only read (never stored) is current on each
-      // of them: checkpoints take it from the first.
-      owner.try_emplace(name.str(), *stages.begin());
-      std::string list;
-      for (int64_t t : stages)
-        list += (list.empty() ? "" : ", ") + std::to_string(t);
-      held += (held.size() > 1 ? ", \"" : "\"") + name.str() + "\": [" + list + "]";
-    }
-    held += "}";
-    std::string owners = "{";
-    for (auto [name, t] : owner)
-      owners += (owners.size() > 1 ? ", \"" : "\"") + name + "\": " +
-                std::to_string(t);
-    owners += "}";
+    // The tensors a stage does not touch need no storage on its ranks.
+    RankEntryMetadata tensors = rankEntryMetadata(module, made, owner);
     auto meta = module->getAttrOfType<StringAttr>(attr::kMetadata);
     std::string json = meta ? meta.getValue().str() : "";
-    json = withMetadataEntry(json, TFC_METADATA_PP_OWNER, owners);
-    json = withMetadataEntry(json, TFC_METADATA_PP_HELD, held);
+    json = withMetadataEntry(json, TFC_METADATA_PP_OWNER, tensors.owners);
+    json = withMetadataEntry(json, TFC_METADATA_PP_HELD, tensors.held);
     json = withMetadataEntry(json, TFC_METADATA_PP_SIZE, std::to_string(s));
     // S stages of M tensor-parallel ranks each (tfc-tensor-parallel wrote M);
     // with data parallelism tfc-data-parallel wrote N x M x S already.

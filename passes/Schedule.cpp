@@ -13,6 +13,10 @@
 // stays as early as its operands allow: its collective overlaps what
 // follows). Ties keep the original order. The new
 // order is kept only if its peak is not higher than the original's.
+// Collectives keep their original order among themselves: every rank of a
+// group must make them in the same order, also where the ranks run entries
+// that differ elsewhere (tfc-expert-parallel's), which the scheduler could
+// otherwise order each its own way.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/tfc/AttrNames.h"
@@ -151,7 +155,7 @@ private:
       SmallVector<unsigned> readsSinceStore; // loads and readers of loads
     };
     DenseMap<StringAttr, SymbolOrder> symbols;
-    std::optional<unsigned> lastBarrier;
+    std::optional<unsigned> lastBarrier, lastCollective;
     SmallVector<unsigned> effectsSinceBarrier;
 
     for (auto [i, op] : llvm::enumerate(ops)) {
@@ -167,6 +171,12 @@ private:
       });
       for (unsigned p : preds)
         addEdge(p, i);
+      if (llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp,
+                    AllReduceStartOp, AllReduceWaitOp, SendOp, RecvOp>(op)) {
+        if (lastCollective)
+          addEdge(*lastCollective, i);
+        lastCollective = i;
+      }
 
       // Readers of a loaded value stay on their side of every store.
       for (StringAttr symbol : loadedSymbols) {

@@ -303,16 +303,20 @@ bool emitMoeRoute(OpBuilder &b, MoeRouteOp op, ValueRange operands,
   return true;
 }
 
-/// N, D, F, E, k of a tfc.moe_ffn or tfc.moe_ffn_grad.
+/// N, D, F, the experts held, k, all the experts and the first held of a
+/// tfc.moe_ffn or tfc.moe_ffn_grad.
 template <typename Op>
 SmallVector<Value> moeShapeArgs(OpBuilder &b, Op op) {
   Location loc = op.getLoc();
   auto x = llvm::cast<RankedTensorType>(op.getX().getType());
   auto w1 = llvm::cast<RankedTensorType>(op.getExperts()[0].getType());
+  auto weights = llvm::cast<RankedTensorType>(op.getWeights().getType());
   return {i64(b, loc, x.getDimSize(0)), i64(b, loc, x.getDimSize(1)),
           i64(b, loc, w1.getDimSize(0)),
           i64(b, loc, (int64_t)op.getExperts().size() / 3),
-          i64(b, loc, op.getIds().getType().getDimSize(1))};
+          i64(b, loc, op.getIds().getType().getDimSize(1)),
+          i64(b, loc, weights.getDimSize(1)),
+          i64(b, loc, static_cast<int64_t>(op.getFirstExpert()))};
 }
 
 bool emitMoeFfn(OpBuilder &b, MoeFfnOp op, ValueRange operands,

@@ -1580,9 +1580,23 @@ std::string moeGateUp(Type et, Type xt, StringRef indent) {
          load(et, "w3[f * D + c]") + " * " + x + "; }\n";
 }
 
+/// Expert parallelism (a rank's share of the experts) is built for the CPU
+/// target only.
+template <typename Op>
+LogicalResult requireAllExperts(Op op) {
+  auto weights = llvm::cast<RankedTensorType>(op.getWeights().getType());
+  if (op.getFirstExpert() == 0 &&
+      static_cast<int64_t>(op.getExperts().size() / 3) == weights.getDimSize(1))
+    return success();
+  return op.emitOpError("holds a share of the experts (expert parallelism, "
+                        "tfc --ep), which the CUDA target does not build yet");
+}
+
 FailureOr<KernelSource> emitMoeFfn(StringRef name, MoeFfnOp op,
                                    ArrayRef<MemRefType> operands,
                                    ArrayRef<MemRefType> results) {
+  if (failed(requireAllExperts(op)))
+    return failure();
   Type xt = operands[0].getElementType(), wt = operands[2].getElementType();
   Type et = operands[3].getElementType(), yt = results[0].getElementType();
   int64_t N = operands[0].getDimSize(0), D = operands[0].getDimSize(1);
@@ -1624,6 +1638,8 @@ FailureOr<KernelSource> emitMoeFfn(StringRef name, MoeFfnOp op,
 FailureOr<KernelSource> emitMoeFfnGrad(StringRef name, MoeFfnGradOp op,
                                        ArrayRef<MemRefType> operands,
                                        ArrayRef<MemRefType> results) {
+  if (failed(requireAllExperts(op)))
+    return failure();
   // (x, ids, weights, dy, experts...) -> (dx, dweights, dexperts...).
   Type xt = operands[0].getElementType(), wt = operands[2].getElementType();
   Type gt = operands[3].getElementType(), et = operands[4].getElementType();

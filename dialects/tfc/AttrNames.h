@@ -55,6 +55,10 @@ constexpr llvm::StringLiteral kStage = "tfc.stage";
 constexpr llvm::StringLiteral kBackward = "tfc.backward";
 constexpr llvm::StringLiteral kMicrobatch = "tfc.microbatch";
 
+/// Expert parallelism: on a collective of a rank's entry, its place in the
+/// program (tfc-expert-parallel), which keeps CSE from merging two of them.
+constexpr llvm::StringLiteral kCollectiveIndex = "tfc.collective_index";
+
 /// On an entry: what tfc-fuse, tfc-remat and tfc-schedule decided (for
 /// --report); carried from the graph function to the planned entry.
 constexpr llvm::StringLiteral kFusion = "tfc.fusion";

@@ -965,7 +965,7 @@ namespace {
 /// w3 [F, D], w2 [D, F]) all of x's element type.
 LogicalResult verifyMoeOperands(const OpDiag &diag, Value xValue,
                                 Value idsValue, Value weightsValue,
-                                ValueRange experts) {
+                                ValueRange experts, int64_t firstExpert) {
   if (failed(requireTensors(diag, {{"x", xValue},
                                    {"ids", idsValue},
                                    {"weights", weightsValue}})))
@@ -981,16 +981,22 @@ LogicalResult verifyMoeOperands(const OpDiag &diag, Value xValue,
   if (experts.empty() || experts.size() % 3 != 0)
     return diag("expects 3 expert matrices per expert (w1, w3, w2), got ",
                 experts.size());
-  const int64_t E = experts.size() / 3;
+  // The experts given are E' of the E that weights' columns count (all of
+  // them unless expert parallel).
+  const int64_t local = experts.size() / 3;
+  if (failed(sameElementType(diag, "x", x, "weights", weights)))
+    return failure();
+  if (weights.getRank() != 2 || weights.getDimSize(0) != N)
+    return diag("operand 'weights' has shape ", shapeOf(weights),
+                ", expected [", N, ", E] (N tokens, E experts)");
+  const int64_t E = weights.getDimSize(1);
+  if (firstExpert < 0 || firstExpert + local > E)
+    return diag("holds experts ", firstExpert, " to ", firstExpert + local - 1,
+                " (first_expert ", firstExpert, ", ", local,
+                " given), outside the ", E, " of operand 'weights'");
   if (ids.getDimSize(1) > E)
     return diag("operand 'ids' chooses ", ids.getDimSize(1),
                 " experts per token but there are only ", E);
-  if (failed(sameElementType(diag, "x", x, "weights", weights)))
-    return failure();
-  if (weights.getRank() != 2 || weights.getDimSize(0) != N ||
-      weights.getDimSize(1) != E)
-    return diag("operand 'weights' has shape ", shapeOf(weights),
-                ", expected [", N, ", ", E, "] (N tokens, E experts)");
   auto first = tensorOf(experts[0]);
   if (!first || first.getRank() != 2 || first.getDimSize(1) != D)
     return diag("expert 0's w1 must be [F, D] with D = ", D, ", got ",
@@ -1017,8 +1023,11 @@ LogicalResult MoeFfnOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
   OpDiag diag{loc, "moe_ffn"};
+  // The adaptor of a builder that gives no attributes has none (the default).
+  IntegerAttr first = adaptor.getFirstExpertAttr();
   if (failed(verifyMoeOperands(diag, adaptor.getX(), adaptor.getIds(),
-                               adaptor.getWeights(), adaptor.getExperts())))
+                               adaptor.getWeights(), adaptor.getExperts(),
+                               first ? first.getInt() : 0)))
     return failure();
   inferred.push_back(adaptor.getX().getType());
   return success();
@@ -1027,7 +1036,7 @@ LogicalResult MoeFfnOp::inferReturnTypes(MLIRContext *,
 LogicalResult MoeFfnGradOp::verify() {
   OpDiag diag{getLoc(), "moe_ffn_grad"};
   if (failed(verifyMoeOperands(diag, getX(), getIds(), getWeights(),
-                               getExperts())))
+                               getExperts(), getFirstExpert())))
     return failure();
   if (getGrad().getType() != getX().getType())
     return diag("operand 'grad' has type ", getGrad().getType(),

@@ -721,13 +721,19 @@ def TFC_MoeFfnOp : TFC_InferOp<"moe_ffn", [TFC_VJP]> {
     its own rows only: the work grows with N * k, not with E, and no token
     is dropped whatever the load.
 
+    Expert parallelism (tfc-expert-parallel): `experts` may hold E' < E
+    experts, those of ids `first_expert` ... `first_expert` + E' - 1 of the E
+    = weights' second dimension; a (token, expert) pair of another expert is
+    skipped (its rank computes it). By default all E, from 0.
+
     ```mlir
     %y = tfc.moe_ffn %x, %ids, %w experts %g0, %u0, %d0, %g1, %u1, %d1 : (tensor<32x64xf32>, tensor<32x1xi32>, tensor<32x2xf32>, tensor<176x64xf32>, tensor<176x64xf32>, tensor<64x176xf32>, tensor<176x64xf32>, tensor<176x64xf32>, tensor<64x176xf32>) -> tensor<32x64xf32>
     ```
   }];
   let arguments = (ins TFC_FloatTensor:$x, TFC_TensorOf<[I32], "i32">:$ids,
                        TFC_FloatTensor:$weights,
-                       Variadic<TFC_FloatTensor>:$experts);
+                       Variadic<TFC_FloatTensor>:$experts,
+                       DefaultValuedAttr<I64Attr, "0">:$first_expert);
   let results = (outs TFC_FloatTensor:$result);
   let assemblyFormat = [{
     $x `,` $ids `,` $weights `experts` $experts attr-dict `:` functional-type(operands, results)
@@ -744,7 +750,9 @@ def TFC_MoeFfnGradOp : TFC_Op<"moe_ffn_grad", [Pure]> {
     result, computes the gradients of x [N, D], of weights [N, E] (zero
     outside each token's chosen experts) and of the 3E expert matrices,
     recomputing each expert's hidden activations on its own rows. Results
-    have the types of the corresponding operands.
+    have the types of the corresponding operands. With `first_expert` and
+    fewer experts than weights' columns (as tfc.moe_ffn), only the pairs of
+    the experts given contribute.
 
     ```mlir
     %dx, %dw, %dg0, %du0, %dd0 = tfc.moe_ffn_grad %x, %ids, %w, %dy experts %g0, %u0, %d0 : (tensor<8x16xf32>, tensor<8x1xi32>, tensor<8x1xf32>, tensor<8x16xf32>, tensor<24x16xf32>, tensor<24x16xf32>, tensor<16x24xf32>) -> (tensor<8x16xf32>, tensor<8x1xf32>, tensor<24x16xf32>, tensor<24x16xf32>, tensor<16x24xf32>)
@@ -752,7 +760,8 @@ def TFC_MoeFfnGradOp : TFC_Op<"moe_ffn_grad", [Pure]> {
   }];
   let arguments = (ins TFC_FloatTensor:$x, TFC_TensorOf<[I32], "i32">:$ids,
                        TFC_FloatTensor:$weights, TFC_FloatTensor:$grad,
-                       Variadic<TFC_FloatTensor>:$experts);
+                       Variadic<TFC_FloatTensor>:$experts,
+                       DefaultValuedAttr<I64Attr, "0">:$first_expert);
   let results = (outs Variadic<TFC_FloatTensor>:$results);
   let assemblyFormat = [{
     $x `,` $ids `,` $weights `,` $grad `experts` $experts attr-dict `:` functional-type(operands, results)

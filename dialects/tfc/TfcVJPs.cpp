@@ -453,7 +453,8 @@ LogicalResult MoeFfnOp::buildVJP(OpBuilder &b, ArrayRef<Value> grads,
   for (Value e : getExperts())
     types.push_back(e.getType());
   auto grad = b.create<MoeFfnGradOp>(getLoc(), types, getX(), getIds(),
-                                     getWeights(), grads[0], getExperts());
+                                     getWeights(), grads[0], getExperts(),
+                                     getFirstExpertAttr());
   out.assign(getNumOperands(), Value());
   out[0] = grad.getResult(0);
   out[2] = grad.getResult(1);

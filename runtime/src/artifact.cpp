@@ -355,15 +355,22 @@ Status findHeldTensors(tfc_loaded_artifact_t* artifact) {
     return Status::error(pp.status().code(), "%s: %s", artifact->path.c_str(),
                          pp.status().message());
   }
-  if (pp->held.empty()) return Status();
+  auto ep = expertLayout(json);
+  if (!ep.ok()) {
+    return Status::error(ep.status().code(), "%s: %s", artifact->path.c_str(),
+                         ep.status().message());
+  }
+  if (pp->held.empty() && ep->held.empty()) return Status();
   TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(json));
   TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
-  const int64_t stage = mesh.stageOf(world->rank());
+  // A pipeline stage's ranks, or (expert parallel alone) each rank by itself.
+  const PipelineLayout& layout = pp->held.empty() ? *ep : *pp;
+  const int64_t index = pp->held.empty() ? world->rank() : mesh.stageOf(world->rank());
   for (int32_t i = 0; i < table.num_params; ++i) {
-    artifact->paramHeld[static_cast<size_t>(i)] = pp->holds(table.params[i].name, stage);
+    artifact->paramHeld[static_cast<size_t>(i)] = layout.holds(table.params[i].name, index);
   }
   for (int32_t i = 0; i < table.num_state; ++i) {
-    artifact->stateHeld[static_cast<size_t>(i)] = pp->holds(table.state[i].name, stage);
+    artifact->stateHeld[static_cast<size_t>(i)] = layout.holds(table.state[i].name, index);
   }
   return Status();
 }

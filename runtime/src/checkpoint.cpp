@@ -111,11 +111,11 @@ Status gatherTensorParallel(const TensorParallelLayout& tp, const ProcessMesh& m
 // Pipeline parallel: a tensor that one stage owns (its layers' parameters and their optimizer
 // state, f16's loss-scaler step counter) is current on that rank alone; every rank takes its
 // bytes from there (a broadcast from the owner over the stages).
-Status gatherPipelineStages(const PipelineLayout& pp, const ProcessMesh& mesh,
-                            std::vector<NamedTensorView>* tensors,
-                            std::vector<std::vector<uint8_t>>* storage) {
-  // The stages of this rank's data-parallel replica that hold its tensor-parallel slice.
-  TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", mesh));
+// Expert parallel likewise: an expert's tensors from the rank that holds them, over
+// |stages| = the world.
+Status gatherOwnedTensors(const PipelineLayout& pp, Communicator* stages,
+                          std::vector<NamedTensorView>* tensors,
+                          std::vector<std::vector<uint8_t>>* storage) {
   for (NamedTensorView& named : *tensors) {
     std::string name = named.name;
     if (name.rfind(kStatePrefix, 0) == 0) name = name.substr(std::strlen(kStatePrefix));
@@ -143,7 +143,7 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   TFC_ASSIGN_OR_RETURN(ProcessMesh mesh, processMesh(std::string(artifact.metadataJson())));
   std::vector<NamedTensorView> tensors;
   // Another pipeline stage's tensor has no storage here: a view of its shape without data,
-  // which gatherPipelineStages fills from its owner.
+  // which gatherOwnedTensors fills from its owner.
   auto absent = [](const tfc_tensor_desc_t& desc) {
     return TensorView{static_cast<tfc_dtype_t>(desc.dtype), shapeOf(desc), nullptr,
                       static_cast<size_t>(tfc_tensor_desc_byte_size(&desc))};
@@ -187,8 +187,17 @@ Status saveCheckpoint(const std::string& path, const Artifact& artifact, const P
   // stages holding the same slice take each tensor from its owner.
   if (tp.size > 1) TFC_RETURN_IF_ERROR(gatherTensorParallel(tp, mesh, &tensors, &storage));
   TFC_ASSIGN_OR_RETURN(PipelineLayout pp, pipelineLayout(std::string(artifact.metadataJson())));
-  if (pp.size > 1) TFC_RETURN_IF_ERROR(gatherPipelineStages(pp, mesh, &tensors, &storage));
-  if (!sharded.empty() || tp.size > 1 || pp.size > 1) {
+  if (pp.size > 1) {
+    // The stages of this rank's data-parallel replica that hold its tensor-parallel slice.
+    TFC_ASSIGN_OR_RETURN(Communicator * stages, groupCommunicator("pp", mesh));
+    TFC_RETURN_IF_ERROR(gatherOwnedTensors(pp, stages, &tensors, &storage));
+  }
+  TFC_ASSIGN_OR_RETURN(PipelineLayout ep, expertLayout(std::string(artifact.metadataJson())));
+  if (ep.size > 1) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    TFC_RETURN_IF_ERROR(gatherOwnedTensors(ep, world, &tensors, &storage));
+  }
+  if (!sharded.empty() || tp.size > 1 || pp.size > 1 || ep.size > 1) {
     // Rank 0 alone writes (data parallel: the parameters are the same everywhere).
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     if (world->rank() != 0) return Status();

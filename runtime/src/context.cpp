@@ -209,9 +209,13 @@ tfc::Status checkWorldSize(const tfc_loaded_artifact_t* artifact) {
   if (*compiled == world->size()) return tfc::Status();
   // Name the flags it came from: --dp, --pp, --tp or several (their product is the world).
   TFC_ASSIGN_OR_RETURN(tfc::ProcessMesh mesh, tfc::processMesh(json != nullptr ? json : ""));
-  const std::string flags = mesh.size() > 1 ? mesh.flags() : "--dp=1";
+  std::string flags = mesh.size() > 1 ? mesh.flags() : "--dp=1";
   std::string hint;
-  if (mesh.dimensions() <= 1) {
+  // Expert parallel: its ranks are data-parallel replicas that share the experts.
+  if (auto ep = tfc::metadataInt(json != nullptr ? json : "", TFC_METADATA_EP_SIZE)) {
+    flags = "--ep=" + std::to_string(*ep);
+    hint = "recompile with --ep=" + std::to_string(world->size());
+  } else if (mesh.dimensions() <= 1) {
     const std::string flag = flags.substr(0, flags.find('='));
     hint = "recompile with " + flag + "=" + std::to_string(world->size()) +
            (mesh.pp > 1 ? " (one rank a stage)" : "");

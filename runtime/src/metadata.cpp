@@ -50,51 +50,71 @@ std::optional<int64_t> metadataInt(const std::string& json, const std::string& k
   return static_cast<int64_t>(value);
 }
 
-StatusOr<PipelineLayout> pipelineLayout(const std::string& json) {
+namespace {
+
+// Entries one per rank of a group, from the metadata keys |sizeKey|, |ownerKey| and |heldKey|.
+StatusOr<PipelineLayout> rankEntries(const std::string& json, const char* sizeKey,
+                                     const char* ownerKey, const char* heldKey,
+                                     const char* suffix) {
   PipelineLayout layout;
-  std::optional<int64_t> size = metadataInt(json, TFC_METADATA_PP_SIZE);
+  layout.suffix = suffix;
+  std::optional<int64_t> size = metadataInt(json, sizeKey);
   if (!size) return layout;
   auto bad = [&](const std::string& why) {
-    return Status::error(TFC_INVALID_ARGUMENT, "the model's metadata \"%s\" %s",
-                         TFC_METADATA_PP_OWNER, why.c_str());
+    return Status::error(TFC_INVALID_ARGUMENT, "the model's metadata \"%s\" %s", ownerKey,
+                         why.c_str());
   };
-  if (*size < 1) return bad("comes with a pipeline size below 1");
+  if (*size < 1) return bad(std::string("comes with a \"") + sizeKey + "\" below 1");
   layout.size = *size;
   internal::JsonValue doc;
   std::string error;
   size_t offset = 0;
   if (!internal::parseJson(json, &doc, &error, &offset)) return bad("is not JSON: " + error);
-  const internal::JsonValue* owners = doc.get(TFC_METADATA_PP_OWNER);
+  const internal::JsonValue* owners = doc.get(ownerKey);
   if (owners == nullptr || owners->kind != internal::JsonValue::kObject) {
     return bad("is missing or not an object");
   }
   for (const auto& [name, value] : owners->members) {
     std::optional<int64_t> stage = value.asInt();
     if (!stage || *stage < 0 || *stage >= layout.size) {
-      return bad("gives '" + name + "' a stage outside [0, " + std::to_string(layout.size) +
-                 ")");
+      return bad("gives '" + name + "' a rank outside [0, " + std::to_string(layout.size) + ")");
     }
     layout.owner[name] = *stage;
   }
   // Absent in the artifacts of tfc before per-stage storage: every rank holds every tensor.
-  const internal::JsonValue* held = doc.get(TFC_METADATA_PP_HELD);
+  const internal::JsonValue* held = doc.get(heldKey);
   if (held == nullptr) return layout;
-  if (held->kind != internal::JsonValue::kObject) return bad("has a \"pp_held\" that is not an object");
+  const std::string heldName = std::string("\"") + heldKey + "\"";
+  if (held->kind != internal::JsonValue::kObject) {
+    return bad("has a " + heldName + " that is not an object");
+  }
   for (const auto& [name, stages] : held->members) {
     if (stages.kind != internal::JsonValue::kArray) {
-      return bad("has a \"pp_held\" entry for '" + name + "' that is not a list of stages");
+      return bad("has a " + heldName + " entry for '" + name + "' that is not a list of ranks");
     }
     std::vector<int64_t>& list = layout.held[name];
     for (const internal::JsonValue& value : stages.items) {
       std::optional<int64_t> stage = value.asInt();
       if (!stage || *stage < 0 || *stage >= layout.size) {
-        return bad("has \"pp_held\" give '" + name + "' a stage outside [0, " +
+        return bad("has " + heldName + " give '" + name + "' a rank outside [0, " +
                    std::to_string(layout.size) + ")");
       }
       list.push_back(*stage);
     }
   }
   return layout;
+}
+
+}  // namespace
+
+StatusOr<PipelineLayout> pipelineLayout(const std::string& json) {
+  return rankEntries(json, TFC_METADATA_PP_SIZE, TFC_METADATA_PP_OWNER, TFC_METADATA_PP_HELD,
+                     ".stage");
+}
+
+StatusOr<PipelineLayout> expertLayout(const std::string& json) {
+  return rankEntries(json, TFC_METADATA_EP_SIZE, TFC_METADATA_EP_OWNER, TFC_METADATA_EP_HELD,
+                     ".ep");
 }
 
 StatusOr<ProcessMesh> processMesh(const std::string& json) {

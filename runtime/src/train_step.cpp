@@ -32,6 +32,12 @@ StatusOr<TrainStep> TrainStep::create(const Artifact& artifact) {
     TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
     entryName = pp.entryOf(entryName, mesh.stageOf(world->rank()));
   }
+  // Expert parallel (tfc --ep=N): world rank r runs the entry of its experts.
+  TFC_ASSIGN_OR_RETURN(PipelineLayout ep, expertLayout(std::string(artifact.metadataJson())));
+  if (ep.size > 1) {
+    TFC_ASSIGN_OR_RETURN(Communicator * world, worldCommunicator());
+    entryName = ep.entryOf(entryName, world->rank());
+  }
   bool found = false;
   for (int32_t e = 0; e < artifact.entryCount(); ++e) {
     found |= std::string(artifact.entry(e).name) == entryName;

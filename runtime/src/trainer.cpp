@@ -176,6 +176,7 @@ StatusOr<Trainer> Trainer::create(const Context& context, const TrainerOptions& 
                        tensorParallelLayout(std::string(artifact.metadataJson())));
   TFC_ASSIGN_OR_RETURN(trainer.pp_, pipelineLayout(std::string(artifact.metadataJson())));
   TFC_ASSIGN_OR_RETURN(trainer.mesh_, processMesh(std::string(artifact.metadataJson())));
+  TFC_ASSIGN_OR_RETURN(trainer.ep_, expertLayout(std::string(artifact.metadataJson())));
   const int64_t vocab = modelVocabSize(artifact);
   TFC_ASSIGN_OR_RETURN(trainer.data_,
                        openTokens(options.dataPath, options.dataDtype, trainer.seq_, vocab));
@@ -286,12 +287,12 @@ Status Trainer::save() {
     return Status::error(TFC_FAILED_PRECONDITION, "no checkpoint path to save to (savePath)");
   }
   // Data parallel: every rank holds the same weights; rank 0 alone writes them. With ZeRO
-  // (a block of the optimizer's moments), tensor parallelism (a slice of each layer) or
-  // pipeline stages (each stage's layers) every rank's saveCheckpoint takes part in gathering
-  // the whole tensors for rank 0's file.
+  // (a block of the optimizer's moments), tensor parallelism (a slice of each layer),
+  // pipeline stages (each stage's layers) or expert parallelism (each rank's experts) every
+  // rank's saveCheckpoint takes part in gathering the whole tensors for rank 0's file.
   if (rank_ != 0) {
     TFC_ASSIGN_OR_RETURN(auto sharded, zeroShardedState(artifact_));
-    if (!sharded.empty() || tp_.size > 1 || pp_.size > 1) {
+    if (!sharded.empty() || tp_.size > 1 || pp_.size > 1 || ep_.size > 1) {
       TFC_RETURN_IF_ERROR(
           saveCheckpoint(options_.savePath, artifact_, params_, context_, {}));
     }

@@ -377,11 +377,13 @@ int runTrain(const Invocation& invocation) {
           tp > 1 ? fmt::format(" of {} tensor-parallel processes", tp) : "", dp, trainer->batch(),
           dp * trainer->batch());
   }
-  // What each stage's ranks hold of the parameters and the training state (its layers'; the
-  // rest has no storage there), measured on every rank and gathered over the stages.
+  // What each stage's ranks (or each expert-parallel rank) hold of the parameters and the
+  // training state (their layers' or experts'; the rest has no storage there), measured on
+  // every rank and gathered over the stages (the ranks).
+  const int64_t ep = trainer->expertParallelSize();
   std::vector<float> heldBytes;
   uint64_t modelBytes = 0;
-  if (pp > 1) {
+  if (pp > 1 || ep > 1) {
     float held = 0;
     for (int32_t i = 0; i < artifact->paramCount(); ++i) {
       const uint64_t bytes = tfc_tensor_desc_byte_size(&artifact->param(i));
@@ -394,9 +396,9 @@ int runTrain(const Invocation& invocation) {
       modelBytes += tfc_tensor_desc_byte_size(&artifact->state(i));
       held += static_cast<float>(ref->byte_size);
     }
-    auto stages = groupCommunicator("pp", trainer->mesh());
+    auto stages = pp > 1 ? groupCommunicator("pp", trainer->mesh()) : worldCommunicator();
     if (!stages.ok()) return fail(stages.status());
-    heldBytes.resize(static_cast<size_t>(pp));
+    heldBytes.resize(static_cast<size_t>((*stages)->size()));
     Status gathered = (*stages)->allGather(&held, heldBytes.data(), 1, "the bytes each stage holds");
     if (!gathered.ok()) return fail(gathered);
   }
@@ -407,13 +409,19 @@ int runTrain(const Invocation& invocation) {
                                  pp, trainer->worldSize())
                    : std::string(", rank s runs stage s"));
   }
-  if (speaks && pp > 1) {
+  if (speaks && ep > 1) {
+    print(stderr, "expert parallel: {} ranks, each holding 1/{} of every layer's experts and "
+                  "computing them on every rank's tokens\n",
+          ep, ep);
+  }
+  if (speaks && (pp > 1 || ep > 1)) {
     std::string perStage;
     for (float bytes : heldBytes) {
       perStage += (perStage.empty() ? "" : ", ") + formatBytes(static_cast<uint64_t>(bytes));
     }
-    print(stderr, "pipeline: the stages' ranks hold {} of the {} of parameters and state\n",
-          perStage, formatBytes(modelBytes));
+    print(stderr, "{}: the {} hold {} of the {} of parameters and state\n",
+          pp > 1 ? "pipeline" : "experts", pp > 1 ? "stages' ranks" : "ranks", perStage,
+          formatBytes(modelBytes));
   }
   if (speaks && tp > 1) {
     print(stderr, "tensor parallel: {} processes split each layer{}\n", tp,

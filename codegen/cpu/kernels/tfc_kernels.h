@@ -179,20 +179,25 @@ void tfc_k_moe_route_f32(const float* logits, int64_t n, int64_t experts, int64_
                          int32_t* ids);
 
 /* Dropless SwiGLU experts: y[t] = sum_j weights[t, e] * w2_e (silu(w1_e x[t]) *
- * (w3_e x[t])) with e = ids[t, j]; x, y [N, D], ids [N, k], weights [N, E]; experts holds
- * 3E pointers, per expert w1 [F, D], w3 [F, D], w2 [D, F] (torch.nn.Linear layout). Tokens
- * are grouped by expert and each expert runs on its rows only. An id out of [0, E)
- * reports an error. */
+ * (w3_e x[t])) with e = ids[t, j]; x, y [N, D], ids [N, k], weights [N, E] with E =
+ * total_experts; experts holds 3 num_experts pointers, those of experts first_expert ...
+ * first_expert + num_experts - 1, per expert w1 [F, D], w3 [F, D], w2 [D, F]
+ * (torch.nn.Linear layout). Tokens are grouped by expert and each expert runs on its rows
+ * only; a (token, expert) pair of an expert not held here (expert parallelism) is skipped.
+ * An id out of [0, E) reports an error. */
 void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
                        const float* const* experts, float* y, int64_t n, int64_t d, int64_t f,
-                       int64_t num_experts, int64_t k);
+                       int64_t num_experts, int64_t k, int64_t total_experts,
+                       int64_t first_expert);
 
-/* The gradients of tfc_k_moe_ffn_f32 given dy [N, D]: dx [N, D], dweights [N, E] (zero
- * outside each token's chosen experts) and dexperts (3E pointers shaped as experts). */
+/* The gradients of tfc_k_moe_ffn_f32 given dy [N, D]: dx [N, D] (of the experts held here),
+ * dweights [N, E] (zero outside each token's chosen experts held here) and dexperts (3
+ * num_experts pointers shaped as experts). */
 void tfc_k_moe_ffn_grad_f32(const float* x, const int32_t* ids, const float* weights,
                             const float* dy, const float* const* experts, float* dx,
                             float* dweights, float* const* dexperts, int64_t n, int64_t d,
-                            int64_t f, int64_t num_experts, int64_t k);
+                            int64_t f, int64_t num_experts, int64_t k, int64_t total_experts,
+                            int64_t first_expert);
 
 /* ---- Counter-based random numbers (dropout, sampling) ---- */
 

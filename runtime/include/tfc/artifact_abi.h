@@ -242,6 +242,14 @@ enum {
  * each that some stage does not touch (a rank allocates, initializes and loads only what its
  * stage holds). Tensors not listed are held by every stage. */
 #define TFC_METADATA_PP_HELD "pp_held"
+/* Expert parallelism (tfc --ep=N, mixture-of-experts models): "ep_size": N, the ranks that
+ * each read their slice of the batch (as data parallel: world_size N) and hold E/N of every
+ * layer's experts; world rank r runs the entry "train_step.ep<r>". "ep_owner" and "ep_held"
+ * are as "pp_owner" and "pp_held", by rank: an expert's tensors (its weights and their
+ * optimizer state) live on the rank that holds the expert. */
+#define TFC_METADATA_EP_SIZE "ep_size"
+#define TFC_METADATA_EP_OWNER "ep_owner"
+#define TFC_METADATA_EP_HELD "ep_held"
 #define TFC_METADATA_TP_SIZE "tp_size"
 #define TFC_METADATA_TP_SHARDS "tp_shards"
 

@@ -1618,9 +1618,20 @@ func.func @moe_ffn_down_shape(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: te
 // -----
 
 // Tests that moe_ffn's weights are [N, E].
-func.func @moe_ffn_weights(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: tensor<8x2xf32>, %a: tensor<6x4xf32>, %d: tensor<4x6xf32>) {
-  // expected-error @+2 {{'tfc.moe_ffn' op operand 'weights' has shape [8, 2], expected [8, 1] (N tokens, E experts)}}
+func.func @moe_ffn_weights(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: tensor<4x2xf32>, %a: tensor<6x4xf32>, %d: tensor<4x6xf32>) {
+  // expected-error @+2 {{'tfc.moe_ffn' op operand 'weights' has shape [4, 2], expected [8, E] (N tokens, E experts)}}
   // expected-error @+1 {{'tfc.moe_ffn' op failed to infer returned types}}
-  %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a, %d : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<8x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<8x4xf32>
+  %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a, %d : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<4x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that the experts a moe_ffn holds (expert parallelism: 1 of the 2
+// that weights count, from first_expert) lie among weights' columns.
+func.func @moe_ffn_held_experts(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: tensor<8x2xf32>, %a: tensor<6x4xf32>, %d: tensor<4x6xf32>) {
+  // expected-error @+2 {{'tfc.moe_ffn' op holds experts 2 to 2 (first_expert 2, 1 given), outside the 2 of operand 'weights'}}
+  // expected-error @+1 {{'tfc.moe_ffn' op failed to infer returned types}}
+  %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a, %d {first_expert = 2 : i64} : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<8x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<8x4xf32>
   return
 }

@@ -19,28 +19,33 @@ namespace {
 
 float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
-// The (token, slot) pairs of each expert: pairs of expert e are order[begin[e]..
-// begin[e+1]), each the flat index token * k + slot. Returns false (after reporting)
-// when an id is out of range.
-bool group_by_expert(const int32_t* ids, int64_t n, int64_t k, int64_t experts,
-                     const char* who, std::vector<int64_t>& begin,
+// The (token, slot) pairs of each of the |experts| experts held here, the ids first ...
+// first + experts - 1 of |total| (expert parallelism: each rank holds E / N of them): pairs
+// of local expert e are order[begin[e]..begin[e+1]), each the flat index token * k + slot.
+// A pair of another rank's expert is skipped; an id out of [0, total) is reported (and
+// false returned).
+bool group_by_expert(const int32_t* ids, int64_t n, int64_t k, int64_t experts, int64_t total,
+                     int64_t first, const char* who, std::vector<int64_t>& begin,
                      std::vector<int64_t>& order) {
   begin.assign(experts + 1, 0);
+  auto local = [&](int32_t e) { return e >= first && e < first + experts; };
   for (int64_t p = 0; p < n * k; ++p) {
     const int32_t e = ids[p];
-    if (e < 0 || e >= experts) {
+    if (e < 0 || e >= total) {
       char msg[160];
       snprintf(msg, sizeof msg, "%s: expert id %d of token %lld is out of range [0, %lld)",
-               who, e, (long long)(p / k), (long long)experts);
+               who, e, (long long)(p / k), (long long)total);
       tfc_kernels_error(msg);
       return false;
     }
-    ++begin[e + 1];
+    if (local(e)) ++begin[e - first + 1];
   }
   for (int64_t e = 0; e < experts; ++e) begin[e + 1] += begin[e];
-  order.resize(n * k);
+  order.resize(begin[experts]);
   std::vector<int64_t> next(begin.begin(), begin.end() - 1);
-  for (int64_t p = 0; p < n * k; ++p) order[next[ids[p]]++] = p;
+  for (int64_t p = 0; p < n * k; ++p) {
+    if (local(ids[p])) order[next[ids[p] - first]++] = p;
+  }
   return true;
 }
 
@@ -87,9 +92,12 @@ void tfc_k_moe_route_f32(const float* logits, int64_t n, int64_t experts, int64_
 
 void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
                        const float* const* experts, float* y, int64_t n, int64_t d, int64_t f,
-                       int64_t num_experts, int64_t k) {
+                       int64_t num_experts, int64_t k, int64_t total_experts,
+                       int64_t first_expert) {
   std::vector<int64_t> begin, order;
-  if (!group_by_expert(ids, n, k, num_experts, "tfc_k_moe_ffn_f32", begin, order)) return;
+  if (!group_by_expert(ids, n, k, num_experts, total_experts, first_expert, "tfc_k_moe_ffn_f32",
+                       begin, order))
+    return;
   for (int64_t i = 0; i < n * d; ++i) y[i] = 0.f;
   std::vector<float> xe, h1, h3, out;
   for (int64_t e = 0; e < num_experts; ++e) {
@@ -114,7 +122,7 @@ void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
     tfc_k_linear_ex_f32(h1.data(), w2, nullptr, nullptr, out.data(), rows, d, f, 1, 0, 0.f);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t token = pairs[r] / k;
-      const float w = weights[token * num_experts + e];
+      const float w = weights[token * total_experts + first_expert + e];
       float* dst = y + token * d;
       for (int64_t i = 0; i < d; ++i) dst[i] += w * out[r * d + i];
     }
@@ -124,12 +132,14 @@ void tfc_k_moe_ffn_f32(const float* x, const int32_t* ids, const float* weights,
 void tfc_k_moe_ffn_grad_f32(const float* x, const int32_t* ids, const float* weights,
                             const float* dy, const float* const* experts, float* dx,
                             float* dweights, float* const* dexperts, int64_t n, int64_t d,
-                            int64_t f, int64_t num_experts, int64_t k) {
+                            int64_t f, int64_t num_experts, int64_t k, int64_t total_experts,
+                            int64_t first_expert) {
   std::vector<int64_t> begin, order;
-  if (!group_by_expert(ids, n, k, num_experts, "tfc_k_moe_ffn_grad_f32", begin, order))
+  if (!group_by_expert(ids, n, k, num_experts, total_experts, first_expert,
+                       "tfc_k_moe_ffn_grad_f32", begin, order))
     return;
   for (int64_t i = 0; i < n * d; ++i) dx[i] = 0.f;
-  for (int64_t i = 0; i < n * num_experts; ++i) dweights[i] = 0.f;
+  for (int64_t i = 0; i < n * total_experts; ++i) dweights[i] = 0.f;
   std::vector<float> xe, g, h1, h3, a, out, da, dxe;
   for (int64_t e = 0; e < num_experts; ++e) {
     float* dw1 = dexperts[3 * e];
@@ -162,14 +172,14 @@ void tfc_k_moe_ffn_grad_f32(const float* x, const int32_t* ids, const float* wei
     // d weights[token, e] = dy[token] . out; d out = weights[token, e] * dy[token].
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t token = pairs[r] / k;
-      const float w = weights[token * num_experts + e];
+      const float w = weights[token * total_experts + first_expert + e];
       const float* dyr = dy + token * d;
       float dot = 0.f;
       for (int64_t i = 0; i < d; ++i) {
         dot += dyr[i] * out[r * d + i];
         g[r * d + i] = w * dyr[i];
       }
-      dweights[token * num_experts + e] += dot;
+      dweights[token * total_experts + first_expert + e] += dot;
     }
     // dw2 [D, F] = g^T a; da [rows, F] = g w2.
     tfc_k_matmul_f32(g.data(), a.data(), dw2, 1, d, f, rows, 1, 0, 0, 0, 0, 0);

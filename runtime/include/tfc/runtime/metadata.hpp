@@ -42,11 +42,13 @@ struct TensorParallelLayout {
 };
 // The layout of an artifact's metadata; size 1 when it has none. Malformed: an error.
 StatusOr<TensorParallelLayout> tensorParallelLayout(const std::string& json);
-// Pipeline parallelism (tfc --pp=S; artifact_abi.h's TFC_METADATA_PP_*): world rank s runs
-// stage s, entry "<entry>.stage<s>"; |owner| names the parameters and states whose current
-// value lives on one stage.
+// Entries that each rank of a group runs one of. Pipeline parallelism (tfc --pp=S;
+// artifact_abi.h's TFC_METADATA_PP_*): stage s runs "<entry>.stage<s>"; expert parallelism
+// (tfc --ep=N; TFC_METADATA_EP_*): rank r runs "<entry>.ep<r>". |owner| names the parameters
+// and states whose current value lives on one of them.
 struct PipelineLayout {
-  int64_t size = 1;                       // S; 1: no stages
+  int64_t size = 1;                       // S (or N); 1: one entry for all
+  std::string suffix = ".stage";          // of the entries' names, before the index
   std::map<std::string, int64_t> owner;   // tensor name -> its stage
   // Tensor name -> the stages that hold it, for those that some stage does not (pp_held).
   std::map<std::string, std::vector<int64_t>> held;
@@ -63,11 +65,14 @@ struct PipelineLayout {
 
   // The entry a rank runs for |entry| ("train_step"): itself without stages.
   std::string entryOf(const std::string& entry, int64_t stage) const {
-    return size > 1 ? entry + ".stage" + std::to_string(stage) : entry;
+    return size > 1 ? entry + suffix + std::to_string(stage) : entry;
   }
 };
 // The layout of an artifact's metadata; size 1 when it has none. Malformed: an error.
 StatusOr<PipelineLayout> pipelineLayout(const std::string& json);
+// The same for expert parallelism (ep_size, ep_owner, ep_held; entries "<entry>.ep<r>",
+// r the world rank).
+StatusOr<PipelineLayout> expertLayout(const std::string& json);
 // The mesh an artifact was compiled for: tp_size, pp_size and world_size (the replicas being
 // the rest); one process where it has none. Malformed (a size below 1, a world that the
 // stages and slices do not divide): an error.

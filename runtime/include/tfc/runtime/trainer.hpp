@@ -123,6 +123,8 @@ class Trainer {
   // worldSize() / M data-parallel replicas (tfc --dp), each reading its slice of the batch.
   int64_t tensorParallelSize() const { return tp_.size; }
   int64_t pipelineParallelSize() const { return pp_.size; }
+  // Expert parallel (tfc --ep=N): the ranks that share the experts (also data-parallel).
+  int64_t expertParallelSize() const { return ep_.size; }
   // The ranks of one replica (its tensor-parallel slices or pipeline stages) read the same rows.
   int64_t dataParallelSize() const { return world_ / (tp_.size * pp_.size); }
   // The mesh of replicas x stages x slices the artifact was compiled for (communicator.hpp).
@@ -168,6 +170,7 @@ class Trainer {
   // tensors, gathered from the ranks' slices.
   TensorParallelLayout tp_;
   PipelineLayout pp_;
+  PipelineLayout ep_;
   ProcessMesh mesh_;
   std::unique_ptr<std::atomic<bool>> stopRequested_ = std::make_unique<std::atomic<bool>>(false);
   std::optional<TextOutputFile> log_;
