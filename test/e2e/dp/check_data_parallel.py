@@ -313,12 +313,18 @@ def random_tokens(path):
     return seed
 
 
+def parse_bytes(text):
+    """'365.76 KiB' (tfc-run's formatBytes) in bytes."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
+
+
 class TrainingRuns:
     """Traces, compiles and trains small models in the work folder, for the checks that compare
     layouts: traced(model, rows), compile(model, tag, *flags, rows=) (with --report to
     tag.json) and train(so, tag, opt, world=, steps=, extra=) (tfc-run train from --init-seed 0,
     or from --resume in extra, under mpirun when world > 1, saving tag.safetensors and
-    tag.csv)."""
+    tag.csv), and refused(model, rows, flags, want) (tfc refuses the layout)."""
 
     def __init__(self, args, mpirun, env, p, models, hyper, seed):
         self.bin, self.mpirun, self.env, self.p = args.bin_dir, mpirun, env, p
@@ -335,6 +341,18 @@ class TrainingRuns:
         run([os.path.join(self.bin, "tfc"), self.traced(model, rows), *flags, "--report",
              self.p(f"{tag}.json"), "-o", self.p(f"{tag}.so")])
         return self.p(f"{tag}.so")
+
+    def refused(self, model, rows, flags, want):
+        """tfc refuses to compile `model` with `flags`: non-zero, `want` in its stderr, and
+        no output file."""
+        bad = self.p("bad.so")
+        if os.path.exists(bad):
+            os.remove(bad)
+        result = run([os.path.join(self.bin, "tfc"), self.traced(model, rows), *flags, "-o",
+                      bad], expect=None)
+        check(result.returncode != 0 and want in result.stderr and not os.path.exists(bad),
+              f"tfc {model} {' '.join(flags)}: refused: " +
+              (result.stderr.strip().splitlines() or [""])[0][:200])
 
     def train(self, so, tag, opt, world=1, steps=STEPS, extra=()):
         start = [] if "--resume" in extra else ["--init-seed", "0"]

@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_data_parallel import (  # noqa: E402
-    check, compare, failures, mpi_job, random_tokens, read_losses, read_safetensors,
+    check, compare, parse_bytes, failures, mpi_job, random_tokens, read_losses, read_safetensors,
     same_tensors, STEPS, TrainingRuns, VOCAB)
 from check_train import run  # noqa: E402
 
@@ -37,12 +37,6 @@ MODELS = {"mixtral": MIXTRAL,
           "gpt2": ["n_layer=2", "n_head=2", "n_embd=32", f"vocab_size={VOCAB}", "n_ctx=32",
                    "seq=16", "prefill_len=8"]}
 HYPER = {"adamw": ["--lr", "3e-3", "--warmup", "2", "--eps", "1e-4"]}
-
-
-def parse_bytes(text):
-    """'365.76 KiB' (tfc-run's formatBytes) in bytes."""
-    number, unit = text.split()
-    return float(number) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[unit]
 
 
 def main():
@@ -124,12 +118,7 @@ def main():
              "--ep=2 with --dp is not built yet"),
             ("mixtral", ["--ep=2"], "--ep=2 shards the experts of train_step: it needs "
                                     "--optimizer")):
-        if os.path.exists(p("bad.so")):
-            os.remove(p("bad.so"))
-        bad = run([tfc, runs.traced(model, B), *flags, "-o", p("bad.so")], expect=None)
-        check(bad.returncode != 0 and want in bad.stderr and not os.path.exists(p("bad.so")),
-              f"tfc {model} {' '.join(flags)}: refused: " +
-              (bad.stderr.strip().splitlines() or [""])[0][:200])
+        runs.refused(model, B, flags, want)
 
     print(("PASS" if not failures else f"FAIL ({len(failures)} checks)") +
           ": expert-parallel training equals data parallel")
