@@ -36,7 +36,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -200,10 +199,8 @@ struct ExpertParallelPass
       int64_t perRank = static_cast<int64_t>(op.getExperts().size()) / 3 / n;
       b.setInsertionPoint(op);
       ValueRange held = mine(op.getExperts(), perRank);
-      SmallVector<Type> types = {op.getX().getType(), op.getWeights().getType()};
       Value xs = gather(op.getX()), ws = gather(op.getWeights());
-      types[0] = xs.getType();
-      types[1] = ws.getType();
+      SmallVector<Type> types = {xs.getType(), ws.getType()};
       for (Value e : held)
         types.push_back(e.getType());
       auto all = b.create<MoeFfnGradOp>(
