@@ -13,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/comm_plugin.h"
@@ -257,8 +258,13 @@ void close(void* p) {
   }
   if (impl->failed) {
     // A pending collective cannot be cancelled and MPI_Finalize would wait for it: stop the job.
+    // The rank's message (why it stops) was printed just before; mpirun forwards a rank's
+    // output asynchronously and may tear the job down before it has read the pipe, so the
+    // message is lost (seen under load in CI). A second's pause lets it through: this path
+    // runs once, when the job is already failing.
     std::fflush(stdout);
     std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (impl->comm != MPI_COMM_WORLD) {

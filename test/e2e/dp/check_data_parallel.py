@@ -169,7 +169,7 @@ def dead_rank_cases(mpirun, env, tfc_run, model, p, seed, hyper, at_step_5):
               f"the {timeout_s} s timeout ({seconds:.1f} s in all) naming the collective and "
               f"itself, aborts the job, non-zero (rc {result.returncode})")
     if not ok:
-        print(text[-2000:])
+        print(text)
     step, tensors = checkpoint_step(ckpt)
     check(step == 5 and same_tensors(tensors, at_step_5),
           f"  ... the checkpoint on disk is whole: step {step}, bit for bit an uninterrupted "
