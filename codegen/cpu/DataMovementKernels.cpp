@@ -229,8 +229,12 @@ void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
   int64_t d = shape.back(), half = d / 2, t = shape[shape.size() - 2];
   int64_t rows = numElements(shape) / d;
   Type f64 = b.getF64Type(), f32 = b.getF32Type();
-  Value offset = op.getOffset() ? toI64(b, loc, loadScalar(b, loc, operands[1]))
-                                : i64Const(b, loc, 0);
+  // A 1-d offset is one per row of the batch (dimension 0), read in the loop.
+  bool perRow = op.getOffset() && !shapeOf(operands[1]).empty();
+  Value offset = !op.getOffset() ? i64Const(b, loc, 0)
+                 : perRow        ? Value()
+                                 : toI64(b, loc, loadScalar(b, loc, operands[1]));
+  int64_t rowsPerBatch = rows / shape[0];
   Value frequencies =
       op.getFrequencies() ? operands[op.getOffset() ? 2 : 1] : Value();
   // f_i = exp(i * c) with c = -2 ln(theta) / D.
@@ -240,8 +244,15 @@ void emitRotary(OpBuilder &b, RotaryOp op, ValueRange operands,
   Type elem = elementTypeOf(output);
   parallelRange(b, loc, rows, [&](OpBuilder &b, Location loc, Value r) {
     Value tok = b.create<arith::RemUIOp>(loc, r, indexConst(b, loc, t));
+    Value first = offset;
+    if (perRow) {
+      Value batchRow =
+          b.create<arith::DivUIOp>(loc, r, indexConst(b, loc, rowsPerBatch));
+      first = toI64(b, loc,
+                    b.create<memref::LoadOp>(loc, operands[1], batchRow));
+    }
     Value pos = b.create<arith::AddIOp>(
-        loc, offset, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tok));
+        loc, first, b.create<arith::IndexCastOp>(loc, b.getI64Type(), tok));
     Value p = b.create<arith::SIToFPOp>(loc, f64, pos);
     Value base = b.create<arith::MulIOp>(loc, r, indexConst(b, loc, d));
     forRange(b, loc, half, [&](OpBuilder &b, Location loc, Value i) {
@@ -457,21 +468,22 @@ void emitEmbeddingGrad(OpBuilder &b, EmbeddingGradOp op, Value grad, Value ids,
 
 } // namespace
 
-LogicalResult emitKvCacheWrite(OpBuilder &b, Location loc, Value update,
-                               Value position, Value dest, int64_t dim) {
+/// Writes `update` into `dest` at the position in the 0-d buffer `position`
+/// along `dim`, after a bounds check that reports a run-time error.
+static void emitWindowWrite(OpBuilder &b, Location loc, Value update,
+                            Value position, ValueRange positionIndex,
+                            Value dest, int64_t dim, Operation *anchor) {
   ArrayRef<int64_t> shape = shapeOf(update);
-  dim = normalizedDim(dim, shape.size());
   int64_t length = shape[dim], size = shapeOf(dest)[dim];
   // In i64, so that a huge position cannot wrap around the bounds check.
-  Value pos = toI64(b, loc, loadScalar(b, loc, position));
+  Value pos = toI64(
+      b, loc, b.create<memref::LoadOp>(loc, position, positionIndex));
   Value bad = b.create<arith::OrIOp>(
       loc,
       b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, pos,
                               i64Const(b, loc, 0)),
       b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, pos,
                               i64Const(b, loc, size - length)));
-  // The error call needs the module: `dest` is an argument of the kernel.
-  Operation *anchor = b.getInsertionBlock()->getParentOp();
   b.create<scf::IfOp>(
       loc, bad,
       [&](OpBuilder &b, Location loc) {
@@ -483,6 +495,37 @@ LogicalResult emitKvCacheWrite(OpBuilder &b, Location loc, Value update,
         Value offset = b.create<arith::IndexCastOp>(loc, b.getIndexType(), pos);
         copyElements(b, loc, update,
                      windowAlong(b, loc, dest, dim, offset, shape));
+        b.create<scf::YieldOp>(loc);
+      });
+}
+
+LogicalResult emitKvCacheWrite(OpBuilder &b, Location loc, Value update,
+                               Value position, Value dest, int64_t dim) {
+  ArrayRef<int64_t> shape = shapeOf(update);
+  dim = normalizedDim(dim, shape.size());
+  // The error call needs the module; loop bodies are built detached, so the
+  // anchor is taken here.
+  Operation *anchor = b.getInsertionBlock()->getParentOp();
+  if (shapeOf(position).empty()) {
+    emitWindowWrite(b, loc, update, position, {}, dest, dim, anchor);
+    return success();
+  }
+  // One position per row (serving: sequences at their own positions): row r
+  // of the update goes to row r of the cache at position[r].
+  SmallVector<int64_t> rowShape(shape);
+  rowShape[0] = 1;
+  SmallVector<int64_t> destRowShape(shapeOf(dest));
+  destRowShape[0] = 1;
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+  Value rows = b.create<arith::ConstantIndexOp>(loc, shape[0]);
+  b.create<scf::ForOp>(
+      loc, zero, rows, one, ValueRange{},
+      [&](OpBuilder &b, Location loc, Value row, ValueRange) {
+        emitWindowWrite(b, loc, windowAlong(b, loc, update, 0, row, rowShape),
+                        position, row,
+                        windowAlong(b, loc, dest, 0, row, destRowShape), dim,
+                        anchor);
         b.create<scf::YieldOp>(loc);
       });
   return success();

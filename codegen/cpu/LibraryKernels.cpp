@@ -247,6 +247,18 @@ bool emitAttention(OpBuilder &b, AttentionOp op, ValueRange operands,
   if (kvType != 0)
     args.push_back(i32(b, op.getLoc(), kvType));
   args.push_back(pointerOf(b, op.getLoc(), results[0]));
+  if (op.getOffset() && op.getOffset().getType().getRank() == 1) {
+    // One offset per row (causal by the verifier): (q, k, v, kv type, out,
+    // sizes, row offsets, scale).
+    if (kvType == 0)
+      args.insert(args.begin() + 3, i32(b, op.getLoc(), kvType));
+    SmallVector<Value> shape = attentionShapeArgs(b, op, Value());
+    args.append(shape.begin(), shape.begin() + 7);
+    args.push_back(pointerOf(b, op.getLoc(), operands[3]));
+    args.push_back(shape.back());
+    call(b, op, "tfc_k_attention_rows_f32", args);
+    return true;
+  }
   args.append(attentionShapeArgs(b, op, op.getOffset() ? operands[3] : Value()));
   call(b, op, kvType ? "tfc_k_attention_kvx_f32" : "tfc_k_attention_f32",
        args);

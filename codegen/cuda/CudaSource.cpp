@@ -1113,7 +1113,15 @@ FailureOr<KernelSource> emitRotary(StringRef name, RotaryOp rot,
      << "LL;\n" << kGridStride
      << "    const long long row = i / " << half << "LL, k = i % " << half
      << "LL;\n"
-     << "    const long long pos = " << (rot.getOffset() ? "(long long)in1[0] + " : "")
+     << "    const long long pos = "
+     << (!rot.getOffset() ? std::string()
+         : operands[1].getRank() == 1
+             // One offset per batch row.
+             ? "(long long)in1[row / " +
+                   std::to_string(operands[0].getNumElements() / d /
+                                  shape[0]) +
+                   "LL] + "
+             : std::string("(long long)in1[0] + "))
      << "row % " << t << "LL;\n"
      << "    const double angle = (double)pos * "
      << (rot.getFrequencies()
@@ -1152,6 +1160,7 @@ struct AttentionShape {
   bool causal;
   double scale;
   bool hasOffset;
+  bool rowOffsets; // a 1-d offset: one per batch row
 };
 
 template <typename Op>
@@ -1160,13 +1169,22 @@ AttentionShape attentionShape(Op op) {
        v = op.getValue().getType();
   return {q.getDimSize(0), q.getDimSize(1), k.getDimSize(1), q.getDimSize(2),
           k.getDimSize(2), q.getDimSize(3), v.getDimSize(3), op.getCausal(),
-          static_cast<double>(op.getEffectiveScale()), bool(op.getOffset())};
+          static_cast<double>(op.getEffectiveScale()), bool(op.getOffset()),
+          op.getOffset() && op.getOffset().getType().getRank() == 1};
+}
+
+/// The trailing argument of the kernel library's attention calls: the
+/// per-row offsets operand, or none.
+std::string rowOffsetsArgument(const AttentionShape &a, StringRef operand) {
+  return a.rowOffsets ? ", (const int*)" + operand.str() : "";
 }
 
 /// The position of the first query: the offset operand, or Tk - Tq.
 std::string queryOffset(const AttentionShape &a, StringRef operand) {
-  return a.hasOffset ? "(long long)" + operand.str() + "[0]"
-                     : std::to_string(a.tk - a.tq) + "LL";
+  // Per-row offsets are passed on (rowOffsetsArgument); this is then unused.
+  return a.hasOffset && !a.rowOffsets ? "(long long)" + operand.str() + "[0]"
+         : a.hasOffset                ? std::string("0LL")
+                       : std::to_string(a.tk - a.tq) + "LL";
 }
 
 /// Declares, for the query row of flat index `row` (b, h, qi), its key head
@@ -1180,8 +1198,9 @@ void attentionRow(llvm::raw_ostream &os, const AttentionShape &a,
      << a.tq * a.h << "LL;\n"
      << in << "const long long hk = hh / " << a.h / a.hkv << "LL;\n"
      << in << "const long long off = "
-     << (a.hasOffset ? "(long long)" + offsetOperand.str()
-                     : std::to_string(a.tk - a.tq) + "LL")
+     << (a.rowOffsets  ? "(long long)" + offsetOperand.str() + "[bb]"
+         : a.hasOffset ? "(long long)" + offsetOperand.str() + "[0]"
+                       : std::to_string(a.tk - a.tq) + "LL")
      << ";\n";
   if (a.causal)
     os << in << "long long lim = qi + off + 1; lim = lim < 0 ? 0 : (lim > "
@@ -1255,7 +1274,7 @@ KernelSource decodeAttention(StringRef name, const AttentionShape &a,
      << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
      << queryOffset(a, "in3")
      << ", " << floatLiteral(a.scale) << ", " << name << "_partial, " << name
-     << "_tickets);\n}\n";
+     << "_tickets" << rowOffsetsArgument(a, "in3") << ");\n}\n";
   KernelSource source{text, rows};
   source.launch = KernelSource::Shape{{rows * chunks, 1, 1}, {128, 1, 1}, 0};
   return source;
@@ -1282,7 +1301,8 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
        << "      " << a.h << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk
        << "LL, "
        << queryOffset(a, "in3")
-       << ", " << floatLiteral(a.scale) << ");\n}\n";
+       << ", " << floatLiteral(a.scale) << rowOffsetsArgument(a, "in3")
+       << ");\n}\n";
     KernelSource source{text, a.b * a.h * a.tq};
     source.launch =
         KernelSource::Shape{{a.b * a.h, (a.tq + 63) / 64, 1}, {128, 1, 1}, 0};
@@ -1293,7 +1313,7 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
   llvm::raw_string_ostream os(text);
   os << signature(name, operands, results) << " {\n"
      << "  const long long n = " << rows << "LL;\n" << kGridStride;
-  attentionRow(os, a, "i", "in3[0]", "    ");
+  attentionRow(os, a, "i", "in3", "    ");
   // Online softmax: acc holds sum_j exp(s_j - m) v_j for the running m.
   os << "    float acc[" << a.dv << "];\n"
      << "    for (long long t = 0; t < " << a.dv << "LL; ++t) acc[t] = 0.0f;\n"
@@ -1816,13 +1836,21 @@ FailureOr<KernelSource> emitKvCacheWrite(StringRef name, KvCacheUpdateOp kv,
   std::string text;
   llvm::raw_string_ostream os(text);
   os << signature(name, operands, results) << " {\n";
-  os << "  const long long pos = in1[0];\n"
-     << "  const bool fits = pos >= 0 && pos <= " << size - length << "LL;\n"
-     << "  if (!fits && blockIdx.x == 0 && threadIdx.x == 0) "
-        "tfc_report(TFC_KERNEL_ERROR_KV_POSITION);\n";
+  bool perRow = operands[1].getRank() == 1;
+  if (!perRow)
+    os << "  const long long pos = in1[0];\n"
+       << "  const bool fits = pos >= 0 && pos <= " << size - length << "LL;\n"
+       << "  if (!fits && blockIdx.x == 0 && threadIdx.x == 0) "
+          "tfc_report(TFC_KERNEL_ERROR_KV_POSITION);\n";
   os << "  const long long n = " << numElements(space) << "LL;\n"
      << kGridStride;
   declareCoords(os, space);
+  if (perRow)
+    // One position per row of dimension 0 (sequences at their own positions).
+    os << "    const long long pos = in1[c0];\n"
+       << "    const bool fits = pos >= 0 && pos <= " << size - length
+       << "LL;\n"
+       << "    if (!fits) tfc_report(TFC_KERNEL_ERROR_KV_POSITION);\n";
   SmallVector<std::string> at = coordNames(rank);
   at[dim] = "pos + c" + std::to_string(dim);
   os << "    if (fits) out0[" << offsetOf(at, stridesOf(cacheShape))

@@ -56,6 +56,12 @@ class TFC_ScalarOf<Type t, string what> : Type<
 def TFC_I32Scalar : TFC_ScalarOf<I32, "i32">;
 def TFC_I64Scalar : TFC_ScalarOf<I64, "i64">;
 def TFC_F32Scalar : TFC_ScalarOf<F32, "f32">;
+// Positions in a KV cache: one for every row of the batch (0-d), or one per row (1-d, [B]:
+// sequences of a serving batch at their own positions).
+def TFC_I32Positions : Type<
+    And<[RankedTensorOf<[I32]>.predicate,
+         CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getRank() <= 1">]>,
+    "0-d or 1-d tensor of i32", "::mlir::RankedTensorType">;
 
 //===----------------------------------------------------------------------===//
 // Enums

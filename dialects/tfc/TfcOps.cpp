@@ -452,6 +452,17 @@ LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
                           (int64_t)adaptor.getDim(), inferred);
 }
 
+/// A positions operand (offset, position) that is 1-d holds one position per
+/// row: its length must be the batch.
+static LogicalResult checkRowPositions(const OpDiag &diag, StringRef name,
+                                       Value positions, int64_t batch) {
+  auto type = positions ? tensorOf(positions) : RankedTensorType();
+  if (!type || type.getRank() == 0 || type.getDimSize(0) == batch)
+    return success();
+  return diag("operand '", name, "' has ", type.getDimSize(0),
+              " positions (one per row), but the batch is ", batch);
+}
+
 /// The shape rule of attention, shared with attention_grad.
 static LogicalResult inferAttention(OpDiag diag, AttentionOp::Adaptor adaptor,
                                     SmallVectorImpl<Type> &inferred) {
@@ -497,6 +508,8 @@ static LogicalResult inferAttention(OpDiag diag, AttentionOp::Adaptor adaptor,
   }
   if (!adaptor.getCausal() && adaptor.getOffset())
     return diag("'offset' only has a meaning with 'causal'");
+  if (failed(checkRowPositions(diag, "offset", adaptor.getOffset(), b)))
+    return failure();
   if (adaptor.getCausal() && !adaptor.getOffset() && tq > k.getDimSize(2))
     return diag("causal attention with more queries (", tq, ") than keys (",
                 k.getDimSize(2), ") needs an explicit 'offset'");
@@ -543,6 +556,9 @@ LogicalResult RotaryOp::inferReturnTypes(MLIRContext *,
                   "] f32 tensor (one per pair of the head dim ",
                   x.getDimSize(3), "), got ", f.getType());
   }
+  if (failed(checkRowPositions(diag, "offset", adaptor.getOffset(),
+                               x.getDimSize(0))))
+    return failure();
   inferred.push_back(x);
   return success();
 }
@@ -930,6 +946,14 @@ LogicalResult KvCacheUpdateOp::inferReturnTypes(
       return diag("operand 'update' ", shapeOf(update),
                   " does not fit 'cache' ", shapeOf(cache), " in dimension ",
                   d);
+  }
+  if (tensorOf(adaptor.getPosition()).getRank() == 1) {
+    if (*dim == 0)
+      return diag("one position per row (a 1-d 'position') needs dim > 0; "
+                  "dim 0 is the rows");
+    if (failed(checkRowPositions(diag, "position", adaptor.getPosition(),
+                                 cache.getDimSize(0))))
+      return failure();
   }
   inferred.push_back(cache);
   return success();

@@ -405,7 +405,8 @@ def TFC_AttentionOp : TFC_InferOp<"attention", [TFC_VJP]> {
     With `causal`, key j is visible to query i iff j <= i + offset. The
     optional `offset` operand (a 0-d i32: the position of the first query) is
     used with a KV cache; without it, offset = Tk - Tq (the last query sees
-    every key).
+    every key). A 1-d `offset` [B] gives each row of the batch its own
+    position: independent sequences decoded together (serving).
 
     ```mlir
     %o = tfc.attention %q, %k, %v causal : (tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>) -> tensor<4x12x64x64xf32>
@@ -413,7 +414,7 @@ def TFC_AttentionOp : TFC_InferOp<"attention", [TFC_VJP]> {
     ```
   }];
   let arguments = (ins TFC_FloatTensor:$query, TFC_FloatTensor:$key,
-                       TFC_FloatTensor:$value, Optional<TFC_I32Scalar>:$offset,
+                       TFC_FloatTensor:$value, Optional<TFC_I32Positions>:$offset,
                        UnitAttr:$causal, OptionalAttr<F32Attr>:$scale);
   let results = (outs TFC_FloatTensor:$result);
   let assemblyFormat = [{
@@ -430,7 +431,7 @@ def TFC_RotaryOp : TFC_InferOp<"rotary", [AttrSizedOperandSegments, TFC_VJP]> {
   let summary = "rotary position embedding (rotate-half convention)";
   let description = [{
     `x` is [B, H, T, D] with D even. Token t has position p = offset + t
-    (offset defaults to 0). For i < D/2, with f = theta^(-2i/D):
+    (offset defaults to 0; a 1-d offset [B] is one per row). For i < D/2, with f = theta^(-2i/D):
     y[i] = x[i] cos(p f) - x[i + D/2] sin(p f),
     y[i + D/2] = x[i + D/2] cos(p f) + x[i] sin(p f),
     matching Hugging Face's LLaMA (`rotate_half`). With `inverse` the
@@ -446,7 +447,7 @@ def TFC_RotaryOp : TFC_InferOp<"rotary", [AttrSizedOperandSegments, TFC_VJP]> {
     %kr = tfc.rotary %k frequencies %f theta = 5.000000e+05 : (tensor<1x8x4x16xf32>, tensor<8xf32>) -> tensor<1x8x4x16xf32>
     ```
   }];
-  let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_I32Scalar>:$offset,
+  let arguments = (ins TFC_FloatTensor:$x, Optional<TFC_I32Positions>:$offset,
                        Optional<TFC_FloatTensor>:$frequencies,
                        F32Attr:$theta, UnitAttr:$inverse);
   let results = (outs TFC_FloatTensor:$result);
@@ -667,14 +668,17 @@ def TFC_KvCacheUpdateOp : TFC_InferOp<"kv_cache_update"> {
     `cache` has the maximum context length along `dim`; `update` has the same
     shape except a length L <= that along `dim`. The result is the cache with
     positions [pos, pos + L) along `dim` replaced by `update`. A position
-    past the end is a run-time error reported by the runtime.
+    past the end is a run-time error reported by the runtime. A 1-d `position`
+    [B] (with `dim` > 0) gives each row b of dimension 0 its own position:
+    row b's slots [pos[b], pos[b] + L) are replaced.
 
     ```mlir
     %k2 = tfc.kv_cache_update %kc, %k, %pos dim = 2 : (tensor<1x12x1024x64xf32>, tensor<1x12x1x64xf32>, tensor<i32>) -> tensor<1x12x1024x64xf32>
+    %k3 = tfc.kv_cache_update %kc4, %k4, %rows dim = 2 : (tensor<4x12x1024x64xf32>, tensor<4x12x1x64xf32>, tensor<4xi32>) -> tensor<4x12x1024x64xf32>
     ```
   }];
   let arguments = (ins TFC_Tensor:$cache, TFC_Tensor:$update,
-                       TFC_I32Scalar:$position, I64Attr:$dim);
+                       TFC_I32Positions:$position, I64Attr:$dim);
   let results = (outs TFC_Tensor:$result);
   let assemblyFormat = [{
     $cache `,` $update `,` $position `dim` `=` $dim attr-dict `:` functional-type(operands, results)

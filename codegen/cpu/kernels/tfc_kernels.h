@@ -152,6 +152,14 @@ void tfc_k_attention_kvx_f32(const float* q, const void* k, const void* v, int32
                              int64_t tq, int64_t tk, int64_t d, int64_t dv, int32_t causal,
                              int64_t offset, float scale);
 
+/* tfc_k_attention_kvx_f32 with one causal offset per row of the batch, row_offsets[b]
+ * (serving: sequences at their own positions in one decode step). Row b's result equals
+ * that of a call on row b alone with offset row_offsets[b], bit for bit. */
+void tfc_k_attention_rows_f32(const float* q, const void* k, const void* v, int32_t kv_type,
+                              float* out, int64_t batch, int64_t heads, int64_t kv_heads,
+                              int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                              const int32_t* row_offsets, float scale);
+
 /* The gradients of tfc_k_attention_f32: given its inputs, its output `out` and the
  * gradient `grad_out` (shaped like out), writes dq, dk, dv (shaped like q, k, v).
  * Probabilities are recomputed per query row; with grouped-query attention dk and dv

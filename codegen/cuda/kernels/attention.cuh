@@ -338,8 +338,11 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
                                                         const unsigned short* v, Out* out,
                                                         long long H, long long Hkv,
                                                         long long Tq, long long Tk,
-                                                        long long off, float scale) {
+                                                        long long off, float scale,
+                                                        const int* row_off = nullptr) {
   TFC_SHARED(unsigned, smem, (tfc_flash_sizes<kD, kDv>::kFwdWords));
+  // row_off: one offset per batch row (sequences at their own positions), else off.
+  if (row_off != nullptr) off = row_off[(long long)blockIdx.x / H];
   tfc_flash_attention_rows<kBf16, kD, kDv, kCausal, true>(
       q, k, v, out, (float*)nullptr, H, Hkv, Tq, Tk, off, scale, (long long)blockIdx.x,
       (long long)blockIdx.y * kTfcFlashRows, smem + 0);
@@ -363,7 +366,8 @@ template <int kD, int kDv, bool kCausal, typename Q, typename K, typename V, typ
 __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, const V* v, Out* out,
                                                      long long H, long long Hkv, long long Tq,
                                                      long long Tk, long long off, float scale,
-                                                     float* partial, unsigned* tickets) {
+                                                     float* partial, unsigned* tickets,
+                                                     const int* row_off = nullptr) {
   constexpr int kThreads = kTfcDecodeKeys, kWarps = kThreads / 32;
   TFC_SHARED(float, q_row, kD);
   TFC_SHARED(float, p, kTfcDecodeKeys);
@@ -373,7 +377,9 @@ __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, con
   const long long chunks = (Tk + kTfcDecodeKeys - 1) / kTfcDecodeKeys;
   const long long row = (long long)blockIdx.x / chunks, chunk = (long long)blockIdx.x % chunks;
   const long long bh = row / Tq, i = row % Tq, b = bh / H, h = bh % H, hk = h / (H / Hkv);
-  const long long lim = tfc_attention_limit<kCausal>(i, Tq, Tk, off);
+  // row_off: one offset per batch row (sequences at their own positions), else off.
+  const long long lim =
+      tfc_attention_limit<kCausal>(i, Tq, Tk, row_off != nullptr ? (long long)row_off[b] : off);
   const long long k0 = chunk * kTfcDecodeKeys;
   const long long k1 = k0 + kTfcDecodeKeys < lim ? k0 + kTfcDecodeKeys : lim;  // may be <= k0
   const K* kh = k + (b * Hkv + hk) * Tk * kD;

@@ -47,8 +47,16 @@ Tensor causalSelfAttention(Graph &g, int64_t layer, Tensor q, Tensor k,
   // The caches are (B, Hkv, nCtx, D); this chunk fills [pos, pos + T).
   std::string prefix = "kv." + std::to_string(layer);
   auto update = [&](const std::string &name, Tensor fresh) {
-    Shape shape = {fresh.dim(0), fresh.dim(1), cache->nCtx, fresh.dim(3)};
+    Shape shape = {cache->row ? cache->rows : fresh.dim(0), fresh.dim(1),
+                   cache->nCtx, fresh.dim(3)};
     Tensor stored = g.state(name, shape, fresh.dtype(), "zeros");
+    if (cache->row) {
+      // The row's cache, updated, then written back into its row.
+      Tensor mine = dynamicSlice(stored, *cache->row, /*dim=*/0, 1);
+      Tensor updated = kvCacheUpdate(mine, fresh, cache->pos, /*dim=*/2);
+      g.store(name, kvCacheUpdate(stored, updated, *cache->row, /*dim=*/0));
+      return updated;
+    }
     Tensor updated = kvCacheUpdate(stored, fresh, cache->pos, /*dim=*/2);
     g.store(name, updated);
     return updated;
@@ -145,6 +153,40 @@ void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
             h = reshape(h, {G, C});                 // (G, C)
             return Outputs{{"logits", model.logits(h)}}; // (G, V)
           });
+
+  // Serving: the rows of the batch are independent sequences (a generation
+  // batch G > 1 only; with G = 1, prefill and decode are these).
+  if (G > 1) {
+    // Decodes one token per row, row b at its own position pos[b]. A row
+    // that is not generating may pass any position < n_ctx: its cache slot
+    // there is rewritten before any query of that row reads it.
+    g.entry("decode_rows",
+            {{"token", {G, 1}, DType::I32}, {"pos", {G}, DType::I32}},
+            [&](llvm::ArrayRef<Tensor> in) {
+              KVCacheStep cache{in[1], s.nCtx};
+              Tensor h = model.hidden(in[0], &cache); // (G, 1, C)
+              h = reshape(h, {G, C});                 // (G, C)
+              return Outputs{{"logits", model.logits(h)}}; // (G, V)
+            });
+    // prefill for one sequence: a chunk of P tokens into row `row` of the
+    // cache at position `pos`; the other rows keep their caches.
+    g.entry("prefill_row",
+            {{"tokens", {1, P}, DType::I32},
+             {"row", {}, DType::I32},
+             {"pos", {}, DType::I32},
+             {"n", {}, DType::I32}},
+            [&](llvm::ArrayRef<Tensor> in) {
+              KVCacheStep cache{in[2], s.nCtx, in[1], G};
+              Tensor h = model.hidden(in[0], &cache); // (1, P, C)
+              Tensor last;
+              {
+                auto scope = g.scope("last_token");
+                last = dynamicSlice(h, in[3] - 1, /*dim=*/1, 1); // (1, 1, C)
+                last = reshape(last, {1, C});                    // (1, C)
+              }
+              return Outputs{{"logits", model.logits(last)}}; // (1, V)
+            });
+  }
 
   g.entry("sample",
           {{"logits", {G, V}, DType::F32},

@@ -48,9 +48,12 @@ public:
                            normalInit(0.02));
       Tensor tok = embedding(wte, tokens);         // (B, T, C)
       Tensor positions = iota(g, {T}, DType::I32); // (T)
-      if (cache)
+      if (cache && cache->pos.rank() == 1) // a position per row: (B, T)
+        positions = reshape(positions, {1, T}) +
+                    reshape(cache->pos, {cache->pos.dim(0), 1});
+      else if (cache)
         positions = positions + cache->pos;
-      Tensor pos = embedding(wpe, positions); // (T, C)
+      Tensor pos = embedding(wpe, positions); // (T, C) or (B, T, C)
       x = drop(tok + pos);                    // (B, T, C), embd_pdrop
     }
     for (int64_t i = 0; i < c.nLayer; ++i) {

@@ -58,8 +58,10 @@
 // CHECK-DAG: declare float @tfc_k_uniform(i64, i64)
 // CHECK-DAG: call void @tfc_k_attention_f32(
 // CHECK-DAG: call void @tfc_k_sample_f32(
+// CHECK-DAG: call void @tfc_k_attention_rows_f32(
 // CHECK-DAG: define void @tfc_entry_forward(
 // CHECK-DAG: define void @tfc_entry_decode(
+// CHECK-DAG: define void @tfc_entry_decode_rows(
 // CHECK-DAG: define void @tfc_entry_loss(
 // CHECK-DAG: define {{.*}}ptr @tfc_artifact_v6()
 
@@ -78,6 +80,7 @@ tfc.param @w_o : tensor<8x8xf32> = "normal(0.0, 0.02)"
 tfc.state @kv.k : tensor<1x2x8x4xf32> = "zeros"
 tfc.state @kv.v : tensor<1x2x8x4xf32> = "zeros"
 tfc.state @step : tensor<i64> = "zeros"
+tfc.state @rows.k : tensor<3x2x8x4xf32> = "zeros"
 
 // GPT-style forward: embedding, iota, layer_norm, linear, slices, reshapes,
 // transposes, attention, matmul, gelu, softmax/log_softmax, argmax.
@@ -141,6 +144,18 @@ func.func @decode(%x: tensor<1x2x1x4xf32> {tfc.name = "x"}, %pos: tensor<i32> {t
   %s2 = tfc.add %s, %one : tensor<i64>, tensor<i64> -> tensor<i64>
   tfc.store %s2, @step : tensor<i64>
   return %sum, %ids, %xr : tensor<1x2x1x4xf32>, tensor<1xi32>, tensor<1x2x1x4xf32>
+}
+
+// Serving's decode: each row of the batch at its own position (1-d offsets
+// and positions).
+func.func @decode_rows(%x: tensor<3x2x1x4xf32> {tfc.name = "x"}, %pos: tensor<3xi32> {tfc.name = "pos"})
+    -> tensor<3x2x1x4xf32> {
+  %xr = tfc.rotary %x offset %pos theta = 1.0e4 : (tensor<3x2x1x4xf32>, tensor<3xi32>) -> tensor<3x2x1x4xf32>
+  %kc = tfc.load @rows.k : tensor<3x2x8x4xf32>
+  %kc2 = tfc.kv_cache_update %kc, %xr, %pos dim = 2 : (tensor<3x2x8x4xf32>, tensor<3x2x1x4xf32>, tensor<3xi32>) -> tensor<3x2x8x4xf32>
+  tfc.store %kc2, @rows.k : tensor<3x2x8x4xf32>
+  %a = tfc.attention %xr, %kc2, %kc2 offset %pos causal : (tensor<3x2x1x4xf32>, tensor<3x2x8x4xf32>, tensor<3x2x8x4xf32>, tensor<3xi32>) -> tensor<3x2x1x4xf32>
+  return %a : tensor<3x2x1x4xf32>
 }
 
 // Loss and the remaining pointwise, reduction and shape ops.

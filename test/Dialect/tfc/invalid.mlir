@@ -117,10 +117,30 @@ func.func @seed_i32(%x: tensor<4xf32>, %seed: tensor<i32>) {
 
 // -----
 
-// Tests that the attention offset must be a 0-d i32.
-func.func @attention_offset_not_0d(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %pos: tensor<1xi32>) {
-  // expected-error @+1 {{'tfc.attention' op operand #3 must be 0-d tensor of i32, but got 'tensor<1xi32>'}}
-  %0 = tfc.attention %q, %k, %k offset %pos causal : (tensor<1x2x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1xi32>) -> tensor<1x2x1x4xf32>
+// Tests that the attention offset must be a 0-d or 1-d i32.
+func.func @attention_offset_2d(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %pos: tensor<1x1xi32>) {
+  // expected-error @+1 {{'tfc.attention' op operand #3 must be 0-d or 1-d tensor of i32, but got 'tensor<1x1xi32>'}}
+  %0 = tfc.attention %q, %k, %k offset %pos causal : (tensor<1x2x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x1xi32>) -> tensor<1x2x1x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a 1-d attention offset has one position per row of the batch.
+func.func @attention_offset_per_row(%q: tensor<2x2x1x4xf32>, %k: tensor<2x2x8x4xf32>, %pos: tensor<3xi32>) {
+  // expected-error @+2 {{'tfc.attention' op operand 'offset' has 3 positions (one per row), but the batch is 2}}
+  // expected-error @+1 {{'tfc.attention' op failed to infer returned types}}
+  %0 = tfc.attention %q, %k, %k offset %pos causal : (tensor<2x2x1x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<3xi32>) -> tensor<2x2x1x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a 1-d rotary offset has one position per row of the batch.
+func.func @rotary_offset_per_row(%x: tensor<2x2x1x4xf32>, %pos: tensor<1xi32>) {
+  // expected-error @+2 {{'tfc.rotary' op operand 'offset' has 1 positions (one per row), but the batch is 2}}
+  // expected-error @+1 {{'tfc.rotary' op failed to infer returned types}}
+  %0 = tfc.rotary %x offset %pos theta = 1.0e4 : (tensor<2x2x1x4xf32>, tensor<1xi32>) -> tensor<2x2x1x4xf32>
   return
 }
 
@@ -1414,6 +1434,26 @@ func.func @kv_cache_update_rank(%c: tensor<1x2x8x4xf32>, %u: tensor<2x1x4xf32>, 
   // expected-error @+2 {{'tfc.kv_cache_update' op operand 'update' has rank 3 but 'cache' has rank 4}}
   // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
   %0 = tfc.kv_cache_update %c, %u, %p dim = 2 : (tensor<1x2x8x4xf32>, tensor<2x1x4xf32>, tensor<i32>) -> tensor<1x2x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that kv_cache_update's positions per row have the cache's row count.
+func.func @kv_cache_update_per_row(%c: tensor<2x2x8x4xf32>, %u: tensor<2x2x1x4xf32>, %p: tensor<3xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op operand 'position' has 3 positions (one per row), but the batch is 2}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p dim = 2 : (tensor<2x2x8x4xf32>, tensor<2x2x1x4xf32>, tensor<3xi32>) -> tensor<2x2x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that positions per row cannot write along the rows themselves.
+func.func @kv_cache_update_per_row_dim0(%c: tensor<2x2x8x4xf32>, %u: tensor<1x2x8x4xf32>, %p: tensor<1xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op one position per row (a 1-d 'position') needs dim > 0; dim 0 is the rows}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p dim = 0 : (tensor<2x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1xi32>) -> tensor<2x2x8x4xf32>
   return
 }
 

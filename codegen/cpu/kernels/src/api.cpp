@@ -234,4 +234,24 @@ void tfc_k_attention_f32(const float* q, const float* k, const float* v, float* 
                           offset, scale);
 }
 
+void tfc_k_attention_rows_f32(const float* q, const void* k, const void* v, int32_t kv_type,
+                              float* out, int64_t batch, int64_t heads, int64_t kv_heads,
+                              int64_t tq, int64_t tk, int64_t d, int64_t dv,
+                              const int32_t* row_offsets, float scale) {
+  if (batch < 0 || row_offsets == nullptr || kv_type < TFC_K_F32 || kv_type > TFC_K_F16) {
+    tfc_kernels_error("tfc_k_attention_rows_f32: bad sizes, offsets or element type");
+    return;
+  }
+  // Row by row: each row is its own causal problem, and a row's result must not depend on
+  // the others (a request's tokens are the same alone or among others).
+  const int64_t kvBytes = kv_type == TFC_K_F32 ? 4 : 2;
+  for (int64_t b = 0; b < batch; ++b) {
+    tfc_k_attention_kvx_f32(q + b * heads * tq * d,
+                            static_cast<const char*>(k) + b * kv_heads * tk * d * kvBytes,
+                            static_cast<const char*>(v) + b * kv_heads * tk * dv * kvBytes,
+                            kv_type, out + b * heads * tq * dv, 1, heads, kv_heads, tq, tk, d,
+                            dv, 1, row_offsets[b], scale);
+  }
+}
+
 }  // extern "C"

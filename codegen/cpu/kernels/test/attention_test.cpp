@@ -139,6 +139,65 @@ TEST_P(AttentionTest, GroupedQueryHeads) {
   check({1, 12, 4, 1, 77, 64, 64, false, 0});
 }
 
+// tfc_k_attention_rows_f32: each row of the batch at its own position (serving's decode
+// step over sequences of different lengths), against the reference row by row, and bit for
+// bit against tfc_k_attention_kvx_f32 on that row alone, for f32 and 16-bit caches.
+TEST_P(AttentionTest, OffsetPerRow) {
+  TFC_SEED_TRACE(run_seed());
+  for (AttnCase c : {AttnCase{4, 4, 2, 1, 96, 64, 64, true, 0},
+                     AttnCase{3, 3, 3, 1, 40, 17, 9, true, 0},
+                     AttnCase{2, 4, 4, 5, 64, 32, 32, true, 0}}) {
+    SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " B=" << c.b << " Tq=" << c.tq
+                                      << " Tk=" << c.tk << " D=" << c.d);
+    std::mt19937_64 rng(run_seed() * 17 + (uint64_t)(c.b * 101 + c.tk));
+    auto q = random_vec(rng, (size_t)(c.b * c.h * c.tq * c.d));
+    auto k = random_vec(rng, (size_t)(c.b * c.hkv * c.tk * c.d));
+    auto v = random_vec(rng, (size_t)(c.b * c.hkv * c.tk * c.dv));
+    std::vector<int32_t> offsets;
+    for (int64_t b = 0; b < c.b; ++b) {
+      // Positions spread over the cache: the first row at 0, one past its end (all visible).
+      offsets.push_back(b == 0 ? 0 : (int32_t)(rng() % (uint64_t)(c.tk + 1)) - (b == 1 ? 1 : 0));
+    }
+    const float scale = 1.f / sqrtf((float)c.d);
+    const int64_t qRow = c.h * c.tq * c.d, kRow = c.hkv * c.tk * c.d, vRow = c.hkv * c.tk * c.dv,
+                  oRow = c.h * c.tq * c.dv;
+    for (int kt : {TFC_K_F32, TFC_K_BF16, TFC_K_F16}) {
+      SCOPED_TRACE(::testing::Message() << "kv_type=" << kt);
+      std::vector<float> kr = k, vr = v;
+      std::vector<uint16_t> k16, v16;
+      if (kt != TFC_K_F32) {
+        k16 = round_to_16bit(kr, kt);
+        v16 = round_to_16bit(vr, kt);
+      }
+      const void* kp = kt == TFC_K_F32 ? (const void*)kr.data() : (const void*)k16.data();
+      const void* vp = kt == TFC_K_F32 ? (const void*)vr.data() : (const void*)v16.data();
+      const int64_t bytes = kt == TFC_K_F32 ? 4 : 2;
+      std::vector<float> got((size_t)(c.b * oRow), NAN);
+      tfc_k_attention_rows_f32(q.data(), kp, vp, kt, got.data(), c.b, c.h, c.hkv, c.tq, c.tk,
+                               c.d, c.dv, offsets.data(), scale);
+      EXPECT_EQ(tfc_kernels_take_error(), nullptr);
+      for (int64_t b = 0; b < c.b; ++b) {
+        AttnCase one = c;
+        one.b = 1;
+        one.offset = offsets[(size_t)b];
+        std::vector<float> qb(q.begin() + b * qRow, q.begin() + (b + 1) * qRow);
+        std::vector<float> kb(kr.begin() + b * kRow, kr.begin() + (b + 1) * kRow);
+        std::vector<float> vb(vr.begin() + b * vRow, vr.begin() + (b + 1) * vRow);
+        std::vector<double> ref;
+        reference(qb, kb, vb, ref, one, scale);
+        EXPECT_LE(rel_max_err(got.data() + b * oRow, ref.data(), ref.size()), 1e-5)
+            << "row " << b << " at offset " << one.offset;
+        std::vector<float> alone((size_t)oRow, NAN);
+        tfc_k_attention_kvx_f32(qb.data(), static_cast<const char*>(kp) + b * kRow * bytes,
+                                static_cast<const char*>(vp) + b * vRow * bytes, kt, alone.data(),
+                                1, c.h, c.hkv, c.tq, c.tk, c.d, c.dv, 1, one.offset, scale);
+        EXPECT_EQ(memcmp(alone.data(), got.data() + b * oRow, alone.size() * sizeof(float)), 0)
+            << "row " << b;
+      }
+    }
+  }
+}
+
 TEST_P(AttentionTest, LargeLogitsStayStable) {
   check({1, 2, 2, 40, 90, 64, 64, true, 10}, 30.f);
   check({2, 2, 2, 17, 17, 8, 8, true, 0}, 30.f);
