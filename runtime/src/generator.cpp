@@ -96,24 +96,44 @@ StatusOr<Generator> Generator::create(const Context& context) {
   return generator;
 }
 
-Status Generator::check(const std::vector<int32_t>& prompt) const {
+Status checkPrompt(const std::vector<int32_t>& prompt, int64_t vocab, int64_t nCtx) {
   if (prompt.empty()) return Status::error(TFC_INVALID_ARGUMENT, "the prompt is empty");
   for (size_t i = 0; i < prompt.size(); ++i) {
-    if (prompt[i] < 0 || prompt[i] >= vocab_) {
+    if (prompt[i] < 0 || prompt[i] >= vocab) {
       return Status::error(TFC_INVALID_ARGUMENT,
                            "prompt token %d (at position %zu) is out of range: the model's "
                            "vocabulary has %lld tokens (ids 0..%lld)",
-                           prompt[i], i, static_cast<long long>(vocab_),
-                           static_cast<long long>(vocab_ - 1));
+                           prompt[i], i, static_cast<long long>(vocab),
+                           static_cast<long long>(vocab - 1));
     }
   }
-  if (static_cast<int64_t>(prompt.size()) > nCtx_) {
+  if (static_cast<int64_t>(prompt.size()) > nCtx) {
     return Status::error(TFC_INVALID_ARGUMENT,
                          "the prompt has %zu tokens, more than the model's context of %lld "
                          "(n_ctx)",
-                         prompt.size(), static_cast<long long>(nCtx_));
+                         prompt.size(), static_cast<long long>(nCtx));
   }
   return Status();
+}
+
+Status checkGenerationOptions(const GenerationOptions& options) {
+  if (options.maxNewTokens < 1) {
+    return Status::error(TFC_INVALID_ARGUMENT, "the maximum of new tokens is %lld; give at least 1",
+                         static_cast<long long>(options.maxNewTokens));
+  }
+  const SamplingOptions& sampling = options.sampling;
+  if (!(sampling.temperature >= 0) || sampling.topK < 0 || !(sampling.topP > 0) ||
+      sampling.topP > 1) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "sampling settings out of range: temperature %g (>= 0), top-k %d "
+                         "(>= 0), top-p %g (in (0, 1])",
+                         sampling.temperature, sampling.topK, sampling.topP);
+  }
+  return Status();
+}
+
+Status Generator::check(const std::vector<int32_t>& prompt) const {
+  return checkPrompt(prompt, vocab_, nCtx_);
 }
 
 Status Generator::prefillPrompt(const std::vector<int32_t>& prompt, GenerationStats* stats) {
@@ -154,18 +174,8 @@ StatusOr<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt
                                               const GenerationOptions& options,
                                               const TokenCallback& onToken) {
   TFC_RETURN_IF_ERROR(check(prompt));
-  if (options.maxNewTokens < 1) {
-    return Status::error(TFC_INVALID_ARGUMENT, "the maximum of new tokens is %lld; give at least 1",
-                         static_cast<long long>(options.maxNewTokens));
-  }
+  TFC_RETURN_IF_ERROR(checkGenerationOptions(options));
   const SamplingOptions& sampling = options.sampling;
-  if (!(sampling.temperature >= 0) || sampling.topK < 0 || !(sampling.topP > 0) ||
-      sampling.topP > 1) {
-    return Status::error(TFC_INVALID_ARGUMENT,
-                         "sampling settings out of range: temperature %g (>= 0), top-k %d "
-                         "(>= 0), top-p %g (in (0, 1])",
-                         sampling.temperature, sampling.topK, sampling.topP);
-  }
   std::optional<int32_t> eos;
   if (tokenizer_ && options.stopAtEndOfText) eos = tokenizer_->eosId();
 

@@ -240,6 +240,21 @@ std::string closest(const std::string& name, const std::vector<std::string>& can
   return bestName;
 }
 
+std::string jsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string join(const std::vector<std::string>& items, const std::string& separator) {
   std::string text;
   for (size_t i = 0; i < items.size(); ++i) {

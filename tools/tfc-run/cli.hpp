@@ -138,6 +138,8 @@ int writeParameters(const Artifact& artifact, const Params& params, const std::s
 std::string closest(const std::string& name, const std::vector<std::string>& candidates);
 // "a, b, c".
 std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+// |text| as a JSON string literal (quotes, backslashes and control bytes escaped).
+std::string jsonString(const std::string& text);
 // Prints rows as aligned columns, each line prefixed with |indent|.
 void printTable(const std::vector<std::vector<std::string>>& rows, const std::string& indent);
 // The first |count| values of |tensor| as text ("1, 2.5, ...").

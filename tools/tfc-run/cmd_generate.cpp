@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "checkpoint.hpp"
 #include "cli.hpp"
 #include "print.hpp"
+#include "tfc/runtime/batched_generator.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/communicator.hpp"
 #include "tfc/runtime/generator.hpp"
@@ -54,6 +56,7 @@ struct Options {
   bool allowUnexpected = false;
   WeightsMemory weightsMemory = WeightsMemory::kCopied;
   std::optional<std::string> promptTokens, promptText, tokenizerSpec;
+  std::optional<std::string> promptsFile;  // --prompts: one request a line, batched
   std::vector<int32_t> stopTokens;
   std::optional<int64_t> maxNewTokens;
   double temperature = 0.0;
@@ -103,13 +106,15 @@ int parseOptions(const Invocation& invocation, Options* options) {
     return usageError(command, "unexpected argument '" + args.positional[0] +
                                    "' (the prompt is given with --prompt-tokens or --prompt)");
   }
-  if (args.has("--prompt-tokens") && args.has("--prompt")) {
-    return usageError(command, "give either --prompt-tokens or --prompt, not both");
+  if (int(args.has("--prompt-tokens")) + int(args.has("--prompt")) + int(args.has("--prompts")) >
+      1) {
+    return usageError(command, "give one of --prompt-tokens, --prompt and --prompts");
   }
-  if (!args.has("--prompt-tokens") && !args.has("--prompt")) {
-    return usageError(command, "missing the prompt: --prompt-tokens \"1 2 3\" or --prompt TEXT "
-                               "--tokenizer DIR");
+  if (!args.has("--prompt-tokens") && !args.has("--prompt") && !args.has("--prompts")) {
+    return usageError(command, "missing the prompt: --prompt-tokens \"1 2 3\", --prompt TEXT "
+                               "--tokenizer DIR, or --prompts FILE (one prompt a line)");
   }
+  if (args.has("--prompts")) options->promptsFile = args.get("--prompts");
   if (args.has("--prompt") && !args.has("--tokenizer")) {
     return usageError(command, "--prompt needs --tokenizer DIR (a folder with tokenizer.json, "
                                "or with vocab.json and merges.txt), or give token ids with "
@@ -341,6 +346,122 @@ int generateDecoderOnly(const Options& options, Context& context,
   return 0;
 }
 
+// ------------------------------------------------------------------------------ batched
+// --prompts FILE: every line a request, all submitted at once to a BatchedGenerator, which
+// runs as many as the model has generation rows and admits the next as one ends.
+int generateBatched(const Options& options, Context& context,
+                    const std::vector<std::vector<int32_t>>& prompts,
+                    const std::shared_ptr<const Tokenizer>& tokenizer, double loadMs) {
+  auto batch = BatchedGenerator::create(context);
+  if (!batch.ok()) return fail(batch.status());
+  batch->setTokenizer(tokenizer);
+  if (!options.maxNewTokens) return usageError(options.command, "missing --max-new-tokens N");
+  GenerationOptions settings;
+  settings.maxNewTokens = *options.maxNewTokens;
+  settings.sampling.temperature = options.temperature;
+  settings.sampling.topK = static_cast<int32_t>(options.topK);
+  settings.sampling.topP = options.topP;
+  settings.sampling.seed = options.seed;
+  settings.stopTokens = options.stopTokens;
+  if (!options.quiet) {
+    print(stderr,
+          "tfc-run: {} requests over {} rows (continuous batching), n_ctx {}, prefill chunk {}, "
+          "{} threads, {}\n",
+          prompts.size(), batch->rows(), batch->contextLength(), batch->prefillChunk(),
+          context.numThreads(), samplingText(options));
+  }
+  std::vector<RequestResult> results(prompts.size());
+  const Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto id = batch->submit(prompts[i], settings, {},
+                            [&results, i](const RequestResult& done) { results[i] = done; });
+    if (!id.ok()) {
+      return fail(*options.promptsFile + ": prompt " + std::to_string(i + 1) + ": " +
+                  id.status().message());
+    }
+  }
+  Status status = batch->runUntilIdle();
+  if (!status.ok()) return fail(status);
+  const double ms = millisSince(start);
+
+  // stdout: one JSON object a request, in the order of the file.
+  int64_t generated = 0;
+  std::vector<double> firstTokenMs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RequestResult& r = results[i];
+    generated += r.generatedTokens;
+    firstTokenMs.push_back(r.firstTokenMs);
+    if (options.silent) continue;
+    std::string ids;
+    for (size_t t = 0; t < r.tokens.size(); ++t) {
+      ids += (t ? ", " : "") + std::to_string(r.tokens[t]);
+    }
+    std::string text;
+    if (tokenizer) {
+      std::vector<int32_t> shown;
+      for (int32_t id : r.tokens) {
+        if (id != tokenizer->eosId() && id < tokenizer->vocabSize()) shown.push_back(id);
+      }
+      auto decoded = tokenizer->decode(shown.data(), shown.size());
+      if (decoded.ok()) text = ", \"text\": " + jsonString(*decoded);
+    }
+    print("{{\"request\": {}, \"row\": {}, \"prompt_tokens\": {}, \"tokens\": [{}]{}, "
+          "\"stop\": {}, \"queued_ms\": {:.2f}, \"first_token_ms\": {:.2f}, "
+          "\"total_ms\": {:.2f}}}\n",
+          i + 1, r.row, r.promptTokens, ids, text, jsonString(stopReasonName(r.stopReason)),
+          r.queuedMs, r.firstTokenMs, r.totalMs);
+  }
+  std::fflush(stdout);
+  if (!options.quiet) {
+    BatchedGenerator::Counters c = batch->counters();
+    std::sort(firstTokenMs.begin(), firstTokenMs.end());
+    print(stderr, "\ntfc-run: {} requests, {} new tokens in {:.2f} ms ({:.2f} new tokens/s)\n",
+          results.size(), generated, ms, ms > 0 ? 1000.0 * generated / ms : 0.0);
+    print(stderr, "tfc-run: load     {:>10.2f} ms (open, weights, context)\n", loadMs);
+    print(stderr, "tfc-run: steps {}: {} prefill calls in {:.2f} ms, {} decode calls ({} row "
+                  "tokens, {:.2f} a call) in {:.2f} ms, {} sample calls in {:.2f} ms\n",
+          c.steps, c.prefillCalls, c.prefillMs, c.decodeCalls, c.decodedTokens,
+          c.decodeCalls ? static_cast<double>(c.decodedTokens) / c.decodeCalls : 0.0,
+          c.decodeMs, c.sampleCalls, c.sampleMs);
+    if (!firstTokenMs.empty()) {
+      print(stderr, "tfc-run: time to first token: median {:.2f} ms, max {:.2f} ms\n",
+            firstTokenMs[firstTokenMs.size() / 2], firstTokenMs.back());
+    }
+  }
+  return 0;
+}
+
+// Reads --prompts: one prompt a line (text with a tokenizer, else token ids); blank lines
+// are skipped. Returns 0 or the failure's exit code.
+int readPrompts(const Options& options, const Tokenizer* tokenizer,
+                std::vector<std::vector<int32_t>>* out) {
+  const std::string& path = *options.promptsFile;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("--prompts " + path + ": cannot open: " + std::strerror(errno));
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    std::vector<int32_t> prompt;
+    if (tokenizer) {
+      prompt = tokenizer->encodePrompt(line);
+    } else {
+      std::vector<int64_t> ids;
+      std::string error;
+      if (!parseTokenList(line, &ids, &error)) {
+        return fail("--prompts " + path + ": line " + std::to_string(number) + ": " +
+                    error.substr(error.find(':') + 2) + " (without --tokenizer a line holds "
+                    "token ids)");
+      }
+      for (int64_t id : ids) prompt.push_back(static_cast<int32_t>(std::min<int64_t>(id, INT32_MAX)));
+    }
+    out->push_back(std::move(prompt));
+  }
+  if (in.bad()) return fail("--prompts " + path + ": read error");
+  if (out->empty()) return fail("--prompts " + path + ": no prompts (every line is blank)");
+  return 0;
+}
+
 // ------------------------------------------------------------------------------ encdec
 int generateEncDec(const Options& options, const Artifact& artifact, Context& context,
                    const std::vector<int64_t>& source, double loadMs) {
@@ -433,8 +554,13 @@ int runGenerate(const Invocation& invocation) {
     }
     tokenizer = std::move(loaded).value();
   }
-  std::vector<int64_t> prompt;
-  if (options.promptTokens) {
+  std::vector<std::vector<int32_t>> prompts;  // --prompts
+  if (options.promptsFile) {
+    if (int code = readPrompts(options, tokenizer.get(), &prompts)) return code;
+  }
+  std::vector<int64_t> prompt;  // one prompt (the batched generator checks --prompts')
+  if (options.promptsFile) {
+  } else if (options.promptTokens) {
     std::string error;
     if (!parseTokenList(*options.promptTokens, &prompt, &error)) {
       return usageError(invocation.command, error);
@@ -443,7 +569,7 @@ int runGenerate(const Invocation& invocation) {
     // The tokenizer's BOS token first (LLaMA's <s>), as the model saw texts in training.
     for (int32_t id : tokenizer->encodePrompt(*options.promptText)) prompt.push_back(id);
   }
-  if (prompt.empty()) {
+  if (prompt.empty() && !options.promptsFile) {
     return fail(std::string("the prompt is empty (") +
                 (options.promptText ? "--prompt encodes to" : "--prompt-tokens gave") +
                 " no tokens)");
@@ -501,7 +627,11 @@ int runGenerate(const Invocation& invocation) {
     if ((*world)->rank() != 0) options.silent = options.quiet = true;
   }
 
+  if (encdec && options.promptsFile) {
+    return usageError(invocation.command, "--prompts needs a decoder-only model (gpt2, llama)");
+  }
   if (encdec) return generateEncDec(options, *artifact, *context, prompt, loadMs);
+  if (options.promptsFile) return generateBatched(options, *context, prompts, tokenizer, loadMs);
   // Ids beyond int32 cannot be in any vocabulary; saturate them so the range check names them.
   std::vector<int32_t> ids;
   for (int64_t id : prompt) ids.push_back(static_cast<int32_t>(std::min<int64_t>(id, INT32_MAX)));
@@ -514,7 +644,8 @@ const Command kGenerateCommand = {
     "generate",
     "generate tokens: prefill the prompt into the KV cache, then decode and sample",
     R"(usage: tfc-run MODEL.so generate --weights W.safetensors|DIR
-                          (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR)
+                          (--prompt-tokens "1 2 3" | --prompt TEXT --tokenizer DIR |
+                           --prompts FILE [--tokenizer DIR])
                           --max-new-tokens N [--temperature T] [--top-k K] [--top-p P]
                           [--seed S] [--stop-token ID]... [--threads N] [--device N]
                           [--warmup N] [--quiet]
@@ -529,6 +660,15 @@ Step i samples with seed S + i, so the same seed gives the same tokens (at any -
 Generation stops after N new tokens, at the model's context (n_ctx; said on stderr), or at
 the tokenizer's end-of-text token (<|endoftext|>, </s>, ...) when one is given, or at any --stop-token. When the model was compiled with a
 batch B > 1, every row runs the same prompt and row 0 is reported.
+
+Many prompts at once (--prompts FILE, one prompt a line: text with --tokenizer, else token
+ids): a model traced with a generation batch G > 1 (tfc-trace --set gen_batch=G) runs them
+with continuous batching, each row its own sequence at its own position: up to G requests
+at a time, the next admitted as soon as one ends, new prompts prefilled chunk by chunk
+between decode steps of the others. Each request gets the tokens it would get alone (and
+the same as --prompt-tokens gives). stdout: a JSON object a line per request, in the
+file's order: {"request", "row", "prompt_tokens", "tokens", "text" (with a tokenizer),
+"stop", "queued_ms", "first_token_ms", "total_ms"}; stderr: throughput and call counts.
 
 Encoder-decoder models (encdec): --prompt-tokens gives the S source digits; the decoder
 starts from Start (vocab - 2) and runs forward tgt_len - 1 times, each time taking the argmax
@@ -552,6 +692,8 @@ options:
                          its pages, at a slower decode
   --prompt-tokens IDS    the prompt as token ids, separated by spaces or commas
   --prompt TEXT          the prompt as text, encoded with --tokenizer
+  --prompts FILE         many prompts, one a line (blank lines skipped), generated together
+                         with continuous batching (a model with gen_batch > 1)
   --tokenizer DIR        a Hugging Face tokenizer.json or its folder (BPE: GPT-2, LLaMA 2
                          and 3, Mistral, Qwen2), a GPT-2 BPE tokenizer (DIR/vocab.json,
                          DIR/merges.txt), or `bytes` (token i is byte i): encodes --prompt
@@ -580,6 +722,9 @@ examples:
       --prompt "Hello, my name is" --max-new-tokens 40 --temperature 0.8 --top-k 40 --seed 1
   tfc-run encdec.so generate --weights w.safetensors \
       --prompt-tokens "3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3"
+  # 8 requests at a time: tfc-trace gpt2 --set gen_batch=8 ...; prompts.txt one a line
+  tfc-run gpt2-g8.so generate --weights w.safetensors --tokenizer gpt2/ \
+      --prompts prompts.txt --max-new-tokens 64
   # tensor parallel (tfc --tp=2): each rank its heads and KV-cache slice, rank 0 prints
   mpirun -np 2 tfc-run gpt2-tp2.so generate --weights w.safetensors --prompt-tokens "1 2 3"
 )",
@@ -589,6 +734,7 @@ examples:
      {"--mmap", nullptr, false, false},
      {"--prompt-tokens", nullptr, true, false},
      {"--prompt", "-p", true, false},
+     inputOption("--prompts"),
      inputOption("--tokenizer"),
      {"--max-new-tokens", "-n", true, false},
      {"--temperature", nullptr, true, false},

@@ -127,21 +127,6 @@ void drawMissingInputs(const Artifact& artifact, const tfc_entry_t& entry, uint6
   }
 }
 
-std::string jsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string rowText(const std::string& label, const Cost& t, double total,
                     const char* regime) {
   double intensity = t.bytes > 0 ? t.flops / t.bytes : 0;

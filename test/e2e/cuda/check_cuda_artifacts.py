@@ -11,7 +11,9 @@ reproduces) and fresh random tokens:
     tensor cores: 3e-2, bf16's; gpt2-bf16 is mixed-precision training,
     gpt2-bf16-infer bf16 weights);
   - `generate` (gpt2, llama, mixtral): greedy and seeded sampling give the
-    same tokens;
+    same tokens; llama is traced with a generation batch of 3, and `generate
+    --prompts` (continuous batching: decode_rows and prefill_row, each row its own
+    sequence at its own position) gives the same tokens for every request;
   - `train` (gpt2, llama, mixtral, gpt2-bf16; AdamW, 3 steps): the same losses (1e-5
     relative; gpt2-bf16 2e-3) and
     parameters within 1e-5 relative (the norm of the difference over the norm
@@ -55,8 +57,10 @@ class Model:
     extra flags, and the tolerances of call outputs and of training (relative)."""
 
     def __init__(self, trace, optimizer, decoder, flags=(), call_limit=1e-4, train_limit=1e-5,
-                 generate=True, grad_limit=None):
+                 generate=True, grad_limit=None, trace_sets=(), batched=False):
         self.trace, self.optimizer, self.decoder = trace, optimizer, decoder
+        self.trace_sets = [a for item in trace_sets for a in ("--set", item)]
+        self.batched = batched  # generate --prompts (a generation batch > 1)
         self.flags, self.call_limit, self.train_limit = list(flags), call_limit, train_limit
         self.generate = generate
         # The limit of loss_grad's gradients where it differs from call_limit: see encdec's.
@@ -65,7 +69,7 @@ class Model:
 
 MODELS = {
     "gpt2": Model("gpt2", "adamw", True),
-    "llama": Model("llama", "adamw", True),
+    "llama": Model("llama", "adamw", True, trace_sets=["gen_batch=3"], batched=True),
     "mixtral": Model("mixtral", "adamw", True),
     # encdec's leaky ReLU has a kink: where a pre-activation lies within rounding of 0, the
     # CPU and the device may take different slopes (1 or 0.1), which moves that unit's share of
@@ -166,7 +170,7 @@ def build(args, work, names):
         train += spec.flags
         mlir = os.path.join(work, f"{name}.mlir")
         for cmd in (
-                [trace, spec.trace, "-o", mlir],
+                [trace, spec.trace, *spec.trace_sets, "-o", mlir],
                 [tfc, mlir, *train, "-o", os.path.join(work, f"{name}-cpu.so")],
                 [tfc, mlir, *train, "--target=cuda",
                  f"--cuda-arch={args.cuda_arch}", "-o", os.path.join(work, f"{name}-cuda.so")]
@@ -240,6 +244,24 @@ def check_model(c, name, rng):
                              "--max-new-tokens", "24", *extra)]
             c.result(f"{name} generate {what}", tokens[0] == tokens[1] and len(tokens[0]) == 24,
                      f"cpu {' '.join(tokens[0][:8])} ..., cuda {' '.join(tokens[1][:8])} ...")
+
+    if spec.batched:
+        # More requests than rows, prompts of 1 to 40 tokens (several prefill chunks).
+        lengths = [3, 1, 17, 40, 9]
+        with open(os.path.join(c.work, f"{name}-prompts.txt"), "w") as f:
+            for n in lengths:
+                f.write(" ".join(str(int(t)) for t in rng.integers(0, vocab, n)) + "\n")
+        for extra, what in (([], "greedy"),
+                            (["--temperature", "0.8", "--top-k", "20", "--seed", str(c.seed)],
+                             "sampled")):
+            outputs = [[json.loads(line)["tokens"] for line in p.stdout.splitlines()] for p in
+                       c.both(name, "generate", "--weights", weights, "--prompts",
+                              f"{name}-prompts.txt", "--max-new-tokens", "12", *extra)]
+            c.result(f"{name} generate --prompts {what}",
+                     outputs[0] == outputs[1] and len(outputs[0]) == len(lengths) and
+                     all(len(t) == 12 for t in outputs[0]),
+                     f"{len(outputs[1])} requests over 3 rows; cpu {outputs[0][0][:6]} ..., "
+                     f"cuda {outputs[1][0][:6]} ...")
 
     if decoder and optimizer:
         data = f"{name}-train.bin"

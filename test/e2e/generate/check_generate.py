@@ -18,13 +18,18 @@ references shared with check_models.py):
   tokenizer (gpt2)    --prompt TEXT --tokenizer DIR (a byte-level vocabulary written here)
                       encodes like --prompt-tokens, streams the decoded text, stops at
                       <|endoftext|>
+  batched             --prompts FILE on models with a generation batch G > 1: more requests
+                      than rows, of lengths from 1 to near n_ctx, each request's greedy tokens
+                      == the reference and == --prompt-tokens alone; the same prompts
+                      shuffled and among others give the same tokens; sampled requests draw
+                      as they do alone; a G = 1 model and bad lines fail cleanly
   encdec              greedy generation from Start == the reference's (16 tokens)
 
 A tool that exits non-zero fails its check (its stderr is printed). The last line is
 `N passed, M failed`; the exit code is non-zero on any failure.
 
   check_generate.py --bin-dir build/bin [--work-dir DIR] [--seed S]
-                    [--models gpt2,llama,gpt2-b2,encdec]
+                    [--models gpt2,llama,gpt2-b3,llama-b4,encdec]
 """
 import argparse
 import json
@@ -67,17 +72,24 @@ CONFIGS = {
                   vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
                   tie_embeddings=0, batch=1, gen_batch=1, seq=16, prefill_len=16)),
     # a generation batch > 1 (rows replicated, row 0 reported) and a chunk length that does
-    # not divide n_ctx (the last chunk of a long prompt starts earlier to fit the cache)
-    "gpt2-b2": dict(
-        model="gpt2", label="gpt2 (generation B=2, P=12)", prompt=29, context=True,
+    # not divide n_ctx (the last chunk of a long prompt starts earlier to fit the cache);
+    # --prompts: continuous batching, each row its own sequence
+    "gpt2-b3": dict(
+        model="gpt2", label="gpt2 (generation B=3, P=12)", prompt=29, context=True,
+        batched=True,
         sets=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_ctx=64,
-                  batch=2, gen_batch=2, seq=16, prefill_len=12)),
+                  batch=2, gen_batch=3, seq=16, prefill_len=12)),
+    "llama-b4": dict(
+        model="llama", label="llama (generation B=4, GQA 4/2)", prompt=21, batched=True,
+        sets=dict(n_layer=2, n_head=4, n_kv_head=2, dim=64, hidden_dim=176,
+                  vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
+                  tie_embeddings=0, batch=1, gen_batch=4, seq=16, prefill_len=16)),
     "encdec": dict(
         model="encdec", label="encdec (article sizes)",
         sets=dict(batch=64, d_model=32, n_head=4, ff_mult=4, vocab_size=12,
                   src_len=16, tgt_len=17)),
 }
-DEFAULT_MODELS = "gpt2,llama,gpt2-b2,encdec"
+DEFAULT_MODELS = "gpt2,llama,gpt2-b3,llama-b4,encdec"
 
 
 # ----------------------------------------------------------------------------- output
@@ -387,6 +399,15 @@ class ModelCheck:
 
         if self.cfg.get("context"):
             self.step("context", lambda: self.check_context(wp, wp_path))
+        if self.cfg.get("batched"):
+            self.step("batched", lambda: self.check_batched(wp, wp_path))
+        elif self.model == "gpt2":
+            def one_row():
+                path = self.write_prompts("one-row.txt", [prompt])
+                self.expect_failure("--prompts on a model with one generation row fails cleanly",
+                                    self.batched(wpath, path, 4, check=False),
+                                    "--set gen_batch=")
+            self.step("batched (one row)", one_row)
         if self.cfg.get("tokenizer"):
             self.step("tokenizer", lambda: self.check_tokenizer(wp, wp_path, prompt))
 
@@ -401,6 +422,84 @@ class ModelCheck:
                                 w, wpath, prompt, run=run, expect_len=expect)
             self.check(f"prompt {length} of n_ctx {n_ctx}: stop at the context said on stderr",
                        "context limit" in run.stderr(), indent(run.stderr(), keep=4))
+
+    def write_prompts(self, name, prompts):
+        path = os.path.join(self.work, name)
+        with open(path, "w") as f:
+            f.write("".join(" ".join(str(t) for t in p) + "\n" for p in prompts))
+        return path
+
+    def batched(self, wpath, prompts_path, n_new, extra=(), check=True):
+        return self.tools.run("tfc-run", [self.so, "generate", "--weights", wpath, "--prompts",
+                                          prompts_path, "--max-new-tokens", n_new] + list(extra),
+                              check=check)
+
+    def check_batched(self, w, wpath):
+        """--prompts: continuous batching, each row of the generation batch its own sequence
+        at its own position (decode_rows, prefill_row)."""
+        G, P, n_ctx, V = (self.sets["gen_batch"], self.sets["prefill_len"], self.sets["n_ctx"],
+                          self.V)
+        new = 12
+        # More requests than rows; lengths 1, around the chunk, several chunks, and one whose
+        # generation reaches the end of the cache.
+        lengths = [5, 1, P, P + 1, 2 * P + 3, n_ctx - 4, 7, 3, P - 1]
+        prompts = [[int(t) for t in self.rng.integers(0, V, n)] for n in lengths]
+        run = self.batched(wpath, self.write_prompts("prompts.txt", prompts), new)
+        rows = [json.loads(line) for line in run.out.decode().splitlines()]
+        self.check(f"{len(prompts)} requests over {G} rows: one JSON line each, in order",
+                   [r["request"] for r in rows] == list(range(1, len(prompts) + 1)) and
+                   all(0 <= r["row"] < G for r in rows) and
+                   [r["prompt_tokens"] for r in rows] == lengths,
+                   indent(run.out.decode(), keep=12))
+        if len(rows) != len(prompts):
+            return
+        bad = []
+        for i, (prompt, r) in enumerate(zip(prompts, rows)):
+            want = self.ref_greedy(w, prompt, min(new, n_ctx - len(prompt) + 1))
+            if r["tokens"] != want:
+                bad.append(f"request {i + 1} (prompt {len(prompt)}, row {r['row']})\n"
+                           f"    tfc {ids_text(r['tokens'])}\n    ref {ids_text(want)}")
+        self.check("each request's greedy tokens == the reference", not bad, "\n    ".join(bad))
+        reused = sorted({r["row"] for r in rows}) == list(range(G)) and any(
+            r["queued_ms"] > 0 for r in rows)
+        self.check("every row used, and requests waited for a free one", reused,
+                   f"rows {[r['row'] for r in rows]}")
+        ctx = rows[lengths.index(n_ctx - 4)]
+        self.check("the request that reaches n_ctx stops there and says so",
+                   ctx["stop"] == "reached the context limit" and len(ctx["tokens"]) == 5,
+                   f"{ctx}")
+        alone = [self.generate(wpath, prompts[i], new).ids() for i in (0, 4, 5)]
+        self.check("== tfc-run generate --prompt-tokens alone (3 requests)",
+                   alone == [rows[i]["tokens"] for i in (0, 4, 5)],
+                   "\n    ".join(ids_text(a) for a in alone))
+
+        # The same prompts in another order, twice each: the same tokens per prompt.
+        order = [int(i) for i in self.rng.permutation(2 * len(prompts)) % len(prompts)]
+        again = self.batched(wpath, self.write_prompts("shuffled.txt",
+                                                       [prompts[i] for i in order]), new)
+        got = [json.loads(line)["tokens"] for line in again.out.decode().splitlines()]
+        self.check("shuffled and duplicated, among other neighbours: the same tokens",
+                   got == [rows[i]["tokens"] for i in order], f"order {order}")
+
+        # Sampling: each request draws as it would alone (its seed, its own logits).
+        opts = ["--temperature", "1", "--top-k", "20", "--seed", 11]
+        sampled = self.batched(wpath, self.write_prompts("sampled.txt", prompts[:G + 1]), new,
+                               opts)
+        got = [json.loads(line)["tokens"] for line in sampled.out.decode().splitlines()]
+        alone = [self.generate(wpath, p, new, extra=opts).ids() for p in prompts[:G + 1]]
+        self.check(f"sampled ({' '.join(map(str, opts))}): each request == alone", got == alone,
+                   "\n    ".join(f"{ids_text(a)} | {ids_text(b)}" for a, b in zip(got, alone)))
+
+        # Bad files.
+        path = os.path.join(self.work, "bad-line.txt")
+        with open(path, "w") as f:
+            f.write("1 2 3\n4 five 6\n")
+        self.expect_failure("a line that is not token ids fails naming the line",
+                            self.batched(wpath, path, 4, check=False), "bad-line.txt: line 2")
+        path = self.write_prompts("bad-id.txt", [[1, 2], [3, V]])
+        self.expect_failure(f"token id {V} fails naming the prompt",
+                            self.batched(wpath, path, 4, check=False),
+                            f"bad-id.txt: prompt 2: prompt token {V}")
 
     def check_tokenizer(self, w, wpath, prompt):
         """--prompt TEXT with a byte-level tokenizer; streamed text; <|endoftext|>."""

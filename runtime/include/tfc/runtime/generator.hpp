@@ -88,6 +88,11 @@ struct GenerationStats {
   double decodeTokensPerSecond() const;
 };
 
+// The checks generate() makes: a prompt that is not empty, of ids in [0, vocab), at most
+// n_ctx tokens; options in range (INVALID_ARGUMENT with the reason).
+Status checkPrompt(const std::vector<int32_t>& prompt, int64_t vocab, int64_t nCtx);
+Status checkGenerationOptions(const GenerationOptions& options);
+
 // Called with each generated token: its id and, when a tokenizer is set, its bytes (empty
 // for the end-of-text token and without a tokenizer). Return false to stop.
 using TokenCallback = std::function<bool(int32_t id, std::string_view bytes)>;

@@ -1,0 +1,128 @@
+// Continuous batching: many generation requests at once on one compiled model, each row of
+// the model's generation batch an independent sequence (the loop a server runs):
+//
+//   TFC_ASSIGN_OR_RETURN(tfc::BatchedGenerator batch, tfc::BatchedGenerator::create(context));
+//   for (const std::vector<int32_t>& prompt : prompts) {
+//     TFC_ASSIGN_OR_RETURN(int64_t id, batch.submit(prompt, options,
+//         [](int32_t token, std::string_view bytes) { return true; },  // streamed tokens
+//         [](const tfc::RequestResult& done) { ... }));                 // once, at the end
+//   }
+//   TFC_RETURN_IF_ERROR(batch.runUntilIdle());
+//
+// The model must be compiled for a generation batch G > 1 (tfc-trace --set gen_batch=G),
+// which gives it the entries decode_rows (one token per row, each row at its own position)
+// and prefill_row (a chunk of one sequence's prompt into one row of the KV cache).
+//
+// What one step() does:
+//   1. Admits queued requests, oldest first, into free rows.
+//   2. Prefill: every row still reading its prompt runs one chunk of P tokens through
+//      prefill_row, as Generator does for one prompt (a last chunk that would pass n_ctx
+//      starts earlier). A row whose prompt is done samples its first token.
+//   3. Decode: one decode_rows call writes the latest token of every generating row at its
+//      own position and samples the next. Rows that are free or still prefilling take part
+//      with positions whose slots are rewritten before they are read.
+// So a long prompt is read chunk by chunk between decode steps of the others (chunked
+// prefill), and a finished request frees its row for the next one at once.
+//
+// Tokens are drawn as Generator draws them: step i of a request samples with its seed + i
+// from its own logits alone (greedy: argmax). A request gets the same tokens whichever row
+// it runs in and whatever runs beside it, and the same as Generator::generate on the model.
+//
+// Threads: submit() and cancel() may be called from any thread; step() and runUntilIdle()
+// from one thread at a time, which is where the callbacks run.
+#ifndef TFC_RUNTIME_BATCHED_GENERATOR_HPP_
+#define TFC_RUNTIME_BATCHED_GENERATOR_HPP_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfc/runtime/bound_entry.hpp"
+#include "tfc/runtime/generator.hpp"
+#include "tfc/runtime/runtime.hpp"
+#include "tfc/runtime/status.hpp"
+#include "tfc/runtime/tokenizer.hpp"
+
+namespace tfc {
+
+// How one request went. Times are wall clock from its submit().
+struct RequestResult {
+  int64_t id = 0;
+  int64_t row = -1;              // the row it ran in (-1: it never ran)
+  int64_t promptTokens = 0;
+  int64_t generatedTokens = 0;   // streamed tokens, the one that stopped generation included
+  StopReason stopReason = StopReason::kMaxNewTokens;
+  bool cancelled = false;        // by cancel() (stopReason is then kCallback)
+  std::string error;             // why the model failed, ending it (stopReason kCallback)
+  double queuedMs = 0;           // until it got a row
+  double firstTokenMs = 0;       // until its first token (time to first token)
+  double totalMs = 0;            // until its last token
+  std::vector<int32_t> tokens;   // the generated ids
+};
+
+using RequestDone = std::function<void(const RequestResult& result)>;
+
+class BatchedGenerator {
+ public:
+  // Binds |context|'s decode_rows, prefill_row and sample entries, checking their signatures
+  // (decode_rows(token i32[G, 1], pos i32[G]) -> logits f32[G, V], prefill_row(tokens
+  // i32[1, P], row i32, pos i32, n i32) -> logits f32[1, V], sample as Generator's).
+  // FAILED_PRECONDITION naming what is missing (a model compiled for G = 1, or before them).
+  static StatusOr<BatchedGenerator> create(const Context& context);
+
+  BatchedGenerator(BatchedGenerator&&) noexcept;
+  BatchedGenerator& operator=(BatchedGenerator&&) noexcept;
+  ~BatchedGenerator();
+
+  // Tokens are decoded by |tokenizer| for the callbacks (may be null: ids only); its
+  // end-of-text token stops a request (GenerationOptions::stopAtEndOfText).
+  void setTokenizer(std::shared_ptr<const Tokenizer> tokenizer);
+
+  int64_t rows() const;          // G: requests that run at once
+  int64_t prefillChunk() const;  // P
+  int64_t vocabSize() const;
+  int64_t contextLength() const;  // n_ctx
+
+  // Queues a request and returns its id (1, 2, ...). INVALID_ARGUMENT for a prompt or
+  // options that generate() would refuse. |onToken| gets each token as it comes (false
+  // stops the request); |onDone| is called once, when the request ends.
+  StatusOr<int64_t> submit(std::vector<int32_t> prompt, const GenerationOptions& options,
+                           TokenCallback onToken, RequestDone onDone);
+
+  // Ends request |id| at the next step (queued: without running); onDone is still called,
+  // with cancelled set. False if no such request is queued or running.
+  bool cancel(int64_t id);
+
+  // Requests waiting for a row, and those in rows.
+  int64_t queued() const;
+  int64_t running() const;
+  bool idle() const { return queued() == 0 && running() == 0; }
+
+  // One step (see above). An error (a failed call into the model) ends every running
+  // request; the generator stays usable.
+  Status step();
+  // Steps until nothing is queued or running.
+  Status runUntilIdle();
+
+  // Counters since create().
+  struct Counters {
+    int64_t steps = 0, prefillCalls = 0, decodeCalls = 0, sampleCalls = 0;
+    int64_t decodedTokens = 0;  // summed over rows
+    double prefillMs = 0, decodeMs = 0, sampleMs = 0;
+  };
+  Counters counters() const;
+
+ private:
+  struct State;
+  explicit BatchedGenerator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tfc
+
+#endif  // TFC_RUNTIME_BATCHED_GENERATOR_HPP_

@@ -1,0 +1,417 @@
+#include "tfc/runtime/batched_generator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "tfc/runtime/metadata.hpp"
+
+namespace tfc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+struct Request {
+  int64_t id = 0;
+  std::vector<int32_t> prompt;
+  GenerationOptions options;
+  TokenCallback onToken;
+  RequestDone onDone;
+  Clock::time_point submitted;
+  bool cancelled = false;
+  // In a row:
+  int64_t prefilled = 0;    // prompt tokens in the cache
+  int64_t position = 0;     // where the latest token goes (prompt + generated - 1)
+  int32_t latest = -1;      // the latest sampled token, to be decoded
+  RequestResult result;
+};
+
+}  // namespace
+
+struct BatchedGenerator::State {
+  Context context;
+  BoundEntry prefillRow, decodeRows, sample;
+  std::shared_ptr<const Tokenizer> tokenizer;
+  int64_t rows = 0, chunk = 0, vocab = 0, nCtx = 0;
+
+  mutable std::mutex mutex;  // guards queue, nextId, cancelled ids
+  std::deque<Request> queue;
+  std::vector<int64_t> cancelRequests;
+  int64_t nextId = 1;
+
+  std::vector<std::optional<Request>> slots;  // one per row (step()'s thread only)
+  Counters counters;
+
+  // Admits queued requests into free rows; ends cancelled queued ones.
+  void admit();
+  // Draws a token for |request| from logits row |logits| (V floats).
+  StatusOr<int32_t> drawOne(const Request& request, const float* logits);
+  // Streams |token| for the request in |row| and decides whether it goes on.
+  void deliver(int64_t row, int32_t token, Clock::time_point now);
+  void finish(int64_t row, StopReason reason, bool cancelled = false);
+  Status prefillStep();
+  Status decodeStep();
+};
+
+BatchedGenerator::BatchedGenerator(std::unique_ptr<State> state) : state_(std::move(state)) {}
+BatchedGenerator::BatchedGenerator(BatchedGenerator&&) noexcept = default;
+BatchedGenerator& BatchedGenerator::operator=(BatchedGenerator&&) noexcept = default;
+BatchedGenerator::~BatchedGenerator() = default;
+
+StatusOr<BatchedGenerator> BatchedGenerator::create(const Context& context) {
+  Artifact artifact = context.artifact();
+  auto state = std::make_unique<State>();
+  state->context = context;
+  for (const char* name : {"decode_rows", "prefill_row"}) {
+    if (!artifact.findEntry(name).ok()) {
+      return Status::error(
+          TFC_FAILED_PRECONDITION,
+          "the model has no '%s' entry: batched generation needs a model traced with a "
+          "generation batch of 2 or more (tfc-trace ... --set gen_batch=8), by a tfc that "
+          "writes the serving entries",
+          name);
+    }
+  }
+  TFC_ASSIGN_OR_RETURN(
+      state->prefillRow,
+      BoundEntry::create(artifact, "prefill_row",
+                         {{"tokens", TFC_DTYPE_I32, 2},
+                          {"row", TFC_DTYPE_I32, 0},
+                          {"pos", TFC_DTYPE_I32, 0},
+                          {"n", TFC_DTYPE_I32, 0}},
+                         {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
+  TFC_ASSIGN_OR_RETURN(state->decodeRows,
+                       BoundEntry::create(artifact, "decode_rows",
+                                          {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 1}},
+                                          {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
+  TFC_ASSIGN_OR_RETURN(state->sample,
+                       BoundEntry::create(artifact, "sample",
+                                          {{"logits", TFC_DTYPE_F32, 2},
+                                           {"temperature", TFC_DTYPE_F32, 0},
+                                           {"top_k", TFC_DTYPE_I32, 0},
+                                           {"top_p", TFC_DTYPE_F32, 0},
+                                           {"seed", TFC_DTYPE_I64, 0}},
+                                          {{"ids", TFC_DTYPE_I32, 1}}, "batched generation"));
+  const std::vector<int64_t>& tokens = state->prefillRow.input("tokens").shape();
+  const std::vector<int64_t>& logits = state->decodeRows.output("logits").shape();
+  const int64_t rows = logits[0], vocab = logits[1];
+  if (tokens[0] != 1 || state->prefillRow.output("logits").shape() != std::vector<int64_t>{1, vocab} ||
+      state->decodeRows.input("token").shape() != std::vector<int64_t>{rows, 1} ||
+      state->decodeRows.input("pos").shape() != std::vector<int64_t>{rows} ||
+      state->sample.input("logits").shape() != std::vector<int64_t>{rows, vocab} ||
+      state->sample.output("ids").shape() != std::vector<int64_t>{rows}) {
+    return Status::error(TFC_INVALID_ARGUMENT,
+                         "the serving entries disagree on the rows or the vocabulary: %s, %s, %s",
+                         state->prefillRow.signature().c_str(),
+                         state->decodeRows.signature().c_str(),
+                         state->sample.signature().c_str());
+  }
+  std::string metadata(artifact.metadataJson());
+  std::optional<int64_t> nCtx = metadataInt(metadata, "n_ctx");
+  if (!nCtx) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "the model's metadata does not give its context length (n_ctx)");
+  }
+  state->rows = rows;
+  state->chunk = tokens[1];
+  state->vocab = vocab;
+  state->nCtx = *nCtx;
+  if (state->chunk > state->nCtx) {
+    return Status::error(TFC_FAILED_PRECONDITION,
+                         "the prefill chunk (%lld tokens) is longer than the context (n_ctx "
+                         "%lld): trace with prefill_len <= n_ctx",
+                         static_cast<long long>(state->chunk), static_cast<long long>(*nCtx));
+  }
+  state->slots.resize(static_cast<size_t>(rows));
+  return BatchedGenerator(std::move(state));
+}
+
+void BatchedGenerator::setTokenizer(std::shared_ptr<const Tokenizer> tokenizer) {
+  state_->tokenizer = std::move(tokenizer);
+}
+
+int64_t BatchedGenerator::rows() const { return state_->rows; }
+int64_t BatchedGenerator::prefillChunk() const { return state_->chunk; }
+int64_t BatchedGenerator::vocabSize() const { return state_->vocab; }
+int64_t BatchedGenerator::contextLength() const { return state_->nCtx; }
+BatchedGenerator::Counters BatchedGenerator::counters() const { return state_->counters; }
+
+StatusOr<int64_t> BatchedGenerator::submit(std::vector<int32_t> prompt,
+                                           const GenerationOptions& options,
+                                           TokenCallback onToken, RequestDone onDone) {
+  TFC_RETURN_IF_ERROR(checkPrompt(prompt, state_->vocab, state_->nCtx));
+  TFC_RETURN_IF_ERROR(checkGenerationOptions(options));
+  Request request;
+  request.prompt = std::move(prompt);
+  request.options = options;
+  request.onToken = std::move(onToken);
+  request.onDone = std::move(onDone);
+  request.submitted = Clock::now();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  request.id = state_->nextId++;
+  request.result.id = request.id;
+  request.result.promptTokens = static_cast<int64_t>(request.prompt.size());
+  const int64_t id = request.id;
+  state_->queue.push_back(std::move(request));
+  return id;
+}
+
+bool BatchedGenerator::cancel(int64_t id) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  bool known = std::any_of(state_->queue.begin(), state_->queue.end(),
+                           [&](const Request& r) { return r.id == id; });
+  for (const auto& slot : state_->slots) known = known || (slot && slot->id == id);
+  if (known) state_->cancelRequests.push_back(id);
+  return known;
+}
+
+int64_t BatchedGenerator::queued() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return static_cast<int64_t>(state_->queue.size());
+}
+
+int64_t BatchedGenerator::running() const {
+  return std::count_if(state_->slots.begin(), state_->slots.end(),
+                       [](const auto& slot) { return slot.has_value(); });
+}
+
+void BatchedGenerator::State::finish(int64_t row, StopReason reason, bool cancelled) {
+  Request& request = *slots[static_cast<size_t>(row)];
+  request.result.stopReason = reason;
+  request.result.cancelled = cancelled;
+  if (request.result.generatedTokens > 0 || cancelled) {
+    request.result.totalMs = millisBetween(request.submitted, Clock::now());
+  }
+  RequestDone onDone = std::move(request.onDone);
+  RequestResult result = std::move(request.result);
+  slots[static_cast<size_t>(row)].reset();
+  if (onDone) onDone(result);
+}
+
+void BatchedGenerator::State::admit() {
+  std::vector<Request> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    // Cancellations first: queued requests leave the queue, running ones stop here.
+    for (int64_t id : cancelRequests) {
+      auto it = std::find_if(queue.begin(), queue.end(), [&](const Request& r) { return r.id == id; });
+      if (it != queue.end()) {
+        dropped.push_back(std::move(*it));
+        queue.erase(it);
+      }
+      for (auto& slot : slots) {
+        if (slot && slot->id == id) slot->cancelled = true;
+      }
+    }
+    cancelRequests.clear();
+    const Clock::time_point now = Clock::now();
+    for (size_t row = 0; row < slots.size() && !queue.empty(); ++row) {
+      if (slots[row]) continue;
+      Request request = std::move(queue.front());
+      queue.pop_front();
+      request.result.row = static_cast<int64_t>(row);
+      request.result.queuedMs = millisBetween(request.submitted, now);
+      slots[row] = std::move(request);
+    }
+  }
+  for (Request& request : dropped) {
+    request.result.stopReason = StopReason::kCallback;
+    request.result.cancelled = true;
+    request.result.totalMs = millisBetween(request.submitted, Clock::now());
+    if (request.onDone) request.onDone(request.result);
+  }
+  for (size_t row = 0; row < slots.size(); ++row) {
+    if (slots[row] && slots[row]->cancelled) {
+      finish(static_cast<int64_t>(row), StopReason::kCallback, /*cancelled=*/true);
+    }
+  }
+}
+
+StatusOr<int32_t> BatchedGenerator::State::drawOne(const Request& request, const float* logits) {
+  // Row 0 of the sample entry, as Generator draws: the draw is keyed by (seed, row), so the
+  // same seed gives the same token in any row of the batch.
+  const SamplingOptions& sampling = request.options.sampling;
+  std::memcpy(sample.input("logits").mutableDataAs<float>(), logits,
+              static_cast<size_t>(vocab) * sizeof(float));
+  *sample.input("temperature").mutableDataAs<float>() = static_cast<float>(sampling.temperature);
+  *sample.input("top_k").mutableDataAs<int32_t>() = sampling.topK;
+  *sample.input("top_p").mutableDataAs<float>() = static_cast<float>(sampling.topP);
+  *sample.input("seed").mutableDataAs<int64_t>() = sampling.seed + request.result.generatedTokens;
+  const Clock::time_point start = Clock::now();
+  Status status = sample.call(context);
+  counters.sampleMs += millisBetween(start, Clock::now());
+  ++counters.sampleCalls;
+  if (!status.ok()) {
+    return Status::error(status.code(), "sample for request %lld: %s",
+                         static_cast<long long>(request.id), status.message());
+  }
+  const int32_t id = sample.output("ids").dataAs<int32_t>()[0];
+  if (id < 0 || id >= vocab) {
+    return Status::error(TFC_INTERNAL, "sample returned token %d, outside the vocabulary", id);
+  }
+  return id;
+}
+
+void BatchedGenerator::State::deliver(int64_t row, int32_t token, Clock::time_point now) {
+  Request& request = *slots[static_cast<size_t>(row)];
+  RequestResult& result = request.result;
+  if (result.generatedTokens == 0) result.firstTokenMs = millisBetween(request.submitted, now);
+  ++result.generatedTokens;
+  result.tokens.push_back(token);
+  result.totalMs = millisBetween(request.submitted, now);
+  std::optional<int32_t> eos;
+  if (tokenizer && request.options.stopAtEndOfText) eos = tokenizer->eosId();
+  std::string bytes;
+  if (tokenizer && !(eos && token == *eos) && token < tokenizer->vocabSize()) {
+    auto decoded = tokenizer->decode(&token, 1);
+    if (decoded.ok()) bytes = std::move(decoded).value();
+  }
+  if (request.onToken && !request.onToken(token, bytes)) return finish(row, StopReason::kCallback);
+  if (eos && token == *eos) return finish(row, StopReason::kEndOfText);
+  const std::vector<int32_t>& stops = request.options.stopTokens;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    return finish(row, StopReason::kStopToken);
+  }
+  if (result.generatedTokens >= request.options.maxNewTokens) {
+    return finish(row, StopReason::kMaxNewTokens);
+  }
+  // The token goes into the cache at the next position, if there is one.
+  const int64_t position = result.promptTokens + result.generatedTokens - 1;
+  if (position >= nCtx) return finish(row, StopReason::kContextLimit);
+  request.position = position;
+  request.latest = token;
+}
+
+Status BatchedGenerator::State::prefillStep() {
+  int32_t* tokens = prefillRow.input("tokens").mutableDataAs<int32_t>();
+  for (size_t row = 0; row < slots.size(); ++row) {
+    if (!slots[row]) continue;
+    Request& request = *slots[row];
+    const int64_t promptLen = static_cast<int64_t>(request.prompt.size());
+    if (request.prefilled >= promptLen) continue;
+    // As Generator: chunks at 0, P, 2P, ...; one that would pass n_ctx starts earlier,
+    // recomputing slots already in the cache (the same values).
+    const int64_t at = std::min(request.prefilled, nCtx - chunk);
+    const int64_t n = std::min(chunk, promptLen - at);
+    for (int64_t j = 0; j < chunk; ++j) tokens[j] = j < n ? request.prompt[at + j] : 0;
+    *prefillRow.input("row").mutableDataAs<int32_t>() = static_cast<int32_t>(row);
+    *prefillRow.input("pos").mutableDataAs<int32_t>() = static_cast<int32_t>(at);
+    *prefillRow.input("n").mutableDataAs<int32_t>() = static_cast<int32_t>(n);
+    const Clock::time_point start = Clock::now();
+    Status status = prefillRow.call(context);
+    counters.prefillMs += millisBetween(start, Clock::now());
+    ++counters.prefillCalls;
+    if (!status.ok()) {
+      return Status::error(status.code(), "prefill of request %lld at position %lld: %s",
+                           static_cast<long long>(request.id), static_cast<long long>(at),
+                           status.message());
+    }
+    request.prefilled = at + n;
+    if (request.prefilled < promptLen) continue;
+    TFC_ASSIGN_OR_RETURN(int32_t token,
+                         drawOne(request, prefillRow.output("logits").dataAs<float>()));
+    deliver(static_cast<int64_t>(row), token, Clock::now());
+  }
+  return Status();
+}
+
+Status BatchedGenerator::State::decodeStep() {
+  int32_t* token = decodeRows.input("token").mutableDataAs<int32_t>();
+  int32_t* pos = decodeRows.input("pos").mutableDataAs<int32_t>();
+  int64_t generating = 0;
+  for (size_t row = 0; row < slots.size(); ++row) {
+    token[row] = 0;
+    pos[row] = 0;  // a free row: its cache is rewritten from 0 by the next prefill
+    if (!slots[row]) continue;
+    const Request& request = *slots[row];
+    if (request.prefilled < static_cast<int64_t>(request.prompt.size())) {
+      // Still reading its prompt: the slot of its next chunk, which that chunk rewrites.
+      pos[row] = static_cast<int32_t>(std::min(request.prefilled, nCtx - chunk));
+      continue;
+    }
+    token[row] = request.latest;
+    pos[row] = static_cast<int32_t>(request.position);
+    ++generating;
+  }
+  if (generating == 0) return Status();
+  Clock::time_point start = Clock::now();
+  Status status = decodeRows.call(context);
+  counters.decodeMs += millisBetween(start, Clock::now());
+  ++counters.decodeCalls;
+  counters.decodedTokens += generating;
+  if (!status.ok()) return Status::error(status.code(), "decode_rows: %s", status.message());
+
+  // Greedy rows in one call of the sample entry (argmax of each row); the others one call
+  // each, from row 0 (drawOne).
+  const float* logits = decodeRows.output("logits").dataAs<float>();
+  bool anyGreedy = false;
+  for (const auto& slot : slots) {
+    anyGreedy = anyGreedy || (slot && slot->prefilled >= static_cast<int64_t>(slot->prompt.size()) &&
+                              slot->options.sampling.temperature == 0);
+  }
+  std::vector<int32_t> greedy;
+  if (anyGreedy) {
+    std::memcpy(sample.input("logits").mutableDataAs<float>(), logits,
+                static_cast<size_t>(rows * vocab) * sizeof(float));
+    *sample.input("temperature").mutableDataAs<float>() = 0.0f;
+    *sample.input("top_k").mutableDataAs<int32_t>() = 0;
+    *sample.input("top_p").mutableDataAs<float>() = 1.0f;
+    *sample.input("seed").mutableDataAs<int64_t>() = 0;
+    start = Clock::now();
+    status = sample.call(context);
+    counters.sampleMs += millisBetween(start, Clock::now());
+    ++counters.sampleCalls;
+    if (!status.ok()) return Status::error(status.code(), "sample: %s", status.message());
+    const int32_t* ids = sample.output("ids").dataAs<int32_t>();
+    greedy.assign(ids, ids + rows);
+  }
+  const Clock::time_point now = Clock::now();
+  for (size_t row = 0; row < slots.size(); ++row) {
+    if (!slots[row] || slots[row]->prefilled < static_cast<int64_t>(slots[row]->prompt.size())) {
+      continue;
+    }
+    int32_t next;
+    if (slots[row]->options.sampling.temperature == 0) {
+      next = greedy[row];
+      if (next < 0 || next >= vocab) {
+        return Status::error(TFC_INTERNAL, "sample returned token %d, outside the vocabulary",
+                             next);
+      }
+    } else {
+      TFC_ASSIGN_OR_RETURN(next, drawOne(*slots[row], logits + row * vocab));
+    }
+    deliver(static_cast<int64_t>(row), next, now);
+  }
+  return Status();
+}
+
+Status BatchedGenerator::step() {
+  State& s = *state_;
+  s.admit();
+  ++s.counters.steps;
+  // A request whose prompt ends in this step's prefill samples its first token there, and
+  // the decode of the same step already writes it.
+  Status status = s.prefillStep();
+  if (status.ok()) status = s.decodeStep();
+  if (!status.ok()) {
+    // A failed call leaves the caches in an unknown state: end every running request.
+    for (size_t row = 0; row < s.slots.size(); ++row) {
+      if (!s.slots[row]) continue;
+      s.slots[row]->result.error = status.message();
+      s.finish(static_cast<int64_t>(row), StopReason::kCallback);
+    }
+  }
+  return status;
+}
+
+Status BatchedGenerator::runUntilIdle() {
+  while (!idle()) TFC_RETURN_IF_ERROR(step());
+  return Status();
+}
+
+}  // namespace tfc
