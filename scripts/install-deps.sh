@@ -10,7 +10,8 @@ pkgs=(llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools libfmt-dev
       clang libclang-rt-14-dev  # clang + compiler-rt: the runtime's libFuzzer targets
       libpng-dev    # tfc-run's --plot PNG
       python3-dev   # Python.h for the bindings (python/)
-      openmpi-bin libopenmpi-dev)  # mpirun + MPI headers: data-parallel training (libtfc_comm_mpi.so)
+      openmpi-bin libopenmpi-dev  # mpirun + MPI headers: data-parallel training (libtfc_comm_mpi.so)
+      libcpp-httplib-dev nlohmann-json3-dev)  # tfc-run serve: HTTP/1.1 and JSON
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$p")
 done
@@ -30,7 +31,7 @@ fi
 # test/Tools/tfc-run/hf-tokenizer.test.
 PY=${PYTHON:-python3}
 for mod in numpy ml_dtypes psutil pytest pybind11 scikit_build_core torch transformers \
-           safetensors tokenizers; do
+           safetensors tokenizers openai; do
   if ! "$PY" -c "import $mod" 2>/dev/null; then
     echo "tfc: installing $mod for $PY"
     "$PY" -m pip install -q "$mod" 2>/dev/null || "$PY" -m pip install -q --break-system-packages "$mod"

@@ -29,6 +29,7 @@ const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> kCommands = {&kInfoCommand, &kInitCommand,
                                                         &kCallCommand, &kProfileCommand,
                                                         &kGenerateCommand,
+                                                        &kServeCommand,
                                                         &kTrainCommand, &kExportCommand,
                                                         &kSeedExperimentCommand,
                                                         &kInspectCommand, &kTokenizeCommand,

@@ -94,6 +94,7 @@ extern const Command kInfoCommand;
 extern const Command kInitCommand;
 extern const Command kCallCommand;
 extern const Command kGenerateCommand;
+extern const Command kServeCommand;
 extern const Command kTrainCommand;
 extern const Command kExportCommand;
 extern const Command kSeedExperimentCommand;
