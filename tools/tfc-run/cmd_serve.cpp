@@ -270,11 +270,12 @@ int runServe(const Invocation& invocation) {
               const std::string event = "data: " + json + "\n\n";
               return sink.write(event.data(), event.size());
             };
-            std::string text;
-            const bool done = channel->wait(std::chrono::milliseconds(50), &text);
+            std::vector<std::string> pieces;
+            const bool done = channel->wait(std::chrono::milliseconds(50), &pieces);
             // A chat's first event carries the role, even before any text.
-            if (!text.empty() || (*first && request.chat)) {
-              if (!send(serve::chunkJson(request, id, text, "", *first))) {
+            if (pieces.empty() && *first && request.chat) pieces.emplace_back();
+            for (const std::string& piece : pieces) {
+              if (!send(serve::chunkJson(request, id, piece, "", *first))) {
                 channel->abandon();
                 return false;
               }

@@ -20,24 +20,27 @@ const char* kFinishNames[] = {"stop", "length", "abort", "error"};
 }  // namespace
 
 // ------------------------------------------------------------------------------ channel
-bool RequestChannel::wait(std::chrono::milliseconds timeout, std::string* text) {
+bool RequestChannel::wait(std::chrono::milliseconds timeout, std::vector<std::string>* pieces) {
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait_for(lock, timeout, [&] { return done_ || !text_.empty(); });
-  text->append(text_);
-  text_.clear();
+  ready_.wait_for(lock, timeout, [&] { return done_ || !pieces_.empty(); });
+  for (std::string& piece : pieces_) pieces->push_back(std::move(piece));
+  pieces_.clear();
   return done_;
 }
 
 std::string RequestChannel::waitAll() {
   std::unique_lock<std::mutex> lock(mutex_);
   ready_.wait(lock, [&] { return done_; });
-  return std::move(text_);
+  std::string text;
+  for (const std::string& piece : pieces_) text += piece;
+  pieces_.clear();
+  return text;
 }
 
 void RequestChannel::append(const std::string& text) {
   if (text.empty()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  text_ += text;
+  pieces_.push_back(text);
   ready_.notify_all();
 }
 

@@ -32,9 +32,10 @@ struct Outcome {
 // that answers the request.
 class RequestChannel {
  public:
-  // Waits up to |timeout| for new text or the end. Appends the new text to |*text|; returns
-  // true once the request has ended (then outcome() is final).
-  bool wait(std::chrono::milliseconds timeout, std::string* text);
+  // Waits up to |timeout| for new text or the end. Appends the new text to |*pieces|, a
+  // piece a token (a stream sends each as its own event, as OpenAI does); returns true once
+  // the request has ended (then outcome() is final).
+  bool wait(std::chrono::milliseconds timeout, std::vector<std::string>* pieces);
   // Waits for the end; the whole text.
   std::string waitAll();
   const Outcome& outcome() const { return outcome_; }
@@ -53,7 +54,7 @@ class RequestChannel {
   bool stoppedByString_ = false;      // engine thread only
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::string text_;
+  std::vector<std::string> pieces_;
   bool done_ = false;
   Outcome outcome_;
 };
