@@ -332,7 +332,9 @@ def main():
         res.check("a client that closes its stream frees its row (counted abandoned)",
                   first.startswith(b"data: ") and after["tfc_requests_running"] == 0 and
                   after["tfc_requests_abandoned_total"] == before["tfc_requests_abandoned_total"] + 1
-                  and made < 150, f"{made:.0f} of 200 tokens generated")
+                  and made < 150, f"{made:.0f} of 200 tokens generated; first line {first[:40]!r}; "
+                  f"running {after['tfc_requests_running']:.0f}, abandoned "
+                  f"{after['tfc_requests_abandoned_total'] - before['tfc_requests_abandoned_total']:.0f}")
     step("disconnect", disconnect)
 
     def queue_full():
