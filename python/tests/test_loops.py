@@ -52,6 +52,28 @@ def test_sampled_ids_match_tfc_run_generate(ctx, model_path, tools, tmp_path):
     assert stats["stop_reason"] == "max_new_tokens"
 
 
+def test_generate_batch_matches_generate_alone(ctx):
+    # More prompts than the model's generation rows (gen_batch=2), of 1 to 20 tokens.
+    rng = np.random.default_rng(3)
+    prompts = [rng.integers(0, V, n).tolist() for n in (3, 1, 20, 9, 5)]
+    for settings in (dict(max_new_tokens=8), dict(max_new_tokens=8, temperature=0.9, top_k=40,
+                                                 seed=5)):
+        got, stats = ctx.generate_batch(prompts, return_stats=True, **settings)
+        want = [ctx.generate(p, **settings).tolist() for p in prompts]
+        assert [g.tolist() for g in got] == want
+        assert sorted({s["row"] for s in stats}) == [0, 1]
+        assert [s["prompt_tokens"] for s in stats] == [len(p) for p in prompts]
+    streamed = []
+    texts = ctx.generate_batch(["ab", "the "], tokenizer=tfc.Tokenizer.load("bytes"),
+                               max_new_tokens=4,
+                               on_token=lambda i, tok, piece: streamed.append((i, tok, piece)))
+    assert all(isinstance(t, str) for t in texts)
+    assert sorted(i for i, _, _ in streamed) == [0] * 4 + [1] * 4
+    assert b"".join(p for i, _, p in streamed if i == 1).decode(errors="replace") == texts[1]
+    with pytest.raises(ValueError, match="prompt 1: prompt token 999"):
+        ctx.generate_batch([[1, 2], [999]])
+
+
 def test_text_prompt_streams_and_stops(ctx):
     tok = tfc.Tokenizer.load("bytes")
     pieces = []

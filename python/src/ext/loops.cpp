@@ -16,6 +16,7 @@
 #include <pybind11/stl.h>
 
 #include "model.hpp"
+#include "tfc/runtime/batched_generator.hpp"
 #include "tfc/runtime/generator.hpp"
 #include "tfc/runtime/tokenizer.hpp"
 #include "tfc/runtime/trainer.hpp"
@@ -162,6 +163,88 @@ py::object generate(PyContext& c, py::handle prompt, int64_t maxNewTokens, doubl
   return result;
 }
 
+// Many prompts at once through tfc::BatchedGenerator (continuous batching over the model's
+// generation rows). Returns a list in the prompts' order: texts for text prompts, int32
+// arrays for id prompts; with return_stats, (list, [stats dict a request]).
+py::object generateBatch(PyContext& c, py::list prompts, int64_t maxNewTokens,
+                         double temperature, int32_t topK, double topP, int64_t seed,
+                         std::shared_ptr<Tokenizer> tokenizer, std::vector<int32_t> stopTokens,
+                         bool stopAtEndOfText, py::object onToken, bool returnStats) {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<bool> text;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    py::handle prompt = prompts[i];
+    const std::string what = "generate_batch: prompts[" + std::to_string(i) + "]";
+    const bool isText = py::isinstance<py::str>(prompt) || py::isinstance<py::bytes>(prompt);
+    if (isText && !tokenizer) {
+      throw py::value_error(what + " is text: pass tokenizer=tfc.Tokenizer.load(...), or ids");
+    }
+    ids.push_back(isText ? tokenizer->encodePrompt(textBytes(prompt, what))
+                         : tokenIds(prompt, what));
+    text.push_back(isText);
+  }
+  GenerationOptions options;
+  options.maxNewTokens = maxNewTokens;
+  options.sampling.temperature = temperature;
+  options.sampling.topK = topK;
+  options.sampling.topP = topP;
+  options.sampling.seed = seed;
+  options.stopTokens = std::move(stopTokens);
+  options.stopAtEndOfText = stopAtEndOfText;
+  std::vector<RequestResult> results(ids.size());
+  std::vector<std::string> bytes(ids.size());
+  PendingError pending;
+  auto status = withoutGil(
+      [&]() -> Status {
+        TFC_ASSIGN_OR_RETURN(BatchedGenerator batch, BatchedGenerator::create(c.context));
+        if (tokenizer) batch.setTokenizer(tokenizer);
+        for (size_t i = 0; i < ids.size(); ++i) {
+          TokenCallback callback = [&, i](int32_t id, std::string_view piece) {
+            bytes[i].append(piece);
+            if (onToken.is_none()) return true;
+            py::gil_scoped_acquire gil;
+            bool go = true;
+            bool ok = runPython(pending, [&] {
+              go = continues(onToken(i, id, py::bytes(piece.data(), piece.size())));
+            });
+            return ok && go;
+          };
+          auto submitted = batch.submit(ids[i], options, callback,
+                                        [&, i](const RequestResult& r) { results[i] = r; });
+          if (!submitted.ok()) {
+            return Status::error(submitted.status().code(), "prompt %zu: %s", i,
+                                 submitted.status().message());
+          }
+        }
+        return batch.runUntilIdle();
+      },
+      c.mutex, c.params->mutex);
+  pending.raiseIfAny();
+  if (!status.ok()) throwStatus(status);
+  py::list out, stats;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const RequestResult& r = results[i];
+    if (text[i]) {
+      out.append(py::bytes(bytes[i]).attr("decode")("utf-8", "replace"));
+    } else {
+      py::array_t<int32_t> array(static_cast<py::ssize_t>(r.tokens.size()));
+      std::copy(r.tokens.begin(), r.tokens.end(), array.mutable_data());
+      out.append(array);
+    }
+    py::dict d;
+    d["row"] = r.row;
+    d["prompt_tokens"] = r.promptTokens;
+    d["generated_tokens"] = r.generatedTokens;
+    d["stop_reason"] = stopReasonKey(r.stopReason);
+    d["queued_ms"] = r.queuedMs;
+    d["first_token_ms"] = r.firstTokenMs;
+    d["total_ms"] = r.totalMs;
+    stats.append(d);
+  }
+  if (returnStats) return py::make_tuple(out, stats);
+  return out;
+}
+
 py::object finiteOrNone(double value) {
   return std::isnan(value) ? py::object(py::none()) : py::object(py::float_(value));
 }
@@ -285,6 +368,26 @@ void bindLoops(ContextClass& context) {
       "samples with seed + i. Stops after max_new_tokens, at the model's context, at the "
       "tokenizer's end-of-text (stop_at_eos), at one of stop_tokens, or when on_token(id, "
       "text) returns False. return_stats=True returns (result, stats dict).");
+
+  context.def(
+      "generate_batch", &generateBatch, py::arg("prompts"), py::kw_only(),
+      py::arg("max_new_tokens") = generation.maxNewTokens,
+      py::arg("temperature") = generation.sampling.temperature,
+      py::arg("top_k") = generation.sampling.topK, py::arg("top_p") = generation.sampling.topP,
+      py::arg("seed") = generation.sampling.seed, py::arg("tokenizer") = py::none(),
+      py::arg("stop_tokens") = std::vector<int32_t>(),
+      py::arg("stop_at_eos") = generation.stopAtEndOfText, py::arg("on_token") = py::none(),
+      py::arg("return_stats") = false,
+      "generate_batch(prompts, *, max_new_tokens=16, temperature=0.0, top_k=0, top_p=1.0, "
+      "seed=0, tokenizer=None, stop_tokens=(), stop_at_eos=True, on_token=None, "
+      "return_stats=False)\n\n"
+      "Generates a continuation of every prompt (texts with `tokenizer`, or token ids) with "
+      "continuous batching, as `tfc-run generate --prompts` does: the model must be traced "
+      "with a generation batch G > 1 (its decode_rows and prefill_row entries); up to G "
+      "prompts run at once, each in its own row, and each gets the tokens generate() gives "
+      "it alone. Returns a list in the prompts' order (texts, or int32 arrays). "
+      "on_token(index, id, bytes) streams every token; False stops that prompt. "
+      "return_stats=True returns (list, [per-prompt stats dict]).");
 
   const TrainerOptions trainer;
   const HyperParams hyper;
