@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 
+#include "runtime_internal.hpp"
 #include "tfc/runtime/metadata.hpp"
 
 namespace tfc {
@@ -415,3 +416,114 @@ Status BatchedGenerator::runUntilIdle() {
 }
 
 }  // namespace tfc
+
+// ------------------------------------------------------------------------------ C API
+
+struct tfc_batched_generator_s {
+  tfc::BatchedGenerator generator;
+};
+
+
+extern "C" {
+
+tfc_status_t tfc_batched_generator_create(tfc_context_t* context,
+                                          const tfc_generator_options_t* options,
+                                          tfc_batched_generator_t** out_generator) {
+  if (context == nullptr || out_generator == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT,
+                              "tfc_batched_generator_create: context and out_generator must "
+                              "not be NULL")
+        .release();
+  }
+  tfc_context_retain(context);
+  auto generator = tfc::BatchedGenerator::create(tfc::Context::adopt(context));
+  if (!generator.ok()) return std::move(generator).takeStatus().release();
+  if (options != nullptr && options->tokenizer != nullptr) {
+    auto tokenizer = tfc::Tokenizer::load(options->tokenizer);
+    if (!tokenizer.ok()) return std::move(tokenizer).takeStatus().release();
+    generator->setTokenizer(std::move(tokenizer).value());
+  }
+  *out_generator = new tfc_batched_generator_s{std::move(generator).value()};
+  return nullptr;
+}
+
+void tfc_batched_generator_destroy(tfc_batched_generator_t* generator) { delete generator; }
+
+int64_t tfc_batched_generator_rows(const tfc_batched_generator_t* g) {
+  return g->generator.rows();
+}
+
+tfc_status_t tfc_batched_generator_submit(tfc_batched_generator_t* generator,
+                                          const int32_t* prompt, size_t prompt_length,
+                                          const tfc_generate_options_t* options,
+                                          tfc_token_callback_t callback,
+                                          tfc_request_done_callback_t done, void* user_data,
+                                          int64_t* out_id) {
+  if (generator == nullptr || (prompt == nullptr && prompt_length > 0)) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT,
+                              "tfc_batched_generator_submit: generator is NULL, or prompt is "
+                              "NULL with a length")
+        .release();
+  }
+  tfc_generate_options_t defaults;
+  tfc_generate_options_initialize(&defaults);
+  tfc::TokenCallback onToken;
+  if (callback != nullptr) {
+    onToken = [callback, user_data](int32_t id, std::string_view bytes) {
+      return callback(user_data, id, bytes.empty() ? nullptr : bytes.data(), bytes.size());
+    };
+  }
+  tfc::RequestDone onDone;
+  if (done != nullptr) {
+    onDone = [done, user_data](const tfc::RequestResult& r) {
+      tfc_request_result_t c{};
+      c.id = r.id;
+      c.row = r.row;
+      c.prompt_tokens = r.promptTokens;
+      c.generated_tokens = r.generatedTokens;
+      c.stop_reason = static_cast<tfc_stop_reason_t>(r.stopReason);
+      c.cancelled = r.cancelled;
+      c.error = r.error.empty() ? nullptr : r.error.c_str();
+      c.queued_ms = r.queuedMs;
+      c.first_token_ms = r.firstTokenMs;
+      c.total_ms = r.totalMs;
+      c.tokens = r.tokens.data();
+      done(user_data, &c);
+    };
+  }
+  auto id = generator->generator.submit(std::vector<int32_t>(prompt, prompt + prompt_length),
+                                        tfc::internal::generationOptionsFromC(options ? *options : defaults), std::move(onToken),
+                                        std::move(onDone));
+  if (!id.ok()) return std::move(id).takeStatus().release();
+  if (out_id != nullptr) *out_id = *id;
+  return nullptr;
+}
+
+bool tfc_batched_generator_cancel(tfc_batched_generator_t* generator, int64_t id) {
+  return generator != nullptr && generator->generator.cancel(id);
+}
+
+int64_t tfc_batched_generator_queued(const tfc_batched_generator_t* g) {
+  return g->generator.queued();
+}
+
+int64_t tfc_batched_generator_running(const tfc_batched_generator_t* g) {
+  return g->generator.running();
+}
+
+tfc_status_t tfc_batched_generator_step(tfc_batched_generator_t* generator) {
+  if (generator == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT, "tfc_batched_generator_step: NULL").release();
+  }
+  return generator->generator.step().release();
+}
+
+tfc_status_t tfc_batched_generator_run_until_idle(tfc_batched_generator_t* generator) {
+  if (generator == nullptr) {
+    return tfc::Status::error(TFC_INVALID_ARGUMENT, "tfc_batched_generator_run_until_idle: NULL")
+        .release();
+  }
+  return generator->generator.runUntilIdle().release();
+}
+
+}  // extern "C"

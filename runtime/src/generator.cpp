@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "runtime_internal.hpp"
 #include "tfc/runtime/metadata.hpp"
 
 namespace tfc {
@@ -274,9 +275,9 @@ struct tfc_generator_s {
   tfc::Generator generator;
 };
 
-namespace {
+namespace tfc::internal {
 
-tfc::GenerationOptions fromC(const tfc_generate_options_t& c) {
+tfc::GenerationOptions generationOptionsFromC(const tfc_generate_options_t& c) {
   tfc::GenerationOptions options;
   options.maxNewTokens = c.max_new_tokens;
   options.sampling.temperature = c.temperature;
@@ -289,6 +290,10 @@ tfc::GenerationOptions fromC(const tfc_generate_options_t& c) {
   options.stopAtEndOfText = c.stop_at_end_of_text;
   return options;
 }
+
+}  // namespace tfc::internal
+
+namespace {
 
 void toC(const tfc::GenerationStats& stats, tfc_generate_stats_t* out) {
   out->prompt_tokens = stats.promptTokens;
@@ -316,7 +321,8 @@ tfc_status_t generateC(tfc_generator_t* generator, const std::vector<int32_t>* i
   }
   tfc_generate_options_t defaults;
   tfc_generate_options_initialize(&defaults);
-  tfc::GenerationOptions settings = fromC(options ? *options : defaults);
+  tfc::GenerationOptions settings =
+      tfc::internal::generationOptionsFromC(options ? *options : defaults);
   tfc::TokenCallback onToken;
   if (callback != nullptr) {
     onToken = [&](int32_t id, std::string_view bytes) {

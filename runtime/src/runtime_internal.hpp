@@ -36,7 +36,14 @@ struct tfc_loaded_artifact_s {
   ~tfc_loaded_artifact_s();
 };
 
+namespace tfc {
+struct GenerationOptions;
+}
+
 namespace tfc::internal {
+
+// The C API's generation options (tfc_generate_options_t) as the C++ classes take them.
+tfc::GenerationOptions generationOptionsFromC(const tfc_generate_options_t& c);
 
 // One tensor's storage, from an allocator.
 struct Buffer {

@@ -18,6 +18,10 @@
  *             context fails as the position embedding's lookup ("embedding: id out of
  *             range"), and prefill's n is clamped to [1, P] after an int32 n - 1, so that
  *             tfc-run's own checks of these inputs can be tested.
+ *             decode_rows(token i32[2,1], pos i32[2]) -> logits f32[2,16]
+ *             prefill_row(tokens i32[1,4], row i32[], pos i32[], n i32[]) -> logits f32[1,16]
+ *             The serving entries of a model traced with gen_batch 2 (a bigram has no KV
+ *             cache: they check their positions and row as a compiled model would).
  *             sample(logits f32[2,16], temperature f32[], top_k i32[], top_p f32[],
  *                    seed i64[]) -> ids i32[2]
  *             temperature 0: the argmax of each row; else the argmax of logits / T plus a
@@ -47,6 +51,8 @@ static const int64_t kShapeBTV[] = {B, T, V};
 static const int64_t kShapeBP[] = {B, P};
 static const int64_t kShapeB1[] = {B, 1};
 static const int64_t kShapeBV[] = {B, V};
+static const int64_t kShape1P[] = {1, P};
+static const int64_t kShape1V[] = {1, V};
 
 static const tfc_tensor_desc_t kParams[] = {
     {"wte", TFC_ABI_F32, 2, kShapeVV, "normal(0.0, 0.02)", 0, 0},
@@ -84,6 +90,13 @@ static const tfc_tensor_desc_t kDecodeIn[] = {{"token", TFC_ABI_I32, 2, kShapeB1
                                               {"pos", TFC_ABI_I32, 0, NULL, "", 0, 0}};
 static const tfc_tensor_desc_t kLastLogits[] = {{"logits", TFC_ABI_F32, 2, kShapeBV, "", 0, 0}};
 static const int64_t kShapeB[] = {B};
+static const tfc_tensor_desc_t kDecodeRowsIn[] = {{"token", TFC_ABI_I32, 2, kShapeB1, "", 0, 0},
+                                                  {"pos", TFC_ABI_I32, 1, kShapeB, "", 0, 0}};
+static const tfc_tensor_desc_t kPrefillRowIn[] = {{"tokens", TFC_ABI_I32, 2, kShape1P, "", 0, 0},
+                                                  {"row", TFC_ABI_I32, 0, NULL, "", 0, 0},
+                                                  {"pos", TFC_ABI_I32, 0, NULL, "", 0, 0},
+                                                  {"n", TFC_ABI_I32, 0, NULL, "", 0, 0}};
+static const tfc_tensor_desc_t kRowLogits[] = {{"logits", TFC_ABI_F32, 2, kShape1V, "", 0, 0}};
 static const tfc_tensor_desc_t kSampleIn[] = {{"logits", TFC_ABI_F32, 2, kShapeBV, "", 0, 0},
                                               {"temperature", TFC_ABI_F32, 0, NULL, "", 0, 0},
                                               {"top_k", TFC_ABI_I32, 0, NULL, "", 0, 0},
@@ -249,6 +262,49 @@ static int32_t decode(const tfc_host_api_t* host, void* const* params, void* con
                     (float*)outputs[0]);
 }
 
+static int32_t decodeRows(const tfc_host_api_t* host, void* const* params, void* const* state,
+                          void* const* inputs, void* const* outputs, void* arena) {
+  (void)state, (void)arena;
+  const int32_t* tokens = (const int32_t*)inputs[0];
+  const int32_t* pos = (const int32_t*)inputs[1];
+  float* logits = (float*)outputs[0];
+  for (int b = 0; b < B; ++b) {
+    if (pos[b] < 0 || pos[b] >= NCTX) {
+      host->report_error(host->user, "kv_cache_update: position out of range");
+      return 1;
+    }
+  }
+  /* Row b alone: lastLogits reads B rows, so one row at a time through a one-row copy. */
+  for (int b = 0; b < B; ++b) {
+    int32_t rows[B] = {tokens[b], tokens[b]};
+    float out[B * V];
+    if (lastLogits(host, params, rows, 1, 0, pos[b], 1, out)) return 1;
+    memcpy(logits + b * V, out, sizeof(float) * V);
+  }
+  return 0;
+}
+
+static int32_t prefillRow(const tfc_host_api_t* host, void* const* params, void* const* state,
+                          void* const* inputs, void* const* outputs, void* arena) {
+  (void)state, (void)arena;
+  const int32_t* tokens = (const int32_t*)inputs[0];
+  int32_t row = *(const int32_t*)inputs[1], pos = *(const int32_t*)inputs[2];
+  int32_t n = *(const int32_t*)inputs[3];
+  if (row < 0 || row >= B) {
+    host->report_error(host->user, "kv_cache_update: position out of range");
+    return 1;
+  }
+  int32_t last = (int32_t)((uint32_t)n - 1u);
+  if (last < 0) last = 0;
+  if (last > P - 1) last = P - 1;
+  int32_t rows[B * P];
+  for (int b = 0; b < B; ++b) memcpy(rows + b * P, tokens, sizeof(int32_t) * P);
+  float out[B * V];
+  if (lastLogits(host, params, rows, P, last, pos, P, out)) return 1;
+  memcpy(outputs[0], out, sizeof(float) * V);
+  return 0;
+}
+
 /* SplitMix64's finalizer: a noise in [0, 1) from (seed, row, id). */
 static double noise(uint64_t seed, int row, int id) {
   uint64_t z = seed * 0x9E3779B97F4A7C15ull + (uint64_t)(row * V + id + 1);
@@ -285,6 +341,8 @@ static const tfc_entry_t kEntries[] = {
     {"prefill", 3, 1, kPrefillIn, kLastLogits, 0, 1, prefill},
     {"decode", 2, 1, kDecodeIn, kLastLogits, 0, 1, decode},
     {"sample", 5, 1, kSampleIn, kSampleOut, 0, 1, sample},
+    {"decode_rows", 2, 1, kDecodeRowsIn, kLastLogits, 0, 1, decodeRows},
+    {"prefill_row", 4, 1, kPrefillRowIn, kRowLogits, 0, 1, prefillRow},
 };
 
 static const tfc_artifact_t kArtifact = {

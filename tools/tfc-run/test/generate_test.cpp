@@ -85,7 +85,7 @@ TEST_F(GenerateTest, UsageErrors) {
               "--prompt needs --tokenizer DIR");
   expectError({kModel, "generate", "--prompt", "hi", "--prompt-tokens", "1", "--tokenizer",
                dir_},
-              2, "either --prompt-tokens or --prompt, not both");
+              2, "give one of --prompt-tokens, --prompt and --prompts");
   expectError(with({kModel, "generate"}, with(kPrompt, {"--temprature", "1"})), 2,
               "unknown option '--temprature'");
   expectError(with({kModel, "generate"}, with(kPrompt, {"--temprature", "1"})), 2,
@@ -171,6 +171,73 @@ TEST_F(GenerateTest, ByteTokenizerAndStopTokens) {
   EXPECT_EQ(stopped.out, prefix + "\n");
   expectError(with(base, {"--prompt-tokens", "5", "--stop-token", "x"}), 2,
               "--stop-token 'x' is not a token id");
+}
+
+// --prompts: the fake bigram model has the serving entries (2 rows): one JSON line a
+// request, in the file's order, each with the tokens --prompt-tokens gives it alone.
+TEST_F(GenerateTest, PromptsFileRunsEveryPromptAsAlone) {
+  const std::string model = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_train.so";
+  ASSERT_EQ(run({model, "init", "-o", file("w.safetensors")}).code, 0);
+  const std::vector<std::string> prompts = {"5", "1 2 3", "7 7 7 7 7", "0", "9 3"};
+  {
+    std::ofstream out(file("prompts.txt"));
+    for (const std::string& p : prompts) out << p << "\n\n";  // blank lines are skipped
+  }
+  const std::vector<std::string> base = {model, "generate", "--weights", file("w.safetensors"),
+                                         "--max-new-tokens", "3"};
+  SplitResult batch = run(with(base, {"--prompts", file("prompts.txt"), "--quiet"}));
+  ASSERT_EQ(batch.code, 0) << batch.err;
+  std::istringstream lines(batch.out);
+  std::string line;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(std::getline(lines, line)) << batch.out;
+    SplitResult alone = run(with(base, {"--prompt-tokens", prompts[i], "--quiet"}));
+    ASSERT_EQ(alone.code, 0) << alone.err;
+    std::string ids = alone.out.substr(0, alone.out.find('\n'));
+    for (char& c : ids) c = c == ' ' ? ',' : c;
+    std::string want = "\"tokens\": [" + ids + "]";
+    for (size_t at = want.find(','); at != std::string::npos; at = want.find(',', at + 2)) {
+      want.insert(at + 1, " ");
+    }
+    EXPECT_TRUE(contains(line, "{\"request\": " + std::to_string(i + 1) + ",")) << line;
+    EXPECT_TRUE(contains(line, want)) << line << "\nexpected " << want;
+  }
+  SplitResult stats = run(with(base, {"--prompts", file("prompts.txt")}));
+  EXPECT_TRUE(contains(stats.err, "5 requests over 2 rows (continuous batching)")) << stats.err;
+  EXPECT_TRUE(contains(stats.err, "time to first token")) << stats.err;
+
+  std::ofstream(file("bad.txt")) << "1 2\n3 x\n";
+  expectError(with(base, {"--prompts", file("bad.txt")}), 1, "bad.txt: line 2: 'x' is not a token id");
+  std::ofstream(file("blank.txt")) << "\n  \n";
+  expectError(with(base, {"--prompts", file("blank.txt")}), 1, "no prompts");
+  expectError(with(base, {"--prompts", file("none.txt")}), 1, "none.txt: cannot open");
+  std::ofstream(file("big.txt")) << "1 99\n";
+  expectError(with(base, {"--prompts", file("big.txt")}), 1, "prompt 1: prompt token 99");
+  expectError(with(base, {"--prompts", file("prompts.txt"), "--prompt-tokens", "1"}), 2,
+              "give one of --prompt-tokens, --prompt and --prompts");
+  // A model without generation entries (a G = 1 gpt2: test/e2e/generate.test).
+  expectError({kModel, "generate", "--prompts", file("prompts.txt"), "--max-new-tokens", "2"}, 1,
+              "cannot generate");
+}
+
+// tfc-run serve's command line (the server itself: test/e2e/serve.test).
+TEST_F(GenerateTest, ServeUsageErrors) {
+  SplitResult help = run({"serve", "--help"});
+  EXPECT_EQ(help.code, 0);
+  for (const char* part : {"/v1/completions", "/v1/chat/completions", "/metrics", "--api-key",
+                           "--max-queue", "SIGTERM", "examples:"}) {
+    EXPECT_TRUE(contains(help.out, part)) << part;
+  }
+  const std::string model = std::string(TFC_FAKE_ARTIFACT_DIR) + "/fake_train.so";
+  expectError({model, "serve"}, 2, "missing --tokenizer DIR");
+  expectError({model, "serve", "--tokenizer", "bytes", "--port", "70000"}, 2,
+              "--port '70000' must be an integer in [0, 65535]");
+  expectError({model, "serve", "--tokenizer", "bytes", "--chat-template", "jinja"}, 1,
+              "--chat-template 'jinja' is not one of");
+  expectError({model, "serve", "--tokenizer", "bytes"}, 2, "missing --weights");
+  ASSERT_EQ(run({kModel, "init", "-o", file("m.safetensors")}).code, 0);
+  expectError({kModel, "serve", "--tokenizer", "bytes", "--weights", file("m.safetensors")}, 1,
+              "gen_batch");
 }
 
 // A tokenizer.json whose post-processor puts <s> (id 1) first, as LLaMA's do: a text prompt

@@ -491,6 +491,62 @@ tfc_status_t tfc_generator_generate_text(tfc_generator_t* generator, const char*
                                          tfc_generate_stats_t* out_stats);
 
 /*===----------------------------------------------------------------------===
+ * Batched generation: continuous batching (tfc::BatchedGenerator, batched_generator.hpp)
+ *===----------------------------------------------------------------------===*/
+
+/* Many requests at once on a model traced with a generation batch G > 1 (its decode_rows and
+ * prefill_row entries): up to G run together, each in its own row at its own position, and
+ * queued ones take a row as soon as one frees up. Each request gets the tokens
+ * tfc_generator_generate gives it alone. tfc_batched_generator_submit and _cancel may be
+ * called from any thread; _step and _run_until_idle from one thread at a time, where the
+ * callbacks run. It keeps its context alive. */
+typedef struct tfc_batched_generator_s tfc_batched_generator_t;
+
+typedef struct tfc_request_result_t {
+  int64_t id;
+  int64_t row; /* -1: it never ran (cancelled while queued) */
+  int64_t prompt_tokens, generated_tokens;
+  tfc_stop_reason_t stop_reason;
+  bool cancelled;
+  const char* error; /* why the model failed, ending the request; NULL if it did not */
+  double queued_ms, first_token_ms, total_ms; /* from submit */
+  const int32_t* tokens; /* the generated ids (generated_tokens of them) */
+} tfc_request_result_t;
+
+/* Called once when a request ends; |result| is valid during the call only. */
+typedef void (*tfc_request_done_callback_t)(void* user_data, const tfc_request_result_t* result);
+
+/* Binds |context|'s decode_rows, prefill_row and sample entries. FAILED_PRECONDITION naming
+ * what is missing for a model traced with gen_batch 1. |options| as the generator's. */
+tfc_status_t tfc_batched_generator_create(tfc_context_t* context,
+                                          const tfc_generator_options_t* options,
+                                          tfc_batched_generator_t** out_generator);
+void tfc_batched_generator_destroy(tfc_batched_generator_t* generator); /* NULL is accepted */
+
+/* G, the requests that run at once. */
+int64_t tfc_batched_generator_rows(const tfc_batched_generator_t* generator);
+
+/* Queues a request (the prompt is copied) and writes its id. |callback| (may be NULL) gets
+ * each token, |done| (may be NULL) the result; both with |user_data|. INVALID_ARGUMENT for a
+ * prompt or options that tfc_generator_generate would refuse. */
+tfc_status_t tfc_batched_generator_submit(tfc_batched_generator_t* generator,
+                                          const int32_t* prompt, size_t prompt_length,
+                                          const tfc_generate_options_t* options,
+                                          tfc_token_callback_t callback,
+                                          tfc_request_done_callback_t done, void* user_data,
+                                          int64_t* out_id);
+/* Ends request |id| at the next step; false if no such request is queued or running. */
+bool tfc_batched_generator_cancel(tfc_batched_generator_t* generator, int64_t id);
+/* Requests waiting for a row, and those in rows. */
+int64_t tfc_batched_generator_queued(const tfc_batched_generator_t* generator);
+int64_t tfc_batched_generator_running(const tfc_batched_generator_t* generator);
+/* One step: admit queued requests into free rows, a prefill chunk of each request still
+ * reading its prompt, one decode of every generating row. */
+tfc_status_t tfc_batched_generator_step(tfc_batched_generator_t* generator);
+/* Steps until nothing is queued or running. */
+tfc_status_t tfc_batched_generator_run_until_idle(tfc_batched_generator_t* generator);
+
+/*===----------------------------------------------------------------------===
  * Training: batches, schedule, evaluation, checkpoints (tfc::Trainer, trainer.hpp)
  *===----------------------------------------------------------------------===*/
 
