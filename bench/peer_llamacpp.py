@@ -28,7 +28,19 @@ import numpy as np
 from f32_weights import load_safetensors  # bench/, next to this script
 
 
-def write_gguf(weights, n_head, out):
+def read_vocab(folder):
+    """A GPT-2 BPE tokenizer folder (vocab.json, merges.txt): (tokens by id, merges)."""
+    with open(f"{folder}/vocab.json", encoding="utf-8") as f:
+        ids = json.load(f)
+    tokens = [None] * len(ids)
+    for token, i in ids.items():
+        tokens[i] = token
+    with open(f"{folder}/merges.txt", encoding="utf-8") as f:
+        merges = [line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")]
+    return tokens, merges
+
+
+def write_gguf(weights, n_head, out, vocab_folder=None):
     import gguf
     w = load_safetensors(weights, "peer_llamacpp")
     vocab, C = w["wte.weight"].shape
@@ -45,9 +57,16 @@ def write_gguf(weights, n_head, out):
     g.add_file_type(gguf.LlamaFileType.ALL_F32)
     g.add_tokenizer_model("gpt2")
     g.add_tokenizer_pre("gpt-2")
-    g.add_token_list([f"<t{i}>" for i in range(vocab)])
-    g.add_token_types([gguf.TokenType.NORMAL] * vocab)
-    g.add_token_merges(["<t0> <t1>"])  # llama.cpp requires the key; an empty list is not written
+    if vocab_folder:  # a real BPE vocabulary (serve_bench.py's: every token has text)
+        tokens, merges = read_vocab(vocab_folder)
+        assert len(tokens) == vocab, f"{vocab_folder} has {len(tokens)} tokens, the model {vocab}"
+        g.add_token_list(tokens)
+        g.add_token_types([gguf.TokenType.NORMAL] * (vocab - 1) + [gguf.TokenType.CONTROL])
+        g.add_token_merges(merges)
+    else:
+        g.add_token_list([f"<t{i}>" for i in range(vocab)])
+        g.add_token_types([gguf.TokenType.NORMAL] * vocab)
+        g.add_token_merges(["<t0> <t1>"])  # llama.cpp requires the key; an empty list is not written
     g.add_bos_token_id(vocab - 1)
     g.add_eos_token_id(vocab - 1)
     conv1d = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight",
@@ -77,6 +96,8 @@ def main():
     ap.add_argument("what", choices=["gguf", "decode", "logits"])
     ap.add_argument("--weights", help="gguf: tfc's GPT-2 weights (.safetensors, F32)")
     ap.add_argument("--n-head", type=int, default=12)
+    ap.add_argument("--vocab", help="gguf: a GPT-2 BPE folder for the vocabulary (default: "
+                                    "placeholders <tN>)")
     ap.add_argument("--out", help="gguf: the GGUF file to write; logits: the .npy to write")
     ap.add_argument("--gguf", help="decode, logits: the GGUF file")
     ap.add_argument("--prompt", type=int, default=128)
@@ -85,7 +106,7 @@ def main():
     ap.add_argument("--tokens", help="logits: int32 token ids [B, T] (.npy); row 0 is used")
     a = ap.parse_args()
     if a.what == "gguf":
-        print(json.dumps(write_gguf(a.weights, a.n_head, a.out)))
+        print(json.dumps(write_gguf(a.weights, a.n_head, a.out, a.vocab)))
         return
 
     import llama_cpp

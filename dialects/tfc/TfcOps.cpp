@@ -482,12 +482,18 @@ static LogicalResult inferAttention(OpDiag diag, AttentionOp::Adaptor adaptor,
     return failure();
   int64_t b = q.getDimSize(0), h = q.getDimSize(1), tq = q.getDimSize(2),
           d = q.getDimSize(3);
-  if (k.getDimSize(0) != b)
-    return diag("operand 'key' has batch ", k.getDimSize(0), ", expected ", b,
+  // With one offset per row (serving), the queries may be the first rows of a
+  // larger KV cache: rows past them are not read.
+  auto offsetType = adaptor.getOffset() ? tensorOf(adaptor.getOffset())
+                                        : RankedTensorType();
+  const bool rowPrefix = offsetType && offsetType.getRank() == 1;
+  const char *expected = rowPrefix ? ", expected at least " : ", expected ";
+  if (rowPrefix ? k.getDimSize(0) < b : k.getDimSize(0) != b)
+    return diag("operand 'key' has batch ", k.getDimSize(0), expected, b,
                 " (from 'query')");
-  if (v.getDimSize(0) != b)
+  if (v.getDimSize(0) != k.getDimSize(0))
     return diag("operand 'value' has batch ", v.getDimSize(0), ", expected ",
-                b, " (from 'query')");
+                k.getDimSize(0), " (from 'key')");
   int64_t hkv = k.getDimSize(1);
   if (h % hkv != 0)
     return diag("key/value heads (", hkv, ") must divide query heads (", h,
@@ -940,19 +946,23 @@ LogicalResult KvCacheUpdateOp::inferReturnTypes(
   if (!dim)
     return diag("dim ", (int64_t)adaptor.getDim(),
                 " is out of range for a cache of rank ", cache.getRank());
+  // With one position per row, the update may hold the first rows of the
+  // cache only (serving: the rows of the running sequences).
+  const bool perRow = tensorOf(adaptor.getPosition()).getRank() == 1;
   for (int64_t d = 0; d < cache.getRank(); ++d) {
-    if (d == *dim ? update.getDimSize(d) > cache.getDimSize(d)
-                  : update.getDimSize(d) != cache.getDimSize(d))
+    if (d == *dim || (perRow && d == 0)
+            ? update.getDimSize(d) > cache.getDimSize(d)
+            : update.getDimSize(d) != cache.getDimSize(d))
       return diag("operand 'update' ", shapeOf(update),
                   " does not fit 'cache' ", shapeOf(cache), " in dimension ",
                   d);
   }
-  if (tensorOf(adaptor.getPosition()).getRank() == 1) {
+  if (perRow) {
     if (*dim == 0)
       return diag("one position per row (a 1-d 'position') needs dim > 0; "
                   "dim 0 is the rows");
     if (failed(checkRowPositions(diag, "position", adaptor.getPosition(),
-                                 cache.getDimSize(0))))
+                                 update.getDimSize(0))))
       return failure();
   }
   inferred.push_back(cache);

@@ -406,7 +406,9 @@ def TFC_AttentionOp : TFC_InferOp<"attention", [TFC_VJP]> {
     optional `offset` operand (a 0-d i32: the position of the first query) is
     used with a KV cache; without it, offset = Tk - Tq (the last query sees
     every key). A 1-d `offset` [B] gives each row of the batch its own
-    position: independent sequences decoded together (serving).
+    position: independent sequences decoded together (serving); the key and
+    value may then have more rows than the query (a KV cache of which the
+    query's B rows are the first), rows past B unread.
 
     ```mlir
     %o = tfc.attention %q, %k, %v causal : (tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>, tensor<4x12x64x64xf32>) -> tensor<4x12x64x64xf32>
@@ -670,7 +672,8 @@ def TFC_KvCacheUpdateOp : TFC_InferOp<"kv_cache_update"> {
     positions [pos, pos + L) along `dim` replaced by `update`. A position
     past the end is a run-time error reported by the runtime. A 1-d `position`
     [B] (with `dim` > 0) gives each row b of dimension 0 its own position:
-    row b's slots [pos[b], pos[b] + L) are replaced.
+    row b's slots [pos[b], pos[b] + L) are replaced. The update may then have
+    fewer rows than the cache: it writes the first B, the others unchanged.
 
     ```mlir
     %k2 = tfc.kv_cache_update %kc, %k, %pos dim = 2 : (tensor<1x12x1024x64xf32>, tensor<1x12x1x64xf32>, tensor<i32>) -> tensor<1x12x1024x64xf32>

@@ -36,7 +36,10 @@ struct Request {
 
 struct BatchedGenerator::State {
   Context context;
-  BoundEntry prefillRow, decodeRows, sample;
+  BoundEntry prefillRow, sample;
+  // decode_rows_R for R = 1, 2, 4, ... < G (when the model has them), then decode_rows (G):
+  // a step decodes with the smallest that covers the highest generating row.
+  std::vector<std::pair<int64_t, BoundEntry>> decodeRows;
   std::shared_ptr<const Tokenizer> tokenizer;
   int64_t rows = 0, chunk = 0, vocab = 0, nCtx = 0;
 
@@ -86,10 +89,26 @@ StatusOr<BatchedGenerator> BatchedGenerator::create(const Context& context) {
                           {"pos", TFC_DTYPE_I32, 0},
                           {"n", TFC_DTYPE_I32, 0}},
                          {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
-  TFC_ASSIGN_OR_RETURN(state->decodeRows,
+  TFC_ASSIGN_OR_RETURN(BoundEntry all,
                        BoundEntry::create(artifact, "decode_rows",
                                           {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 1}},
                                           {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
+  const int64_t allRows = all.output("logits").shape()[0];
+  for (int64_t r = 1; r < allRows; r *= 2) {
+    const std::string name = "decode_rows_" + std::to_string(r);
+    if (!artifact.findEntry(name).ok()) continue;
+    TFC_ASSIGN_OR_RETURN(BoundEntry some,
+                         BoundEntry::create(artifact, name,
+                                            {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 1}},
+                                            {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
+    if (some.input("pos").shape() != std::vector<int64_t>{r} ||
+        some.output("logits").shape() != std::vector<int64_t>{r, all.output("logits").shape()[1]}) {
+      return Status::error(TFC_INVALID_ARGUMENT, "%s does not decode %lld rows: %s", name.c_str(),
+                           static_cast<long long>(r), some.signature().c_str());
+    }
+    state->decodeRows.emplace_back(r, std::move(some));
+  }
+  state->decodeRows.emplace_back(allRows, std::move(all));
   TFC_ASSIGN_OR_RETURN(state->sample,
                        BoundEntry::create(artifact, "sample",
                                           {{"logits", TFC_DTYPE_F32, 2},
@@ -99,17 +118,17 @@ StatusOr<BatchedGenerator> BatchedGenerator::create(const Context& context) {
                                            {"seed", TFC_DTYPE_I64, 0}},
                                           {{"ids", TFC_DTYPE_I32, 1}}, "batched generation"));
   const std::vector<int64_t>& tokens = state->prefillRow.input("tokens").shape();
-  const std::vector<int64_t>& logits = state->decodeRows.output("logits").shape();
+  BoundEntry& decode = state->decodeRows.back().second;
+  const std::vector<int64_t>& logits = decode.output("logits").shape();
   const int64_t rows = logits[0], vocab = logits[1];
   if (tokens[0] != 1 || state->prefillRow.output("logits").shape() != std::vector<int64_t>{1, vocab} ||
-      state->decodeRows.input("token").shape() != std::vector<int64_t>{rows, 1} ||
-      state->decodeRows.input("pos").shape() != std::vector<int64_t>{rows} ||
+      decode.input("token").shape() != std::vector<int64_t>{rows, 1} ||
+      decode.input("pos").shape() != std::vector<int64_t>{rows} ||
       state->sample.input("logits").shape() != std::vector<int64_t>{rows, vocab} ||
       state->sample.output("ids").shape() != std::vector<int64_t>{rows}) {
     return Status::error(TFC_INVALID_ARGUMENT,
                          "the serving entries disagree on the rows or the vocabulary: %s, %s, %s",
-                         state->prefillRow.signature().c_str(),
-                         state->decodeRows.signature().c_str(),
+                         state->prefillRow.signature().c_str(), decode.signature().c_str(),
                          state->sample.signature().c_str());
   }
   std::string metadata(artifact.metadataJson());
@@ -322,10 +341,23 @@ Status BatchedGenerator::State::prefillStep() {
 }
 
 Status BatchedGenerator::State::decodeStep() {
-  int32_t* token = decodeRows.input("token").mutableDataAs<int32_t>();
-  int32_t* pos = decodeRows.input("pos").mutableDataAs<int32_t>();
-  int64_t generating = 0;
+  // The smallest decode entry that covers every generating row (requests take the lowest
+  // free rows, so a few running requests decode a few rows).
+  int64_t highest = -1;
   for (size_t row = 0; row < slots.size(); ++row) {
+    if (slots[row] && slots[row]->prefilled >= static_cast<int64_t>(slots[row]->prompt.size())) {
+      highest = static_cast<int64_t>(row);
+    }
+  }
+  if (highest < 0) return Status();
+  auto chosen = std::find_if(decodeRows.begin(), decodeRows.end(),
+                             [&](const auto& entry) { return entry.first > highest; });
+  const int64_t decoded = chosen->first;
+  BoundEntry& entry = chosen->second;
+  int32_t* token = entry.input("token").mutableDataAs<int32_t>();
+  int32_t* pos = entry.input("pos").mutableDataAs<int32_t>();
+  int64_t generating = 0;
+  for (size_t row = 0; row < static_cast<size_t>(decoded); ++row) {
     token[row] = 0;
     pos[row] = 0;  // a free row: its cache is rewritten from 0 by the next prefill
     if (!slots[row]) continue;
@@ -339,17 +371,18 @@ Status BatchedGenerator::State::decodeStep() {
     pos[row] = static_cast<int32_t>(request.position);
     ++generating;
   }
-  if (generating == 0) return Status();
   Clock::time_point start = Clock::now();
-  Status status = decodeRows.call(context);
+  Status status = entry.call(context);
   counters.decodeMs += millisBetween(start, Clock::now());
   ++counters.decodeCalls;
   counters.decodedTokens += generating;
-  if (!status.ok()) return Status::error(status.code(), "decode_rows: %s", status.message());
+  if (!status.ok()) {
+    return Status::error(status.code(), "%s: %s", entry.name().c_str(), status.message());
+  }
 
   // Greedy rows in one call of the sample entry (argmax of each row); the others one call
   // each, from row 0 (drawOne).
-  const float* logits = decodeRows.output("logits").dataAs<float>();
+  const float* logits = entry.output("logits").dataAs<float>();
   bool anyGreedy = false;
   for (const auto& slot : slots) {
     anyGreedy = anyGreedy || (slot && slot->prefilled >= static_cast<int64_t>(slot->prompt.size()) &&
@@ -358,7 +391,7 @@ Status BatchedGenerator::State::decodeStep() {
   std::vector<int32_t> greedy;
   if (anyGreedy) {
     std::memcpy(sample.input("logits").mutableDataAs<float>(), logits,
-                static_cast<size_t>(rows * vocab) * sizeof(float));
+                static_cast<size_t>(decoded * vocab) * sizeof(float));
     *sample.input("temperature").mutableDataAs<float>() = 0.0f;
     *sample.input("top_k").mutableDataAs<int32_t>() = 0;
     *sample.input("top_p").mutableDataAs<float>() = 1.0f;
@@ -369,10 +402,10 @@ Status BatchedGenerator::State::decodeStep() {
     ++counters.sampleCalls;
     if (!status.ok()) return Status::error(status.code(), "sample: %s", status.message());
     const int32_t* ids = sample.output("ids").dataAs<int32_t>();
-    greedy.assign(ids, ids + rows);
+    greedy.assign(ids, ids + decoded);
   }
   const Clock::time_point now = Clock::now();
-  for (size_t row = 0; row < slots.size(); ++row) {
+  for (size_t row = 0; row < static_cast<size_t>(decoded); ++row) {
     if (!slots[row] || slots[row]->prefilled < static_cast<int64_t>(slots[row]->prompt.size())) {
       continue;
     }

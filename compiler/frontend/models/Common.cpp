@@ -47,7 +47,7 @@ Tensor causalSelfAttention(Graph &g, int64_t layer, Tensor q, Tensor k,
   // The caches are (B, Hkv, nCtx, D); this chunk fills [pos, pos + T).
   std::string prefix = "kv." + std::to_string(layer);
   auto update = [&](const std::string &name, Tensor fresh) {
-    Shape shape = {cache->row ? cache->rows : fresh.dim(0), fresh.dim(1),
+    Shape shape = {cache->rows ? cache->rows : fresh.dim(0), fresh.dim(1),
                    cache->nCtx, fresh.dim(3)};
     Tensor stored = g.state(name, shape, fresh.dtype(), "zeros");
     if (cache->row) {
@@ -160,14 +160,20 @@ void addCausalLMEntries(Graph &g, CausalLM &model, const CausalLMSizes &s) {
     // Decodes one token per row, row b at its own position pos[b]. A row
     // that is not generating may pass any position < n_ctx: its cache slot
     // there is rewritten before any query of that row reads it.
-    g.entry("decode_rows",
-            {{"token", {G, 1}, DType::I32}, {"pos", {G}, DType::I32}},
-            [&](llvm::ArrayRef<Tensor> in) {
-              KVCacheStep cache{in[1], s.nCtx};
-              Tensor h = model.hidden(in[0], &cache); // (G, 1, C)
-              h = reshape(h, {G, C});                 // (G, C)
-              return Outputs{{"logits", model.logits(h)}}; // (G, V)
-            });
+    // decode_rows_R (R = 1, 2, 4, ... < G) decodes the first R rows only, so
+    // that a few running sequences cost what they need, not G rows' work.
+    auto decodeRows = [&](const std::string &name, int64_t R) {
+      g.entry(name, {{"token", {R, 1}, DType::I32}, {"pos", {R}, DType::I32}},
+              [&](llvm::ArrayRef<Tensor> in) {
+                KVCacheStep cache{in[1], s.nCtx, std::nullopt, G};
+                Tensor h = model.hidden(in[0], &cache); // (R, 1, C)
+                h = reshape(h, {R, C});                 // (R, C)
+                return Outputs{{"logits", model.logits(h)}}; // (R, V)
+              });
+    };
+    decodeRows("decode_rows", G);
+    for (int64_t R = 1; R < G; R *= 2)
+      decodeRows("decode_rows_" + std::to_string(R), R);
     // prefill for one sequence: a chunk of P tokens into row `row` of the
     // cache at position `pos`; the other rows keep their caches.
     g.entry("prefill_row",

@@ -30,15 +30,16 @@ Tensor sliceLastDim(Tensor x, int64_t begin, int64_t end);
 /// A step of incremental decoding: the chunk's tokens start at cache position
 /// `pos`, and every layer keeps its keys and values in module state
 /// `kv.{layer}.k` / `kv.{layer}.v` of shape (G, Hkv, nCtx, D). `pos` is a 0-d
-/// i32 (every row at the same position) or a 1-d [G] (each row of the batch
-/// its own sequence at its own position: serving). With `row` (a 0-d i32) the
-/// chunk is a batch of one written into that row of a G-row cache, the other
-/// rows untouched (a new request's prompt while others decode).
+/// i32 (every row at the same position) or a 1-d [B] (each row of the batch
+/// its own sequence at its own position: serving; the B rows are the first B
+/// of the cache's G when `rows` says G). With `row` (a 0-d i32) the chunk is a
+/// batch of one written into that row of a G-row cache, the other rows
+/// untouched (a new request's prompt while others decode).
 struct KVCacheStep {
   Tensor pos;
   int64_t nCtx;
   std::optional<Tensor> row = {};
-  int64_t rows = 0; ///< G, with `row`
+  int64_t rows = 0; ///< the cache's rows G when the batch has fewer
 };
 
 /// Causal self-attention of layer `layer`: q (B, H, T, D), k and v

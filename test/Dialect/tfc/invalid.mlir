@@ -928,9 +928,9 @@ func.func @attention_key_batch(%q: tensor<2x2x8x4xf32>, %k: tensor<3x2x8x4xf32>)
 
 // -----
 
-// Tests that attention's value batch must match query's.
+// Tests that attention's value batch must match key's.
 func.func @attention_value_batch(%q: tensor<2x2x8x4xf32>, %v: tensor<1x2x8x4xf32>) {
-  // expected-error @+2 {{'tfc.attention' op operand 'value' has batch 1, expected 2 (from 'query')}}
+  // expected-error @+2 {{'tfc.attention' op operand 'value' has batch 1, expected 2 (from 'key')}}
   // expected-error @+1 {{'tfc.attention' op failed to infer returned types}}
   %0 = tfc.attention %q, %q, %v : (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<1x2x8x4xf32>) -> tensor<2x2x8x4xf32>
   return
@@ -1439,11 +1439,31 @@ func.func @kv_cache_update_rank(%c: tensor<1x2x8x4xf32>, %u: tensor<2x1x4xf32>, 
 
 // -----
 
-// Tests that kv_cache_update's positions per row have the cache's row count.
+// Tests that kv_cache_update's positions per row have the update's row count.
 func.func @kv_cache_update_per_row(%c: tensor<2x2x8x4xf32>, %u: tensor<2x2x1x4xf32>, %p: tensor<3xi32>) {
   // expected-error @+2 {{'tfc.kv_cache_update' op operand 'position' has 3 positions (one per row), but the batch is 2}}
   // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
   %0 = tfc.kv_cache_update %c, %u, %p dim = 2 : (tensor<2x2x8x4xf32>, tensor<2x2x1x4xf32>, tensor<3xi32>) -> tensor<2x2x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that an update with positions per row has at most the cache's rows.
+func.func @kv_cache_update_per_row_too_many(%c: tensor<2x2x8x4xf32>, %u: tensor<3x2x1x4xf32>, %p: tensor<3xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op operand 'update' [3, 2, 1, 4] does not fit 'cache' [2, 2, 8, 4] in dimension 0}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p dim = 2 : (tensor<2x2x8x4xf32>, tensor<3x2x1x4xf32>, tensor<3xi32>) -> tensor<2x2x8x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a query with offsets per row reads at most the cache's rows.
+func.func @attention_per_row_more_queries(%q: tensor<3x2x1x4xf32>, %k: tensor<2x2x8x4xf32>, %pos: tensor<3xi32>) {
+  // expected-error @+2 {{'tfc.attention' op operand 'key' has batch 2, expected at least 3 (from 'query')}}
+  // expected-error @+1 {{'tfc.attention' op failed to infer returned types}}
+  %0 = tfc.attention %q, %k, %k offset %pos causal : (tensor<3x2x1x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<3xi32>) -> tensor<3x2x1x4xf32>
   return
 }
 

@@ -20,7 +20,10 @@
 //      starts earlier). A row whose prompt is done samples its first token.
 //   3. Decode: one decode_rows call writes the latest token of every generating row at its
 //      own position and samples the next. Rows that are free or still prefilling take part
-//      with positions whose slots are rewritten before they are read.
+//      with positions whose slots are rewritten before they are read. Requests take the
+//      lowest free rows, and a step calls the smallest of decode_rows_1, _2, _4, ... (when
+//      the model has them) that covers the highest generating row: one running request
+//      costs one row's work.
 // So a long prompt is read chunk by chunk between decode steps of the others (chunked
 // prefill), and a finished request frees its row for the next one at once.
 //

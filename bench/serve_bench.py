@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Serving benchmark: `tfc-run serve` against llama.cpp's `llama-server`, one load driver.
+
+Both serve the same GPT-2 124M weights (tfc's initializer, seed 1; F32 for both: a tfc f32
+artifact and an F32 GGUF) on 2 threads, and the same tokenizer: a synthetic GPT-2 BPE
+vocabulary of 50257 printable tokens (every token has text, so both stream one event a
+token), written as vocab.json/merges.txt for tfc and into the GGUF for llama.cpp. The
+driver sends a fixed request mix (seeded: prompts of 32-512 tokens given as token ids,
+outputs of 32-256 tokens with ignore_eos, greedy) to /v1/completions with stream=true from
+C concurrent clients (C = 1, 4, 16), and measures per request the time to the first token
+and the gaps between tokens, and overall the generated tokens per second.
+
+  tfc:       tfc-trace gpt2 --set preset=gpt2-124m --set gen_batch=16 --set prefill_len=64
+             tfc-run model.so serve --threads 2 (16 rows, continuous batching)
+  llama.cpp: llama-server -t 2 -tb 2 --parallel 16 --ctx-size 16384 (16 slots of 1024,
+             continuous batching), built from the llama.cpp sources that llama-cpp-python
+             vendors (bench/setup_peer.sh)
+
+  serve_bench.py --bin-dir build/bin --llama-server PATH --python VENV/bin/python
+                 [--work DIR] [--concurrency 1,4,16] [--requests 6,16,32] [--only tfc|llama]
+
+Prints a JSON line per (server, concurrency) and a Markdown table. The machine has 2 cores:
+the driver's threads share them with the server (both servers alike).
+"""
+import argparse
+import concurrent.futures
+import http.client
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VOCAB = 50257
+EOS = VOCAB - 1
+
+
+def bytes_to_unicode():
+    """GPT-2's byte -> printable character table."""
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs))]
+
+
+def synthetic_vocab(seed=0):
+    """256 byte tokens, then merges of lowercase-letter tokens up to 8 letters, then
+    <|endoftext|>: (tokens by id, merges)."""
+    rng = random.Random(seed)
+    tokens = bytes_to_unicode()
+    known = set(tokens)
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    pool = list(letters)
+    merges = []
+    while len(tokens) < VOCAB - 1:
+        a, b = rng.choice(pool), rng.choice(pool)
+        if len(a) + len(b) > 8 or a + b in known:
+            continue
+        tokens.append(a + b)
+        known.add(a + b)
+        pool.append(a + b)
+        merges.append(f"{a} {b}")
+    tokens.append("<|endoftext|>")
+    return tokens, merges
+
+
+def run(cmd, **kw):
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"serve_bench: {' '.join(map(str, cmd))}\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port, proc, seconds=300):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"serve_bench: the server exited ({proc.returncode})")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/health")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    sys.exit("serve_bench: the server did not become healthy")
+
+
+def one_request(port, prompt, max_tokens):
+    """Streams one completion; returns (first-token seconds, token timestamps, tokens)."""
+    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                       "stream": True, "ignore_eos": True})
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.connect()
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    start = time.perf_counter()
+    conn.request("POST", "/v1/completions", body=body,
+                 headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {r.read()[:300]}")
+    stamps = []
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        line = line.strip()
+        if not line.startswith(b"data: "):
+            continue
+        data = line[6:]
+        if data == b"[DONE]":
+            break
+        event = json.loads(data)
+        choices = event.get("choices") or []
+        if choices and (choices[0].get("text") or choices[0].get("content")):
+            stamps.append(time.perf_counter())
+    conn.close()
+    return start, stamps
+
+
+def drive(port, mix, concurrency):
+    """Runs every request of |mix| from |concurrency| clients; returns the measures."""
+    queue = list(enumerate(mix))
+    lock = threading.Lock()
+    results = [None] * len(mix)
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                i, (prompt, n) = queue.pop(0)
+            results[i] = one_request(port, prompt, n)
+
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        for f in [pool.submit(worker) for _ in range(concurrency)]:
+            f.result()
+    wall = time.perf_counter() - t0
+    ttft, itl, tokens, short = [], [], 0, 0
+    for (prompt, n), (start, stamps) in zip(mix, results):
+        tokens += len(stamps)
+        short += len(stamps) != n
+        if stamps:
+            ttft.append(stamps[0] - start)
+            itl += [b - a for a, b in zip(stamps, stamps[1:])]
+
+    def pct(xs, q):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+    return {"requests": len(mix), "tokens": tokens, "short_requests": short,
+            "wall_s": wall, "tokens_per_s": tokens / wall,
+            "ttft_p50_ms": 1e3 * pct(ttft, 0.5), "ttft_p99_ms": 1e3 * pct(ttft, 0.99),
+            "itl_p50_ms": 1e3 * pct(itl, 0.5), "itl_p99_ms": 1e3 * pct(itl, 0.99)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--llama-server", help="llama.cpp's llama-server binary")
+    ap.add_argument("--python", default=sys.executable, help="a Python with gguf (the peer venv)")
+    ap.add_argument("--work", default="/tmp/tfc-serve-bench")
+    ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--requests", default="6,16,32")
+    ap.add_argument("--only", choices=["tfc", "llama"])
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    w = lambda name: os.path.join(a.work, name)  # noqa: E731
+    bin_ = lambda name: os.path.join(a.bin_dir, name)  # noqa: E731
+
+    # The model, its weights, the tokenizer (tfc's files and the GGUF's).
+    if not os.path.exists(w("gpt2.so")):
+        run([bin_("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "gen_batch=16",
+             "--set", "prefill_len=64", "--set", "batch=1", "--set", "seq=64", "-o", w("gpt2.mlir")])
+        run([bin_("tfc"), w("gpt2.mlir"), "-o", w("gpt2.so")])
+    if not os.path.exists(w("w.safetensors")):
+        run([bin_("tfc-run"), w("gpt2.so"), "init", "--seed", "1", "-o", w("w.safetensors")])
+    tokens, merges = synthetic_vocab()
+    os.makedirs(w("tok"), exist_ok=True)
+    with open(w("tok/vocab.json"), "w", encoding="utf-8") as f:
+        json.dump({t: i for i, t in enumerate(tokens)}, f, ensure_ascii=False)
+    with open(w("tok/merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "\n".join(merges) + "\n")
+    if a.only != "tfc" and not os.path.exists(w("gpt2-f32.gguf")):
+        run([a.python, os.path.join(HERE, "peer_llamacpp.py"), "gguf", "--weights",
+             w("w.safetensors"), "--n-head", "12", "--out", w("gpt2-f32.gguf"),
+             "--vocab", w("tok")])
+
+    rng = random.Random(7)
+    levels = [int(c) for c in a.concurrency.split(",")]
+    counts = [int(n) for n in a.requests.split(",")]
+    mixes = {c: [([rng.randrange(0, VOCAB - 1) for _ in range(rng.randint(32, 512))],
+                  rng.randint(32, 256)) for _ in range(n)] for c, n in zip(levels, counts)}
+
+    servers = []
+    if a.only != "llama":
+        servers.append(("tfc", lambda port: [bin_("tfc-run"), w("gpt2.so"), "serve", "--weights",
+                                             w("w.safetensors"), "--tokenizer", w("tok"),
+                                             "--port", port, "--threads", a.threads,
+                                             "--max-queue", "64"]))
+    if a.only != "tfc":
+        if not a.llama_server:
+            sys.exit("serve_bench: --llama-server PATH (bench/setup_peer.sh builds it)")
+        servers.append(("llama.cpp", lambda port: [a.llama_server, "-m", w("gpt2-f32.gguf"),
+                                                   "--port", port, "-t", a.threads, "-tb",
+                                                   a.threads, "--parallel", "16", "--ctx-size",
+                                                   "16384", "-ngl", "0", "--no-webui"]))
+    rows = []
+    for name, command in servers:
+        port = free_port()
+        proc = subprocess.Popen([str(c) for c in command(port)], stdout=subprocess.DEVNULL,
+                                stderr=open(w(f"{name}.log"), "w"))
+        try:
+            wait_healthy(port, proc)
+            one_request(port, list(range(1, 33)), 8)  # warm-up
+            for c in levels:
+                m = drive(port, mixes[c], c)
+                m.update(server=name, concurrency=c)
+                print(json.dumps(m), flush=True)
+                rows.append(m)
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    print("\n| server | concurrency | requests | tokens/s | TTFT p50 / p99 (ms) | "
+          "inter-token p50 / p99 (ms) |\n|---|---|---|---|---|---|")
+    for m in rows:
+        print(f"| {m['server']} | {m['concurrency']} | {m['requests']} | {m['tokens_per_s']:.1f} | "
+              f"{m['ttft_p50_ms']:.0f} / {m['ttft_p99_ms']:.0f} | "
+              f"{m['itl_p50_ms']:.1f} / {m['itl_p99_ms']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
