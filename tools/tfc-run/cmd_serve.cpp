@@ -446,7 +446,7 @@ options:
   --max-body BYTES       the largest request body (default 1048576)
 
 examples:
-  tfc-trace gpt2 --hf gpt2/ --set gen_batch=8 -o gpt2-g8.mlir && tfc gpt2-g8.mlir -o gpt2-g8.so
+  tfc-trace --hf gpt2/ --set gen_batch=8 -o gpt2-g8.mlir && tfc gpt2-g8.mlir -o gpt2-g8.so
   tfc-run gpt2-g8.so serve --weights gpt2/ --tokenizer gpt2/ --port 8080
   curl http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' \
       -d '{"prompt": "Hello, my name is", "max_tokens": 32, "temperature": 0}'
