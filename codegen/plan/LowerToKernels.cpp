@@ -433,8 +433,11 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
     return success();
   }
 
-  // In-place KV cache update: the cache comes straight from a state whose
-  // only use is this op, and the result is stored back to the same state.
+  // In-place KV cache update: the cache comes straight from a state that
+  // nothing else reads after this op, and the result is stored back to the
+  // same state. Reads before it are dynamic slices (serving's prefill_row
+  // copies its row out, updates it, and writes it back here), which copy
+  // their window out before the write: the plan runs in block order.
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
     auto load = kv.getCache().getDefiningOp<LoadOp>();
     StoreOp backStore;
@@ -442,8 +445,15 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       if (auto s = llvm::dyn_cast<StoreOp>(user))
         if (load && s.getNameAttr() == load.getNameAttr())
           backStore = s;
+    auto onlyEarlierSlices = [&] {
+      return llvm::all_of(load->getUsers(), [&](Operation *user) {
+        return user == op ||
+               (llvm::isa<DynamicSliceOp>(user) &&
+                user->getBlock() == op->getBlock() && user->isBeforeInBlock(op));
+      });
+    };
     Value dest = buffers.lookup(kv.getCache());
-    bool inPlace = load && load->hasOneUse() && backStore &&
+    bool inPlace = load && onlyEarlierSlices() && backStore &&
                    stateIndex.count(load.getNameAttr().getAttr()) &&
                    dest == storageArg(load.getNameAttr().getAttr()) &&
                    !outputFor.count(kv.getResult());

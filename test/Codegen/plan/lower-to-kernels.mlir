@@ -65,6 +65,43 @@ func.func @decode(%u: tensor<1x2x4xf32>, %pos: tensor<i32>) -> tensor<1x2x4xf32>
 
 // -----
 
+// Tests that serving's prefill_row pattern is in place too: the row is
+// sliced out of the cache before the write that puts it back, so the cache
+// (the state's storage) is never copied whole.
+
+// CHECK-LABEL: func.func @prefill_row(
+// CHECK-SAME:      %[[CACHE:.*]]: memref<4x8x2xf32> {tfc.state_index = 0 : i64}
+// CHECK:         call @{{k[0-9]+}}_dynamic_slice(%[[CACHE]],
+// CHECK:         call @{{k[0-9]+}}_kv_cache_update_write(%{{.*}}, %{{.*}}, %[[CACHE]])
+// CHECK-NOT:     memref.copy
+tfc.state @cache : tensor<4x8x2xf32> = "zeros"
+func.func @prefill_row(%u: tensor<1x3x2xf32>, %row: tensor<i32>, %pos: tensor<i32>) -> tensor<1x8x2xf32> {
+  %c = tfc.load @cache : tensor<4x8x2xf32>
+  %mine = tfc.dynamic_slice %c[%row] dim = 0 : (tensor<4x8x2xf32>, tensor<i32>) -> tensor<1x8x2xf32>
+  %new = tfc.kv_cache_update %mine, %u, %pos dim = 1 : (tensor<1x8x2xf32>, tensor<1x3x2xf32>, tensor<i32>) -> tensor<1x8x2xf32>
+  %all = tfc.kv_cache_update %c, %new, %row dim = 0 : (tensor<4x8x2xf32>, tensor<1x8x2xf32>, tensor<i32>) -> tensor<4x8x2xf32>
+  tfc.store %all, @cache : tensor<4x8x2xf32>
+  return %new : tensor<1x8x2xf32>
+}
+
+// -----
+
+// Tests that a cache also read after its update is copied, not updated in
+// place (the later read must see the old values).
+
+// CHECK-LABEL: func.func @read_after(
+// CHECK:         memref.copy
+tfc.state @cache : tensor<4x8x2xf32> = "zeros"
+func.func @read_after(%u: tensor<4x1x2xf32>, %pos: tensor<i32>) -> tensor<4x8x2xf32> {
+  %c = tfc.load @cache : tensor<4x8x2xf32>
+  %all = tfc.kv_cache_update %c, %u, %pos dim = 1 : (tensor<4x8x2xf32>, tensor<4x1x2xf32>, tensor<i32>) -> tensor<4x8x2xf32>
+  tfc.store %all, @cache : tensor<4x8x2xf32>
+  %old = tfc.neg %c : tensor<4x8x2xf32>
+  return %old : tensor<4x8x2xf32>
+}
+
+// -----
+
 // Tests that the planned program is refused as input (tfc's own
 // --compile-to=kernels output), with a message instead of a crash.
 
