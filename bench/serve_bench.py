@@ -10,7 +10,7 @@ outputs of 32-256 tokens with ignore_eos, greedy) to /v1/completions with stream
 C concurrent clients (C = 1, 4, 16), and measures per request the time to the first token
 and the gaps between tokens, and overall the generated tokens per second.
 
-  tfc:       tfc-trace gpt2 --set preset=gpt2-124m --set gen_batch=16 --set prefill_len=64
+  tfc:       tfc-trace gpt2 --set preset=gpt2-124m --set gen_batch=16 --set prefill_len=128
              tfc-run model.so serve --threads 2 (16 rows, continuous batching)
   llama.cpp: llama-server -t 2 -tb 2 --parallel 16 --ctx-size 16384 (16 slots of 1024,
              continuous batching), built from the llama.cpp sources that llama-cpp-python
@@ -184,18 +184,23 @@ def main():
     ap.add_argument("--requests", default="6,16,32")
     ap.add_argument("--only", choices=["tfc", "llama"])
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefill-len", type=int, default=128, help="tfc's prefill chunk P")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="server processes per peer, interleaved; the table gives medians")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     w = lambda name: os.path.join(a.work, name)  # noqa: E731
     bin_ = lambda name: os.path.join(a.bin_dir, name)  # noqa: E731
 
     # The model, its weights, the tokenizer (tfc's files and the GGUF's).
-    if not os.path.exists(w("gpt2.so")):
+    so = w(f"gpt2-p{a.prefill_len}.so")
+    if not os.path.exists(so):
         run([bin_("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "gen_batch=16",
-             "--set", "prefill_len=64", "--set", "batch=1", "--set", "seq=64", "-o", w("gpt2.mlir")])
-        run([bin_("tfc"), w("gpt2.mlir"), "-o", w("gpt2.so")])
+             "--set", f"prefill_len={a.prefill_len}", "--set", "batch=1", "--set", "seq=64",
+             "-o", w("gpt2.mlir")])
+        run([bin_("tfc"), w("gpt2.mlir"), "-o", so])
     if not os.path.exists(w("w.safetensors")):
-        run([bin_("tfc-run"), w("gpt2.so"), "init", "--seed", "1", "-o", w("w.safetensors")])
+        run([bin_("tfc-run"), so, "init", "--seed", "1", "-o", w("w.safetensors")])
     tokens, merges = synthetic_vocab()
     os.makedirs(w("tok"), exist_ok=True)
     with open(w("tok/vocab.json"), "w", encoding="utf-8") as f:
@@ -215,7 +220,7 @@ def main():
 
     servers = []
     if a.only != "llama":
-        servers.append(("tfc", lambda port: [bin_("tfc-run"), w("gpt2.so"), "serve", "--weights",
+        servers.append(("tfc", lambda port: [bin_("tfc-run"), so, "serve", "--weights",
                                              w("w.safetensors"), "--tokenizer", w("tok"),
                                              "--port", port, "--threads", a.threads,
                                              "--max-queue", "64"]))
@@ -227,7 +232,7 @@ def main():
                                                    a.threads, "--parallel", "16", "--ctx-size",
                                                    "16384", "-ngl", "0", "--no-webui"]))
     rows = []
-    for name, command in servers:
+    for _, (name, command) in [(r, s) for r in range(a.repeat) for s in servers]:
         port = free_port()
         proc = subprocess.Popen([str(c) for c in command(port)], stdout=subprocess.DEVNULL,
                                 stderr=open(w(f"{name}.log"), "w"))
@@ -242,12 +247,19 @@ def main():
         finally:
             proc.terminate()
             proc.wait(30)
-    print("\n| server | concurrency | requests | tokens/s | TTFT p50 / p99 (ms) | "
+    # Medians over the processes of each (server, concurrency).
+    print(f"\nmedians of {a.repeat} server process(es) each\n"
+          "| server | concurrency | requests | tokens/s | TTFT p50 / p99 (ms) | "
           "inter-token p50 / p99 (ms) |\n|---|---|---|---|---|---|")
-    for m in rows:
-        print(f"| {m['server']} | {m['concurrency']} | {m['requests']} | {m['tokens_per_s']:.1f} | "
-              f"{m['ttft_p50_ms']:.0f} / {m['ttft_p99_ms']:.0f} | "
-              f"{m['itl_p50_ms']:.1f} / {m['itl_p99_ms']:.1f} |")
+    for name, _ in servers:
+        for c in levels:
+            runs = [m for m in rows if m["server"] == name and m["concurrency"] == c]
+            med = {k: statistics.median(m[k] for m in runs)
+                   for k in ("tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
+                             "itl_p99_ms")}
+            print(f"| {name} | {c} | {runs[0]['requests']} | {med['tokens_per_s']:.1f} | "
+                  f"{med['ttft_p50_ms']:.0f} / {med['ttft_p99_ms']:.0f} | "
+                  f"{med['itl_p50_ms']:.1f} / {med['itl_p99_ms']:.1f} |")
 
 
 if __name__ == "__main__":

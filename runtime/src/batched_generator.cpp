@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -43,13 +44,15 @@ struct BatchedGenerator::State {
   std::shared_ptr<const Tokenizer> tokenizer;
   int64_t rows = 0, chunk = 0, vocab = 0, nCtx = 0;
 
-  mutable std::mutex mutex;  // guards queue, nextId, cancelled ids
+  mutable std::mutex mutex;  // guards queue, nextId, cancelRequests, runningIds
   std::deque<Request> queue;
   std::vector<int64_t> cancelRequests;
+  std::vector<int64_t> runningIds;  // the ids in slots, for cancel() from other threads
   int64_t nextId = 1;
 
   std::vector<std::optional<Request>> slots;  // one per row (step()'s thread only)
   Counters counters;
+  int64_t prefillChunksPerStep = 1;
 
   // Admits queued requests into free rows; ends cancelled queued ones.
   void admit();
@@ -161,6 +164,10 @@ int64_t BatchedGenerator::vocabSize() const { return state_->vocab; }
 int64_t BatchedGenerator::contextLength() const { return state_->nCtx; }
 BatchedGenerator::Counters BatchedGenerator::counters() const { return state_->counters; }
 
+void BatchedGenerator::setPrefillChunksPerStep(int64_t chunks) {
+  state_->prefillChunksPerStep = std::max<int64_t>(1, chunks);
+}
+
 StatusOr<int64_t> BatchedGenerator::submit(std::vector<int32_t> prompt,
                                            const GenerationOptions& options,
                                            TokenCallback onToken, RequestDone onDone) {
@@ -184,8 +191,8 @@ StatusOr<int64_t> BatchedGenerator::submit(std::vector<int32_t> prompt,
 bool BatchedGenerator::cancel(int64_t id) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   bool known = std::any_of(state_->queue.begin(), state_->queue.end(),
-                           [&](const Request& r) { return r.id == id; });
-  for (const auto& slot : state_->slots) known = known || (slot && slot->id == id);
+                           [&](const Request& r) { return r.id == id; }) ||
+               std::count(state_->runningIds.begin(), state_->runningIds.end(), id) > 0;
   if (known) state_->cancelRequests.push_back(id);
   return known;
 }
@@ -196,8 +203,8 @@ int64_t BatchedGenerator::queued() const {
 }
 
 int64_t BatchedGenerator::running() const {
-  return std::count_if(state_->slots.begin(), state_->slots.end(),
-                       [](const auto& slot) { return slot.has_value(); });
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return static_cast<int64_t>(state_->runningIds.size());
 }
 
 void BatchedGenerator::State::finish(int64_t row, StopReason reason, bool cancelled) {
@@ -209,6 +216,11 @@ void BatchedGenerator::State::finish(int64_t row, StopReason reason, bool cancel
   }
   RequestDone onDone = std::move(request.onDone);
   RequestResult result = std::move(request.result);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    runningIds.erase(std::remove(runningIds.begin(), runningIds.end(), result.id),
+                     runningIds.end());
+  }
   slots[static_cast<size_t>(row)].reset();
   if (onDone) onDone(result);
 }
@@ -236,6 +248,7 @@ void BatchedGenerator::State::admit() {
       queue.pop_front();
       request.result.row = static_cast<int64_t>(row);
       request.result.queuedMs = millisBetween(request.submitted, now);
+      runningIds.push_back(request.id);
       slots[row] = std::move(request);
     }
   }
@@ -253,9 +266,25 @@ void BatchedGenerator::State::admit() {
 }
 
 StatusOr<int32_t> BatchedGenerator::State::drawOne(const Request& request, const float* logits) {
+  const SamplingOptions& sampling = request.options.sampling;
+  if (sampling.temperature <= 0) {
+    // Greedy: the sample entry's argmax (ties to the lowest id), here, without a call that
+    // would scan all G rows (0.9 ms a token for gpt2-124m at G = 16: 4% of a decode step).
+    const Clock::time_point start = Clock::now();
+    int32_t best = 0;
+    for (int32_t v = 0; v < vocab; ++v) {
+      if (std::isnan(logits[v])) {
+        return Status::error(TFC_FAILED_PRECONDITION,
+                             "the logits of request %lld contain NaN (at token %d)",
+                             static_cast<long long>(request.id), v);
+      }
+      if (logits[v] > logits[best]) best = v;
+    }
+    counters.sampleMs += millisBetween(start, Clock::now());
+    return best;
+  }
   // Row 0 of the sample entry, as Generator draws: the draw is keyed by (seed, row), so the
   // same seed gives the same token in any row of the batch.
-  const SamplingOptions& sampling = request.options.sampling;
   std::memcpy(sample.input("logits").mutableDataAs<float>(), logits,
               static_cast<size_t>(vocab) * sizeof(float));
   *sample.input("temperature").mutableDataAs<float>() = static_cast<float>(sampling.temperature);
@@ -309,11 +338,21 @@ void BatchedGenerator::State::deliver(int64_t row, int32_t token, Clock::time_po
 
 Status BatchedGenerator::State::prefillStep() {
   int32_t* tokens = prefillRow.input("tokens").mutableDataAs<int32_t>();
+  // The oldest requests still reading their prompts get a chunk each, up to the budget.
+  std::vector<size_t> reading;
   for (size_t row = 0; row < slots.size(); ++row) {
-    if (!slots[row]) continue;
+    if (slots[row] && slots[row]->prefilled < static_cast<int64_t>(slots[row]->prompt.size())) {
+      reading.push_back(row);
+    }
+  }
+  std::sort(reading.begin(), reading.end(),
+            [&](size_t a, size_t b) { return slots[a]->id < slots[b]->id; });
+  if (static_cast<int64_t>(reading.size()) > prefillChunksPerStep) {
+    reading.resize(static_cast<size_t>(prefillChunksPerStep));
+  }
+  for (size_t row : reading) {
     Request& request = *slots[row];
     const int64_t promptLen = static_cast<int64_t>(request.prompt.size());
-    if (request.prefilled >= promptLen) continue;
     // As Generator: chunks at 0, P, 2P, ...; one that would pass n_ctx starts earlier,
     // recomputing slots already in the cache (the same values).
     const int64_t at = std::min(request.prefilled, nCtx - chunk);
@@ -380,45 +419,14 @@ Status BatchedGenerator::State::decodeStep() {
     return Status::error(status.code(), "%s: %s", entry.name().c_str(), status.message());
   }
 
-  // Greedy rows in one call of the sample entry (argmax of each row); the others one call
-  // each, from row 0 (drawOne).
+  // Each row's next token from its own logits (drawOne).
   const float* logits = entry.output("logits").dataAs<float>();
-  bool anyGreedy = false;
-  for (const auto& slot : slots) {
-    anyGreedy = anyGreedy || (slot && slot->prefilled >= static_cast<int64_t>(slot->prompt.size()) &&
-                              slot->options.sampling.temperature == 0);
-  }
-  std::vector<int32_t> greedy;
-  if (anyGreedy) {
-    std::memcpy(sample.input("logits").mutableDataAs<float>(), logits,
-                static_cast<size_t>(decoded * vocab) * sizeof(float));
-    *sample.input("temperature").mutableDataAs<float>() = 0.0f;
-    *sample.input("top_k").mutableDataAs<int32_t>() = 0;
-    *sample.input("top_p").mutableDataAs<float>() = 1.0f;
-    *sample.input("seed").mutableDataAs<int64_t>() = 0;
-    start = Clock::now();
-    status = sample.call(context);
-    counters.sampleMs += millisBetween(start, Clock::now());
-    ++counters.sampleCalls;
-    if (!status.ok()) return Status::error(status.code(), "sample: %s", status.message());
-    const int32_t* ids = sample.output("ids").dataAs<int32_t>();
-    greedy.assign(ids, ids + decoded);
-  }
   const Clock::time_point now = Clock::now();
   for (size_t row = 0; row < static_cast<size_t>(decoded); ++row) {
     if (!slots[row] || slots[row]->prefilled < static_cast<int64_t>(slots[row]->prompt.size())) {
       continue;
     }
-    int32_t next;
-    if (slots[row]->options.sampling.temperature == 0) {
-      next = greedy[row];
-      if (next < 0 || next >= vocab) {
-        return Status::error(TFC_INTERNAL, "sample returned token %d, outside the vocabulary",
-                             next);
-      }
-    } else {
-      TFC_ASSIGN_OR_RETURN(next, drawOne(*slots[row], logits + row * vocab));
-    }
+    TFC_ASSIGN_OR_RETURN(int32_t next, drawOne(*slots[row], logits + row * vocab));
     deliver(static_cast<int64_t>(row), next, now);
   }
   return Status();

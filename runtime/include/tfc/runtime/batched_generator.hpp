@@ -15,9 +15,11 @@
 //
 // What one step() does:
 //   1. Admits queued requests, oldest first, into free rows.
-//   2. Prefill: every row still reading its prompt runs one chunk of P tokens through
-//      prefill_row, as Generator does for one prompt (a last chunk that would pass n_ctx
-//      starts earlier). A row whose prompt is done samples its first token.
+//   2. Prefill: the oldest request still reading its prompt runs one chunk of P tokens
+//      through prefill_row (setPrefillChunksPerStep: the K oldest, one chunk each), as
+//      Generator does for one prompt (a last chunk that would pass n_ctx starts earlier).
+//      A request whose prompt is done samples its first token. One chunk a step bounds
+//      the pause the running requests see between two tokens (a chunk and a decode).
 //   3. Decode: one decode_rows call writes the latest token of every generating row at its
 //      own position and samples the next. Rows that are free or still prefilling take part
 //      with positions whose slots are rewritten before they are read. Requests take the
@@ -31,8 +33,9 @@
 // from its own logits alone (greedy: argmax). A request gets the same tokens whichever row
 // it runs in and whatever runs beside it, and the same as Generator::generate on the model.
 //
-// Threads: submit() and cancel() may be called from any thread; step() and runUntilIdle()
-// from one thread at a time, which is where the callbacks run.
+// Threads: submit(), cancel(), queued(), running() and idle() may be called from any
+// thread; step() and runUntilIdle() from one thread at a time, which is where the callbacks
+// run.
 #ifndef TFC_RUNTIME_BATCHED_GENERATOR_HPP_
 #define TFC_RUNTIME_BATCHED_GENERATOR_HPP_
 
@@ -111,6 +114,10 @@ class BatchedGenerator {
   Status step();
   // Steps until nothing is queued or running.
   Status runUntilIdle();
+
+  // Prefill chunks a step runs at most (default 1; >= 1): more shortens a burst's time to
+  // first token and lengthens the running requests' pauses between tokens.
+  void setPrefillChunksPerStep(int64_t chunks);
 
   // Counters since create().
   struct Counters {
