@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "generator_c_api.hpp"
 #include "runtime_internal.hpp"
 #include "tfc/runtime/metadata.hpp"
 
@@ -476,14 +477,8 @@ tfc_status_t tfc_batched_generator_create(tfc_context_t* context,
                               "not be NULL")
         .release();
   }
-  tfc_context_retain(context);
-  auto generator = tfc::BatchedGenerator::create(tfc::Context::adopt(context));
+  auto generator = tfc::internal::createGeneratorFromC<tfc::BatchedGenerator>(context, options);
   if (!generator.ok()) return std::move(generator).takeStatus().release();
-  if (options != nullptr && options->tokenizer != nullptr) {
-    auto tokenizer = tfc::Tokenizer::load(options->tokenizer);
-    if (!tokenizer.ok()) return std::move(tokenizer).takeStatus().release();
-    generator->setTokenizer(std::move(tokenizer).value());
-  }
   *out_generator = new tfc_batched_generator_s{std::move(generator).value()};
   return nullptr;
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "generator_c_api.hpp"
 #include "runtime_internal.hpp"
 #include "tfc/runtime/metadata.hpp"
 
@@ -364,14 +365,8 @@ tfc_status_t tfc_generator_create(tfc_context_t* context, const tfc_generator_op
                               "tfc_generator_create: context and out_generator must not be NULL")
         .release();
   }
-  tfc_context_retain(context);
-  auto generator = tfc::Generator::create(tfc::Context::adopt(context));
+  auto generator = tfc::internal::createGeneratorFromC<tfc::Generator>(context, options);
   if (!generator.ok()) return std::move(generator).takeStatus().release();
-  if (options != nullptr && options->tokenizer != nullptr) {
-    auto tokenizer = tfc::Tokenizer::load(options->tokenizer);
-    if (!tokenizer.ok()) return std::move(tokenizer).takeStatus().release();
-    generator->setTokenizer(std::move(tokenizer).value());
-  }
   *out_generator = new tfc_generator_s{std::move(generator).value()};
   return nullptr;
 }

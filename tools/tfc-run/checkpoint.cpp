@@ -153,4 +153,18 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
   return Status();
 }
 
+StatusOr<Context> openInferenceContext(const Artifact& artifact, const std::string& weights,
+                                       bool allowUnexpected, WeightsMemory memory,
+                                       int64_t threads, int32_t device) {
+  TFC_ASSIGN_OR_RETURN(Params params, Params::create(artifact));
+  if (!weights.empty()) {
+    TFC_RETURN_IF_ERROR(loadParameters(weights, artifact, params, allowUnexpected, memory));
+  }
+  tfc_context_options_t options;
+  tfc_context_options_initialize(&options);
+  options.num_threads = static_cast<int32_t>(threads);
+  options.device = device;
+  return Context::create(artifact, params, &options);
+}
+
 }  // namespace tfc::run

@@ -47,6 +47,13 @@ Status loadPretrainedWeights(const std::string& path, Params& params,
 Status loadWeights(const std::string& path, Params& params,
                    WeightsMemory memory = WeightsMemory::kCopied);
 
+// The parameters of |artifact| from |weights| (loadParameters; none when empty) and a
+// context on |threads| threads (0: all cores) and, for a CUDA artifact, GPU |device|: what
+// generate and serve run on.
+StatusOr<Context> openInferenceContext(const Artifact& artifact, const std::string& weights,
+                                       bool allowUnexpected, WeightsMemory memory,
+                                       int64_t threads, int32_t device);
+
 }  // namespace tfc::run
 
 #endif  // TFC_TOOLS_TFC_RUN_CHECKPOINT_HPP_

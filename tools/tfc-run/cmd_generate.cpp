@@ -251,6 +251,18 @@ void printRate(const char* what, int64_t tokens, double ms, const char* unit) {
 }
 
 // ------------------------------------------------------------------------------ decoder-only
+// The generation settings of the command line (--max-new-tokens given).
+GenerationOptions generationOptions(const Options& options) {
+  GenerationOptions settings;
+  settings.maxNewTokens = *options.maxNewTokens;
+  settings.sampling.temperature = options.temperature;
+  settings.sampling.topK = static_cast<int32_t>(options.topK);
+  settings.sampling.topP = options.topP;
+  settings.sampling.seed = options.seed;
+  settings.stopTokens = options.stopTokens;
+  return settings;
+}
+
 std::string samplingText(const Options& options) {
   if (options.temperature <= 0) return "greedy";
   return fmt::format("temperature {:g}, top-k {}, top-p {:g}, seed {} (+ step)",
@@ -283,13 +295,7 @@ int generateDecoderOnly(const Options& options, Context& context,
           batch > 1 ? " (every row the same prompt; row 0 reported)" : "", context.numThreads(),
           samplingText(options));
   }
-  GenerationOptions settings;
-  settings.maxNewTokens = *options.maxNewTokens;
-  settings.sampling.temperature = options.temperature;
-  settings.sampling.topK = static_cast<int32_t>(options.topK);
-  settings.sampling.topP = options.topP;
-  settings.sampling.seed = options.seed;
-  settings.stopTokens = options.stopTokens;
+  const GenerationOptions settings = generationOptions(options);
   // --warmup: whole untimed generations (first-call costs: the kernels' scratch buffers,
   // waking the threads, the weights' first pass through the caches), then the KV cache
   // back to its initial state, so that the timed run starts as a first one would.
@@ -356,13 +362,7 @@ int generateBatched(const Options& options, Context& context,
   if (!batch.ok()) return fail(batch.status());
   batch->setTokenizer(tokenizer);
   if (!options.maxNewTokens) return usageError(options.command, "missing --max-new-tokens N");
-  GenerationOptions settings;
-  settings.maxNewTokens = *options.maxNewTokens;
-  settings.sampling.temperature = options.temperature;
-  settings.sampling.topK = static_cast<int32_t>(options.topK);
-  settings.sampling.topP = options.topP;
-  settings.sampling.seed = options.seed;
-  settings.stopTokens = options.stopTokens;
+  const GenerationOptions settings = generationOptions(options);
   if (!options.quiet) {
     print(stderr,
           "tfc-run: {} requests over {} rows (continuous batching), n_ctx {}, prefill chunk {}, "
@@ -607,18 +607,8 @@ int runGenerate(const Invocation& invocation) {
                                           " init -o W.safetensors)");
   }
 
-  auto params = Params::create(*artifact);
-  if (!params.ok()) return fail(params.status());
-  if (!options.weights.empty()) {
-    Status status = loadParameters(options.weights, *artifact, *params,
-                                   options.allowUnexpected, options.weightsMemory);
-    if (!status.ok()) return fail(status);
-  }
-  tfc_context_options_t contextOptions;
-  tfc_context_options_initialize(&contextOptions);
-  contextOptions.num_threads = static_cast<int32_t>(options.threads);
-  contextOptions.device = options.device;
-  auto context = Context::create(*artifact, *params, &contextOptions);
+  auto context = openInferenceContext(*artifact, options.weights, options.allowUnexpected,
+                                      options.weightsMemory, options.threads, options.device);
   if (!context.ok()) return fail(context.status());
   const double loadMs = millisSince(loadStart);
   if (metadataInt(metadata, TFC_METADATA_WORLD_SIZE).value_or(1) > 1) {

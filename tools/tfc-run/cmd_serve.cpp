@@ -155,17 +155,8 @@ int runServe(const Invocation& invocation) {
   if (artifact->paramCount() > 0 && options.weights.empty()) {
     return usageError(invocation.command, "missing --weights W.safetensors|DIR");
   }
-  auto params = Params::create(*artifact);
-  if (!params.ok()) return fail(params.status());
-  if (!options.weights.empty()) {
-    Status status = loadParameters(options.weights, *artifact, *params, options.allowUnexpected);
-    if (!status.ok()) return fail(status);
-  }
-  tfc_context_options_t contextOptions;
-  tfc_context_options_initialize(&contextOptions);
-  contextOptions.num_threads = static_cast<int32_t>(options.threads);
-  contextOptions.device = options.device;
-  auto context = Context::create(*artifact, *params, &contextOptions);
+  auto context = openInferenceContext(*artifact, options.weights, options.allowUnexpected,
+                                      WeightsMemory::kCopied, options.threads, options.device);
   if (!context.ok()) return fail(context.status());
   auto generator = BatchedGenerator::create(*context);
   if (!generator.ok()) return fail(generator.status());

@@ -93,6 +93,21 @@ py::dict statsDict(const GenerationStats& stats) {
   return d;
 }
 
+// generate()'s and generate_batch()'s keywords as the runtime takes them.
+GenerationOptions generationOptions(int64_t maxNewTokens, double temperature, int32_t topK,
+                                    double topP, int64_t seed, std::vector<int32_t> stopTokens,
+                                    bool stopAtEndOfText) {
+  GenerationOptions options;
+  options.maxNewTokens = maxNewTokens;
+  options.sampling.temperature = temperature;
+  options.sampling.topK = topK;
+  options.sampling.topP = topP;
+  options.sampling.seed = seed;
+  options.stopTokens = std::move(stopTokens);
+  options.stopAtEndOfText = stopAtEndOfText;
+  return options;
+}
+
 py::object generate(PyContext& c, py::handle prompt, int64_t maxNewTokens, double temperature,
                     int32_t topK, double topP, int64_t seed,
                     std::shared_ptr<Tokenizer> tokenizer, std::vector<int32_t> stopTokens,
@@ -110,14 +125,8 @@ py::object generate(PyContext& c, py::handle prompt, int64_t maxNewTokens, doubl
   } else {
     ids = tokenIds(prompt, "generate: prompt");
   }
-  GenerationOptions options;
-  options.maxNewTokens = maxNewTokens;
-  options.sampling.temperature = temperature;
-  options.sampling.topK = topK;
-  options.sampling.topP = topP;
-  options.sampling.seed = seed;
-  options.stopTokens = std::move(stopTokens);
-  options.stopAtEndOfText = stopAtEndOfText;
+  GenerationOptions options = generationOptions(maxNewTokens, temperature, topK, topP, seed,
+                                                std::move(stopTokens), stopAtEndOfText);
 
   // Streamed text goes through an incremental UTF-8 decoder, so that a callback never sees
   // half a character (a token may end inside one).
@@ -183,14 +192,8 @@ py::object generateBatch(PyContext& c, py::list prompts, int64_t maxNewTokens,
                          : tokenIds(prompt, what));
     text.push_back(isText);
   }
-  GenerationOptions options;
-  options.maxNewTokens = maxNewTokens;
-  options.sampling.temperature = temperature;
-  options.sampling.topK = topK;
-  options.sampling.topP = topP;
-  options.sampling.seed = seed;
-  options.stopTokens = std::move(stopTokens);
-  options.stopAtEndOfText = stopAtEndOfText;
+  GenerationOptions options = generationOptions(maxNewTokens, temperature, topK, topP, seed,
+                                                std::move(stopTokens), stopAtEndOfText);
   std::vector<RequestResult> results(ids.size());
   std::vector<std::string> bytes(ids.size());
   PendingError pending;
