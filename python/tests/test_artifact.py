@@ -28,7 +28,9 @@ def test_metadata_is_the_traced_config(model_path):
 
 def test_entries_params_state(model_path):
     artifact = tfc.Artifact(str(model_path))
-    assert sorted(artifact.entries) == ["decode", "forward", "loss", "loss_grad", "prefill",
+    # gen_batch 2: the serving entries too (decode_rows, decode_rows_1, prefill_row)
+    assert sorted(artifact.entries) == ["decode", "decode_rows", "decode_rows_1", "forward",
+                                        "loss", "loss_grad", "prefill", "prefill_row",
                                         "sample", "train_step"]
     forward = artifact.entries["forward"]
     assert forward.name == "forward"
