@@ -559,13 +559,12 @@ int runGenerate(const Invocation& invocation) {
     if (int code = readPrompts(options, tokenizer.get(), &prompts)) return code;
   }
   std::vector<int64_t> prompt;  // one prompt (the batched generator checks --prompts')
-  if (options.promptsFile) {
-  } else if (options.promptTokens) {
+  if (options.promptTokens) {
     std::string error;
     if (!parseTokenList(*options.promptTokens, &prompt, &error)) {
       return usageError(invocation.command, error);
     }
-  } else {
+  } else if (options.promptText) {
     // The tokenizer's BOS token first (LLaMA's <s>), as the model saw texts in training.
     for (int32_t id : tokenizer->encodePrompt(*options.promptText)) prompt.push_back(id);
   }

@@ -73,11 +73,13 @@ int chooseChatTemplate(const Options& options, serve::ChatTemplate* out, std::st
     *source = "--chat-template";
     return 0;
   }
+  // --tokenizer names a folder, or a tokenizer.json in the folder.
   std::string dir = options.tokenizer;
   if (dir.size() > 5 && dir.compare(dir.size() - 5, 5, ".json") == 0) {
-    dir = dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+    const size_t slash = dir.find_last_of('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
   }
-  const std::string path = (dir.empty() ? std::string(".") : dir) + "/tokenizer_config.json";
+  const std::string path = dir + "/tokenizer_config.json";
   std::ifstream in(path);
   *source = "no chat_template found";
   if (!in) return 0;

@@ -132,7 +132,6 @@ StatusOr<std::shared_ptr<RequestChannel>> Engine::submit(std::vector<int32_t> pr
     if (raw->abandoned_ || raw->aborted_) return false;
     bool stopped = false;
     raw->append(text->push(bytes, &stopped));
-    if (stopped) raw->stoppedByString_ = true;
     return !stopped;
   };
   RequestDone onDone = [this, raw, text](const RequestResult& result) {

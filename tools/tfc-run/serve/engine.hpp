@@ -51,7 +51,6 @@ class RequestChannel {
   int64_t id_ = 0;
   std::atomic<bool> abandoned_{false};
   std::atomic<bool> aborted_{false};  // cut by drain()
-  bool stoppedByString_ = false;      // engine thread only
   std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<std::string> pieces_;
