@@ -7,7 +7,7 @@ and replica d reads slice d of the global batch. For small gpt2 and llama (group
 attention) models, 10 training steps (fp32, no dropout, the same data, sampler seed and
 --init-seed) of the --dp=2 --tp=2 artifact at batch G/2 per replica must equal one process
 at the global batch G: in world rank 0's checkpoint (the tensor-parallel slices gathered,
-whole) every weight and optimizer state tensor within 1e-5 relative, element-wise
+whole) every weight and optimizer state tensor within 1e-5 relative (AdamW 1e-4), element-wise
 (max |a - b| / max |b| per tensor, check_data_parallel.compare), and the logged loss of every
 step within 1e-5 relative. SGD with momentum for both models, AdamW (eps 1e-4, for the reason
 check_data_parallel.py gives) for gpt2. Also:

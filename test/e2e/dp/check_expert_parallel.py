@@ -5,11 +5,12 @@ A small Mixtral (2 layers, 4 experts, top-2) traced at 2 rows a rank. Under --ep
 ranks reads its slice of the global batch (as --dp=N does) and holds E/N experts of every
 layer, computing them on every rank's tokens (all-gathered, the outputs reduce-scattered
 back). So:
-  - 10 AdamW steps at --ep=2 and --ep=4 equal --dp=2 and --dp=4 within 1e-5 (weights,
-    optimizer state, logged loss): the same mean loss (each rank's load-balancing loss over
-    its own rows, as --dp), its experts' sums taken in another order;
+  - 10 AdamW steps at --ep=2 and --ep=4 equal --dp=2 and --dp=4 (weights and optimizer
+    state within 1e-4, AdamW's tolerance in check_data_parallel.py; logged loss 1e-5): the
+    same mean loss (each rank's load-balancing loss over its own rows, as --dp), its
+    experts' sums taken in another order;
   - without the load-balancing loss (router_aux_loss_coef=0) --ep=2 equals one process at
-    the whole batch within 1e-5;
+    the whole batch within 1e-4;
   - each rank holds only its experts' tensors and their optimizer state (tfc-run train
     prints what each holds; every expert tensor on one rank), and rank 0's checkpoint holds
     every expert whole;

@@ -4,7 +4,7 @@
 A small GPT-2 and a small LLaMA traced at a micro-batch of B rows and compiled with
 --microbatches=M take M x B rows a step and make one optimizer update: after 10 steps
 (AdamW and SGD, f32, the same initial weights and data) the weights, the optimizer state and
-the logged loss equal one process compiled at M x B rows within 1e-5 relative, element-wise
+the logged loss equal one process compiled at M x B rows within 1e-5 relative (AdamW 1e-4), element-wise
 (max |a - b| / max |b| per tensor; AdamW with --eps 1e-4, as check_data_parallel.py explains:
 the micro-batches sum each gradient in another order, and eps 1e-8 turns rounding of
 near-zero gradients into O(lr) differences). Also:
