@@ -71,8 +71,8 @@ bool isComputeBound(Operation *op) {
     });
     return any;
   }
-  return llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, MoeFfnOp,
-                   MoeFfnGradOp>(op);
+  return llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp,
+                   PagedAttentionOp, MoeFfnOp, MoeFfnGradOp>(op);
 }
 
 /// The three products of the SwiGLU experts over the N * k (token, expert)
@@ -108,6 +108,14 @@ int64_t estimateFlops(Operation *op) {
       .Case([&](AttentionOp a) {
         return attentionFlops(a.getQuery(), a.getValue(), a.getKey(),
                               a.getCausal());
+      })
+      .Case([&](PagedAttentionOp a) {
+        // At most every row at the end of its block table: M * S keys each.
+        auto q = a.getQuery().getType().getShape();
+        int64_t keys = a.getBlocks().getType().getDimSize(1) *
+                       a.getKeyPool().getType().getDimSize(2);
+        return q[0] * q[1] * q[2] * keys *
+               (2 * q[3] + 2 * a.getValuePool().getType().getDimSize(3) + 5);
       })
       .Case([&](AttentionGradOp a) {
         // Recomputes the scores and probabilities, then dV, dP, dQ, dK: five
@@ -208,6 +216,16 @@ OpCost estimateCost(Operation *op) {
     for (Value v : op->getOperands().take_back(numExperts))
       expertBytes += tensorBytes(v.getType());
     cost.bytesRead -= expertBytes - expertBytes / E * used;
+  } else if (auto pa = llvm::dyn_cast<PagedAttentionOp>(op)) {
+    // Each row reads at most its table's blocks of the pools, not the pools.
+    auto pool = pa.getKeyPool().getType();
+    int64_t perBlock =
+        (tensorBytes(pool) + tensorBytes(pa.getValuePool().getType())) /
+        pool.getDimSize(0);
+    auto table = pa.getBlocks().getType();
+    cost.bytesRead = tensorBytes(pa.getQuery().getType()) +
+                     tensorBytes(table) + 4 * table.getDimSize(0) +
+                     table.getNumElements() * perBlock;
   } else if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
     // Written in place into the cache: only the new rows move.
     cost.bytesRead = tensorBytes(kv.getUpdate().getType()) + 4;

@@ -582,6 +582,11 @@ FailureOr<bool> emitDataMovementKernel(OpBuilder &b, Operation *op,
         // The planner normally calls emitKvCacheWrite directly (in place or
         // after its own copy); as a standalone kernel: copy, then write.
         b.create<memref::CopyOp>(loc, operands[0], results[0]);
+        if (kv.getBlocks()) {
+          emitPagedKvWrite(b, kv, operands[1], operands[2], operands[3],
+                           results[0]);
+          return true;
+        }
         return succeeded(emitKvCacheWrite(b, loc, operands[1], operands[2],
                                           results[0],
                                           static_cast<int64_t>(kv.getDim())));

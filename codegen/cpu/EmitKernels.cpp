@@ -38,7 +38,13 @@ LogicalResult cpu::emitHostKernel(func::FuncOp kernel, Operation *tensorOp,
   auto bufferOf = [&](OpOperand &operand) {
     return operands[operand.getOperandNumber()];
   };
-  if (kv && results.front() == bufferOf(kv.getCacheMutable())) {
+  if (kv && kv.getBlocks() &&
+      results.front() == bufferOf(kv.getCacheMutable())) {
+    // A paged cache, updated in place: the update goes through the table.
+    cpu::emitPagedKvWrite(b, tensorOp, bufferOf(kv.getUpdateMutable()),
+                          bufferOf(kv.getPositionMutable()),
+                          operands[3] /* blocks */, results.front());
+  } else if (kv && results.front() == bufferOf(kv.getCacheMutable())) {
     // The cache is updated in place: only the update is written.
     emitted = cpu::emitKvCacheWrite(b, tensorOp->getLoc(),
                                     bufferOf(kv.getUpdateMutable()),

@@ -65,6 +65,13 @@ mlir::LogicalResult emitKvCacheWrite(mlir::OpBuilder &b, mlir::Location loc,
                                      mlir::Value update, mlir::Value position,
                                      mlir::Value dest, int64_t dim);
 
+/// tfc.kv_cache_update with `blocks` (a paged cache) written in place into
+/// the pool `dest`: the kernel library's tfc_k_paged_kv_write, which reports
+/// an out-of-range position or block as a run-time error.
+void emitPagedKvWrite(mlir::OpBuilder &b, mlir::Operation *op,
+                      mlir::Value update, mlir::Value position,
+                      mlir::Value blocks, mlir::Value dest);
+
 // Families (each in its own file), dispatched by emitKernelBody. Each returns
 // failure() without a diagnostic when `op` is not in its family.
 mlir::FailureOr<bool> emitElementwiseKernel(mlir::OpBuilder &b,

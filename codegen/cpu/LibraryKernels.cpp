@@ -506,8 +506,51 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
        args);
 }
 
+/// tfc.paged_attention on f32 query and result buffers; the pools are passed
+/// as they are (kvType: their element type's library code).
+static void emitPagedAttention(OpBuilder &b, PagedAttentionOp op, Value query,
+                        Value keyPool, Value valuePool, Value blocks,
+                        Value position, Value out) {
+  Location loc = op.getLoc();
+  auto q = op.getQuery().getType().getShape();
+  auto pool = op.getKeyPool().getType().getShape();
+  call(b, op, "tfc_k_attention_paged_f32",
+       {pointerOf(b, loc, query), pointerOf(b, loc, keyPool),
+        pointerOf(b, loc, valuePool), i32(b, loc, libraryElementType(keyPool)),
+        pointerOf(b, loc, out), i64(b, loc, q[0]), i64(b, loc, q[1]),
+        i64(b, loc, pool[1]), i64(b, loc, q[2]), i64(b, loc, q[3]),
+        i64(b, loc, op.getValuePool().getType().getDimSize(3)),
+        i64(b, loc, pool[0]), i64(b, loc, pool[2]), pointerOf(b, loc, blocks),
+        i64(b, loc, op.getBlocks().getType().getDimSize(1)),
+        pointerOf(b, loc, position), f32(b, loc, op.getEffectiveScale())});
+}
+
+void emitPagedKvWrite(OpBuilder &b, Operation *op, Value update,
+                      Value position, Value blocks, Value dest) {
+  Location loc = op->getLoc();
+  auto u = llvm::cast<MemRefType>(update.getType());
+  auto pool = llvm::cast<MemRefType>(dest.getType()).getShape();
+  call(b, op, "tfc_k_paged_kv_write",
+       {pointerOf(b, loc, dest), pointerOf(b, loc, update),
+        i64(b, loc, isHalf(update) ? 2 : 4), i64(b, loc, u.getDimSize(0)),
+        i64(b, loc, u.getDimSize(1)), i64(b, loc, u.getDimSize(2)),
+        i64(b, loc, u.getDimSize(3)), i64(b, loc, pool[0]),
+        i64(b, loc, pool[2]), pointerOf(b, loc, blocks),
+        i64(b, loc, llvm::cast<MemRefType>(blocks.getType()).getDimSize(1)),
+        pointerOf(b, loc, position)});
+}
+
 FailureOr<bool> emitLibraryKernel(OpBuilder &b, Operation *op,
                                   ValueRange operands, ValueRange results) {
+  if (auto paged = llvm::dyn_cast<PagedAttentionOp>(op)) {
+    // The pools (the KV cache, maybe 16-bit) are read in place.
+    emitInF32(b, op->getLoc(), {operands[0], operands[3], operands[4]},
+              results, [&](ValueRange ins, ValueRange outs) {
+                emitPagedAttention(b, paged, ins[0], operands[1], operands[2],
+                                   ins[1], ins[2], outs[0]);
+              });
+    return true;
+  }
   if (!llvm::isa<MatmulOp, LinearOp, AttentionOp, AttentionGradOp, SampleOp,
                  MoeRouteOp, MoeFfnOp, MoeFfnGradOp, AllReduceOp,
                  ReduceScatterOp, AllGatherOp, AllToAllOp, AllReduceStartOp,

@@ -294,11 +294,14 @@ func::FuncOp EntryLowering::getOrCreateKernel(Operation *op,
   Operation *clone = builder.clone(*op);
   SmallVector<Value> destinations;
   if (inPlaceCache) {
+    // (update, position, [blocks,] cache)
     auto kv = llvm::cast<KvCacheUpdateOp>(clone);
     kv.getUpdateMutable().assign(reads[0]);
     kv.getPositionMutable().assign(reads[1]);
-    kv.getCacheMutable().assign(reads[2]);
-    destinations.push_back(args[2]);
+    if (kv.getBlocks())
+      kv.getBlocksMutable().assign(reads[2]);
+    kv.getCacheMutable().assign(reads.back());
+    destinations.push_back(args.back());
   } else {
     for (auto [i, value] : llvm::enumerate(reads))
       clone->setOperand(i, value);
@@ -462,15 +465,17 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       builder.create<memref::CopyOp>(loc, dest, fresh);
       dest = fresh;
     }
-    Value update = buffers.lookup(kv.getUpdate());
-    Value position = buffers.lookup(kv.getPosition());
+    SmallVector<Value> inputs = {buffers.lookup(kv.getUpdate()),
+                                 buffers.lookup(kv.getPosition())};
+    if (kv.getBlocks())
+      inputs.push_back(buffers.lookup(kv.getBlocks()));
     func::FuncOp kernel = getOrCreateKernel(
-        op, TypeRange{update.getType(), position.getType()},
-        TypeRange{dest.getType()}, /*inPlaceCache=*/true);
+        op, ValueRange(inputs).getTypes(), TypeRange{dest.getType()},
+        /*inPlaceCache=*/true);
     if (!kernel)
       return failure();
-    builder.create<func::CallOp>(loc, kernel,
-                                 ValueRange{update, position, dest});
+    inputs.push_back(dest);
+    builder.create<func::CallOp>(loc, kernel, inputs);
     countKernel(op);
     buffers[kv] = dest;
     return success();

@@ -381,6 +381,22 @@ Tensor kvCacheUpdate(Tensor cache, Tensor update, Tensor position,
       {attrs(g).getNamedAttr("dim", attrs(g).getI64IntegerAttr(dim))});
 }
 
+Tensor pagedKvWrite(Tensor pool, Tensor update, Tensor blocks,
+                    Tensor positions) {
+  Graph &g = graphOf({pool, update, blocks, positions});
+  return g.infer<KvCacheUpdateOp>(
+      {pool.value(), update.value(), positions.value(), blocks.value()},
+      {attrs(g).getNamedAttr("dim", attrs(g).getI64IntegerAttr(2))});
+}
+
+Tensor pagedAttention(Tensor query, Tensor keyPool, Tensor valuePool,
+                      Tensor blocks, Tensor positions) {
+  Graph &g = graphOf({query, keyPool, valuePool, blocks, positions});
+  return g.infer<PagedAttentionOp>({query.value(), keyPool.value(),
+                                    valuePool.value(), blocks.value(),
+                                    positions.value()});
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//

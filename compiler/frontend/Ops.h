@@ -127,6 +127,15 @@ Tensor sample(Tensor logits, Tensor temperature, Tensor topK, Tensor topP,
 /// `cache` with positions [position, position + L) along `dim` replaced by
 /// `update`.
 Tensor kvCacheUpdate(Tensor cache, Tensor update, Tensor position, int64_t dim);
+/// A paged KV cache (tfc.kv_cache_update with blocks): `update` [B, Hkv, L, D]
+/// written into the pool [NB, Hkv, S, D] at row b's logical positions
+/// positions[b] + l through its block table `blocks` [B, M].
+Tensor pagedKvWrite(Tensor pool, Tensor update, Tensor blocks,
+                    Tensor positions);
+/// Causal attention of query [B, H, Tq, D] over the paged pools, row b's
+/// first query at positions[b] (tfc.paged_attention).
+Tensor pagedAttention(Tensor query, Tensor keyPool, Tensor valuePool,
+                      Tensor blocks, Tensor positions);
 
 //===- Mixture of experts ----------------------------------------------------------===//
 

@@ -946,6 +946,33 @@ LogicalResult KvCacheUpdateOp::inferReturnTypes(
   if (!dim)
     return diag("dim ", (int64_t)adaptor.getDim(),
                 " is out of range for a cache of rank ", cache.getRank());
+  if (Value blocks = adaptor.getBlocks()) {
+    // A paged cache: a pool of blocks [NB, Hkv, S, D], written through each
+    // row's block table.
+    auto table = tensorOf(blocks);
+    auto position = tensorOf(adaptor.getPosition());
+    if (cache.getRank() != 4 || *dim != 2)
+      return diag("a paged cache ('blocks') must be [NB, Hkv, S, D] with "
+                  "dim = 2, got ",
+                  shapeOf(cache), " and dim ", (int64_t)adaptor.getDim());
+    if (update.getDimSize(1) != cache.getDimSize(1) ||
+        update.getDimSize(3) != cache.getDimSize(3))
+      return diag("operand 'update' ", shapeOf(update),
+                  " does not fit the blocks of 'cache' ", shapeOf(cache),
+                  " (heads and head dim)");
+    if (position.getRank() != 1)
+      return diag("a paged cache needs one position per row (a 1-d "
+                  "'position')");
+    if (failed(checkRowPositions(diag, "position", adaptor.getPosition(),
+                                 update.getDimSize(0))))
+      return failure();
+    if (table.getRank() != 2 || table.getDimSize(0) != update.getDimSize(0))
+      return diag("operand 'blocks' must be [B, M] with B = ",
+                  update.getDimSize(0), " (the update's rows), got ",
+                  shapeOf(table));
+    inferred.push_back(cache);
+    return success();
+  }
   // With one position per row, the update may hold the first rows of the
   // cache only (serving: the rows of the running sequences).
   const bool perRow = tensorOf(adaptor.getPosition()).getRank() == 1;
@@ -967,6 +994,62 @@ LogicalResult KvCacheUpdateOp::inferReturnTypes(
   }
   inferred.push_back(cache);
   return success();
+}
+
+LogicalResult PagedAttentionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  OpDiag diag{loc, "paged_attention"};
+  if (failed(requireTensors(diag, {{"query", adaptor.getQuery()},
+                                   {"key_pool", adaptor.getKeyPool()},
+                                   {"value_pool", adaptor.getValuePool()},
+                                   {"blocks", adaptor.getBlocks()},
+                                   {"position", adaptor.getPosition()}})))
+    return failure();
+  auto q = tensorOf(adaptor.getQuery()), k = tensorOf(adaptor.getKeyPool()),
+       v = tensorOf(adaptor.getValuePool());
+  for (auto [name, t] : {std::pair<StringRef, RankedTensorType>{"query", q},
+                         {"key_pool", k}, {"value_pool", v}})
+    if (t.getRank() != 4)
+      return diag("operand '", name, "' must be rank 4 ([B, H, Tq, D] or "
+                  "[NB, Hkv, S, D]), got ", shapeOf(t));
+  if (k.getElementType() != v.getElementType())
+    return diag("'key_pool' and 'value_pool' must have one element type, got ",
+                k.getElementType(), " and ", v.getElementType());
+  int64_t b = q.getDimSize(0), h = q.getDimSize(1), hkv = k.getDimSize(1);
+  if (h % hkv != 0)
+    return diag("key/value heads (", hkv, ") must divide query heads (", h,
+                ")");
+  if (k.getDimSize(3) != q.getDimSize(3))
+    return diag("operand 'key_pool' has head dim ", k.getDimSize(3),
+                ", expected ", q.getDimSize(3), " (from 'query')");
+  if (v.getDimSize(0) != k.getDimSize(0) || v.getDimSize(1) != hkv ||
+      v.getDimSize(2) != k.getDimSize(2))
+    return diag("operand 'value_pool' ", shapeOf(v),
+                " does not match 'key_pool' ", shapeOf(k),
+                " in blocks, heads or block size");
+  auto table = tensorOf(adaptor.getBlocks());
+  if (table.getRank() != 2 || table.getDimSize(0) != b)
+    return diag("operand 'blocks' must be [B, M] with B = ", b,
+                " (from 'query'), got ", shapeOf(table));
+  auto position = tensorOf(adaptor.getPosition());
+  if (position.getRank() != 1 || position.getDimSize(0) != b)
+    return diag("operand 'position' must be [B] with B = ", b,
+                " (one position per row), got ", shapeOf(position));
+  if (auto scale = adaptor.getScale()) {
+    float s = scale->convertToFloat();
+    if (!std::isfinite(s) || s <= 0.0f)
+      return diag("scale must be finite and > 0, got ", s);
+  }
+  inferred.push_back(RankedTensorType::get(
+      {b, h, q.getDimSize(2), v.getDimSize(3)}, q.getElementType()));
+  return success();
+}
+
+float PagedAttentionOp::getEffectiveScale() {
+  if (auto s = getScale())
+    return s->convertToFloat();
+  return 1.0f / std::sqrt((float)getQuery().getType().getDimSize(3));
 }
 
 //===----------------------------------------------------------------------===//

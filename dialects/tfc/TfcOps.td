@@ -675,16 +675,62 @@ def TFC_KvCacheUpdateOp : TFC_InferOp<"kv_cache_update"> {
     row b's slots [pos[b], pos[b] + L) are replaced. The update may then have
     fewer rows than the cache: it writes the first B, the others unchanged.
 
+    With `blocks` the cache is paged (as vLLM's PagedAttention): `cache` is a
+    pool of NB blocks [NB, Hkv, S, D] of S positions each, `update` is
+    [B, Hkv, L, D], `position` is 1-d [B] and `blocks` [B, M] i32 is each
+    row's block table: row b's logical position p lives in block
+    blocks[b, p / S] at slot p % S (dim must be 2). A table entry < 0 is no
+    block: writes there are dropped (an idle row of the batch). A position
+    past M * S or a block id >= NB is a run-time error.
+
     ```mlir
     %k2 = tfc.kv_cache_update %kc, %k, %pos dim = 2 : (tensor<1x12x1024x64xf32>, tensor<1x12x1x64xf32>, tensor<i32>) -> tensor<1x12x1024x64xf32>
     %k3 = tfc.kv_cache_update %kc4, %k4, %rows dim = 2 : (tensor<4x12x1024x64xf32>, tensor<4x12x1x64xf32>, tensor<4xi32>) -> tensor<4x12x1024x64xf32>
+    %k4 = tfc.kv_cache_update %pool, %k4, %rows blocks %table dim = 2 : (tensor<256x12x16x64xf32>, tensor<4x12x1x64xf32>, tensor<4xi32>, tensor<4x64xi32>) -> tensor<256x12x16x64xf32>
     ```
   }];
   let arguments = (ins TFC_Tensor:$cache, TFC_Tensor:$update,
-                       TFC_I32Positions:$position, I64Attr:$dim);
+                       TFC_I32Positions:$position,
+                       Optional<TFC_TensorOf<[I32], "i32">>:$blocks, I64Attr:$dim);
   let results = (outs TFC_Tensor:$result);
   let assemblyFormat = [{
-    $cache `,` $update `,` $position `dim` `=` $dim attr-dict `:` functional-type(operands, results)
+    $cache `,` $update `,` $position (`blocks` $blocks^)? `dim` `=` $dim attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def TFC_PagedAttentionOp : TFC_InferOp<"paged_attention"> {
+  let summary = "causal attention over a paged KV cache, each row at its own position";
+  let description = [{
+    `query` is [B, H, Tq, D]; `key_pool` [NB, Hkv, S, D] and `value_pool`
+    [NB, Hkv, S, Dv] are pools of NB blocks of S positions (written by
+    `tfc.kv_cache_update` with `blocks`); `blocks` [B, M] i32 is each row's
+    block table and `position` [B] i32 the position of each row's first
+    query. Row b's key at logical position p is key_pool[blocks[b, p / S], :,
+    p % S]; its query i sees keys p <= position[b] + i (and p < M * S). The
+    result is [B, H, Tq, Dv], each row computed on its own (as
+    `tfc.attention` with that row's keys laid out in order and `offset`
+    position[b]). A row reads its table up to the first entry < 0 (no
+    block): keys from there on are not seen (a row with no visible key gives
+    0). A block id >= NB is a run-time error.
+    `scale` defaults to 1 / sqrt(D). Inference only (no gradient).
+
+    ```mlir
+    %o = tfc.paged_attention %q, %kp, %vp, %table, %pos : (tensor<4x12x1x64xf32>, tensor<256x12x16x64xf32>, tensor<256x12x16x64xf32>, tensor<4x64xi32>, tensor<4xi32>) -> tensor<4x12x1x64xf32>
+    ```
+  }];
+  let arguments = (ins TFC_FloatTensor:$query, TFC_FloatTensor:$key_pool,
+                       TFC_FloatTensor:$value_pool,
+                       TFC_TensorOf<[I32], "i32">:$blocks,
+                       TFC_TensorOf<[I32], "i32">:$position,
+                       OptionalAttr<F32Attr>:$scale);
+  let results = (outs TFC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key_pool `,` $value_pool `,` $blocks `,` $position
+    (`scale` `=` $scale^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    // The scale actually applied: the attribute, or 1 / sqrt(head dim).
+    float getEffectiveScale();
   }];
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "generator_c_api.hpp"
+#include "kv_block_pool.hpp"
 #include "runtime_internal.hpp"
 #include "tfc/runtime/metadata.hpp"
 
@@ -27,11 +28,18 @@ struct Request {
   RequestDone onDone;
   Clock::time_point submitted;
   bool cancelled = false;
+  // The tokens prefill writes into the cache: the prompt; after a preemption, the prompt and
+  // every generated token but the latest (recomputed, then decoding goes on).
+  std::vector<int32_t> toPrefill;
   // In a row:
-  int64_t prefilled = 0;    // prompt tokens in the cache
+  int64_t prefilled = 0;    // tokens of toPrefill in the cache
   int64_t position = 0;     // where the latest token goes (prompt + generated - 1)
   int32_t latest = -1;      // the latest sampled token, to be decoded
+  std::vector<int32_t> blocks;  // a paged cache: the request's block table
+  int64_t published = 0;        // its leading blocks offered for prefix reuse
   RequestResult result;
+
+  bool prefilling() const { return prefilled < static_cast<int64_t>(toPrefill.size()); }
 };
 
 }  // namespace
@@ -44,6 +52,9 @@ struct BatchedGenerator::State {
   std::vector<std::pair<int64_t, BoundEntry>> decodeRows;
   std::shared_ptr<const Tokenizer> tokenizer;
   int64_t rows = 0, chunk = 0, vocab = 0, nCtx = 0;
+  // A paged KV cache (the entries take block tables): its blocks, M per table.
+  std::optional<internal::KvBlockPool> pool;
+  int64_t tableBlocks = 0;
 
   mutable std::mutex mutex;  // guards queue, nextId, cancelRequests, runningIds
   std::deque<Request> queue;
@@ -62,6 +73,17 @@ struct BatchedGenerator::State {
   // Streams |token| for the request in |row| and decides whether it goes on.
   void deliver(int64_t row, int32_t token, Clock::time_point now);
   void finish(int64_t row, StopReason reason, bool cancelled = false);
+  // A paged cache: takes the blocks of the request going into |row| (reusing cached
+  // prefix blocks); false, taking none, if the pool cannot hold its tokens now.
+  bool takeBlocks(Request& request);
+  void releaseBlocks(Request& request);
+  // Puts the request in |row| back at the head of the queue, its blocks freed: it is
+  // prefilled again (its tokens so far) when blocks allow.
+  void preempt(size_t row);
+  // A paged cache: a block for every generating row's next position, preempting the
+  // youngest requests while the pool is short.
+  void growTables();
+  void fillTable(int32_t* table, const Request* request) const;
   Status prefillStep();
   Status decodeStep();
 };
@@ -85,25 +107,32 @@ StatusOr<BatchedGenerator> BatchedGenerator::create(const Context& context) {
           name);
     }
   }
-  TFC_ASSIGN_OR_RETURN(
-      state->prefillRow,
-      BoundEntry::create(artifact, "prefill_row",
-                         {{"tokens", TFC_DTYPE_I32, 2},
-                          {"row", TFC_DTYPE_I32, 0},
-                          {"pos", TFC_DTYPE_I32, 0},
-                          {"n", TFC_DTYPE_I32, 0}},
-                         {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
+  // A paged cache's entries take a block table each.
+  TFC_ASSIGN_OR_RETURN(int32_t decodeIndex, artifact.findEntry("decode_rows"));
+  const bool paged = artifact.entry(decodeIndex).num_inputs == 3;
+  std::vector<TensorExpectation> rowInputs = {{"token", TFC_DTYPE_I32, 2},
+                                             {"pos", TFC_DTYPE_I32, 1}};
+  std::vector<TensorExpectation> prefillInputs = {{"tokens", TFC_DTYPE_I32, 2},
+                                                 {"row", TFC_DTYPE_I32, 0},
+                                                 {"pos", TFC_DTYPE_I32, 0},
+                                                 {"n", TFC_DTYPE_I32, 0}};
+  if (paged) {
+    rowInputs.push_back({"blocks", TFC_DTYPE_I32, 2});
+    prefillInputs.erase(prefillInputs.begin() + 1);
+    prefillInputs.push_back({"blocks", TFC_DTYPE_I32, 2});
+  }
+  TFC_ASSIGN_OR_RETURN(state->prefillRow,
+                       BoundEntry::create(artifact, "prefill_row", prefillInputs,
+                                          {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
   TFC_ASSIGN_OR_RETURN(BoundEntry all,
-                       BoundEntry::create(artifact, "decode_rows",
-                                          {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 1}},
+                       BoundEntry::create(artifact, "decode_rows", rowInputs,
                                           {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
   const int64_t allRows = all.output("logits").shape()[0];
   for (int64_t r = 1; r < allRows; r *= 2) {
     const std::string name = "decode_rows_" + std::to_string(r);
     if (!artifact.findEntry(name).ok()) continue;
     TFC_ASSIGN_OR_RETURN(BoundEntry some,
-                         BoundEntry::create(artifact, name,
-                                            {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 1}},
+                         BoundEntry::create(artifact, name, rowInputs,
                                             {{"logits", TFC_DTYPE_F32, 2}}, "batched generation"));
     if (some.input("pos").shape() != std::vector<int64_t>{r} ||
         some.output("logits").shape() != std::vector<int64_t>{r, all.output("logits").shape()[1]}) {
@@ -151,6 +180,30 @@ StatusOr<BatchedGenerator> BatchedGenerator::create(const Context& context) {
                          "%lld): trace with prefill_len <= n_ctx",
                          static_cast<long long>(state->chunk), static_cast<long long>(*nCtx));
   }
+  if (paged) {
+    // M blocks of S positions per table; the pool is the caches' first dimension
+    // (states kv.L.k, kv.L.v: [blocks, Hkv, S, D]).
+    const int64_t m = decode.input("blocks").shape()[1];
+    int64_t poolBlocks = 0;
+    for (int32_t i = 0; i < artifact.stateCount(); ++i) {
+      const tfc_tensor_desc_t& cache = artifact.state(i);
+      if (std::string_view(cache.name).rfind("kv.", 0) == 0 && cache.rank == 4) {
+        poolBlocks = cache.shape[0];
+        if (cache.shape[2] * m != *nCtx) poolBlocks = 0;
+        break;
+      }
+    }
+    if (m <= 0 || poolBlocks <= 0 ||
+        state->prefillRow.input("blocks").shape() != std::vector<int64_t>{1, m}) {
+      return Status::error(TFC_INVALID_ARGUMENT,
+                           "the paged serving entries disagree with the KV cache on the block "
+                           "table (n_ctx %lld): %s, %s",
+                           static_cast<long long>(*nCtx), state->prefillRow.signature().c_str(),
+                           decode.signature().c_str());
+    }
+    state->tableBlocks = m;
+    state->pool.emplace(poolBlocks, *nCtx / m);
+  }
   state->slots.resize(static_cast<size_t>(rows));
   return BatchedGenerator(std::move(state));
 }
@@ -165,6 +218,12 @@ int64_t BatchedGenerator::vocabSize() const { return state_->vocab; }
 int64_t BatchedGenerator::contextLength() const { return state_->nCtx; }
 BatchedGenerator::Counters BatchedGenerator::counters() const { return state_->counters; }
 
+BatchedGenerator::KvBlocks BatchedGenerator::kvBlocks() const {
+  if (!state_->pool) return {};
+  const internal::KvBlockPool& pool = *state_->pool;
+  return {pool.blocks(), pool.used(), pool.cached(), pool.blockSize()};
+}
+
 void BatchedGenerator::setPrefillChunksPerStep(int64_t chunks) {
   state_->prefillChunksPerStep = std::max<int64_t>(1, chunks);
 }
@@ -175,6 +234,7 @@ StatusOr<int64_t> BatchedGenerator::submit(std::vector<int32_t> prompt,
   TFC_RETURN_IF_ERROR(checkPrompt(prompt, state_->vocab, state_->nCtx));
   TFC_RETURN_IF_ERROR(checkGenerationOptions(options));
   Request request;
+  request.toPrefill = prompt;
   request.prompt = std::move(prompt);
   request.options = options;
   request.onToken = std::move(onToken);
@@ -210,6 +270,7 @@ int64_t BatchedGenerator::running() const {
 
 void BatchedGenerator::State::finish(int64_t row, StopReason reason, bool cancelled) {
   Request& request = *slots[static_cast<size_t>(row)];
+  releaseBlocks(request);
   request.result.stopReason = reason;
   request.result.cancelled = cancelled;
   if (request.result.generatedTokens > 0 || cancelled) {
@@ -245,10 +306,13 @@ void BatchedGenerator::State::admit() {
     const Clock::time_point now = Clock::now();
     for (size_t row = 0; row < slots.size() && !queue.empty(); ++row) {
       if (slots[row]) continue;
+      // Oldest first: a request the pool cannot hold yet waits, and so do those behind it.
+      if (pool && !takeBlocks(queue.front())) break;
       Request request = std::move(queue.front());
       queue.pop_front();
+      // (A preempted request keeps the wait before its first row.)
+      if (request.result.row < 0) request.result.queuedMs = millisBetween(request.submitted, now);
       request.result.row = static_cast<int64_t>(row);
-      request.result.queuedMs = millisBetween(request.submitted, now);
       runningIds.push_back(request.id);
       slots[row] = std::move(request);
     }
@@ -263,6 +327,90 @@ void BatchedGenerator::State::admit() {
     if (slots[row] && slots[row]->cancelled) {
       finish(static_cast<int64_t>(row), StopReason::kCallback, /*cancelled=*/true);
     }
+  }
+}
+
+bool BatchedGenerator::State::takeBlocks(Request& request) {
+  const int64_t size = pool->blockSize();
+  const int64_t length = static_cast<int64_t>(request.toPrefill.size());
+  // Cached whole blocks of its tokens, leaving the last token to compute (its logits), and
+  // none in the span a last chunk moved back before n_ctx recomputes (prefillStep): those
+  // slots are rewritten, and a shared block must not be.
+  const int64_t reusable = std::min((length - 1) / size, (nCtx - chunk) / size);
+  std::vector<int32_t> blocks = pool->matchPrefix(request.toPrefill, reusable);
+  const int64_t reused = static_cast<int64_t>(blocks.size());
+  const int64_t fresh = (length + size - 1) / size - reused;
+  if (fresh > pool->available()) {
+    for (int32_t id : blocks) pool->release(id);
+    return false;
+  }
+  for (int64_t i = 0; i < fresh; ++i) blocks.push_back(*pool->allocate());
+  request.blocks = std::move(blocks);
+  request.prefilled = reused * size;
+  request.published = reused;
+  counters.prefixReusedTokens += reused * size;
+  return true;
+}
+
+void BatchedGenerator::State::releaseBlocks(Request& request) {
+  if (!pool) return;
+  for (int32_t id : request.blocks) pool->release(id);
+  request.blocks.clear();
+  request.published = 0;
+}
+
+void BatchedGenerator::State::preempt(size_t row) {
+  Request request = std::move(*slots[row]);
+  slots[row].reset();
+  releaseBlocks(request);
+  // Recomputed later: the prompt and the generated tokens already in the cache (all but
+  // the latest, which decoding writes next). Published prefix blocks make it cheap.
+  request.toPrefill = request.prompt;
+  if (request.result.generatedTokens > 0) {
+    request.toPrefill.insert(request.toPrefill.end(), request.result.tokens.begin(),
+                             request.result.tokens.end() - 1);
+  }
+  request.prefilled = 0;
+  ++counters.preemptions;
+  std::lock_guard<std::mutex> lock(mutex);
+  runningIds.erase(std::remove(runningIds.begin(), runningIds.end(), request.id),
+                   runningIds.end());
+  queue.push_front(std::move(request));
+}
+
+void BatchedGenerator::State::growTables() {
+  // Oldest first, so that the youngest give way.
+  std::vector<size_t> generating;
+  for (size_t row = 0; row < slots.size(); ++row) {
+    if (slots[row] && !slots[row]->prefilling()) generating.push_back(row);
+  }
+  std::sort(generating.begin(), generating.end(),
+            [&](size_t a, size_t b) { return slots[a]->id < slots[b]->id; });
+  for (size_t row : generating) {
+    while (slots[row]) {
+      Request& request = *slots[row];
+      if (static_cast<int64_t>(request.blocks.size()) > request.position / pool->blockSize()) {
+        break;
+      }
+      if (std::optional<int32_t> id = pool->allocate()) {
+        request.blocks.push_back(*id);
+        continue;
+      }
+      // The pool is full: the youngest running request goes back to the queue.
+      size_t youngest = row;
+      for (size_t other = 0; other < slots.size(); ++other) {
+        if (slots[other] && slots[other]->id > slots[youngest]->id) youngest = other;
+      }
+      preempt(youngest);
+    }
+  }
+}
+
+void BatchedGenerator::State::fillTable(int32_t* table, const Request* request) const {
+  for (int64_t i = 0; i < tableBlocks; ++i) {
+    table[i] = request && i < static_cast<int64_t>(request->blocks.size())
+                   ? request->blocks[static_cast<size_t>(i)]
+                   : -1;  // no block: the kernels drop writes there
   }
 }
 
@@ -342,9 +490,7 @@ Status BatchedGenerator::State::prefillStep() {
   // The oldest requests still reading their prompts get a chunk each, up to the budget.
   std::vector<size_t> reading;
   for (size_t row = 0; row < slots.size(); ++row) {
-    if (slots[row] && slots[row]->prefilled < static_cast<int64_t>(slots[row]->prompt.size())) {
-      reading.push_back(row);
-    }
+    if (slots[row] && slots[row]->prefilling()) reading.push_back(row);
   }
   std::sort(reading.begin(), reading.end(),
             [&](size_t a, size_t b) { return slots[a]->id < slots[b]->id; });
@@ -353,13 +499,18 @@ Status BatchedGenerator::State::prefillStep() {
   }
   for (size_t row : reading) {
     Request& request = *slots[row];
-    const int64_t promptLen = static_cast<int64_t>(request.prompt.size());
+    const std::vector<int32_t>& input = request.toPrefill;
+    const int64_t promptLen = static_cast<int64_t>(input.size());
     // As Generator: chunks at 0, P, 2P, ...; one that would pass n_ctx starts earlier,
     // recomputing slots already in the cache (the same values).
     const int64_t at = std::min(request.prefilled, nCtx - chunk);
     const int64_t n = std::min(chunk, promptLen - at);
-    for (int64_t j = 0; j < chunk; ++j) tokens[j] = j < n ? request.prompt[at + j] : 0;
-    *prefillRow.input("row").mutableDataAs<int32_t>() = static_cast<int32_t>(row);
+    for (int64_t j = 0; j < chunk; ++j) tokens[j] = j < n ? input[at + j] : 0;
+    if (pool) {
+      fillTable(prefillRow.input("blocks").mutableDataAs<int32_t>(), &request);
+    } else {
+      *prefillRow.input("row").mutableDataAs<int32_t>() = static_cast<int32_t>(row);
+    }
     *prefillRow.input("pos").mutableDataAs<int32_t>() = static_cast<int32_t>(at);
     *prefillRow.input("n").mutableDataAs<int32_t>() = static_cast<int32_t>(n);
     const Clock::time_point start = Clock::now();
@@ -373,6 +524,15 @@ Status BatchedGenerator::State::prefillStep() {
     }
     request.prefilled = at + n;
     if (request.prefilled < promptLen) continue;
+    if (pool) {
+      // Its whole blocks may serve later prompts that start with the same tokens.
+      for (; request.published < promptLen / pool->blockSize(); ++request.published) {
+        pool->publish(request.blocks[static_cast<size_t>(request.published)], input,
+                      (request.published + 1) * pool->blockSize());
+      }
+    }
+    // A preempted request is back where it was: its latest token decodes next.
+    if (request.result.generatedTokens > 0) continue;
     TFC_ASSIGN_OR_RETURN(int32_t token,
                          drawOne(request, prefillRow.output("logits").dataAs<float>()));
     deliver(static_cast<int64_t>(row), token, Clock::now());
@@ -383,11 +543,10 @@ Status BatchedGenerator::State::prefillStep() {
 Status BatchedGenerator::State::decodeStep() {
   // The smallest decode entry that covers every generating row (requests take the lowest
   // free rows, so a few running requests decode a few rows).
+  if (pool) growTables();
   int64_t highest = -1;
   for (size_t row = 0; row < slots.size(); ++row) {
-    if (slots[row] && slots[row]->prefilled >= static_cast<int64_t>(slots[row]->prompt.size())) {
-      highest = static_cast<int64_t>(row);
-    }
+    if (slots[row] && !slots[row]->prefilling()) highest = static_cast<int64_t>(row);
   }
   if (highest < 0) return Status();
   auto chosen = std::find_if(decodeRows.begin(), decodeRows.end(),
@@ -396,13 +555,20 @@ Status BatchedGenerator::State::decodeStep() {
   BoundEntry& entry = chosen->second;
   int32_t* token = entry.input("token").mutableDataAs<int32_t>();
   int32_t* pos = entry.input("pos").mutableDataAs<int32_t>();
+  int32_t* tables = pool ? entry.input("blocks").mutableDataAs<int32_t>() : nullptr;
   int64_t generating = 0;
   for (size_t row = 0; row < static_cast<size_t>(decoded); ++row) {
     token[row] = 0;
     pos[row] = 0;  // a free row: its cache is rewritten from 0 by the next prefill
+    const bool decodes = slots[row] && !slots[row]->prefilling();
+    if (tables) {
+      // A row that is not generating has no blocks: its write is dropped.
+      fillTable(tables + row * tableBlocks, decodes ? &*slots[row] : nullptr);
+    }
     if (!slots[row]) continue;
     const Request& request = *slots[row];
-    if (request.prefilled < static_cast<int64_t>(request.prompt.size())) {
+    if (request.prefilling()) {
+      if (tables) continue;
       // Still reading its prompt: the slot of its next chunk, which that chunk rewrites.
       pos[row] = static_cast<int32_t>(std::min(request.prefilled, nCtx - chunk));
       continue;
@@ -424,9 +590,7 @@ Status BatchedGenerator::State::decodeStep() {
   const float* logits = entry.output("logits").dataAs<float>();
   const Clock::time_point now = Clock::now();
   for (size_t row = 0; row < static_cast<size_t>(decoded); ++row) {
-    if (!slots[row] || slots[row]->prefilled < static_cast<int64_t>(slots[row]->prompt.size())) {
-      continue;
-    }
+    if (!slots[row] || slots[row]->prefilling()) continue;
     TFC_ASSIGN_OR_RETURN(int32_t next, drawOne(*slots[row], logits + row * vocab));
     deliver(static_cast<int64_t>(row), next, now);
   }

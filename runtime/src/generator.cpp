@@ -48,15 +48,27 @@ StatusOr<Generator> Generator::create(const Context& context) {
   Artifact artifact = context.artifact();
   Generator generator;
   generator.context_ = context;
-  TFC_ASSIGN_OR_RETURN(
-      generator.prefill_,
-      BoundEntry::create(
-          artifact, "prefill",
-          {{"tokens", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}, {"n", TFC_DTYPE_I32, 0}},
-          {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
+  // A model with a paged KV cache (kv_block > 0) has only the serving entries: one sequence
+  // runs as row 0 of prefill_row and decode_rows_1, its block table blocks 0, 1, 2, ...
+  std::string prefillName = "prefill", decodeName = "decode";
+  std::vector<TensorExpectation> prefillInputs = {
+      {"tokens", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}, {"n", TFC_DTYPE_I32, 0}};
+  std::vector<TensorExpectation> decodeInputs = {{"token", TFC_DTYPE_I32, 2},
+                                                 {"pos", TFC_DTYPE_I32, 0}};
+  const bool paged = !artifact.findEntry("prefill").ok() && artifact.findEntry("prefill_row").ok();
+  if (paged) {
+    prefillName = "prefill_row";
+    prefillInputs.push_back({"blocks", TFC_DTYPE_I32, 2});
+    decodeName = artifact.findEntry("decode_rows_1").ok() ? "decode_rows_1" : "decode_rows";
+    decodeInputs = {{"token", TFC_DTYPE_I32, 2},
+                    {"pos", TFC_DTYPE_I32, 1},
+                    {"blocks", TFC_DTYPE_I32, 2}};
+  }
+  TFC_ASSIGN_OR_RETURN(generator.prefill_,
+                       BoundEntry::create(artifact, prefillName, prefillInputs,
+                                          {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
   TFC_ASSIGN_OR_RETURN(generator.decode_,
-                       BoundEntry::create(artifact, "decode",
-                                          {{"token", TFC_DTYPE_I32, 2}, {"pos", TFC_DTYPE_I32, 0}},
+                       BoundEntry::create(artifact, decodeName, decodeInputs,
                                           {{"logits", TFC_DTYPE_F32, 2}}, "generate"));
   TFC_ASSIGN_OR_RETURN(generator.sample_,
                        BoundEntry::create(artifact, "sample",
@@ -73,11 +85,15 @@ StatusOr<Generator> Generator::create(const Context& context) {
   const std::vector<int64_t>& tokens = generator.prefill_.input("tokens").shape();
   const int64_t batch = tokens[0];
   const int64_t vocab = prefill.output("logits").shape()[1];
+  // (sample may have more rows: the paged serving entries' G; row 0 is drawn.)
+  const std::vector<int64_t>& sampleLogits = generator.sample_.input("logits").shape();
   if (prefill.output("logits").shape()[0] != batch ||
       generator.decode_.input("token").shape() != std::vector<int64_t>{batch, 1} ||
       decode.output("logits").shape() != std::vector<int64_t>{batch, vocab} ||
-      generator.sample_.input("logits").shape() != std::vector<int64_t>{batch, vocab} ||
-      sample.output("ids").shape() != std::vector<int64_t>{batch}) {
+      sampleLogits[0] < batch || sampleLogits[1] != vocab ||
+      sample.output("ids").shape() != std::vector<int64_t>{sampleLogits[0]} ||
+      (paged && (batch != 1 || generator.prefill_.input("blocks").shape() !=
+                                    generator.decode_.input("blocks").shape()))) {
     return Status::error(
         TFC_INVALID_ARGUMENT, "the entries disagree on the batch or the vocabulary: %s, %s, %s",
         prefill.signature().c_str(), decode.signature().c_str(), sample.signature().c_str());
@@ -89,6 +105,13 @@ StatusOr<Generator> Generator::create(const Context& context) {
                          "the model's metadata does not give its context length (n_ctx); it "
                          "was not traced by tfc-trace? (metadata: '%s')",
                          metadata.c_str());
+  }
+  if (paged) {
+    const int64_t blocks = generator.prefill_.input("blocks").shape()[1];
+    for (BoundEntry* entry : {&generator.prefill_, &generator.decode_}) {
+      int32_t* table = entry->input("blocks").mutableDataAs<int32_t>();
+      for (int64_t i = 0; i < blocks; ++i) table[i] = static_cast<int32_t>(i);
+    }
   }
   generator.batch_ = batch;
   generator.chunk_ = tokens[1];
@@ -194,7 +217,7 @@ StatusOr<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt
   *sample_.input("top_p").mutableDataAs<float>() = static_cast<float>(sampling.topP);
   int64_t* seed = sample_.input("seed").mutableDataAs<int64_t>();
   float* sampleLogits = sample_.input("logits").mutableDataAs<float>();
-  const size_t logitsBytes = sample_.input("logits").byteSize();
+  const size_t logitsBytes = static_cast<size_t>(batch_ * vocab_) * sizeof(float);
   const int32_t* sampled = sample_.output("ids").dataAs<int32_t>();
   int32_t* decodeToken = decode_.input("token").mutableDataAs<int32_t>();
   int32_t* decodePos = decode_.input("pos").mutableDataAs<int32_t>();

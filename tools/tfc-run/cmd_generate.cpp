@@ -427,6 +427,11 @@ int generateBatched(const Options& options, Context& context,
       print(stderr, "tfc-run: time to first token: median {:.2f} ms, max {:.2f} ms\n",
             firstTokenMs[firstTokenMs.size() / 2], firstTokenMs.back());
     }
+    if (BatchedGenerator::KvBlocks kv = batch->kvBlocks(); kv.total > 0) {
+      print(stderr, "tfc-run: paged KV cache: {} blocks of {} positions; {} prompt tokens "
+                    "reused from cached prefixes; {} preemptions\n",
+            kv.total, kv.blockSize, c.prefixReusedTokens, c.preemptions);
+    }
   }
   return 0;
 }
@@ -579,8 +584,11 @@ int runGenerate(const Invocation& invocation) {
   if (!artifact.ok()) return fail(artifact.status());
   std::string metadata(artifact->metadataJson());
   bool encdec = metadataValue(metadata, "model").value_or("") == "encdec";
-  bool decoderOnly = hasEntry(*artifact, "prefill") && hasEntry(*artifact, "decode") &&
-                     hasEntry(*artifact, "sample");
+  // (A paged KV cache's model has only the serving entries prefill_row and decode_rows.)
+  bool decoderOnly =
+      ((hasEntry(*artifact, "prefill") && hasEntry(*artifact, "decode")) ||
+       (hasEntry(*artifact, "prefill_row") && hasEntry(*artifact, "decode_rows"))) &&
+      hasEntry(*artifact, "sample");
   if (!encdec && !decoderOnly) {
     std::vector<std::string> missing;
     for (const char* name : {"prefill", "decode", "sample"}) {

@@ -160,6 +160,31 @@ void tfc_k_attention_rows_f32(const float* q, const void* k, const void* v, int3
                               int64_t tq, int64_t tk, int64_t d, int64_t dv,
                               const int32_t* row_offsets, float scale);
 
+/* Causal attention over a paged KV cache (serving): k and v are pools of pool_blocks blocks
+ * [pool_blocks, kv_heads, block_size, d] (dv for v) of element type kv_type; blocks
+ * [batch, max_blocks] is each row's block table and positions[b] the position of row b's
+ * first query. Row b's key p lives in block blocks[b, p / block_size] at slot
+ * p % block_size, and its query i sees keys p <= positions[b] + i. Row b's result equals
+ * tfc_k_attention_kvx_f32's on that row with its visible keys laid out in order and offset
+ * positions[b]. A row reads its table up to the first entry < 0: keys past it are not
+ * seen (a row whose first entry is < 0 is idle: its result is 0). A block id >= pool_blocks
+ * is an error (tfc_kernels_error). */
+void tfc_k_attention_paged_f32(const float* q, const void* k, const void* v, int32_t kv_type,
+                               float* out, int64_t batch, int64_t heads, int64_t kv_heads,
+                               int64_t tq, int64_t d, int64_t dv, int64_t pool_blocks,
+                               int64_t block_size, const int32_t* blocks,
+                               int64_t max_blocks, const int32_t* positions, float scale);
+
+/* Writes update [batch, kv_heads, len, d] (elements of elem_bytes bytes) into the paged
+ * cache pool [pool_blocks, kv_heads, block_size, d]: row b's token l goes to logical
+ * position p = positions[b] + l, block blocks[b, p / block_size], slot p % block_size.
+ * Writes into a block < 0 are dropped (an idle row); a position outside
+ * [0, max_blocks * block_size) or a block >= pool_blocks is an error (tfc_kernels_error). */
+void tfc_k_paged_kv_write(void* pool, const void* update, int64_t elem_bytes, int64_t batch,
+                          int64_t kv_heads, int64_t len, int64_t d, int64_t pool_blocks,
+                          int64_t block_size, const int32_t* blocks, int64_t max_blocks,
+                          const int32_t* positions);
+
 /* The gradients of tfc_k_attention_f32: given its inputs, its output `out` and the
  * gradient `grad_out` (shaped like out), writes dq, dk, dv (shaped like q, k, v).
  * Probabilities are recomputed per query row; with grouped-query attention dk and dv

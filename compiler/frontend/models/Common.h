@@ -35,11 +35,17 @@ Tensor sliceLastDim(Tensor x, int64_t begin, int64_t end);
 /// of the cache's G when `rows` says G). With `row` (a 0-d i32) the chunk is a
 /// batch of one written into that row of a G-row cache, the other rows
 /// untouched (a new request's prompt while others decode).
+///
+/// With `blocks` (a [B, M] i32 block table) the cache is paged: each layer's
+/// state is a pool of `poolBlocks` blocks (poolBlocks, Hkv, S, D) with S =
+/// nCtx / M, row b's position p in block blocks[b, p / S]; `pos` is [B].
 struct KVCacheStep {
   Tensor pos;
   int64_t nCtx;
   std::optional<Tensor> row = {};
   int64_t rows = 0; ///< the cache's rows G when the batch has fewer
+  std::optional<Tensor> blocks = {};
+  int64_t poolBlocks = 0;
 };
 
 /// Causal self-attention of layer `layer`: q (B, H, T, D), k and v
@@ -104,7 +110,16 @@ struct CausalLMSizes {
   int64_t nCtx;       ///< KV cache length
   int64_t width;      ///< C, the hidden width
   int64_t vocab;      ///< V
+  int64_t kvBlock = 0;  ///< positions per KV-cache block; 0: unpaged
+  int64_t kvBlocks = 0; ///< blocks in the paged pool (0: genBatch * nCtx / kvBlock)
 };
+
+struct ModelOption;
+class ModelConfig;
+/// kv_block and kv_blocks, the paged KV cache's options, as every causal LM
+/// offers them; readPagedCache checks them and fills `sizes`.
+void addPagedCacheOptions(std::vector<ModelOption> &options);
+void readPagedCache(const ModelConfig &cfg, CausalLMSizes &sizes);
 
 /// With dropout sites enabled, adds
 ///   loss_train(<inputs>..., dropout_seed () i64) -> loss () f32

@@ -181,10 +181,12 @@ void build(Graph &g, const ModelConfig &cfg) {
   GPT2 model(g, config);
   DropoutSites dropout(cfg.number("dropout"));
   model.dropout = &dropout;
-  addCausalLMEntries(g, model,
-                     {cfg.size("batch"), cfg.size("gen_batch"), cfg.size("seq"),
-                      cfg.size("prefill_len"), config.nCtx, config.nEmbd,
-                      config.vocab});
+  CausalLMSizes sizes{cfg.size("batch"), cfg.size("gen_batch"),
+                      cfg.size("seq"),   cfg.size("prefill_len"),
+                      config.nCtx,       config.nEmbd,
+                      config.vocab};
+  readPagedCache(cfg, sizes);
+  addCausalLMEntries(g, model, sizes);
 }
 
 } // namespace
@@ -218,6 +220,7 @@ ModelInfo gpt2Model() {
        "dropout rate of the training loss (0 = off); adds loss_train"},
       {"preset", K::Preset, "", "a named architecture (gpt2-124m)"},
   };
+  addPagedCacheOptions(info.options);
   info.presets = {
       {"gpt2-124m", "Hugging Face `gpt2` (GPT-2 small, 124M parameters)",
        {{"n_layer", "12"},

@@ -372,10 +372,12 @@ void build(Graph &g, const ModelConfig &cfg) {
     config.routerAuxLossCoef = cfg.number("router_aux_loss_coef");
   }
   Llama model(g, config);
-  addCausalLMEntries(g, model,
-                     {cfg.size("batch"), cfg.size("gen_batch"), cfg.size("seq"),
-                      cfg.size("prefill_len"), config.nCtx, config.dim,
-                      config.vocab});
+  CausalLMSizes sizes{cfg.size("batch"), cfg.size("gen_batch"),
+                      cfg.size("seq"),   cfg.size("prefill_len"),
+                      config.nCtx,       config.dim,
+                      config.vocab};
+  readPagedCache(cfg, sizes);
+  addCausalLMEntries(g, model, sizes);
 }
 
 } // namespace
@@ -423,6 +425,7 @@ ModelInfo llamaModel() {
       {"seq", K::Size, "16", "tokens per row T of forward and loss"},
       {"prefill_len", K::Size, "16", "tokens per prefill chunk P"},
   };
+  addPagedCacheOptions(info.options);
   info.validate = validate;
   info.build = build;
   return info;

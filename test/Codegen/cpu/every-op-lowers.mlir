@@ -24,6 +24,8 @@
 // CHECK-DAG: define internal void @k{{[0-9]+}}_argmax(
 // CHECK-DAG: define internal void @k{{[0-9]+}}_rotary(
 // CHECK-DAG: define internal void @k{{[0-9]+}}_kv_cache_update_write(
+// CHECK-DAG: define internal void @k{{[0-9]+}}_paged_attention(
+// CHECK-DAG: call void @tfc_k_paged_kv_write(
 // CHECK-DAG: define internal void @k{{[0-9]+}}_dynamic_slice(
 // CHECK-DAG: define internal void @k{{[0-9]+}}_rms_norm(
 // CHECK-DAG: define internal void @k{{[0-9]+}}_sample(
@@ -81,6 +83,7 @@ tfc.state @kv.k : tensor<1x2x8x4xf32> = "zeros"
 tfc.state @kv.v : tensor<1x2x8x4xf32> = "zeros"
 tfc.state @step : tensor<i64> = "zeros"
 tfc.state @rows.k : tensor<3x2x8x4xf32> = "zeros"
+tfc.state @pool.k : tensor<10x2x2x4xf32> = "zeros"
 
 // GPT-style forward: embedding, iota, layer_norm, linear, slices, reshapes,
 // transposes, attention, matmul, gelu, softmax/log_softmax, argmax.
@@ -201,4 +204,15 @@ func.func @loss(%logits: tensor<2x3x5xf32> {tfc.name = "logits"}, %targets: tens
   return %ce, %21, %sum, %mean, %imax, %hm, %cat, %bc, %ln, %hmax
       : tensor<f32>, tensor<3x5xf32>, tensor<3xf32>, tensor<1x5xf32>, tensor<i32>, tensor<3x5xbf16>,
         tensor<6x5xf32>, tensor<2x3x5xf32>, tensor<4x6xf16>, tensor<4xf16>
+}
+
+// Serving's decode over a paged KV cache: the update written in place through
+// the block table, attention read through it.
+func.func @decode_paged(%x: tensor<3x2x1x4xf32> {tfc.name = "x"}, %pos: tensor<3xi32> {tfc.name = "pos"},
+                        %blocks: tensor<3x4xi32> {tfc.name = "blocks"}) -> tensor<3x2x1x4xf32> {
+  %kc = tfc.load @pool.k : tensor<10x2x2x4xf32>
+  %kc2 = tfc.kv_cache_update %kc, %x, %pos blocks %blocks dim = 2 : (tensor<10x2x2x4xf32>, tensor<3x2x1x4xf32>, tensor<3xi32>, tensor<3x4xi32>) -> tensor<10x2x2x4xf32>
+  tfc.store %kc2, @pool.k : tensor<10x2x2x4xf32>
+  %a = tfc.paged_attention %x, %kc2, %kc2, %blocks, %pos : (tensor<3x2x1x4xf32>, tensor<10x2x2x4xf32>, tensor<10x2x2x4xf32>, tensor<3x4xi32>, tensor<3xi32>) -> tensor<3x2x1x4xf32>
+  return %a : tensor<3x2x1x4xf32>
 }

@@ -1695,3 +1695,73 @@ func.func @moe_ffn_held_experts(%x: tensor<8x4xf32>, %ids: tensor<8x1xi32>, %w: 
   %0 = tfc.moe_ffn %x, %ids, %w experts %a, %a, %d {first_expert = 2 : i64} : (tensor<8x4xf32>, tensor<8x1xi32>, tensor<8x2xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+// Tests that a paged cache is written along its block slots (dim 2).
+func.func @paged_update_dim(%c: tensor<9x2x4x8xf32>, %u: tensor<3x2x1x8xf32>, %p: tensor<3xi32>, %t: tensor<3x5xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op a paged cache ('blocks') must be [NB, Hkv, S, D] with dim = 2, got [9, 2, 4, 8] and dim 1}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p blocks %t dim = 1 : (tensor<9x2x4x8xf32>, tensor<3x2x1x8xf32>, tensor<3xi32>, tensor<3x5xi32>) -> tensor<9x2x4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a paged cache needs one position per row.
+func.func @paged_update_scalar_pos(%c: tensor<9x2x4x8xf32>, %u: tensor<3x2x1x8xf32>, %p: tensor<i32>, %t: tensor<3x5xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op a paged cache needs one position per row (a 1-d 'position')}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p blocks %t dim = 2 : (tensor<9x2x4x8xf32>, tensor<3x2x1x8xf32>, tensor<i32>, tensor<3x5xi32>) -> tensor<9x2x4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the block table has one row per row of the update.
+func.func @paged_update_table(%c: tensor<9x2x4x8xf32>, %u: tensor<3x2x1x8xf32>, %p: tensor<3xi32>, %t: tensor<2x5xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op operand 'blocks' must be [B, M] with B = 3 (the update's rows), got [2, 5]}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p blocks %t dim = 2 : (tensor<9x2x4x8xf32>, tensor<3x2x1x8xf32>, tensor<3xi32>, tensor<2x5xi32>) -> tensor<9x2x4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the update's heads match the pool's.
+func.func @paged_update_heads(%c: tensor<9x2x4x8xf32>, %u: tensor<3x3x1x8xf32>, %p: tensor<3xi32>, %t: tensor<3x5xi32>) {
+  // expected-error @+2 {{'tfc.kv_cache_update' op operand 'update' [3, 3, 1, 8] does not fit the blocks of 'cache' [9, 2, 4, 8] (heads and head dim)}}
+  // expected-error @+1 {{'tfc.kv_cache_update' op failed to infer returned types}}
+  %0 = tfc.kv_cache_update %c, %u, %p blocks %t dim = 2 : (tensor<9x2x4x8xf32>, tensor<3x3x1x8xf32>, tensor<3xi32>, tensor<3x5xi32>) -> tensor<9x2x4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that paged attention's key heads divide the query heads.
+func.func @paged_attention_heads(%q: tensor<3x3x1x8xf32>, %k: tensor<9x2x4x8xf32>, %t: tensor<3x5xi32>, %p: tensor<3xi32>) {
+  // expected-error @+2 {{'tfc.paged_attention' op key/value heads (2) must divide query heads (3)}}
+  // expected-error @+1 {{'tfc.paged_attention' op failed to infer returned types}}
+  %0 = tfc.paged_attention %q, %k, %k, %t, %p : (tensor<3x3x1x8xf32>, tensor<9x2x4x8xf32>, tensor<9x2x4x8xf32>, tensor<3x5xi32>, tensor<3xi32>) -> tensor<3x3x1x8xf32>
+  return
+}
+
+// -----
+
+// Tests that paged attention takes one position per row.
+func.func @paged_attention_positions(%q: tensor<3x4x1x8xf32>, %k: tensor<9x2x4x8xf32>, %t: tensor<3x5xi32>, %p: tensor<2xi32>) {
+  // expected-error @+2 {{'tfc.paged_attention' op operand 'position' must be [B] with B = 3 (one position per row), got [2]}}
+  // expected-error @+1 {{'tfc.paged_attention' op failed to infer returned types}}
+  %0 = tfc.paged_attention %q, %k, %k, %t, %p : (tensor<3x4x1x8xf32>, tensor<9x2x4x8xf32>, tensor<9x2x4x8xf32>, tensor<3x5xi32>, tensor<2xi32>) -> tensor<3x4x1x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the value pool matches the key pool's blocks.
+func.func @paged_attention_pools(%q: tensor<3x4x1x8xf32>, %k: tensor<9x2x4x8xf32>, %v: tensor<8x2x4x8xf32>, %t: tensor<3x5xi32>, %p: tensor<3xi32>) {
+  // expected-error @+2 {{'tfc.paged_attention' op operand 'value_pool' [8, 2, 4, 8] does not match 'key_pool' [9, 2, 4, 8] in blocks, heads or block size}}
+  // expected-error @+1 {{'tfc.paged_attention' op failed to infer returned types}}
+  %0 = tfc.paged_attention %q, %k, %v, %t, %p : (tensor<3x4x1x8xf32>, tensor<9x2x4x8xf32>, tensor<8x2x4x8xf32>, tensor<3x5xi32>, tensor<3xi32>) -> tensor<3x4x1x8xf32>
+  return
+}

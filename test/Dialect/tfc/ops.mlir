@@ -963,3 +963,20 @@ func.func @moe(%l: tensor<8x3xf32>, %x: tensor<8x4xf32>, %w: tensor<8x3xf32>, %a
   %g:11 = tfc.moe_ffn_grad %x, %ids, %w, %y experts %a, %a, %d, %a, %a, %d, %a, %a, %d : (tensor<8x4xf32>, tensor<8x2xi32>, tensor<8x3xf32>, tensor<8x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>) -> (tensor<8x4xf32>, tensor<8x3xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<4x6xf32>)
   return %y : tensor<8x4xf32>
 }
+
+// -----
+
+// Tests that the paged KV cache's ops round-trip: kv_cache_update through a
+// block table, and paged_attention (with and without a scale, a 16-bit pool).
+
+// CHECK-LABEL: func.func @paged
+// CHECK: tfc.kv_cache_update %{{.*}}, %{{.*}}, %{{.*}} blocks %{{.*}} dim = 2 : (tensor<9x2x4x8xf32>, tensor<3x2x1x8xf32>, tensor<3xi32>, tensor<3x5xi32>) -> tensor<9x2x4x8xf32>
+// CHECK: tfc.paged_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x4x1x8xf32>, tensor<9x2x4x8xf32>, tensor<9x2x4x8xf32>, tensor<3x5xi32>, tensor<3xi32>) -> tensor<3x4x1x8xf32>
+// CHECK: tfc.paged_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale = 2.500000e-01 : (tensor<3x4x2x8xf32>, tensor<9x2x4x8xbf16>, tensor<9x2x4x8xbf16>, tensor<3x5xi32>, tensor<3xi32>) -> tensor<3x4x2x8xf32>
+func.func @paged(%pool: tensor<9x2x4x8xf32>, %u: tensor<3x2x1x8xf32>, %pos: tensor<3xi32>, %t: tensor<3x5xi32>,
+                 %q: tensor<3x4x1x8xf32>, %q2: tensor<3x4x2x8xf32>, %b: tensor<9x2x4x8xbf16>) -> (tensor<3x4x1x8xf32>, tensor<3x4x2x8xf32>) {
+  %p = tfc.kv_cache_update %pool, %u, %pos blocks %t dim = 2 : (tensor<9x2x4x8xf32>, tensor<3x2x1x8xf32>, tensor<3xi32>, tensor<3x5xi32>) -> tensor<9x2x4x8xf32>
+  %o = tfc.paged_attention %q, %p, %p, %t, %pos : (tensor<3x4x1x8xf32>, tensor<9x2x4x8xf32>, tensor<9x2x4x8xf32>, tensor<3x5xi32>, tensor<3xi32>) -> tensor<3x4x1x8xf32>
+  %o2 = tfc.paged_attention %q2, %b, %b, %t, %pos scale = 0.25 : (tensor<3x4x2x8xf32>, tensor<9x2x4x8xbf16>, tensor<9x2x4x8xbf16>, tensor<3x5xi32>, tensor<3xi32>) -> tensor<3x4x2x8xf32>
+  return %o, %o2 : tensor<3x4x1x8xf32>, tensor<3x4x2x8xf32>
+}

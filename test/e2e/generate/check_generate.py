@@ -23,13 +23,16 @@ references shared with check_models.py):
                       == the reference and == --prompt-tokens alone; the same prompts
                       shuffled and among others give the same tokens; sampled requests draw
                       as they do alone; a G = 1 model and bad lines fail cleanly
+  paged               the same with a paged KV cache (kv_block, a pool smaller than G full
+                      contexts): requests preempted when blocks run out still get the
+                      reference's tokens; prompts with a shared prefix reuse its blocks
   encdec              greedy generation from Start == the reference's (16 tokens)
 
 A tool that exits non-zero fails its check (its stderr is printed). The last line is
 `N passed, M failed`; the exit code is non-zero on any failure.
 
   check_generate.py --bin-dir build/bin [--work-dir DIR] [--seed S]
-                    [--models gpt2,llama,gpt2-b3,llama-b4,encdec]
+                    [--models gpt2,llama,gpt2-b3,llama-b4,gpt2-paged,llama-paged,encdec]
 """
 import argparse
 import json
@@ -84,12 +87,27 @@ CONFIGS = {
         sets=dict(n_layer=2, n_head=4, n_kv_head=2, dim=64, hidden_dim=176,
                   vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
                   tie_embeddings=0, batch=1, gen_batch=4, seq=16, prefill_len=16)),
+    # A paged KV cache (kv_block): a pool smaller than G full contexts, so that requests
+    # are preempted (and recomputed) when it runs out, and shared prompt prefixes reuse
+    # their blocks; single prompts run through the serving entries (no prefill/decode).
+    "gpt2-paged": dict(
+        model="gpt2", label="gpt2 (paged KV cache: 20 blocks of 4, generation B=3)", prompt=29,
+        context=True, batched=True,
+        sets=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_ctx=64,
+                  batch=2, gen_batch=3, seq=16, prefill_len=12, kv_block=4, kv_blocks=20)),
+    "llama-paged": dict(
+        model="llama", label="llama (paged KV cache: 12 blocks of 8, generation B=4, GQA)",
+        prompt=21, batched=True,
+        sets=dict(n_layer=2, n_head=4, n_kv_head=2, dim=64, hidden_dim=176,
+                  vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
+                  tie_embeddings=0, batch=1, gen_batch=4, seq=16, prefill_len=16, kv_block=8,
+                  kv_blocks=12)),
     "encdec": dict(
         model="encdec", label="encdec (article sizes)",
         sets=dict(batch=64, d_model=32, n_head=4, ff_mult=4, vocab_size=12,
                   src_len=16, tgt_len=17)),
 }
-DEFAULT_MODELS = "gpt2,llama,gpt2-b3,llama-b4,encdec"
+DEFAULT_MODELS = "gpt2,llama,gpt2-b3,llama-b4,gpt2-paged,llama-paged,encdec"
 
 
 # ----------------------------------------------------------------------------- output
@@ -490,6 +508,9 @@ class ModelCheck:
         self.check(f"sampled ({' '.join(map(str, opts))}): each request == alone", got == alone,
                    "\n    ".join(f"{ids_text(a)} | {ids_text(b)}" for a, b in zip(got, alone)))
 
+        if "kv_block" in self.sets:
+            self.check_paged(w, wpath, run, new)
+
         # Bad files.
         path = os.path.join(self.work, "bad-line.txt")
         with open(path, "w") as f:
@@ -500,6 +521,34 @@ class ModelCheck:
         self.expect_failure(f"token id {V} fails naming the prompt",
                             self.batched(wpath, path, 4, check=False),
                             f"bad-id.txt: prompt 2: prompt token {V}")
+
+    def check_paged(self, w, wpath, run, new):
+        """A paged KV cache: the run above had preemptions; shared prefixes reuse blocks."""
+        def paged_line(result):
+            m = re.search(r"paged KV cache: (\d+) blocks of (\d+) positions; (\d+) prompt "
+                          r"tokens reused from cached prefixes; (\d+) preemptions",
+                          result.stderr())
+            return [int(g) for g in m.groups()] if m else None
+        S, blocks = self.sets["kv_block"], self.sets["kv_blocks"]
+        line = paged_line(run)
+        self.check(f"the pool of {blocks} blocks ran out: requests were preempted, and their "
+                   "tokens (above) are still the reference's",
+                   line is not None and line[:2] == [blocks, S] and line[3] > 0,
+                   indent(run.stderr(), keep=6))
+        # A shared prefix of 2.5 blocks, then each prompt its own tail: the second and later
+        # reuse its 2 whole blocks, and each still gets the reference's tokens.
+        V = self.V
+        head = [int(t) for t in self.rng.integers(0, V, 2 * S + S // 2)]
+        prompts = [head + [int(t) for t in self.rng.integers(0, V, n)] for n in (1, 3, S, 2)]
+        shared = self.batched(wpath, self.write_prompts("shared.txt", prompts), new)
+        got = [json.loads(l)["tokens"] for l in shared.out.decode().splitlines()]
+        want = [self.ref_greedy(w, p, new) for p in prompts]
+        self.check(f"{len(prompts)} prompts sharing a {len(head)}-token prefix: each == the "
+                   "reference", got == want,
+                   "\n    ".join(f"{ids_text(a)} | {ids_text(b)}" for a, b in zip(got, want)))
+        line = paged_line(shared)
+        self.check("the shared prefix's whole blocks were reused",
+                   line is not None and line[2] >= 2 * S, indent(shared.stderr(), keep=6))
 
     def check_tokenizer(self, w, wpath, prompt):
         """--prompt TEXT with a byte-level tokenizer; streamed text; <|endoftext|>."""

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <atomic>
+#include <vector>
 
 #include "internal.h"
 #include "tfc_kernels.h"
@@ -251,6 +253,110 @@ void tfc_k_attention_rows_f32(const float* q, const void* k, const void* v, int3
                             static_cast<const char*>(v) + b * kv_heads * tk * dv * kvBytes,
                             kv_type, out + b * heads * tq * dv, 1, heads, kv_heads, tq, tk, d,
                             dv, 1, row_offsets[b], scale);
+  }
+}
+
+void tfc_k_attention_paged_f32(const float* q, const void* k, const void* v, int32_t kv_type,
+                               float* out, int64_t batch, int64_t heads, int64_t kv_heads,
+                               int64_t tq, int64_t d, int64_t dv, int64_t pool_blocks,
+                               int64_t block_size, const int32_t* blocks,
+                               int64_t max_blocks, const int32_t* positions, float scale) {
+  if (batch < 0 || heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0 || tq < 0 || d <= 0 ||
+      dv <= 0 || pool_blocks < 0 || block_size <= 0 || max_blocks <= 0 || !blocks ||
+      !positions || kv_type < TFC_K_F32 || kv_type > TFC_K_F16) {
+    tfc_kernels_error("tfc_k_attention_paged_f32: bad sizes, tables or element type");
+    return;
+  }
+  // Each row reads its table up to the first entry < 0, as far as its last query sees.
+  static thread_local std::vector<int64_t> rowKeys;
+  rowKeys.assign(static_cast<size_t>(batch), 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* table = blocks + b * max_blocks;
+    const int64_t visible = std::min<int64_t>(positions[b] + tq, max_blocks * block_size);
+    int64_t n = 0;
+    for (; n * block_size < visible && table[n] >= 0; ++n) {
+      if (table[n] >= pool_blocks) {
+        tfc_kernels_error("paged attention: a block table entry a row reads is outside "
+                          "the pool");
+        return;
+      }
+    }
+    rowKeys[static_cast<size_t>(b)] = std::max<int64_t>(0, std::min(visible, n * block_size));
+  }
+  if (tq == 1) {
+    // Decode: every row at once, its keys read in place block by block.
+    tfc_kern::AttnArgs a{q,  k, v, out, batch, heads, kv_heads, 1, max_blocks * block_size,
+                         d, dv, true, 0, scale};
+    a.kv_type = kv_type;
+    a.blocks = blocks;
+    a.block_size = block_size;
+    a.max_blocks = max_blocks;
+    a.row_keys = rowKeys.data();
+    tfc_kern::isa().attention(a);
+    return;
+  }
+  const int64_t kvBytes = kv_type == TFC_K_F32 ? 4 : 2;
+  const int64_t kRow = block_size * d * kvBytes, vRow = block_size * dv * kvBytes;
+  // A prefill chunk: each row's visible keys are gathered in order (a block's slots are
+  // contiguous per head), then attended as one contiguous row: the unpaged arithmetic.
+  static thread_local std::vector<char> kbuf, vbuf;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* table = blocks + b * max_blocks;
+    float* outRow = out + b * heads * tq * dv;
+    // (A prefill chunk's padding queries may reach past the row's blocks; their results
+    // are not used.)
+    const int64_t nblocks = (rowKeys[static_cast<size_t>(b)] + block_size - 1) / block_size;
+    if (nblocks == 0) {
+      std::fill(outRow, outRow + heads * tq * dv, 0.f);
+      continue;
+    }
+    kbuf.resize(static_cast<size_t>(kv_heads * nblocks * kRow));
+    vbuf.resize(static_cast<size_t>(kv_heads * nblocks * vRow));
+    for (int64_t i = 0; i < nblocks; ++i) {
+      const int64_t id = table[i];
+      for (int64_t h = 0; h < kv_heads; ++h) {
+        memcpy(kbuf.data() + (h * nblocks + i) * kRow,
+               static_cast<const char*>(k) + (id * kv_heads + h) * kRow, kRow);
+        memcpy(vbuf.data() + (h * nblocks + i) * vRow,
+               static_cast<const char*>(v) + (id * kv_heads + h) * vRow, vRow);
+      }
+    }
+    tfc_k_attention_kvx_f32(q + b * heads * tq * d, kbuf.data(), vbuf.data(), kv_type, outRow,
+                            1, heads, kv_heads, tq, nblocks * block_size, d, dv, 1, positions[b],
+                            scale);
+  }
+}
+
+void tfc_k_paged_kv_write(void* pool, const void* update, int64_t elem_bytes, int64_t batch,
+                          int64_t kv_heads, int64_t len, int64_t d, int64_t pool_blocks,
+                          int64_t block_size, const int32_t* blocks, int64_t max_blocks,
+                          const int32_t* positions) {
+  if (batch < 0 || kv_heads <= 0 || len < 0 || d <= 0 || pool_blocks < 0 || block_size <= 0 ||
+      max_blocks <= 0 || !blocks || !positions || (elem_bytes != 2 && elem_bytes != 4)) {
+    tfc_kernels_error("tfc_k_paged_kv_write: bad sizes or tables");
+    return;
+  }
+  const int64_t row = d * elem_bytes;
+  for (int64_t b = 0; b < batch; ++b) {
+    const int32_t* table = blocks + b * max_blocks;
+    for (int64_t l = 0; l < len; ++l) {
+      const int64_t p = static_cast<int64_t>(positions[b]) + l;
+      if (p < 0 || p >= max_blocks * block_size) {
+        tfc_kernels_error("kv_cache_update: position out of range of the block table");
+        return;
+      }
+      const int64_t id = table[p / block_size];
+      if (id < 0) continue;  // an idle row: nothing to keep
+      if (id >= pool_blocks) {
+        tfc_kernels_error("kv_cache_update: a block table entry is outside the pool");
+        return;
+      }
+      for (int64_t h = 0; h < kv_heads; ++h) {
+        memcpy(static_cast<char*>(pool) +
+                   ((id * kv_heads + h) * block_size + p % block_size) * row,
+               static_cast<const char*>(update) + ((b * kv_heads + h) * len + l) * row, row);
+      }
+    }
   }
 }
 

@@ -75,6 +75,12 @@ struct AttnArgs {
   // K's and V's element type: a 16-bit KV cache is widened block by block as it is read
   // (decode reads the whole visible cache every token).
   int kv_type = kBF32;
+  // A paged KV cache (decode only, tq = 1): k and v are pools [blocks, kv_heads,
+  // block_size, d]; row b's key j is in block blocks[b * max_blocks + j / block_size], and
+  // the row's query sees its first row_keys[b] keys (causal and offset are not read).
+  const int32_t* blocks = nullptr;
+  int64_t block_size = 0, max_blocks = 0;
+  const int64_t* row_keys = nullptr;
 };
 
 // The keys [0, limit) that query i sees: all tk without a mask; with `causal`, key j is

@@ -1,6 +1,8 @@
 // tfc_k_attention_f32 against a double-precision softmax(QK^T)V reference (and
 // tfc_k_attention_kvx_f32, a 16-bit KV cache, against it on the same values).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <math.h>
 #include <string.h>
 
@@ -196,6 +198,119 @@ TEST_P(AttentionTest, OffsetPerRow) {
       }
     }
   }
+}
+
+// tfc_k_paged_kv_write and tfc_k_attention_paged_f32 (serving's paged KV cache): each row's
+// keys and values are written through a shuffled block table into a pool of blocks, then
+// attended at its own position; against the reference on the row's contiguous cache, and
+// bit for bit against tfc_k_attention_kvx_f32 on that row's blocks laid out in order.
+TEST_P(AttentionTest, PagedCache) {
+  TFC_SEED_TRACE(run_seed());
+  struct PagedCase {
+    int64_t b, h, hkv, tq, d, dv, block, maxBlocks;
+  };
+  for (PagedCase c : {PagedCase{4, 4, 2, 1, 64, 64, 16, 6}, PagedCase{3, 3, 3, 5, 17, 9, 4, 9},
+                      PagedCase{2, 8, 2, 24, 32, 32, 8, 5}}) {
+    const int64_t ctx = c.block * c.maxBlocks, poolBlocks = c.b * c.maxBlocks + 3;
+    SCOPED_TRACE(::testing::Message() << "isa=" << GetParam() << " B=" << c.b << " Tq=" << c.tq
+                                      << " S=" << c.block << " D=" << c.d);
+    std::mt19937_64 rng(run_seed() * 29 + (uint64_t)(c.b * 7 + c.block));
+    // A shuffled pool: row b's block i is perm[b * maxBlocks + i].
+    std::vector<int32_t> perm((size_t)poolBlocks);
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = (int32_t)i;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int32_t> table(perm.begin(), perm.begin() + c.b * c.maxBlocks);
+    std::vector<int32_t> positions, zeros((size_t)c.b, 0);
+    for (int64_t b = 0; b < c.b; ++b)
+      positions.push_back((int32_t)(rng() % (uint64_t)(ctx - c.tq + 1)));
+    auto q = random_vec(rng, (size_t)(c.b * c.h * c.tq * c.d));
+    auto k = random_vec(rng, (size_t)(c.b * c.hkv * ctx * c.d));   // [B, Hkv, ctx, D]
+    auto v = random_vec(rng, (size_t)(c.b * c.hkv * ctx * c.dv));
+    const float scale = 1.f / sqrtf((float)c.d);
+    for (int kt : {TFC_K_F32, TFC_K_BF16}) {
+      SCOPED_TRACE(::testing::Message() << "kv_type=" << kt);
+      std::vector<float> kr = k, vr = v;
+      std::vector<uint16_t> k16, v16;
+      if (kt != TFC_K_F32) {
+        k16 = round_to_16bit(kr, kt);
+        v16 = round_to_16bit(vr, kt);
+      }
+      const int64_t bytes = kt == TFC_K_F32 ? 4 : 2;
+      const char* kp = kt == TFC_K_F32 ? (const char*)kr.data() : (const char*)k16.data();
+      const char* vp = kt == TFC_K_F32 ? (const char*)vr.data() : (const char*)v16.data();
+      std::vector<char> kpool((size_t)(poolBlocks * c.hkv * c.block * c.d * bytes), 0);
+      std::vector<char> vpool((size_t)(poolBlocks * c.hkv * c.block * c.dv * bytes), 0);
+      // The whole context of every row in one call, from position 0.
+      tfc_k_paged_kv_write(kpool.data(), kp, bytes, c.b, c.hkv, ctx, c.d, poolBlocks, c.block,
+                           table.data(), c.maxBlocks, zeros.data());
+      tfc_k_paged_kv_write(vpool.data(), vp, bytes, c.b, c.hkv, ctx, c.dv, poolBlocks, c.block,
+                           table.data(), c.maxBlocks, zeros.data());
+      ASSERT_EQ(tfc_kernels_take_error(), nullptr);
+      const int64_t oRow = c.h * c.tq * c.dv;
+      std::vector<float> got((size_t)(c.b * oRow), NAN);
+      tfc_k_attention_paged_f32(q.data(), kpool.data(), vpool.data(), kt, got.data(), c.b, c.h,
+                                c.hkv, c.tq, c.d, c.dv, poolBlocks, c.block, table.data(),
+                                c.maxBlocks, positions.data(), scale);
+      ASSERT_EQ(tfc_kernels_take_error(), nullptr);
+      for (int64_t b = 0; b < c.b; ++b) {
+        AttnCase one{1, c.h, c.hkv, c.tq, ctx, c.d, c.dv, true, positions[(size_t)b]};
+        std::vector<float> qb(q.begin() + b * c.h * c.tq * c.d,
+                              q.begin() + (b + 1) * c.h * c.tq * c.d);
+        std::vector<float> kb(kr.begin() + b * c.hkv * ctx * c.d,
+                              kr.begin() + (b + 1) * c.hkv * ctx * c.d);
+        std::vector<float> vb(vr.begin() + b * c.hkv * ctx * c.dv,
+                              vr.begin() + (b + 1) * c.hkv * ctx * c.dv);
+        std::vector<double> ref;
+        reference(qb, kb, vb, ref, one, scale);
+        EXPECT_LE(rel_max_err(got.data() + b * oRow, ref.data(), ref.size()), 1e-5)
+            << "row " << b << " at position " << one.offset;
+        // The row's visible blocks in order: the contiguous kernel on them.
+        const int64_t nb = (positions[(size_t)b] + c.tq + c.block - 1) / c.block;
+        std::vector<char> kin((size_t)(c.hkv * nb * c.block * c.d * bytes));
+        std::vector<char> vin((size_t)(c.hkv * nb * c.block * c.dv * bytes));
+        for (int64_t h = 0; h < c.hkv; ++h) {
+          memcpy(kin.data() + h * nb * c.block * c.d * bytes,
+                 kp + (b * c.hkv + h) * ctx * c.d * bytes, (size_t)(nb * c.block * c.d * bytes));
+          memcpy(vin.data() + h * nb * c.block * c.dv * bytes,
+                 vp + (b * c.hkv + h) * ctx * c.dv * bytes,
+                 (size_t)(nb * c.block * c.dv * bytes));
+        }
+        std::vector<float> alone((size_t)oRow, NAN);
+        tfc_k_attention_kvx_f32(qb.data(), kin.data(), vin.data(), kt, alone.data(), 1, c.h,
+                                c.hkv, c.tq, nb * c.block, c.d, c.dv, 1, one.offset, scale);
+        EXPECT_EQ(memcmp(alone.data(), got.data() + b * oRow, alone.size() * sizeof(float)), 0)
+            << "row " << b;
+      }
+    }
+  }
+  // An idle row (first entry < 0): its result is 0 and its writes are dropped; a block
+  // outside the pool and a position past the table are errors.
+  const int64_t S = 4, M = 2, H = 2, D = 8;
+  std::vector<float> pool((size_t)(3 * H * S * D), 1.f), upd((size_t)(2 * H * 1 * D), 5.f);
+  std::vector<float> qv((size_t)(2 * H * D), 0.5f), o((size_t)(2 * H * D), NAN);
+  std::vector<int32_t> tbl = {-1, -1, 2, 0}, pos = {0, 4};
+  tfc_k_paged_kv_write(pool.data(), upd.data(), 4, 2, H, 1, D, 3, S, tbl.data(), M, pos.data());
+  ASSERT_EQ(tfc_kernels_take_error(), nullptr);
+  for (int64_t i = 0; i < 3 * H * S * D; ++i) {
+    // Only row 1's position 4 (block 0, slot 0) of each head was written.
+    const bool written = i / (H * S * D) == 0 && (i % (S * D)) / D == 0;
+    EXPECT_EQ(pool[(size_t)i], written ? 5.f : 1.f) << "element " << i;
+  }
+  tfc_k_attention_paged_f32(qv.data(), pool.data(), pool.data(), TFC_K_F32, o.data(), 2, H, H, 1,
+                            D, D, 3, S, tbl.data(), M, pos.data(), 0.5f);
+  ASSERT_EQ(tfc_kernels_take_error(), nullptr);
+  for (int64_t i = 0; i < H * D; ++i) EXPECT_EQ(o[(size_t)i], 0.f);
+  std::vector<int32_t> outside = {3, 0, 2, 0};
+  tfc_k_attention_paged_f32(qv.data(), pool.data(), pool.data(), TFC_K_F32, o.data(), 2, H, H, 1,
+                            D, D, 3, S, outside.data(), M, pos.data(), 0.5f);
+  const char* err = tfc_kernels_take_error();
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(strstr(err, "outside the pool"), nullptr) << err;
+  std::vector<int32_t> past = {0, 8};
+  tfc_k_paged_kv_write(pool.data(), upd.data(), 4, 2, H, 1, D, 3, S, tbl.data(), M, past.data());
+  err = tfc_kernels_take_error();
+  ASSERT_NE(err, nullptr);
+  EXPECT_NE(strstr(err, "position out of range"), nullptr) << err;
 }
 
 TEST_P(AttentionTest, LargeLogitsStayStable) {

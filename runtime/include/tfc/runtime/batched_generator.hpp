@@ -124,8 +124,19 @@ class BatchedGenerator {
     int64_t steps = 0, prefillCalls = 0, decodeCalls = 0, sampleCalls = 0;
     int64_t decodedTokens = 0;  // summed over rows
     double prefillMs = 0, decodeMs = 0, sampleMs = 0;
+    // A paged KV cache: prompt tokens whose cached blocks were reused instead of computed,
+    // and requests sent back to the queue when the pool ran out of blocks.
+    int64_t prefixReusedTokens = 0, preemptions = 0;
   };
   Counters counters() const;
+
+  // A paged KV cache (a model traced with kv_block > 0): its blocks, those held by running
+  // requests, and those no request holds that keep a prompt prefix for reuse. All 0 for an
+  // unpaged cache. Step()'s thread only.
+  struct KvBlocks {
+    int64_t total = 0, used = 0, cached = 0, blockSize = 0;
+  };
+  KvBlocks kvBlocks() const;
 
  private:
   struct State;
