@@ -87,6 +87,7 @@ Engine::Engine(BatchedGenerator generator, std::shared_ptr<const Tokenizer> toke
   generator_.setTokenizer(tokenizer_);
   rows_ = generator_.rows();
   contextLength_ = generator_.contextLength();
+  kvBlocks_ = generator_.kvBlocks().total;
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -192,6 +193,13 @@ void Engine::loop() {
     }
     queued_ = generator_.queued();
     running_ = generator_.running();
+    const BatchedGenerator::KvBlocks kv = generator_.kvBlocks();
+    kvBlocksUsed_ = kv.used;
+    kvBlocksCached_ = kv.cached;
+    kvBlocks_ = kv.total;
+    const BatchedGenerator::Counters counters = generator_.counters();
+    prefixReusedTokens_ = counters.prefixReusedTokens;
+    preemptions_ = counters.preemptions;
     if (options_.testStepDelay.count() > 0) std::this_thread::sleep_for(options_.testStepDelay);
   }
 }
@@ -234,6 +242,22 @@ std::string Engine::metricsText() const {
         static_cast<double>(rows_), "gauge");
   gauge("tfc_kv_cache_rows_used", "Rows of the KV cache held by running requests.",
         static_cast<double>(running_), "gauge");
+  if (kvBlocks_ > 0) {
+    gauge("tfc_kv_blocks", "Blocks of the paged KV cache.", static_cast<double>(kvBlocks_),
+          "gauge");
+    gauge("tfc_kv_blocks_used", "Blocks of the paged KV cache held by running requests.",
+          static_cast<double>(kvBlocksUsed_), "gauge");
+    gauge("tfc_kv_blocks_cached",
+          "Blocks no request holds that keep a prompt prefix for reuse (evicted first when "
+          "blocks run out).",
+          static_cast<double>(kvBlocksCached_), "gauge");
+    gauge("tfc_prefix_reused_tokens_total",
+          "Prompt tokens taken from cached prefix blocks instead of computed.",
+          static_cast<double>(prefixReusedTokens_), "counter");
+    gauge("tfc_preemptions_total",
+          "Requests sent back to the queue (and recomputed) when the blocks ran out.",
+          static_cast<double>(preemptions_), "counter");
+  }
   gauge("tfc_prompt_tokens_total", "Prompt tokens of the admitted requests.",
         static_cast<double>(promptTokens_), "counter");
   gauge("tfc_generation_tokens_total", "Tokens generated.",

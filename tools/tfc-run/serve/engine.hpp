@@ -121,6 +121,9 @@ class Engine {
 
   // Counters (engine thread writes; /metrics reads).
   std::atomic<int64_t> queued_{0}, running_{0};
+  // A paged KV cache (all 0 otherwise): blocks held, cached for reuse, in all; reuse.
+  std::atomic<int64_t> kvBlocksUsed_{0}, kvBlocksCached_{0}, kvBlocks_{0};
+  std::atomic<int64_t> prefixReusedTokens_{0}, preemptions_{0};
   std::atomic<uint64_t> promptTokens_{0}, generatedTokens_{0}, rejected_{0}, abandoned_{0};
   std::atomic<uint64_t> finished_[4] = {};  // stop, length, abort, error
   Histogram firstToken_, interToken_;
