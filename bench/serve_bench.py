@@ -12,6 +12,8 @@ and the gaps between tokens, and overall the generated tokens per second.
 
   tfc:       tfc-trace gpt2 --set preset=gpt2-124m --set gen_batch=16 --set prefill_len=128
              tfc-run model.so serve --threads 2 (16 rows, continuous batching)
+  tfc paged: the same with --set kv_block=16 --set kv_blocks=N (--kv-blocks N): a paged
+             KV cache of N blocks instead of 16 rows of 1024 positions
   llama.cpp: llama-server -t 2 -tb 2 --parallel 16 --ctx-size 16384 (16 slots of 1024,
              continuous batching), built from the llama.cpp sources that llama-cpp-python
              vendors (bench/setup_peer.sh)
@@ -19,7 +21,8 @@ and the gaps between tokens, and overall the generated tokens per second.
   serve_bench.py --bin-dir build/bin --llama-server PATH --python VENV/bin/python
                  [--work DIR] [--concurrency 1,4,16] [--requests 6,16,32] [--only tfc|llama]
 
-Prints a JSON line per (server, concurrency) and a Markdown table. The machine has 2 cores:
+Prints a JSON line per (server, concurrency) and a Markdown table, with each server
+process's peak resident memory (VmHWM: weights, KV cache, buffers). The machine has 2 cores:
 the driver's threads share them with the server (both servers alike).
 """
 import argparse
@@ -137,6 +140,15 @@ def one_request(port, prompt, max_tokens):
     return start, stamps
 
 
+def peak_rss_mb(pid):
+    """The process's peak resident memory so far (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def drive(port, mix, concurrency):
     """Runs every request of |mix| from |concurrency| clients; returns the measures."""
     queue = list(enumerate(mix))
@@ -185,6 +197,8 @@ def main():
     ap.add_argument("--only", choices=["tfc", "llama"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prefill-len", type=int, default=128, help="tfc's prefill chunk P")
+    ap.add_argument("--kv-blocks", type=int, default=0,
+                    help="also serve tfc with a paged KV cache of this many blocks of 16")
     ap.add_argument("--repeat", type=int, default=1,
                     help="server processes per peer, interleaved; the table gives medians")
     a = ap.parse_args()
@@ -199,6 +213,13 @@ def main():
              "--set", f"prefill_len={a.prefill_len}", "--set", "batch=1", "--set", "seq=64",
              "-o", w("gpt2.mlir")])
         run([bin_("tfc"), w("gpt2.mlir"), "-o", so])
+    paged = w(f"gpt2-p{a.prefill_len}-kv{a.kv_blocks}.so")
+    if a.kv_blocks and not os.path.exists(paged):
+        run([bin_("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "gen_batch=16",
+             "--set", f"prefill_len={a.prefill_len}", "--set", "batch=1", "--set", "seq=64",
+             "--set", "kv_block=16", "--set", f"kv_blocks={a.kv_blocks}",
+             "-o", w("gpt2-paged.mlir")])
+        run([bin_("tfc"), w("gpt2-paged.mlir"), "-o", paged])
     if not os.path.exists(w("w.safetensors")):
         run([bin_("tfc-run"), so, "init", "--seed", "1", "-o", w("w.safetensors")])
     tokens, merges = synthetic_vocab()
@@ -224,6 +245,12 @@ def main():
                                              w("w.safetensors"), "--tokenizer", w("tok"),
                                              "--port", port, "--threads", a.threads,
                                              "--max-queue", "64"]))
+        if a.kv_blocks:
+            servers.append((f"tfc paged ({a.kv_blocks} blocks)",
+                            lambda port: [bin_("tfc-run"), paged, "serve", "--weights",
+                                          w("w.safetensors"), "--tokenizer", w("tok"),
+                                          "--port", port, "--threads", a.threads,
+                                          "--max-queue", "64"]))
     if a.only != "tfc":
         if not a.llama_server:
             sys.exit("serve_bench: --llama-server PATH (bench/setup_peer.sh builds it)")
@@ -235,13 +262,13 @@ def main():
     for _, (name, command) in [(r, s) for r in range(a.repeat) for s in servers]:
         port = free_port()
         proc = subprocess.Popen([str(c) for c in command(port)], stdout=subprocess.DEVNULL,
-                                stderr=open(w(f"{name}.log"), "w"))
+                                stderr=open(w(f"{name.split()[0]}.log"), "w"))
         try:
             wait_healthy(port, proc)
             one_request(port, list(range(1, 33)), 8)  # warm-up
             for c in levels:
                 m = drive(port, mixes[c], c)
-                m.update(server=name, concurrency=c)
+                m.update(server=name, concurrency=c, peak_rss_mb=peak_rss_mb(proc.pid))
                 print(json.dumps(m), flush=True)
                 rows.append(m)
         finally:
@@ -250,16 +277,17 @@ def main():
     # Medians over the processes of each (server, concurrency).
     print(f"\nmedians of {a.repeat} server process(es) each\n"
           "| server | concurrency | requests | tokens/s | TTFT p50 / p99 (ms) | "
-          "inter-token p50 / p99 (ms) |\n|---|---|---|---|---|---|")
+          "inter-token p50 / p99 (ms) | peak RSS (MB) |\n|---|---|---|---|---|---|---|")
     for name, _ in servers:
         for c in levels:
             runs = [m for m in rows if m["server"] == name and m["concurrency"] == c]
             med = {k: statistics.median(m[k] for m in runs)
                    for k in ("tokens_per_s", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
-                             "itl_p99_ms")}
+                             "itl_p99_ms", "peak_rss_mb")}
             print(f"| {name} | {c} | {runs[0]['requests']} | {med['tokens_per_s']:.1f} | "
                   f"{med['ttft_p50_ms']:.0f} / {med['ttft_p99_ms']:.0f} | "
-                  f"{med['itl_p50_ms']:.1f} / {med['itl_p99_ms']:.1f} |")
+                  f"{med['itl_p50_ms']:.1f} / {med['itl_p99_ms']:.1f} | "
+                  f"{med['peak_rss_mb']:.0f} |")
 
 
 if __name__ == "__main__":

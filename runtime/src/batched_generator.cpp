@@ -73,9 +73,10 @@ struct BatchedGenerator::State {
   // Streams |token| for the request in |row| and decides whether it goes on.
   void deliver(int64_t row, int32_t token, Clock::time_point now);
   void finish(int64_t row, StopReason reason, bool cancelled = false);
-  // A paged cache: takes the blocks of the request going into |row| (reusing cached
-  // prefix blocks); false, taking none, if the pool cannot hold its tokens now.
-  bool takeBlocks(Request& request);
+  // A paged cache: takes the blocks of a request being admitted (reusing cached prefix
+  // blocks); false, taking none, if the pool cannot hold its tokens and still keep
+  // |headroom| blocks for the running requests.
+  bool takeBlocks(Request& request, int64_t headroom);
   void releaseBlocks(Request& request);
   // Puts the request in |row| back at the head of the queue, its blocks freed: it is
   // prefilled again (its tokens so far) when blocks allow.
@@ -307,7 +308,9 @@ void BatchedGenerator::State::admit() {
     for (size_t row = 0; row < slots.size() && !queue.empty(); ++row) {
       if (slots[row]) continue;
       // Oldest first: a request the pool cannot hold yet waits, and so do those behind it.
-      if (pool && !takeBlocks(queue.front())) break;
+      // A block of headroom per running request, so that one admitted now is not preempted
+      // at the next step (admitted and preempted over and over, recomputing its prompt).
+      if (pool && !takeBlocks(queue.front(), static_cast<int64_t>(runningIds.size()))) break;
       Request request = std::move(queue.front());
       queue.pop_front();
       // (A preempted request keeps the wait before its first row.)
@@ -330,7 +333,7 @@ void BatchedGenerator::State::admit() {
   }
 }
 
-bool BatchedGenerator::State::takeBlocks(Request& request) {
+bool BatchedGenerator::State::takeBlocks(Request& request, int64_t headroom) {
   const int64_t size = pool->blockSize();
   const int64_t length = static_cast<int64_t>(request.toPrefill.size());
   // Cached whole blocks of its tokens, leaving the last token to compute (its logits), and
@@ -340,7 +343,7 @@ bool BatchedGenerator::State::takeBlocks(Request& request) {
   std::vector<int32_t> blocks = pool->matchPrefix(request.toPrefill, reusable);
   const int64_t reused = static_cast<int64_t>(blocks.size());
   const int64_t fresh = (length + size - 1) / size - reused;
-  if (fresh > pool->available()) {
+  if (fresh + headroom > pool->available()) {
     for (int32_t id : blocks) pool->release(id);
     return false;
   }

@@ -96,12 +96,12 @@ CONFIGS = {
         sets=dict(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_ctx=64,
                   batch=2, gen_batch=3, seq=16, prefill_len=12, kv_block=4, kv_blocks=20)),
     "llama-paged": dict(
-        model="llama", label="llama (paged KV cache: 12 blocks of 8, generation B=4, GQA)",
+        model="llama", label="llama (paged KV cache: 8 blocks of 8, generation B=4, GQA)",
         prompt=21, batched=True,
         sets=dict(n_layer=2, n_head=4, n_kv_head=2, dim=64, hidden_dim=176,
                   vocab_size=256, n_ctx=64, rms_eps=1e-5, rope_theta=10000,
                   tie_embeddings=0, batch=1, gen_batch=4, seq=16, prefill_len=16, kv_block=8,
-                  kv_blocks=12)),
+                  kv_blocks=8)),
     "encdec": dict(
         model="encdec", label="encdec (article sizes)",
         sets=dict(batch=64, d_model=32, n_head=4, ff_mult=4, vocab_size=12,
@@ -478,9 +478,10 @@ class ModelCheck:
                 bad.append(f"request {i + 1} (prompt {len(prompt)}, row {r['row']})\n"
                            f"    tfc {ids_text(r['tokens'])}\n    ref {ids_text(want)}")
         self.check("each request's greedy tokens == the reference", not bad, "\n    ".join(bad))
-        reused = sorted({r["row"] for r in rows}) == list(range(G)) and any(
-            r["queued_ms"] > 0 for r in rows)
-        self.check("every row used, and requests waited for a free one", reused,
+        # (A paged pool smaller than the rows' contexts may hold fewer requests than rows.)
+        every_row = "kv_block" in self.sets or sorted({r["row"] for r in rows}) == list(range(G))
+        self.check("every row used, and requests waited for a free one",
+                   every_row and any(r["queued_ms"] > 0 for r in rows),
                    f"rows {[r['row'] for r in rows]}")
         ctx = rows[lengths.index(n_ctx - 4)]
         self.check("the request that reaches n_ctx stops there and says so",
@@ -509,7 +510,7 @@ class ModelCheck:
                    "\n    ".join(f"{ids_text(a)} | {ids_text(b)}" for a, b in zip(got, alone)))
 
         if "kv_block" in self.sets:
-            self.check_paged(w, wpath, run, new)
+            self.check_paged(w, wpath)
 
         # Bad files.
         path = os.path.join(self.work, "bad-line.txt")
@@ -522,22 +523,32 @@ class ModelCheck:
                             self.batched(wpath, path, 4, check=False),
                             f"bad-id.txt: prompt 2: prompt token {V}")
 
-    def check_paged(self, w, wpath, run, new):
-        """A paged KV cache: the run above had preemptions; shared prefixes reuse blocks."""
+    def check_paged(self, w, wpath):
+        """A paged KV cache: requests that outgrow the pool are preempted and still get the
+        reference's tokens; prompts with a shared prefix reuse its blocks."""
         def paged_line(result):
             m = re.search(r"paged KV cache: (\d+) blocks of (\d+) positions; (\d+) prompt "
                           r"tokens reused from cached prefixes; (\d+) preemptions",
                           result.stderr())
             return [int(g) for g in m.groups()] if m else None
-        S, blocks = self.sets["kv_block"], self.sets["kv_blocks"]
-        line = paged_line(run)
-        self.check(f"the pool of {blocks} blocks ran out: requests were preempted, and their "
-                   "tokens (above) are still the reference's",
-                   line is not None and line[:2] == [blocks, S] and line[3] > 0,
-                   indent(run.stderr(), keep=6))
+        G, S, blocks = self.sets["gen_batch"], self.sets["kv_block"], self.sets["kv_blocks"]
+        V, n_ctx = self.V, self.sets["n_ctx"]
+        # G prompts of one block each fit the pool at once; generating 6 blocks more each
+        # (more than G * 7 blocks in all) outgrows it, so some are preempted and recomputed.
+        new = min(6 * S, n_ctx - S)
+        prompts = [[int(t) for t in self.rng.integers(0, V, S)] for _ in range(G)]
+        grow = self.batched(wpath, self.write_prompts("outgrow.txt", prompts), new)
+        got = [json.loads(l)["tokens"] for l in grow.out.decode().splitlines()]
+        want = [self.ref_greedy(w, p, new) for p in prompts]
+        line = paged_line(grow)
+        self.check(f"{G} requests outgrowing the pool of {blocks} blocks: preempted, each still "
+                   "== the reference",
+                   got == want and line is not None and line[:2] == [blocks, S] and line[3] > 0,
+                   indent(grow.stderr(), keep=3) + "\n    " +
+                   "\n    ".join(f"{ids_text(a)} | {ids_text(b)}" for a, b in zip(got, want)))
         # A shared prefix of 2.5 blocks, then each prompt its own tail: the second and later
         # reuse its 2 whole blocks, and each still gets the reference's tokens.
-        V = self.V
+        new = 12
         head = [int(t) for t in self.rng.integers(0, V, 2 * S + S // 2)]
         prompts = [head + [int(t) for t in self.rng.integers(0, V, n)] for n in (1, 3, S, 2)]
         shared = self.batched(wpath, self.write_prompts("shared.txt", prompts), new)

@@ -29,6 +29,18 @@
 // So a long prompt is read chunk by chunk between decode steps of the others (chunked
 // prefill), and a finished request frees its row for the next one at once.
 //
+// A model traced with a paged KV cache (--set kv_block=S kv_blocks=N: its decode_rows and
+// prefill_row take a block table per row) keeps every request's keys and values in blocks
+// of a shared pool instead of a row of n_ctx positions:
+//   - admission also needs the pool to hold the request's prompt (oldest first);
+//   - the whole blocks of a prompt are published once it is read, and a later prompt that
+//     starts with the same tokens reuses them (prefix caching; a block nobody holds keeps
+//     its prefix until the pool needs it, least recently used first);
+//   - decoding takes a block every S tokens; when none is free, the youngest running
+//     request goes back to the head of the queue, its blocks freed, and is prefilled again
+//     (its prompt and generated tokens) when readmitted: it streams no token twice and
+//     gets the same tokens.
+//
 // Tokens are drawn as Generator draws them: step i of a request samples with its seed + i
 // from its own logits alone (greedy: argmax). A request gets the same tokens whichever row
 // it runs in and whatever runs beside it, and the same as Generator::generate on the model.
@@ -77,7 +89,8 @@ class BatchedGenerator {
  public:
   // Binds |context|'s decode_rows, prefill_row and sample entries, checking their signatures
   // (decode_rows(token i32[G, 1], pos i32[G]) -> logits f32[G, V], prefill_row(tokens
-  // i32[1, P], row i32, pos i32, n i32) -> logits f32[1, V], sample as Generator's).
+  // i32[1, P], row i32, pos i32, n i32) -> logits f32[1, V], sample as Generator's; with a
+  // paged cache, blocks i32[G, M] and blocks i32[1, M] instead of row).
   // FAILED_PRECONDITION naming what is missing (a model compiled for G = 1, or before them).
   static StatusOr<BatchedGenerator> create(const Context& context);
 
