@@ -74,6 +74,25 @@ def test_generate_batch_matches_generate_alone(ctx):
         ctx.generate_batch([[1, 2], [999]])
 
 
+def test_paged_kv_cache_generates_as_the_contiguous_one(ctx, tools, tmp_path):
+    # The same model with a paged KV cache of 8 blocks of 4 (one row's 32 positions):
+    # generate and generate_batch give the contiguous model's tokens (requests preempted).
+    mlir, so = tmp_path / "paged.mlir", tmp_path / "paged.so"
+    sets = [a for k, v in dict(CONFIG, kv_block=4, kv_blocks=8).items()
+            for a in ("--set", f"{k}={v}")]
+    run([tools["tfc-trace"], "gpt2", *sets, "-o", mlir])
+    run([tools["tfc"], mlir, "-o", so])
+    ctx.params.save(str(tmp_path / "w.safetensors"))
+    paged = tfc.Params(tfc.Artifact(str(so)))
+    paged.load(str(tmp_path / "w.safetensors"))
+    pctx = tfc.Context(paged)
+    rng = np.random.default_rng(4)
+    prompts = [rng.integers(0, V, n).tolist() for n in (3, 1, 20, 9, 5, 17)]
+    want = [ctx.generate(p, max_new_tokens=10).tolist() for p in prompts]
+    assert [pctx.generate(p, max_new_tokens=10).tolist() for p in prompts] == want
+    assert [g.tolist() for g in pctx.generate_batch(prompts, max_new_tokens=10)] == want
+
+
 def test_text_prompt_streams_and_stops(ctx):
     tok = tfc.Tokenizer.load("bytes")
     pieces = []
