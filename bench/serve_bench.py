@@ -199,6 +199,8 @@ def main():
     ap.add_argument("--prefill-len", type=int, default=128, help="tfc's prefill chunk P")
     ap.add_argument("--kv-blocks", type=int, default=0,
                     help="also serve tfc with a paged KV cache of this many blocks of 16")
+    ap.add_argument("--prefill-chunks", type=int, default=1,
+                    help="tfc-run serve --prefill-chunks (prompt chunks per engine step)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="server processes per peer, interleaved; the table gives medians")
     a = ap.parse_args()
@@ -244,13 +246,15 @@ def main():
         servers.append(("tfc", lambda port: [bin_("tfc-run"), so, "serve", "--weights",
                                              w("w.safetensors"), "--tokenizer", w("tok"),
                                              "--port", port, "--threads", a.threads,
-                                             "--max-queue", "64"]))
+                                             "--max-queue", "64", "--prefill-chunks",
+                                             a.prefill_chunks]))
         if a.kv_blocks:
             servers.append((f"tfc paged ({a.kv_blocks} blocks)",
                             lambda port: [bin_("tfc-run"), paged, "serve", "--weights",
                                           w("w.safetensors"), "--tokenizer", w("tok"),
                                           "--port", port, "--threads", a.threads,
-                                          "--max-queue", "64"]))
+                                          "--max-queue", "64", "--prefill-chunks",
+                                          a.prefill_chunks]))
     if a.only != "tfc":
         if not a.llama_server:
             sys.exit("serve_bench: --llama-server PATH (bench/setup_peer.sh builds it)")

@@ -64,7 +64,7 @@ struct BatchedGenerator::State {
 
   std::vector<std::optional<Request>> slots;  // one per row (step()'s thread only)
   Counters counters;
-  int64_t prefillChunksPerStep = 1;
+  int64_t prefillChunksPerStep = 2;
 
   // Admits queued requests into free rows; ends cancelled queued ones.
   void admit();
@@ -490,17 +490,23 @@ void BatchedGenerator::State::deliver(int64_t row, int32_t token, Clock::time_po
 
 Status BatchedGenerator::State::prefillStep() {
   int32_t* tokens = prefillRow.input("tokens").mutableDataAs<int32_t>();
-  // The oldest requests still reading their prompts get a chunk each, up to the budget.
+  // The step's budget of chunks goes to the requests still reading their prompts, oldest
+  // first: the oldest reads on until its prompt is done, then the next (first come, first
+  // served, as the queue).
   std::vector<size_t> reading;
   for (size_t row = 0; row < slots.size(); ++row) {
     if (slots[row] && slots[row]->prefilling()) reading.push_back(row);
   }
   std::sort(reading.begin(), reading.end(),
             [&](size_t a, size_t b) { return slots[a]->id < slots[b]->id; });
-  if (static_cast<int64_t>(reading.size()) > prefillChunksPerStep) {
-    reading.resize(static_cast<size_t>(prefillChunksPerStep));
-  }
-  for (size_t row : reading) {
+  int64_t budget = prefillChunksPerStep;
+  for (size_t k = 0; k < reading.size() && budget > 0;) {
+    const size_t row = reading[k];
+    if (!slots[row] || !slots[row]->prefilling()) {
+      ++k;
+      continue;
+    }
+    --budget;
     Request& request = *slots[row];
     const std::vector<int32_t>& input = request.toPrefill;
     const int64_t promptLen = static_cast<int64_t>(input.size());

@@ -47,6 +47,7 @@ struct Options {
   std::string weights, tokenizer, host = "127.0.0.1", apiKey, modelName, chatTemplate;
   bool allowUnexpected = false;
   int64_t port = 8080, maxQueued = 64, maxTokens = 0, threads = 0, maxBody = 1 << 20;
+  int64_t prefillChunks = 2;
   double drainSeconds = 10;
   int32_t device = 0;
 };
@@ -131,7 +132,8 @@ int runServe(const Invocation& invocation) {
       !parseCount(args, "--max-queue", 0, 1 << 20, &options.maxQueued, &error) ||
       !parseCount(args, "--max-tokens", 1, INT32_MAX, &options.maxTokens, &error) ||
       !parseCount(args, "--threads", 0, 4096, &options.threads, &error) ||
-      !parseCount(args, "--max-body", 1, int64_t{1} << 30, &options.maxBody, &error)) {
+      !parseCount(args, "--max-body", 1, int64_t{1} << 30, &options.maxBody, &error) ||
+      !parseCount(args, "--prefill-chunks", 1, 1024, &options.prefillChunks, &error)) {
     return usageError(invocation.command, error);
   }
   if (args.has("--drain-timeout") &&
@@ -162,6 +164,7 @@ int runServe(const Invocation& invocation) {
   if (!context.ok()) return fail(context.status());
   auto generator = BatchedGenerator::create(*context);
   if (!generator.ok()) return fail(generator.status());
+  generator->setPrefillChunksPerStep(options.prefillChunks);
   const double loadMs =
       std::chrono::duration<double, std::milli>(Clock::now() - loadStart).count();
   if (options.modelName.empty()) {
@@ -387,6 +390,7 @@ const Command kServeCommand = {
                        [--host ADDR] [--port N] [--api-key KEY] [--max-queue N]
                        [--max-tokens N] [--chat-template NAME] [--model-name NAME]
                        [--threads N] [--device N] [--drain-timeout S] [--max-body BYTES]
+                       [--prefill-chunks N]
 
 Serves many clients at once from one copy of the model, with continuous batching: the
 model must be traced with a generation batch G > 1 (tfc-trace ... --set gen_batch=8), and up
@@ -437,6 +441,10 @@ options:
   --device N             the GPU that runs a CUDA artifact (default 0)
   --drain-timeout S      seconds running requests get to finish at shutdown (default 10)
   --max-body BYTES       the largest request body (default 1048576)
+  --prefill-chunks N     prompt chunks read per engine step, oldest request first
+                         (default 2): more shortens the time to first token of a burst,
+                         and lengthens the pauses between the tokens of the running
+                         requests
 
 examples:
   tfc-trace --hf gpt2/ --set gen_batch=8 -o gpt2-g8.mlir && tfc gpt2-g8.mlir -o gpt2-g8.so
@@ -458,7 +466,8 @@ examples:
      {"--threads", "-j", true, false},
      {"--device", nullptr, true, false},
      {"--drain-timeout", nullptr, true, false},
-     {"--max-body", nullptr, true, false}},
+     {"--max-body", nullptr, true, false},
+     {"--prefill-chunks", nullptr, true, false}},
     runServe,
 };
 

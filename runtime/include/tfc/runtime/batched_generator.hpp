@@ -15,11 +15,12 @@
 //
 // What one step() does:
 //   1. Admits queued requests, oldest first, into free rows.
-//   2. Prefill: the oldest request still reading its prompt runs one chunk of P tokens
-//      through prefill_row (setPrefillChunksPerStep: the K oldest, one chunk each), as
-//      Generator does for one prompt (a last chunk that would pass n_ctx starts earlier).
-//      A request whose prompt is done samples its first token. One chunk a step bounds
-//      the pause the running requests see between two tokens (a chunk and a decode).
+//   2. Prefill: up to K chunks of P tokens (setPrefillChunksPerStep, default 2) through
+//      prefill_row, for the requests still reading their prompts, oldest first (the
+//      oldest reads on until its prompt is done, then the next), as Generator does for
+//      one prompt (a last chunk that would pass n_ctx starts earlier). A request whose
+//      prompt is done samples its first token. The budget bounds the pause the running
+//      requests see between two tokens (K chunks and a decode).
 //   3. Decode: one decode_rows call writes the latest token of every generating row at its
 //      own position and samples the next. Rows that are free or still prefilling take part
 //      with positions whose slots are rewritten before they are read. Requests take the
@@ -128,8 +129,10 @@ class BatchedGenerator {
   // Steps until nothing is queued or running.
   Status runUntilIdle();
 
-  // Prefill chunks a step runs at most (default 1; >= 1): more shortens a burst's time to
-  // first token and lengthens the running requests' pauses between tokens.
+  // Prefill chunks a step runs at most (default 2; >= 1): more shortens a burst's time to
+  // first token and lengthens the running requests' pauses between tokens (gpt2-124m at 16
+  // concurrent requests, 2 threads: 1 -> 2 chunks took p99 time to first token from 8.1 to
+  // 5.7 s and p99 inter-token from 0.22 to 0.30 s; docs/performance.md).
   void setPrefillChunksPerStep(int64_t chunks);
 
   // Counters since create().
