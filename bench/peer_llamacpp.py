@@ -40,7 +40,9 @@ def read_vocab(folder):
     return tokens, merges
 
 
-def write_gguf(weights, n_head, out, vocab_folder=None):
+def write_gguf(weights, n_head, out, vocab_folder=None, bf16=False):
+    """GPT-2 as GGUF: F32, or with bf16 its matrices in BF16 (norms and biases F32, as
+    llama.cpp's converter writes --outtype bf16)."""
     import gguf
     w = load_safetensors(weights, "peer_llamacpp")
     vocab, C = w["wte.weight"].shape
@@ -54,7 +56,7 @@ def write_gguf(weights, n_head, out, vocab_folder=None):
     g.add_block_count(n_layer)
     g.add_head_count(n_head)
     g.add_layer_norm_eps(1e-5)
-    g.add_file_type(gguf.LlamaFileType.ALL_F32)
+    g.add_file_type(gguf.LlamaFileType.MOSTLY_BF16 if bf16 else gguf.LlamaFileType.ALL_F32)
     g.add_tokenizer_model("gpt2")
     g.add_tokenizer_pre("gpt-2")
     if vocab_folder:  # a real BPE vocabulary (serve_bench.py's: every token has text)
@@ -69,6 +71,13 @@ def write_gguf(weights, n_head, out, vocab_folder=None):
         g.add_token_merges(["<t0> <t1>"])  # llama.cpp requires the key; an empty list is not written
     g.add_bos_token_id(vocab - 1)
     g.add_eos_token_id(vocab - 1)
+    def add(name, array):
+        if bf16 and array.ndim == 2:
+            qtype = gguf.GGMLQuantizationType.BF16
+            g.add_tensor(name, gguf.quants.quantize(array, qtype), raw_dtype=qtype)
+        else:
+            g.add_tensor(name, array)
+
     conv1d = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight",
               ".mlp.c_proj.weight")
     names = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output",
@@ -81,8 +90,8 @@ def write_gguf(weights, n_head, out, vocab_folder=None):
         else:
             name = {"wte.weight": "token_embd.weight", "wpe.weight": "position_embd.weight",
                     "ln_f.weight": "output_norm.weight", "ln_f.bias": "output_norm.bias"}[k]
-        g.add_tensor(name, np.ascontiguousarray(v.T if k.endswith(conv1d) else v))
-    g.add_tensor("output.weight", np.ascontiguousarray(w["wte.weight"]))
+        add(name, np.ascontiguousarray(v.T if k.endswith(conv1d) else v))
+    add("output.weight", np.ascontiguousarray(w["wte.weight"]))
     g.write_header_to_file()
     g.write_kv_data_to_file()
     g.write_tensors_to_file()
@@ -96,6 +105,7 @@ def main():
     ap.add_argument("what", choices=["gguf", "decode", "logits"])
     ap.add_argument("--weights", help="gguf: tfc's GPT-2 weights (.safetensors, F32)")
     ap.add_argument("--n-head", type=int, default=12)
+    ap.add_argument("--bf16", action="store_true", help="gguf: matrices in BF16 (else F32)")
     ap.add_argument("--vocab", help="gguf: a GPT-2 BPE folder for the vocabulary (default: "
                                     "placeholders <tN>)")
     ap.add_argument("--out", help="gguf: the GGUF file to write; logits: the .npy to write")
@@ -106,7 +116,7 @@ def main():
     ap.add_argument("--tokens", help="logits: int32 token ids [B, T] (.npy); row 0 is used")
     a = ap.parse_args()
     if a.what == "gguf":
-        print(json.dumps(write_gguf(a.weights, a.n_head, a.out, a.vocab)))
+        print(json.dumps(write_gguf(a.weights, a.n_head, a.out, a.vocab, a.bf16)))
         return
 
     import llama_cpp

@@ -20,6 +20,10 @@ and the gaps between tokens, and overall the generated tokens per second.
 
   serve_bench.py --bin-dir build/bin --llama-server PATH --python VENV/bin/python
                  [--work DIR] [--concurrency 1,4,16] [--requests 6,16,32] [--only tfc|llama]
+                 [--kv-blocks N] [--bf16] [--prefill-chunks K] [--repeat R]
+
+--bf16: 16-bit weights in both, tfc --precision=bf16 (weights and KV cache bf16, sums f32)
+and a BF16 GGUF (matrices BF16, norms and biases F32) for llama.cpp.
 
 Prints a JSON line per (server, concurrency) and a Markdown table, with each server
 process's peak resident memory (VmHWM: weights, KV cache, buffers). The machine has 2 cores:
@@ -199,7 +203,10 @@ def main():
     ap.add_argument("--prefill-len", type=int, default=128, help="tfc's prefill chunk P")
     ap.add_argument("--kv-blocks", type=int, default=0,
                     help="also serve tfc with a paged KV cache of this many blocks of 16")
-    ap.add_argument("--prefill-chunks", type=int, default=1,
+    ap.add_argument("--bf16", action="store_true",
+                    help="16-bit weights: tfc --precision=bf16 (weights and KV cache in bf16), "
+                         "llama.cpp a BF16 GGUF")
+    ap.add_argument("--prefill-chunks", type=int, default=2,
                     help="tfc-run serve --prefill-chunks (prompt chunks per engine step)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="server processes per peer, interleaved; the table gives medians")
@@ -209,31 +216,39 @@ def main():
     bin_ = lambda name: os.path.join(a.bin_dir, name)  # noqa: E731
 
     # The model, its weights, the tokenizer (tfc's files and the GGUF's).
-    so = w(f"gpt2-p{a.prefill_len}.so")
-    if not os.path.exists(so):
-        run([bin_("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "gen_batch=16",
-             "--set", f"prefill_len={a.prefill_len}", "--set", "batch=1", "--set", "seq=64",
-             "-o", w("gpt2.mlir")])
-        run([bin_("tfc"), w("gpt2.mlir"), "-o", so])
-    paged = w(f"gpt2-p{a.prefill_len}-kv{a.kv_blocks}.so")
-    if a.kv_blocks and not os.path.exists(paged):
-        run([bin_("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "gen_batch=16",
-             "--set", f"prefill_len={a.prefill_len}", "--set", "batch=1", "--set", "seq=64",
-             "--set", "kv_block=16", "--set", f"kv_blocks={a.kv_blocks}",
-             "-o", w("gpt2-paged.mlir")])
-        run([bin_("tfc"), w("gpt2-paged.mlir"), "-o", paged])
-    if not os.path.exists(w("w.safetensors")):
-        run([bin_("tfc-run"), so, "init", "--seed", "1", "-o", w("w.safetensors")])
+    def artifact(precision, kv_blocks=0):
+        """gpt2-124m with 16 generation rows, compiled once into the work folder."""
+        so = w(f"gpt2-p{a.prefill_len}-kv{kv_blocks}-{precision}.so")
+        if not os.path.exists(so):
+            paged = (["--set", "kv_block=16", "--set", f"kv_blocks={kv_blocks}"] if kv_blocks
+                     else [])
+            run([bin_("tfc-trace"), "gpt2", "--set", "preset=gpt2-124m", "--set", "gen_batch=16",
+                 "--set", f"prefill_len={a.prefill_len}", "--set", "batch=1", "--set", "seq=64",
+                 *paged, "-o", w("gpt2.mlir")])
+            run([bin_("tfc"), w("gpt2.mlir"), f"--precision={precision}", "-o", so])
+        return so
+
+    precision = "bf16" if a.bf16 else "f32"
+    so = artifact(precision)
+    paged = artifact(precision, a.kv_blocks) if a.kv_blocks else None
+    if not os.path.exists(w("w.safetensors")):  # f32 weights for every peer and precision
+        run([bin_("tfc-run"), artifact("f32"), "init", "--seed", "1", "-o", w("w.safetensors")])
+    # tfc converts a checkpoint folder's dtypes on load (a .safetensors file must match):
+    # the bf16 artifacts read the f32 weights as a Hugging Face folder.
+    os.makedirs(w("weights"), exist_ok=True)
+    if not os.path.exists(w("weights/model.safetensors")):
+        os.symlink(w("w.safetensors"), w("weights/model.safetensors"))
     tokens, merges = synthetic_vocab()
     os.makedirs(w("tok"), exist_ok=True)
     with open(w("tok/vocab.json"), "w", encoding="utf-8") as f:
         json.dump({t: i for i, t in enumerate(tokens)}, f, ensure_ascii=False)
     with open(w("tok/merges.txt"), "w", encoding="utf-8") as f:
         f.write("#version: 0.2\n" + "\n".join(merges) + "\n")
-    if a.only != "tfc" and not os.path.exists(w("gpt2-f32.gguf")):
+    gguf_path = w(f"gpt2-{precision}.gguf")
+    if a.only != "tfc" and not os.path.exists(gguf_path):
         run([a.python, os.path.join(HERE, "peer_llamacpp.py"), "gguf", "--weights",
-             w("w.safetensors"), "--n-head", "12", "--out", w("gpt2-f32.gguf"),
-             "--vocab", w("tok")])
+             w("w.safetensors"), "--n-head", "12", "--out", gguf_path, "--vocab", w("tok"),
+             *(["--bf16"] if a.bf16 else [])])
 
     rng = random.Random(7)
     levels = [int(c) for c in a.concurrency.split(",")]
@@ -244,21 +259,21 @@ def main():
     servers = []
     if a.only != "llama":
         servers.append(("tfc", lambda port: [bin_("tfc-run"), so, "serve", "--weights",
-                                             w("w.safetensors"), "--tokenizer", w("tok"),
+                                             w("weights"), "--tokenizer", w("tok"),
                                              "--port", port, "--threads", a.threads,
                                              "--max-queue", "64", "--prefill-chunks",
                                              a.prefill_chunks]))
         if a.kv_blocks:
             servers.append((f"tfc paged ({a.kv_blocks} blocks)",
                             lambda port: [bin_("tfc-run"), paged, "serve", "--weights",
-                                          w("w.safetensors"), "--tokenizer", w("tok"),
+                                          w("weights"), "--tokenizer", w("tok"),
                                           "--port", port, "--threads", a.threads,
                                           "--max-queue", "64", "--prefill-chunks",
                                           a.prefill_chunks]))
     if a.only != "tfc":
         if not a.llama_server:
             sys.exit("serve_bench: --llama-server PATH (bench/setup_peer.sh builds it)")
-        servers.append(("llama.cpp", lambda port: [a.llama_server, "-m", w("gpt2-f32.gguf"),
+        servers.append(("llama.cpp", lambda port: [a.llama_server, "-m", gguf_path,
                                                    "--port", port, "-t", a.threads, "-tb",
                                                    a.threads, "--parallel", "16", "--ctx-size",
                                                    "16384", "-ngl", "0", "--no-webui"]))

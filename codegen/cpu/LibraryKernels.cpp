@@ -509,8 +509,8 @@ void emitLinearCall(OpBuilder &b, Operation *op, Value x, Value weight,
 /// tfc.paged_attention on f32 query and result buffers; the pools are passed
 /// as they are (kvType: their element type's library code).
 static void emitPagedAttention(OpBuilder &b, PagedAttentionOp op, Value query,
-                        Value keyPool, Value valuePool, Value blocks,
-                        Value position, Value out) {
+                               Value keyPool, Value valuePool, Value blocks,
+                               Value position, Value out) {
   Location loc = op.getLoc();
   auto q = op.getQuery().getType().getShape();
   auto pool = op.getKeyPool().getType().getShape();

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Mutation fuzzer for tfc's MLIR input: no input may crash tfc or tfc-opt.
 
-Seeds: every model of `tfc-trace --list-models` at its small default config,
-and the output of every phase of `tfc` on it (each phase tfc lists:
+Seeds: every model of `tfc-trace --list-models` at its small default config (and gpt2
+with a paged KV cache), and the output of every phase of `tfc` on it (each phase tfc lists:
 --compile-to=input|graph|kernels|..., all but input with and without
 --optimizer=adamw). Each mutant is one seed
 file with 1-3 seeded mutations (operand swaps and replacements, type and shape
@@ -331,19 +331,22 @@ def make_seeds(runner, work):
     models = [l.split(":")[0].strip() for l in out.stdout.splitlines() if ":" in l]
     if not models:
         raise RuntimeError("tfc-trace --list-models listed no model")
+    # defaults are small (gpt2: 2 layers, C=64); encdec's batch 64 is cut to 2 so its
+    # graphs stay small too; gpt2 also as a server (a paged KV cache, serving entries)
+    variants = [(model, model, ["--set", "batch=2"] if model == "encdec" else [])
+                for model in models]
+    if "gpt2" in models:
+        variants.append(("gpt2paged", "gpt2", ["--set", "gen_batch=2", "--set", "kv_block=16"]))
     seeds = []
-    for model in models:
-        traced = os.path.join(work, f"{model}.mlir")
-        # defaults are small (gpt2: 2 layers, C=64); encdec's batch 64 is cut
-        # to 2 so its graphs stay small too
-        sets = ["--set", "batch=2"] if model == "encdec" else []
+    for label, model, sets in variants:
+        traced = os.path.join(work, f"{label}.mlir")
         p = subprocess.run([runner.tool("tfc-trace"), model, *sets, "-o", traced],
                            capture_output=True, text=True, timeout=runner.timeout)
         if p.returncode != 0:
             raise RuntimeError(f"tfc-trace {model} failed:\n{p.stderr}")
         for phase in phases:
             for opt in ([""] if phase == "input" else ["", "adamw"]):
-                name = f"{model}-{phase}" + (f"-{opt}" if opt else "")
+                name = f"{label}-{phase}" + (f"-{opt}" if opt else "")
                 path = os.path.join(work, name + ".mlir")
                 args = [runner.tool("tfc"), traced, f"--compile-to={phase}", "-o", path]
                 if opt:

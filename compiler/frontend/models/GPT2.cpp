@@ -218,9 +218,9 @@ ModelInfo gpt2Model() {
       {"prefill_len", K::Size, "16", "tokens per prefill chunk P"},
       {"dropout", K::Number, "0",
        "dropout rate of the training loss (0 = off); adds loss_train"},
-      {"preset", K::Preset, "", "a named architecture (gpt2-124m)"},
   };
   addPagedCacheOptions(info.options);
+  info.options.push_back({"preset", K::Preset, "", "a named architecture (gpt2-124m)"});
   info.presets = {
       {"gpt2-124m", "Hugging Face `gpt2` (GPT-2 small, 124M parameters)",
        {{"n_layer", "12"},

@@ -561,6 +561,29 @@ class ModelCheck:
         self.check("the shared prefix's whole blocks were reused",
                    line is not None and line[2] >= 2 * S, indent(shared.stderr(), keep=6))
 
+        # A bf16 model (weights and pool in bf16): the same tokens as the unpaged bf16 model
+        # on the same prompts (weights read from a folder, converted on load).
+        folder = os.path.join(self.work, "bf16-weights")
+        os.makedirs(folder, exist_ok=True)
+        shutil.copy(wpath, os.path.join(folder, "model.safetensors"))
+        outputs = []
+        for tag, sets in (("paged", self.sets),
+                          ("unpaged", {k: v for k, v in self.sets.items()
+                                       if k not in ("kv_block", "kv_blocks")})):
+            mlir, so = (os.path.join(self.work, f"bf16-{tag}.{e}") for e in ("mlir", "so"))
+            self.tools.run("tfc-trace", [self.model] + [a for k, v in sets.items()
+                                                         for a in ("--set", f"{k}={v}")] +
+                           ["-o", mlir])
+            self.tools.run("tfc", [mlir, "--precision=bf16", "-o", so])
+            result = self.tools.run("tfc-run", [so, "generate", "--weights", folder,
+                                                "--prompts", self.write_prompts(
+                                                    "bf16.txt", prompts), "--max-new-tokens",
+                                                new])
+            outputs.append([json.loads(l)["tokens"] for l in result.out.decode().splitlines()])
+        self.check("--precision=bf16 (a bf16 pool): the unpaged bf16 model's tokens",
+                   outputs[0] == outputs[1] and len(outputs[0]) == len(prompts),
+                   "\n    ".join(f"{ids_text(a)} | {ids_text(b)}" for a, b in zip(*outputs)))
+
     def check_tokenizer(self, w, wpath, prompt):
         """--prompt TEXT with a byte-level tokenizer; streamed text; <|endoftext|>."""
         tok_dir = write_tokenizer(os.path.join(self.work, "tok"), list(range(256)))
