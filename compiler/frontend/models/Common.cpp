@@ -120,6 +120,34 @@ Tensor lastTokenLogits(Graph &g, CausalLM &model, Tensor h, Tensor n) {
   return model.logits(last); // (B, V)
 }
 
+/// decode_rows (G rows) and decode_rows_R (the first R = 1, 2, 4, ... < G
+/// rows): one token per row, row b its own sequence at position pos[b], so
+/// that a few running sequences cost what they need, not G rows' work. With
+/// a paged cache (tableBlocks M > 0) each row also takes its block table.
+void addDecodeRows(Graph &g, CausalLM &model, const CausalLMSizes &s,
+                   int64_t tableBlocks = 0, int64_t poolBlocks = 0) {
+  const int64_t C = s.width, G = s.genBatch;
+  auto decodeRows = [&](const std::string &name, int64_t R) {
+    std::vector<EntryInput> inputs = {{"token", {R, 1}, DType::I32},
+                                      {"pos", {R}, DType::I32}};
+    if (tableBlocks)
+      inputs.push_back({"blocks", {R, tableBlocks}, DType::I32});
+    g.entry(name, inputs, [&](llvm::ArrayRef<Tensor> in) {
+      KVCacheStep cache{in[1], s.nCtx, std::nullopt, G};
+      if (tableBlocks) {
+        cache.blocks = in[2];
+        cache.poolBlocks = poolBlocks;
+      }
+      Tensor h = model.hidden(in[0], &cache);      // (R, 1, C)
+      h = reshape(h, {R, C});                      // (R, C)
+      return Outputs{{"logits", model.logits(h)}}; // (R, V)
+    });
+  };
+  decodeRows("decode_rows", G);
+  for (int64_t R = 1; R < G; R *= 2)
+    decodeRows("decode_rows_" + std::to_string(R), R);
+}
+
 /// prefill and decode over a cache of G rows of n_ctx positions, and with
 /// G > 1 the serving entries decode_rows(_R) and prefill_row.
 void addUnpagedGenerationEntries(Graph &g, CausalLM &model,
@@ -150,23 +178,9 @@ void addUnpagedGenerationEntries(Graph &g, CausalLM &model,
   // Serving: the rows of the batch are independent sequences (a generation
   // batch G > 1 only; with G = 1, prefill and decode are these).
   if (G > 1) {
-    // Decodes one token per row, row b at its own position pos[b]. A row
-    // that is not generating may pass any position < n_ctx: its cache slot
-    // there is rewritten before any query of that row reads it.
-    // decode_rows_R (R = 1, 2, 4, ... < G) decodes the first R rows only, so
-    // that a few running sequences cost what they need, not G rows' work.
-    auto decodeRows = [&](const std::string &name, int64_t R) {
-      g.entry(name, {{"token", {R, 1}, DType::I32}, {"pos", {R}, DType::I32}},
-              [&](llvm::ArrayRef<Tensor> in) {
-                KVCacheStep cache{in[1], s.nCtx, std::nullopt, G};
-                Tensor h = model.hidden(in[0], &cache); // (R, 1, C)
-                h = reshape(h, {R, C});                 // (R, C)
-                return Outputs{{"logits", model.logits(h)}}; // (R, V)
-              });
-    };
-    decodeRows("decode_rows", G);
-    for (int64_t R = 1; R < G; R *= 2)
-      decodeRows("decode_rows_" + std::to_string(R), R);
+    // A row that is not generating may pass any position < n_ctx: its cache
+    // slot there is rewritten before any query of that row reads it.
+    addDecodeRows(g, model, s);
     // prefill for one sequence: a chunk of P tokens into row `row` of the
     // cache at position `pos`; the other rows keep their caches.
     g.entry("prefill_row",
@@ -190,26 +204,10 @@ void addUnpagedGenerationEntries(Graph &g, CausalLM &model,
 /// A row that is not generating passes a table of -1 (its writes dropped).
 void addPagedServingEntries(Graph &g, CausalLM &model,
                             const CausalLMSizes &s) {
-  const int64_t P = s.prefillLen, C = s.width, G = s.genBatch;
+  const int64_t P = s.prefillLen, G = s.genBatch;
   const int64_t M = s.nCtx / s.kvBlock;
   const int64_t poolBlocks = s.kvBlocks ? s.kvBlocks : G * M;
-  auto decodeRows = [&](const std::string &name, int64_t R) {
-    g.entry(name,
-            {{"token", {R, 1}, DType::I32},
-             {"pos", {R}, DType::I32},
-             {"blocks", {R, M}, DType::I32}},
-            [&](llvm::ArrayRef<Tensor> in) {
-              KVCacheStep cache{in[1], s.nCtx};
-              cache.blocks = in[2];
-              cache.poolBlocks = poolBlocks;
-              Tensor h = model.hidden(in[0], &cache); // (R, 1, C)
-              h = reshape(h, {R, C});                 // (R, C)
-              return Outputs{{"logits", model.logits(h)}}; // (R, V)
-            });
-  };
-  decodeRows("decode_rows", G);
-  for (int64_t R = 1; R < G; R *= 2)
-    decodeRows("decode_rows_" + std::to_string(R), R);
+  addDecodeRows(g, model, s, M, poolBlocks);
   g.entry("prefill_row",
           {{"tokens", {1, P}, DType::I32},
            {"pos", {}, DType::I32},
