@@ -1335,6 +1335,53 @@ FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
   return source;
 }
 
+/// The pages argument of the paged kernels (kernels/attention.cuh's tfc_kv_pages): the
+/// block table operand `table` [B, M] over a pool [NB, Hkv, S, D].
+std::string kvPages(StringRef table, MemRefType tableType, MemRefType poolType) {
+  return "tfc_kv_pages{(const int*)" + table.str() + ", " +
+         std::to_string(poolType.getDimSize(2)) + "LL, " +
+         std::to_string(tableType.getDimSize(1)) + "LL, " +
+         std::to_string(poolType.getDimSize(0)) + "LL}";
+}
+
+/// paged_attention (q, key pool, value pool, table, positions): the decode kernel over the
+/// pools, a block per query row and chunk of 128 of the M * S keys a row may have (a
+/// prefill chunk's rows too: its queries are few next to the keys), or a thread a query row
+/// where its partials would pass kMaxDecodePartials.
+FailureOr<KernelSource> emitPagedAttention(StringRef name, PagedAttentionOp op,
+                                           ArrayRef<MemRefType> operands,
+                                           ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> q = operands[0].getShape();
+  int64_t b = q[0], h = q[1], tq = q[2], d = q[3];
+  int64_t hkv = operands[1].getDimSize(1), dv = operands[2].getDimSize(3);
+  int64_t tk = operands[1].getDimSize(2) * operands[3].getDimSize(1);
+  int64_t rows = b * h * tq, chunks = (tk + 127) / 128;
+  std::string pages = kvPages("in3", operands[3], operands[1]);
+  std::string scale = floatLiteral(op.getEffectiveScale());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (rows * chunks * (dv + 2) <= kMaxDecodePartials) {
+    os << "__device__ float " << name << "_partial[" << rows * chunks * (dv + 2) << "];\n"
+       << "__device__ unsigned " << name << "_tickets[" << rows << "];\n"
+       << signature(name, operands, results) << " {\n"
+       << "  tfc_attention_decode<" << d << ", " << dv << ", true>(in0, in1, in2, out0, "
+       << h << "LL, " << hkv << "LL, " << tq << "LL, " << tk << "LL, 0LL, " << scale
+       << ", " << name << "_partial, " << name << "_tickets, (const int*)in4, " << pages
+       << ");\n}\n";
+    KernelSource source{text, rows};
+    source.launch = KernelSource::Shape{{rows * chunks, 1, 1}, {128, 1, 1}, 0};
+    return source;
+  }
+  os << signature(name, operands, results) << " {\n"
+     << "  tfc_paged_attention_rows<" << d << ", " << dv << ">(in0, in1, in2, out0, " << b
+     << "LL, " << h << "LL, " << hkv << "LL, " << tq << "LL, (const int*)in4, " << scale
+     << ", " << pages << ");\n}\n";
+  KernelSource source{text, rows};
+  source.fallback = std::to_string(rows) + " query rows x " + std::to_string(chunks) +
+                    " key chunks pass the decode kernel's partials";
+  return source;
+}
+
 /// Why attention_grad of this shape and these types cannot run on tensor
 /// cores (tfc_flash_attention_bwd), or "": the forward's conditions, with
 /// `out` and `grad_out` of the operands' type too.
@@ -1858,6 +1905,20 @@ FailureOr<KernelSource> emitKvCacheWrite(StringRef name, KvCacheUpdateOp kv,
   return KernelSource{text, numElements(space)};
 }
 
+/// kv_cache_update with blocks, in place: the kernel takes (update, position, blocks) and
+/// writes the update's elements into the pool through each row's table.
+KernelSource emitPagedKvWrite(StringRef name, ArrayRef<MemRefType> operands,
+                              ArrayRef<MemRefType> results) {
+  ArrayRef<int64_t> u = operands[0].getShape();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << signature(name, operands, results) << " {\n"
+     << "  tfc_paged_kv_write(out0, in0, " << u[0] << "LL, " << u[1] << "LL, " << u[2]
+     << "LL, " << u[3] << "LL, (const int*)in1, "
+     << kvPages("in2", operands[2], results[0]) << ");\n}\n";
+  return KernelSource{text, numElements(u)};
+}
+
 } // namespace
 
 FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
@@ -1963,11 +2024,15 @@ FailureOr<KernelSource> emitKernelSource(StringRef name, Operation *op,
   if (auto rot = llvm::dyn_cast<RotaryOp>(op))
     return emitRotary(name, rot, operandTypes, resultTypes);
   if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(op)) {
-    if (operandTypes.size() != 2)
+    if (operandTypes.size() != (kv.getBlocks() ? 3u : 2u))
       return op->emitError("CUDA codegen: kv_cache_update is planned as an "
-                           "in-place write of (update, position)");
+                           "in-place write of (update, position[, blocks])");
+    if (kv.getBlocks())
+      return emitPagedKvWrite(name, operandTypes, resultTypes);
     return emitKvCacheWrite(name, kv, operandTypes, resultTypes);
   }
+  if (auto paged = llvm::dyn_cast<PagedAttentionOp>(op))
+    return emitPagedAttention(name, paged, operandTypes, resultTypes);
   FailureOr<KernelSource> moved =
       emitDataMovement(name, op, operandTypes, resultTypes);
   if (succeeded(moved))

@@ -47,16 +47,11 @@ LogicalResult emitKernel(func::FuncOp kernel, const cuda::EmitOptions &options) 
   if (llvm::isa<AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp, SendOp,
                 RecvOp>(k.op))
     return cpu::emitHostKernel(kernel, k.op, k.operands, k.results);
-  auto kvUpdate = llvm::dyn_cast<KvCacheUpdateOp>(k.op);
-  if (llvm::isa<PagedAttentionOp>(k.op) || (kvUpdate && kvUpdate.getBlocks()))
-    return k.op->emitError(
-        "the paged KV cache (--set kv_block) has no CUDA kernels yet: compile "
-        "this model for the CPU, or without kv_block for CUDA");
   SmallVector<Value> operands = k.operands;
-  if (auto kv = llvm::dyn_cast<KvCacheUpdateOp>(k.op);
-      kv && k.results.front() == k.operands[0]) {
-    // In place: the kernel takes (update, position) and writes the cache.
-    operands = {k.operands[1], k.operands[2]};
+  if (llvm::isa<KvCacheUpdateOp>(k.op) && k.results.front() == k.operands[0]) {
+    // In place: the kernel takes (update, position[, blocks]) and writes the
+    // cache.
+    operands.erase(operands.begin());
   }
   FailureOr<cuda::KernelSource> source = cuda::emitKernelSource(
       kernel.getName(), k.op, typesOf(operands), typesOf(k.results), options);

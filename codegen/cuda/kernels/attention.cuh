@@ -39,7 +39,9 @@
 //      dQ += dS K.
 // The log-sum-exp is recomputed here rather than saved by the forward (tfc.attention has
 // one result). Also here: tfc_attention_decode (a decode step's rows, keys split over
-// blocks) and tfc_attention_bwd_simt (the backward on the CUDA cores).
+// blocks; over a paged KV cache too), the paged cache's write and one-thread-a-row attention
+// (tfc_paged_kv_write, tfc_paged_attention_rows) and tfc_attention_bwd_simt (the backward
+// on the CUDA cores).
 // Blocks of kinds 2 and 3 wait until every statistics block is done (a counter). Each
 // gradient element is one block's own sum in a fixed order: the same bits on every run (no
 // float atomics; FlashAttention-2 adds dQ atomically instead of recomputing the scores for
@@ -359,18 +361,60 @@ __device__ __forceinline__ void tfc_flash_attention_fwd(const unsigned short* q,
 // every run. Semantics as tfc_flash_attention_fwd (a row that sees no key is 0).
 // Launch: block (128, 1, 1), grid (rows * chunks, 1, 1), rows = B * H * Tq,
 // chunks = ceil(Tk / 128). partial: rows * chunks * (kDv + 2) floats; tickets: rows words,
-// zero before the first launch and after every launch.
+// zero before the first launch and after every launch. With `pages` (tfc.paged_attention)
+// k and v are pools of blocks read through each row's table, Tk = M * S, and `row_off`
+// holds the rows' positions.
 constexpr int kTfcDecodeKeys = 128;
+
+// A paged KV cache (vLLM's PagedAttention; tfc.paged_attention, kv_cache_update with
+// blocks): k and v are pools [NB, Hkv, S, D] of NB blocks of S positions, and key j of batch
+// row b is slot j % S of block table[b * M + j / S]. A row reads its table up to its first
+// entry < 0: keys from there on are not seen.
+struct tfc_kv_pages {
+  const int* table;  // [B, M]; nullptr: contiguous caches [B, Hkv, Tk, D]
+  long long size, max_blocks, pool_blocks;  // S, M, NB
+};
+
+// The first `lim` keys of batch row b, cut at the row's first table entry < 0; an entry
+// >= NB among those it reads is reported (TFC_KERNEL_ERROR_KV_BLOCK) and ends them there.
+__device__ __forceinline__ long long tfc_pages_limit(const tfc_kv_pages& pages, long long b,
+                                                     long long lim) {
+  if (pages.table == nullptr) return lim;
+  const int* table = pages.table + b * pages.max_blocks;
+  long long n = 0;
+  for (; n < pages.max_blocks && n * pages.size < lim; ++n) {
+    const int id = table[n];
+    if (id < 0) break;
+    if (id >= pages.pool_blocks) {
+      tfc_report(TFC_KERNEL_ERROR_KV_BLOCK);
+      break;
+    }
+  }
+  return n * pages.size < lim ? n * pages.size : lim;
+}
+
+// The row of key j (of batch row b, key head hk) in the cache, in rows of the head dim:
+// (b * Hkv + hk) * Tk + j in a contiguous cache; in a pool, its block's row. j must be
+// below tfc_pages_limit's keys.
+__device__ __forceinline__ long long tfc_key_row(const tfc_kv_pages& pages, long long b,
+                                                 long long hk, long long Hkv, long long Tk,
+                                                 long long j) {
+  if (pages.table == nullptr) return (b * Hkv + hk) * Tk + j;
+  const long long id = pages.table[b * pages.max_blocks + j / pages.size];
+  return (id * Hkv + hk) * pages.size + j % pages.size;
+}
 
 template <int kD, int kDv, bool kCausal, typename Q, typename K, typename V, typename Out>
 __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, const V* v, Out* out,
                                                      long long H, long long Hkv, long long Tq,
                                                      long long Tk, long long off, float scale,
                                                      float* partial, unsigned* tickets,
-                                                     const int* row_off = nullptr) {
+                                                     const int* row_off = nullptr,
+                                                     tfc_kv_pages pages = {nullptr, 1, 0, 0}) {
   constexpr int kThreads = kTfcDecodeKeys, kWarps = kThreads / 32;
   TFC_SHARED(float, q_row, kD);
   TFC_SHARED(float, p, kTfcDecodeKeys);
+  TFC_SHARED(long long, key_rows, kTfcDecodeKeys);
   TFC_SHARED(float, warp_part, kWarps);
   TFC_SHARED(unsigned, last, 1);
   const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -378,23 +422,24 @@ __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, con
   const long long row = (long long)blockIdx.x / chunks, chunk = (long long)blockIdx.x % chunks;
   const long long bh = row / Tq, i = row % Tq, b = bh / H, h = bh % H, hk = h / (H / Hkv);
   // row_off: one offset per batch row (sequences at their own positions), else off.
-  const long long lim =
-      tfc_attention_limit<kCausal>(i, Tq, Tk, row_off != nullptr ? (long long)row_off[b] : off);
+  const long long lim = tfc_pages_limit(
+      pages, b,
+      tfc_attention_limit<kCausal>(i, Tq, Tk, row_off != nullptr ? (long long)row_off[b] : off));
   const long long k0 = chunk * kTfcDecodeKeys;
   const long long k1 = k0 + kTfcDecodeKeys < lim ? k0 + kTfcDecodeKeys : lim;  // may be <= k0
-  const K* kh = k + (b * Hkv + hk) * Tk * kD;
-  const V* vh = v + (b * Hkv + hk) * Tk * kDv;
   for (int d = tid; d < kD; d += kThreads) q_row[d] = tfc_as_float(q[row * kD + d]);
   __syncthreads();
 
   const float neg_inf = -__int_as_float(0x7f800000);
   const long long key = k0 + tid;
+  const long long key_row = key < k1 ? tfc_key_row(pages, b, hk, Hkv, Tk, key) : 0;
+  key_rows[tid] = key_row;
   float score = neg_inf;
   if (key < k1) {
     float dot = 0.0f;
     for (int d = 0; d < kD; ++d) {
       const float qd = q_row[d];
-      dot += qd * tfc_as_float(kh[key * kD + d]);
+      dot += qd * tfc_as_float(k[key_row * kD + d]);
     }
     score = dot * scale;
   }
@@ -423,7 +468,8 @@ __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, con
     float acc = 0.0f;
     for (long long j = k0; j < k1; ++j) {
       const float pj = p[j - k0];
-      acc += pj * tfc_as_float(vh[j * kDv + c]);
+      const long long vrow = key_rows[j - k0];
+      acc += pj * tfc_as_float(v[vrow * kDv + c]);
     }
     mine[2 + c] = acc;
   }
@@ -457,6 +503,69 @@ __device__ __forceinline__ void tfc_attention_decode(const Q* q, const K* k, con
     for (long long ch = 0; ch < chunks; ++ch)
       acc += parts[ch * (kDv + 2) + 2 + c] * expf(parts[ch * (kDv + 2)] - base);
     tfc_store(out + row * kDv + c, acc * inv);
+  }
+}
+
+// ---- The paged KV cache's other kernels ----
+
+// kv_cache_update with blocks: update [B, Hkv, L, D] into the pool [NB, Hkv, S, D] (pages'
+// addressing), row b's token l at position positions[b] + l, a thread an element in a
+// grid-stride loop. A write into an entry < 0 is dropped (an idle row); a position outside
+// [0, M * S) reports TFC_KERNEL_ERROR_KV_POSITION, an entry >= NB TFC_KERNEL_ERROR_KV_BLOCK,
+// and writes nothing.
+template <typename T>
+__device__ __forceinline__ void tfc_paged_kv_write(T* pool, const T* update, long long B,
+                                                   long long Hkv, long long L, long long D,
+                                                   const int* positions, tfc_kv_pages pages) {
+  const long long n = B * Hkv * L * D;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long d = i % D, l = i / D % L, h = i / (D * L) % Hkv, b = i / (D * L * Hkv);
+    const long long pos = (long long)positions[b] + l;
+    if (pos < 0 || pos >= pages.max_blocks * pages.size) {
+      tfc_report(TFC_KERNEL_ERROR_KV_POSITION);
+      continue;
+    }
+    const long long id = pages.table[b * pages.max_blocks + pos / pages.size];
+    if (id < 0) continue;
+    if (id >= pages.pool_blocks) {
+      tfc_report(TFC_KERNEL_ERROR_KV_BLOCK);
+      continue;
+    }
+    pool[((id * Hkv + h) * pages.size + pos % pages.size) * D + d] = update[i];
+  }
+}
+
+// Paged attention a thread a query row (where the decode kernel's partials would pass their
+// cap: long prefill chunks), in a grid-stride loop over the B * H * Tq rows: the online
+// softmax over the row's visible keys in order, read through the table; f32 arithmetic.
+// Semantics as tfc_attention_decode's with pages.
+template <int kD, int kDv, typename Q, typename K, typename V, typename Out>
+__device__ __forceinline__ void tfc_paged_attention_rows(const Q* q, const K* k, const V* v,
+                                                         Out* out, long long B, long long H,
+                                                         long long Hkv, long long Tq,
+                                                         const int* positions, float scale,
+                                                         tfc_kv_pages pages) {
+  const long long n = B * H * Tq, Tk = pages.max_blocks * pages.size;
+  for (long long row = (long long)blockIdx.x * blockDim.x + threadIdx.x; row < n;
+       row += (long long)gridDim.x * blockDim.x) {
+    const long long i = row % Tq, bh = row / Tq, b = bh / H, hk = bh % H / (H / Hkv);
+    const long long lim =
+        tfc_pages_limit(pages, b, tfc_attention_limit<true>(i, Tq, Tk, positions[b]));
+    float acc[kDv];
+    for (int c = 0; c < kDv; ++c) acc[c] = 0.0f;
+    float m = -__int_as_float(0x7f800000), l = 0.0f;
+    for (long long j = 0; j < lim; ++j) {
+      const long long key_row = tfc_key_row(pages, b, hk, Hkv, Tk, j);
+      const float sj = tfc_dot<kD>(q + row * kD, k + key_row * kD) * scale;
+      const float mn = sj > m ? sj : m;
+      const float corr = expf(m - mn), pj = expf(sj - mn);
+      l = l * corr + pj;
+      for (int c = 0; c < kDv; ++c) acc[c] = acc[c] * corr + pj * tfc_as_float(v[key_row * kDv + c]);
+      m = mn;
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    for (int c = 0; c < kDv; ++c) tfc_store(out + row * kDv + c, acc[c] * inv);
   }
 }
 

@@ -108,6 +108,8 @@ enum tfc_kernel_error {
                                          [0, V) that is not the ignore index */
   TFC_KERNEL_ERROR_SAMPLE_NAN = 4,    /* sample: a row of logits holding NaN */
   TFC_KERNEL_ERROR_MOE_EXPERT = 5,    /* moe_ffn and its gradient: an expert id outside [0, E) */
+  TFC_KERNEL_ERROR_KV_BLOCK = 6,      /* kv_cache_update with blocks, paged_attention: a block
+                                         table entry a row uses outside [0, NB) */
 };
 
 /* What the runtime provides to compiled code. */

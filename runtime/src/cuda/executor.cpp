@@ -27,6 +27,8 @@ const char* errorCodeMessage(unsigned code) {
     case TFC_KERNEL_ERROR_TARGET: return "cross_entropy: target out of range";
     case TFC_KERNEL_ERROR_SAMPLE_NAN: return "sample: the logits contain NaN";
     case TFC_KERNEL_ERROR_MOE_EXPERT: return "moe_ffn: expert id out of range";
+    case TFC_KERNEL_ERROR_KV_BLOCK:
+      return "paged KV cache: a block table entry is outside the pool";
     default: return nullptr;
   }
 }

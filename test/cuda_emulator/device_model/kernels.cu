@@ -220,6 +220,16 @@ extern "C" __global__ void attention_decode_bf16_d128(const unsigned short* q,
   tfc_attention_decode<128, 128, true>(q, k, v, o, 32LL, 8LL, 1LL, 2048LL, 2047LL,
                                        0.08838834764f, decode_partial, decode_tickets);
 }
+// The same over a paged KV cache (pools of 1024 blocks of 16 positions, tables of 128).
+extern "C" __global__ void attention_decode_paged_bf16_d128(const unsigned short* q,
+                                                            const unsigned short* k,
+                                                            const unsigned short* v,
+                                                            unsigned short* o, const int* table,
+                                                            const int* positions) {
+  tfc_attention_decode<128, 128, true>(q, k, v, o, 32LL, 8LL, 1LL, 2048LL, 0LL,
+                                       0.08838834764f, decode_partial, decode_tickets,
+                                       positions, tfc_kv_pages{table, 16LL, 128LL, 1024LL});
+}
 __device__ float flash_bwd_lse[8 * 12 * 1024], flash_bwd_delta[8 * 12 * 1024];
 __device__ unsigned flash_bwd_counters[3];
 // The backward on the CUDA cores, f32 at GPT-2's head dim (two chunks of 32 columns).

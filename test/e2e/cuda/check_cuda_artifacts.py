@@ -10,10 +10,12 @@ reproduces) and fresh random tokens:
     gradient within 1e-4 of its largest element (in bf16, with the products on
     tensor cores: 3e-2, bf16's; gpt2-bf16 is mixed-precision training,
     gpt2-bf16-infer bf16 weights);
-  - `generate` (gpt2, llama, mixtral): greedy and seeded sampling give the
+  - `generate` (gpt2, llama, mixtral, llama-paged): greedy and seeded sampling give the
     same tokens; llama is traced with a generation batch of 3, and `generate
     --prompts` (continuous batching: decode_rows and prefill_row, each row its own
-    sequence at its own position) gives the same tokens for every request;
+    sequence at its own position) gives the same tokens for every request; so does
+    llama-paged, whose KV cache is a pool of blocks too small for its requests (paged
+    attention through block tables, preemption);
   - `train` (gpt2, llama, mixtral, gpt2-bf16; AdamW, 3 steps): the same losses (1e-5
     relative; gpt2-bf16 2e-3) and
     parameters within 1e-5 relative (the norm of the difference over the norm
@@ -71,6 +73,12 @@ MODELS = {
     "gpt2": Model("gpt2", "adamw", True),
     "llama": Model("llama", "adamw", True, trace_sets=["gen_batch=3"], batched=True),
     "mixtral": Model("mixtral", "adamw", True),
+    # A paged KV cache (kv_block): 8 blocks of 8 positions for 3 rows of up to 64, so that
+    # the 5 requests of `--prompts` (up to 52 tokens each) outgrow the pool and are
+    # preempted; single prompts run through the serving entries with an identity table.
+    "llama-paged": Model("llama", None, True,
+                         trace_sets=["gen_batch=3", "kv_block=8", "kv_blocks=8"],
+                         batched=True),
     # encdec's leaky ReLU has a kink: where a pre-activation lies within rounding of 0, the
     # CPU and the device may take different slopes (1 or 0.1), which moves that unit's share of
     # every gradient upstream of it by O(its share). Seed 14167805: one (row, unit) of the
@@ -254,14 +262,21 @@ def check_model(c, name, rng):
         for extra, what in (([], "greedy"),
                             (["--temperature", "0.8", "--top-k", "20", "--seed", str(c.seed)],
                              "sampled")):
-            outputs = [[json.loads(line)["tokens"] for line in p.stdout.splitlines()] for p in
-                       c.both(name, "generate", "--weights", weights, "--prompts",
-                              f"{name}-prompts.txt", "--max-new-tokens", "12", *extra)]
+            runs = c.both(name, "generate", "--weights", weights, "--prompts",
+                          f"{name}-prompts.txt", "--max-new-tokens", "12", *extra)
+            outputs = [[json.loads(line)["tokens"] for line in p.stdout.splitlines()]
+                       for p in runs]
+            # A paged cache's engine says how often it preempted; the pool is sized so that
+            # the 40-token prompt and its neighbours outgrow it.
+            preempted = [re.search(r"(\d+) preemptions", p.stderr) for p in runs]
+            paged = preempted[1] is not None
             c.result(f"{name} generate --prompts {what}",
                      outputs[0] == outputs[1] and len(outputs[0]) == len(lengths) and
-                     all(len(t) == 12 for t in outputs[0]),
-                     f"{len(outputs[1])} requests over 3 rows; cpu {outputs[0][0][:6]} ..., "
-                     f"cuda {outputs[1][0][:6]} ...")
+                     all(len(t) == 12 for t in outputs[0]) and
+                     (not paged or int(preempted[1].group(1)) > 0),
+                     f"{len(outputs[1])} requests over 3 rows"
+                     + (f", {preempted[1].group(1)} preemptions" if paged else "")
+                     + f"; cpu {outputs[0][0][:6]} ..., cuda {outputs[1][0][:6]} ...")
 
     if decoder and optimizer:
         data = f"{name}-train.bin"

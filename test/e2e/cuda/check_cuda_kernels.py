@@ -163,6 +163,52 @@ def attention(q, k, v, causal, offset=None, scale=None):
     return np.where(seen, p @ v, 0)
 
 
+def paged_keys(table_row, pos, tq, nb, s):
+    """The blocks a paged row reads (up to its first entry < 0, or one >= nb: reported) and
+    its visible keys, min(pos + tq, those blocks' positions)."""
+    n = 0
+    while n < len(table_row) and n * s < pos + tq and 0 <= table_row[n] < nb:
+        n += 1
+    return [int(x) for x in table_row[:n]], max(0, min(pos + tq, n * s))
+
+
+def paged_attention(q, kp, vp, table, pos):
+    """tfc.paged_attention: each row's visible keys gathered from the pools in order, then
+    causal attention at the row's position."""
+    b, h, tq, d = q.shape
+    nb, hkv, s, dv = vp.shape
+    out = np.zeros((b, h, tq, dv))
+    for r in range(b):
+        blocks, keys = paged_keys(table[r], int(pos[r]), tq, nb, s)
+        if keys == 0:
+            continue
+        k = np.concatenate([kp[i] for i in blocks], axis=1)[None, :, :keys]
+        v = np.concatenate([vp[i] for i in blocks], axis=1)[None, :, :keys]
+        out[r] = attention(q[r:r + 1], k, v, True, int(pos[r]))[0]
+    return out
+
+
+def paged_kv_write(pool, update, pos, table):
+    """kv_cache_update with blocks: row r's token l into block table[r, p // S], slot
+    p % S, p = pos[r] + l; entries < 0 (and, reported, positions past the table or entries
+    past the pool) write nothing."""
+    pool = pool.copy()
+    nb, _, s, _ = pool.shape
+    for r in range(update.shape[0]):
+        for l in range(update.shape[2]):
+            p = int(pos[r]) + l
+            if 0 <= p < table.shape[1] * s and 0 <= table[r, p // s] < nb:
+                pool[int(table[r, p // s]), :, p % s] = update[r, :, l]
+    return pool
+
+
+def paged_draw(tables, positions):
+    """Draws normal floats, and the given block tables and positions (by shape)."""
+    return lambda rng, shape: (np.array(tables[shape]) if shape in tables else
+                               np.array(positions[shape]) if shape in positions else
+                               rng.standard_normal(shape))
+
+
 def attention_grads(q, k, v, do, causal, o=None):
     """(dq, dk, dv) of attention by central differences would be slow; the
     analytic formulas in float64, written independently of the kernel. With
@@ -740,6 +786,72 @@ CASES = [
          [((2, 6, 3), "f32"), ((2, 2, 3), "f32"), ((), "i32")], [((2, 6, 3), "f32")],
          lambda c, u, p: [c], rtol=0, atol=0, error=2,
          draw=lambda rng, shape: rng.standard_normal(shape) if shape else np.array(5)),
+    # A paged KV cache (kernels/attention.cuh: tfc_paged_kv_write): rows at their own
+    # positions through their block tables, across a block boundary; an idle row (no block)
+    # writes nothing.
+    Case("kv_cache_update paged: rows through block tables, an idle row dropped",
+         "  %0 = tfc.kv_cache_update %x0, %x1, %x2 blocks %x3 dim = 2 : (tensor<6x2x4x3xf32>, tensor<3x2x2x3xf32>, tensor<3xi32>, tensor<3x3xi32>) -> tensor<6x2x4x3xf32>\n"
+         "  return %0 : tensor<6x2x4x3xf32>",
+         [((6, 2, 4, 3), "f32"), ((3, 2, 2, 3), "f32"), ((3,), "i32"), ((3, 3), "i32")],
+         [((6, 2, 4, 3), "f32")], lambda c, u, p, t: [paged_kv_write(c, u, p, t)],
+         rtol=0, atol=0,
+         draw=paged_draw({(3, 3): [[4, 1, -1], [2, 0, 5], [-1, -1, -1]]}, {(3,): [3, 0, 0]})),
+    Case("kv_cache_update paged past the table reports",
+         "  %0 = tfc.kv_cache_update %x0, %x1, %x2 blocks %x3 dim = 2 : (tensor<6x2x4x3xf32>, tensor<1x2x2x3xf32>, tensor<1xi32>, tensor<1x3xi32>) -> tensor<6x2x4x3xf32>\n"
+         "  return %0 : tensor<6x2x4x3xf32>",
+         [((6, 2, 4, 3), "f32"), ((1, 2, 2, 3), "f32"), ((1,), "i32"), ((1, 3), "i32")],
+         [((6, 2, 4, 3), "f32")], lambda c, u, p, t: [c], rtol=0, atol=0, error=2,
+         draw=paged_draw({(1, 3): [[0, 1, 2]]}, {(1,): [12]})),
+    Case("kv_cache_update paged, a block outside the pool reports",
+         "  %0 = tfc.kv_cache_update %x0, %x1, %x2 blocks %x3 dim = 2 : (tensor<6x2x4x3xf32>, tensor<1x2x2x3xf32>, tensor<1xi32>, tensor<1x3xi32>) -> tensor<6x2x4x3xf32>\n"
+         "  return %0 : tensor<6x2x4x3xf32>",
+         [((6, 2, 4, 3), "f32"), ((1, 2, 2, 3), "f32"), ((1,), "i32"), ((1, 3), "i32")],
+         [((6, 2, 4, 3), "f32")], lambda c, u, p, t: [c], rtol=0, atol=0, error=6,
+         draw=paged_draw({(1, 3): [[0, 9, 2]]}, {(1,): [5]})),
+    # Paged attention, a decode step (the decode kernel through the tables): rows at their
+    # own positions, grouped-query, Dv != D; row 2 at position 13 holds 2 blocks (8 keys,
+    # its table ends), row 3 is idle (0).
+    Case("paged_attention decode: rows through block tables, a short table, an idle row",
+         "  %0 = tfc.paged_attention %x0, %x1, %x2, %x3, %x4 : (tensor<4x4x1x16xf32>, tensor<10x2x4x16xf32>, tensor<10x2x4x24xf32>, tensor<4x5xi32>, tensor<4xi32>) -> tensor<4x4x1x24xf32>\n"
+         "  return %0 : tensor<4x4x1x24xf32>",
+         [((4, 4, 1, 16), "f32"), ((10, 2, 4, 16), "f32"), ((10, 2, 4, 24), "f32"),
+          ((4, 5), "i32"), ((4,), "i32")],
+         [((4, 4, 1, 24), "f32")], lambda *a: [paged_attention(*a)],
+         draw=paged_draw({(4, 5): [[7, 2, 9, -1, -1], [0, 5, 1, 3, 8], [4, 6, -1, -1, -1],
+                                   [-1, -1, -1, -1, -1]]}, {(4,): [9, 19, 13, 0]}),
+         terms=20 + 16, magnitude=attention_magnitude),
+    # A prefill chunk of 6 queries a row, through the decode kernel too (a block per query
+    # row and chunk of 128 keys): row 0 at position 20 (two blocks), row 1 at position 150,
+    # whose queries see keys of both chunks.
+    Case("paged_attention prefill chunk over two key chunks",
+         "  %0 = tfc.paged_attention %x0, %x1, %x2, %x3, %x4 : (tensor<2x2x6x8xf32>, tensor<12x1x16x8xf32>, tensor<12x1x16x8xf32>, tensor<2x10xi32>, tensor<2xi32>) -> tensor<2x2x6x8xf32>\n"
+         "  return %0 : tensor<2x2x6x8xf32>",
+         [((2, 2, 6, 8), "f32"), ((12, 1, 16, 8), "f32"), ((12, 1, 16, 8), "f32"),
+          ((2, 10), "i32"), ((2,), "i32")],
+         [((2, 2, 6, 8), "f32")], lambda *a: [paged_attention(*a)],
+         draw=paged_draw({(2, 10): [[3, 0, -1, -1, -1, -1, -1, -1, -1, -1],
+                                    [11, 1, 2, 4, 5, 6, 7, 8, 9, 10]]}, {(2,): [20, 150]}),
+         terms=160 + 8, magnitude=attention_magnitude),
+    # A block table entry past the pool: reported, and the row's keys end before it.
+    Case("paged_attention, a block outside the pool reports",
+         "  %0 = tfc.paged_attention %x0, %x1, %x2, %x3, %x4 : (tensor<1x2x1x8xf32>, tensor<4x1x4x8xf32>, tensor<4x1x4x8xf32>, tensor<1x3xi32>, tensor<1xi32>) -> tensor<1x2x1x8xf32>\n"
+         "  return %0 : tensor<1x2x1x8xf32>",
+         [((1, 2, 1, 8), "f32"), ((4, 1, 4, 8), "f32"), ((4, 1, 4, 8), "f32"),
+          ((1, 3), "i32"), ((1,), "i32")],
+         [((1, 2, 1, 8), "f32")], lambda *a: [paged_attention(*a)], error=6,
+         draw=paged_draw({(1, 3): [[2, 7, 1]]}, {(1,): [9]}),
+         terms=4 + 8, magnitude=attention_magnitude),
+    # Where the decode kernel's partials would pass their cap (a table of 65536 blocks of
+    # 128: 65536 key chunks a query row), a thread a query row (tfc_paged_attention_rows);
+    # the row reads its table only up to its first entry < 0.
+    Case("paged_attention a thread a row past the decode kernel's partials",
+         "  %0 = tfc.paged_attention %x0, %x1, %x2, %x3, %x4 : (tensor<1x4x1x8xf32>, tensor<3x2x128x8xf32>, tensor<3x2x128x64xf32>, tensor<1x65536xi32>, tensor<1xi32>) -> tensor<1x4x1x64xf32>\n"
+         "  return %0 : tensor<1x4x1x64xf32>",
+         [((1, 4, 1, 8), "f32"), ((3, 2, 128, 8), "f32"), ((3, 2, 128, 64), "f32"),
+          ((1, 65536), "i32"), ((1,), "i32")],
+         [((1, 4, 1, 64), "f32")], lambda *a: [paged_attention(*a)],
+         draw=paged_draw({(1, 65536): [[2, 0, 1] + [-1] * 65533]}, {(1,): [300]}),
+         terms=301 + 8, magnitude=attention_magnitude),
 ]
 
 
