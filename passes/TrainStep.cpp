@@ -203,7 +203,7 @@ struct TrainStepPass : public tfc::impl::TfcTrainStepBase<TrainStepPass> {
     for (auto [i, name] : llvm::enumerate(hyper))
       train.setArgAttr(grad.getNumArguments() + i, attr::kName,
                        b.getStringAttr(name));
-    // The runtime binds these by name (runtime/src/train_step.cpp).
+    // The runtime binds these by name (runtime/src/loops/train_step.cpp).
     const char *outputs[] = {"loss",       "lr",         "grad_norm",
                              "loss_scale", "next_loss_scale", "overflow"};
     for (unsigned i = 0; i < outputTypes.size(); ++i)

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime_internal.hpp"
+#include "core/runtime_internal.hpp"
 #include "tfc/artifact_abi.h"
 #include "tfc/runtime/runtime.h"
 

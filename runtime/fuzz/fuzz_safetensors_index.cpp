@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "safetensors_index.hpp"
+#include "io/safetensors_index.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -2,7 +2,7 @@
 """Reference GPT-2 byte-level BPE for the runtime's tokenizer tests.
 
 A plain Python rendering of what OpenAI's encoder.py and Hugging Face's GPT2Tokenizer do,
-written separately from runtime/src/tokenizer.cpp. It writes fixtures (test inputs with the
+written separately from runtime/src/tokenizers/tokenizer.cpp. It writes fixtures (test inputs with the
 ids they must encode to) that runtime/test/tokenizer_test.cpp checks the C++ tokenizer
 against.
 

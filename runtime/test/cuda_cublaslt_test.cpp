@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "cuda/cublaslt.hpp"
+#include "devices/cuda/cublaslt.hpp"
 #include "fake_artifacts.hpp"
 
 namespace tfc::internal::cuda {

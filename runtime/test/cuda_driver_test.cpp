@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cuda/driver.hpp"
+#include "devices/cuda/driver.hpp"
 #include "fake_artifacts.hpp"
 #include "test_status.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "cuda/nccl.hpp"
+#include "devices/cuda/nccl.hpp"
 #include "fake_artifacts.hpp"
 
 namespace tfc::internal::cuda {

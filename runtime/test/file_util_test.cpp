@@ -1,7 +1,7 @@
 // Tests of the atomic writer every file the runtime writes goes through: what it refuses
 // to replace, how it writes through symbolic links, and that it removes the temporaries of
 // writers killed during a save; and of readFile's copy-on-write mapping.
-#include "file_util.hpp"
+#include "base/file_util.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "float_convert.hpp"
+#include "base/float_convert.hpp"
 #include "float_reference.hpp"
 #include "test_util.hpp"
 

@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "json_value.hpp"
-#include "split_patterns.hpp"
+#include "base/json_value.hpp"
+#include "tokenizers/split_patterns.hpp"
 #include "test_status.hpp"
 #include "test_util.hpp"
-#include "unicode.hpp"
+#include "base/unicode.hpp"
 
 namespace tfc {
 namespace {

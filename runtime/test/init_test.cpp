@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fake_artifacts.hpp"
-#include "init.hpp"
+#include "core/init.hpp"
 #include "test_util.hpp"
 #include "tfc/runtime/runtime.hpp"
 

@@ -1,5 +1,5 @@
 // Tests the strict JSON reader used for safetensors headers.
-#include "json_reader.hpp"
+#include "base/json_reader.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The paged KV cache's block bookkeeping: allocation, release, prefix reuse and its
 // eviction, least recently used first.
-#include "kv_block_pool.hpp"
+#include "loops/kv_block_pool.hpp"
 
 #include <gtest/gtest.h>
 

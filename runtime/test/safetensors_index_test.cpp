@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "safetensors_index.hpp"
+#include "io/safetensors_index.hpp"
 #include "test_util.hpp"
 
 namespace tfc::internal {

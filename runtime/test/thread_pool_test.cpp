@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "thread_pool.hpp"
+#include "base/thread_pool.hpp"
 
 namespace tfc::internal {
 namespace {

@@ -56,7 +56,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/driver.hpp"
+#include "devices/cuda/driver.hpp"
 
 using namespace tfc::internal::cuda;  // NOLINT: the driver's types, as cuda.h's users see them
 
@@ -970,7 +970,7 @@ TFC_EMU_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
 // its signature.
 #define TFC_EMU_CHECK_EXPORT_(member, symbol, signature)                         \
   static_assert(std::is_same_v<decltype(&::symbol), DriverFunction<signature>>, \
-                "the emulated " #symbol " differs from runtime/src/cuda/driver.hpp's");
+                "the emulated " #symbol " differs from runtime/src/devices/cuda/driver.hpp's");
 TFC_CUDA_DRIVER_FUNCTIONS(TFC_EMU_CHECK_EXPORT_)
 #undef TFC_EMU_CHECK_EXPORT_
 static_assert(std::is_same_v<decltype(&::cuLaunchHostFunc),

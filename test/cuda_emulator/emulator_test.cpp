@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/driver.hpp"
+#include "devices/cuda/driver.hpp"
 #include "tfc/artifact_abi.h"
 
 using namespace tfc::internal::cuda;  // NOLINT: the driver's names, as cuda.h's users see them

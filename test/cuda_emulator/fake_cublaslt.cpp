@@ -1,5 +1,5 @@
 // A fake libcublasLt.so.13 for the emulated CUDA driver (emulator.cpp), so that the cuBLASLt
-// path of a CUDA artifact's matrix products (runtime/src/cuda/cublaslt.hpp, products.cpp) runs
+// path of a CUDA artifact's matrix products (runtime/src/devices/cuda/cublaslt.hpp, products.cpp) runs
 // on machines without a GPU. Test-only: point the runtime at it with
 // TFC_CUBLASLT_LIBRARY=<build>/test/cuda_emulator/cublaslt/libcublasLt.so.13.
 //
@@ -49,7 +49,7 @@
 #include <string>
 #include <type_traits>
 
-#include "cuda/cublaslt.hpp"
+#include "devices/cuda/cublaslt.hpp"
 
 using namespace tfc::internal::cuda;  // NOLINT: cuBLASLt's types, as cublasLt.h's users see them
 
@@ -806,6 +806,6 @@ TFC_FAKE_EXPORT cublasStatus_t cublasLtMatmul(
 // Every function of the runtime's list is exported here, with its signature.
 #define TFC_FAKE_CHECK_EXPORT_(name, signature)                                 \
   static_assert(std::is_same_v<decltype(&::name), DriverFunction<signature>>, \
-                "the fake " #name " differs from runtime/src/cuda/cublaslt.hpp's");
+                "the fake " #name " differs from runtime/src/devices/cuda/cublaslt.hpp's");
 TFC_CUBLASLT_FUNCTIONS(TFC_FAKE_CHECK_EXPORT_)
 #undef TFC_FAKE_CHECK_EXPORT_

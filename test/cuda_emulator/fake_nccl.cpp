@@ -1,5 +1,5 @@
 // A fake libnccl.so.2 for the emulated CUDA driver (emulator.cpp), so that the NCCL path of
-// a CUDA artifact's collectives (runtime/src/cuda/nccl.hpp, executor.cpp) runs on machines
+// a CUDA artifact's collectives (runtime/src/devices/cuda/nccl.hpp, executor.cpp) runs on machines
 // without a GPU. Test-only: point the runtime at it with
 // TFC_NCCL_LIBRARY=<build>/test/cuda_emulator/nccl/libnccl.so.2 under mpirun.
 //
@@ -39,7 +39,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/nccl.hpp"
+#include "devices/cuda/nccl.hpp"
 
 using namespace tfc::internal::cuda;  // NOLINT: NCCL's types, as nccl.h's users see them
 
@@ -306,6 +306,6 @@ TFC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff,
 // Every function of the runtime's list is exported here, with its signature.
 #define TFC_FAKE_CHECK_EXPORT_(name, signature)                     \
   static_assert(std::is_same_v<decltype(&::name), DriverFunction<signature>>, \
-                "the fake " #name " differs from runtime/src/cuda/nccl.hpp's");
+                "the fake " #name " differs from runtime/src/devices/cuda/nccl.hpp's");
 TFC_NCCL_FUNCTIONS(TFC_FAKE_CHECK_EXPORT_)
 #undef TFC_FAKE_CHECK_EXPORT_

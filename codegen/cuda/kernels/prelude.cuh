@@ -21,7 +21,7 @@
 // ---- Run-time errors ----
 // What the CPU's kernels report through tfc_kernels_error: the first code
 // (a TFC_KERNEL_ERROR_*) a kernel reports stays in tfc_error_code, for the
-// host to read after the entry (runtime/src/cuda/executor.cpp finds it by
+// host to read after the entry (runtime/src/devices/cuda/executor.cpp finds it by
 // this name).
 __device__ unsigned int tfc_error_code;
 __device__ __forceinline__ void tfc_report(unsigned int code) {

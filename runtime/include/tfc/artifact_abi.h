@@ -97,7 +97,7 @@ typedef struct tfc_device_matmul_t {
 /* The run-time errors a device kernel reports (the CPU kernels report the same conditions
  * through tfc_kernels_error): the first code reported stays in the kernels' device word
  * `tfc_error_code` (codegen/cuda/kernels/prelude.cuh), which the runtime reads after an entry
- * and words (runtime/src/cuda/executor.cpp). The device code, the runtime and the CUDA
+ * and words (runtime/src/devices/cuda/executor.cpp). The device code, the runtime and the CUDA
  * emulator all use these names; the numbers are what a device word holds. */
 enum tfc_kernel_error {
   TFC_KERNEL_OK = 0,                  /* nothing reported */

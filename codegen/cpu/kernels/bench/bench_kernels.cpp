@@ -105,7 +105,7 @@ bool huge_pages = false;
 
 // With --huge-pages the decode pass's weights and triad arrays start on 2 MiB boundaries and
 // are advised to use transparent huge pages, as the runtime's buffers are
-// (runtime/src/runtime_util.cpp): the two page sizes compared in separate processes.
+// (runtime/src/core/runtime_util.cpp): the two page sizes compared in separate processes.
 template <class T>
 struct PageAlloc {
   using value_type = T;

@@ -7,7 +7,7 @@
 // Implementations: size 1 (every collective is a copy), and MPI, in the plugin
 // libtfc_comm_mpi.so that worldCommunicator() loads when the process was started by mpirun
 // (OMPI_COMM_WORLD_SIZE or PMI_SIZE in the environment). The collectives of a CUDA artifact's
-// context run over NCCL on the GPU's buffers instead where NCCL can (runtime/src/cuda/nccl.hpp,
+// context run over NCCL on the GPU's buffers instead where NCCL can (runtime/src/devices/cuda/nccl.hpp,
 // libnccl.so.2 loaded at run time, TFC_NCCL_LIBRARY names another), its unique id broadcast
 // over this world communicator; TFC_COMM_DEVICE chooses: auto (the default: NCCL where it
 // loads and runs, else staged through the host over this communicator), nccl (an error where
