@@ -192,7 +192,7 @@ struct CompileKernelsPass
     Compiled ptx = compile(source, "kernels", arch, Output::Ptx);
     // Alone, each kernel's failure names it and its .ptx can be read.
     if (!ptx.ok || !dumpDir.empty()) {
-      if (!compileEach(kernels))
+      if (!compileEach(kernels, ptx))
         return signalPassFailure();
       if (!ptx.ok) {
         mlir::emitError(module.getLoc(), "NVRTC cannot compile the kernels together for ")
@@ -228,7 +228,9 @@ struct CompileKernelsPass
   /// Compiles every kernel alone (after the prelude's include); with
   /// dump-dir, writes its .cu and .ptx, and the library's headers to
   /// dump-dir/tfc/ for the .cu to include. Reports each failure at its kernel.
-  bool compileEach(ArrayRef<func::FuncOp> kernels) {
+  /// A module of one kernel reuses `whole`, the module's compile (its source is
+  /// that kernel's).
+  bool compileEach(ArrayRef<func::FuncOp> kernels, const Compiled &whole) {
     bool ok = true;
     if (!dumpDir.empty()) {
       llvm::SmallString<256> dir(dumpDir);
@@ -245,7 +247,9 @@ struct CompileKernelsPass
       StringRef name = kernel.getName();
       if (!dumpDir.empty())
         writeFile(dumpDir, (name + ".cu").str(), source);
-      Compiled result = compile(source, name, arch, Output::Ptx);
+      Compiled result = kernels.size() == 1 && whole.ok
+                            ? whole
+                            : compile(source, name, arch, Output::Ptx);
       if (!result.ok) {
         // At the location alone: the kernel (a declaration holding its
         // source) printed as "current operation" would bury NVRTC's log.
