@@ -4,20 +4,33 @@
 # unit tests (runtime, kernels, tfc-run) through ctest, then the Python bindings' pytest
 # tests (python/), after the runtime's
 # unit tests under AddressSanitizer + UndefinedBehaviorSanitizer and its parsers
-# under libFuzzer, and the CPU kernels' unit tests under ASan + UBSan; then the
-# compiler tools built with ASan run the MLIR mutation fuzzer
-# (test/fuzz/mlir_mutate.py).
-#   TFC_FUZZ_MUTANTS   mutants for the ASan fuzz run (default 600)
-#   TFC_SKIP_ASAN_COMPILER=1  skip the compiler's ASan build and fuzz run
-#                      (printed as SKIPPED; CI does not set it)
+# under libFuzzer, and the CPU kernels' unit tests under ASan + UBSan. lit runs the MLIR
+# mutation fuzzer (test/fuzz/mlir_mutate.py) over the release tools.
+#   TFC_ASAN_COMPILER=1  also build the compiler tools with ASan and run 600 more mutants
+#                      over them (about 20 more minutes on 2 cores; CI does not: its run
+#                      must end within 90 minutes; see docs/reliability.md)
+#   TFC_FUZZ_MUTANTS   mutants for that ASan fuzz run (default 600)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# Each stage opens with "== name ==" and closes with "tfc: name took N s (T s in all)":
+# CI stops the run at 90 minutes, and these lines say where its time went.
+stage_name="" stage_t0=$start
+stage() {
+  local now
+  now=$(date +%s)
+  if [ -n "$stage_name" ]; then
+    echo "tfc: $stage_name took $((now - stage_t0)) s ($((now - start)) s in all)"
+  fi
+  stage_name=$1 stage_t0=$now
+  if [ -n "$1" ]; then echo "== $1 =="; fi
+}
+stage "install and build"
 bash scripts/build.sh
 build_dir=${TFC_BUILD_DIR:-build}
 jobs=${TFC_JOBS:-$(nproc)}
 
-echo "== runtime under ASan+UBSan =="
+stage "runtime under ASan+UBSan"
 asan_dir=${build_dir}-asan
 if [ ! -f "$asan_dir/build.ninja" ]; then
   cmake -S runtime -B "$asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTFC_SANITIZE=ON
@@ -26,7 +39,7 @@ cmake --build "$asan_dir" -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$asan_dir" --output-on-failure
 
-echo "== runtime parsers under libFuzzer (clang; ${TFC_FUZZ_SECONDS:-20} s per target) =="
+stage "runtime parsers under libFuzzer (clang; ${TFC_FUZZ_SECONDS:-20} s per target)"
 # Every parser of untrusted input (safetensors, .npy, token files, tokenizer files, the
 # artifact's tables) fuzzed for a bounded time from its committed corpus; each test prints
 # its seed (replay with TFC_FUZZ_SEED). See docs/reliability.md.
@@ -41,21 +54,20 @@ ctest --test-dir "$fuzz_dir" --output-on-failure -j "$jobs"
 
 # The hand-written AVX2/AVX-512 kernels and their tests, alone (no LLVM), with
 # the same sanitizers: every ISA the CPU has (test/Kernels counts the others).
-echo "== CPU kernels under ASan+UBSan =="
-t0=$(date +%s)
+stage "CPU kernels under ASan+UBSan"
 kernels_asan_dir=${build_dir}-asan-kernels
 if [ ! -f "$kernels_asan_dir/build.ninja" ]; then
-  cmake -S codegen/cpu/kernels -B "$kernels_asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTFC_KERNELS_BENCH=OFF \
+  # -O1 and line tables only: ASan's usual level, for the library too (TFC_KERNELS_OPT_LEVEL).
+  cmake -S codegen/cpu/kernels -B "$kernels_asan_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DTFC_KERNELS_BENCH=OFF -DTFC_KERNELS_OPT_LEVEL=-O1 "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -g1" \
     "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
 fi
 cmake --build "$kernels_asan_dir" -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$kernels_asan_dir" --output-on-failure
-echo "tfc: CPU kernels under ASan+UBSan took $(( $(date +%s) - t0 )) s"
 
-echo "== the whole suite =="
+stage "the whole suite"
 log="$build_dir/ctest.log"
 set +e
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" 2>&1 | tee "$log"
@@ -69,8 +81,7 @@ grep -E "tests passed|tests failed" "$log" | tail -n 1
 # The Python bindings (python/): built from the runtime's sources into the build folder
 # (incremental, ccache), installed into $PYTHON (PEP 668 allowed: CI's Debian Python has no
 # venv), then pytest against this build's tools.
-echo "== Python bindings (pip install ./python, pytest) =="
-t0=$(date +%s)
+stage "Python bindings (pip install ./python, pytest)"
 py=${PYTHON:-python3}
 case $build_dir in /*) py_build=$build_dir/python ;; *) py_build=$PWD/$build_dir/python ;; esac
 set +e
@@ -80,7 +91,6 @@ PIP_BREAK_SYSTEM_PACKAGES=1 PIP_ROOT_USER_ACTION=ignore \
   TFC_BUILD_DIR=$build_dir "$py" -m pytest -q python/tests
 py_rc=$?
 set -e
-echo "tfc: Python bindings took $(( $(date +%s) - t0 )) s"
 if [ "$py_rc" != 0 ]; then
   echo "tfc: the Python bindings failed to build or their tests failed"
   rc=1
@@ -92,9 +102,9 @@ fi
 # libLLVM/libMLIR are Debian's, not instrumented: ASan sees tfc's own code
 # and every malloc/free (the fuzzer also runs under valgrind, see
 # docs/reliability.md).
-echo "== compiler under ASan + MLIR mutation fuzzer =="
-if [ "${TFC_SKIP_ASAN_COMPILER:-0}" = 1 ]; then
-  echo "SKIPPED: compiler ASan build and fuzz run (TFC_SKIP_ASAN_COMPILER=1)"
+stage "compiler under ASan + MLIR mutation fuzzer"
+if [ "${TFC_ASAN_COMPILER:-0}" != 1 ]; then
+  echo "SKIPPED: the compiler's ASan build and its fuzz run (TFC_ASAN_COMPILER=1 runs them)"
 else
   t0=$(date +%s)
   compiler_asan_dir=${build_dir}-asan-compiler
@@ -123,7 +133,7 @@ else
     rc=1
   fi
 fi
-echo "tfc: install + build + tests took $(( $(date +%s) - start )) s"
+stage ""
 # The last line is ctest's verdict on the whole suite (CI reads it).
 grep -E "tests passed|tests failed" "$log" | tail -n 1 || true
 exit "$rc"
