@@ -7,7 +7,7 @@
 # under libFuzzer, and the CPU kernels' unit tests under ASan + UBSan. lit runs the MLIR
 # mutation fuzzer (test/fuzz/mlir_mutate.py) over the release tools.
 #   TFC_ASAN_COMPILER=1  also build the compiler tools with ASan and run 600 more mutants
-#                      over them (about 20 more minutes on 2 cores; CI does not: its run
+#                      over them (an estimated 15 to 20 more minutes on 2 cores; CI does not: its run
 #                      must end within 90 minutes; see docs/reliability.md)
 #   TFC_FUZZ_MUTANTS   mutants for that ASan fuzz run (default 600)
 set -euo pipefail
