@@ -81,10 +81,9 @@ struct MergeAliasedArgsPass
     module.walk([&](func::CallOp call) {
       callsOf[call.getCalleeAttr().getAttr()].push_back(call);
     });
-    // Every symbol's uses, counted in one walk (asking SymbolTable for one
-    // kernel's uses walks the whole module: quadratic in the kernels, and half
-    // of a training step's lowering time before).
-    // (The module's region: asked of the module op, a symbol table, it stops there.)
+    // Every symbol's uses, counted in one walk of the module's region (asking
+    // for one kernel's uses walks the whole module: quadratic in the kernels;
+    // asked of the module op, a symbol table, the walk would stop at it).
     std::optional<SymbolTable::UseRange> allUses =
         SymbolTable::getSymbolUses(&module.getBodyRegion());
     if (!allUses)

@@ -1,6 +1,7 @@
-"""What the per-case e2e suites (ops/check_ops.py, grad/check_vjps.py) share:
-finding the tools, the scratch directory, and running every case with one
-PASS/FAIL line each and the closing `N passed, M failed` line."""
+"""What the per-case e2e suites (ops/check_ops.py, grad/check_vjps.py,
+cuda/check_cuda_kernels.py) share: finding the tools, the scratch directory, which
+cases run (--only, --every/--offset), and running every case with one PASS/FAIL line
+each and the closing `N passed, M failed` line."""
 import os
 import shlex
 import shutil
@@ -64,6 +65,30 @@ def scratch_dir(work_dir, prefix):
         os.makedirs(work_dir)
         return work_dir
     return tempfile.mkdtemp(prefix=prefix)
+
+
+def add_selection_args(ap):
+    """--only SUBSTR and --every K --offset J (lit spreads a suite's option variants over
+    its cases with them)."""
+    ap.add_argument("--only", help="run only the cases whose name contains this")
+    ap.add_argument("--every", type=int, default=1, help="run every K-th case only")
+    ap.add_argument("--offset", type=int, default=0, help="... starting with this one")
+
+
+def select_cases(ap, opts, cases):
+    """The cases of `cases` that add_selection_args' options select, each given `index`:
+    its place in the whole list, for what must not depend on the selection (a case's
+    random draws). When none is selected, prints a failed run's last line and returns []."""
+    if opts.every < 1 or not 0 <= opts.offset < opts.every:
+        ap.error("--every K --offset J needs K >= 1 and 0 <= J < K")
+    for k, case in enumerate(cases):
+        case.index = k
+    chosen = [c for c in cases if c.index % opts.every == opts.offset and
+              (not opts.only or opts.only in c.name)]
+    if not chosen:
+        print("error: no case selected")
+        print("0 passed, 1 failed")
+    return chosen
 
 
 def run_cases(cases, run_one, work, keep):

@@ -10,6 +10,7 @@ its grid-stride loop; running on a GPU is scripts/gpu-check.sh's job.
 Every case with float tensors runs again in bf16 and in f16 (HALF_CASES).
 
     check_cuda_kernels.py --bin-dir build/bin [--seed S] [--work-dir DIR] [--only SUBSTR]
+                          [--every K --offset J]
 """
 import argparse
 import os
@@ -1142,7 +1143,7 @@ def precompiled_header(work, dump):
     return header
 
 
-def run_case(case, index, tools, work, rng, arch_turn):
+def run_case(case, tools, work, rng, arch_turn):
     tfc = tools[0]
     d = os.path.join(work, re.sub(r"[^A-Za-z0-9]+", "_", case.name).strip("_"))
     os.makedirs(d, exist_ok=True)
@@ -1153,7 +1154,7 @@ def run_case(case, index, tools, work, rng, arch_turn):
     # The kernels' source does not depend on the architecture; NVRTC compiles it for
     # sm_80 (the oldest supported, its limits the tightest) every case, and for sm_90
     # every fourth case, which case turning with the seed.
-    archs = ("sm_80", "sm_90") if index % 4 == arch_turn else ("sm_80",)
+    archs = ("sm_80", "sm_90") if case.index % 4 == arch_turn else ("sm_80",)
     for arch in archs:
         r = subprocess.run([tfc, src, "--target=cuda", f"--cuda-arch={arch}", *case.flags,
                             "--compile-to=codegen", f"--dump-ir={dump}", "-o", out_mlir],
@@ -1256,7 +1257,7 @@ def main():
     ap.add_argument("--seed", type=int,
                     default=int(os.environ.get("TFC_TEST_SEED", 0)) or
                     int.from_bytes(os.urandom(3), "little"))
-    ap.add_argument("--only", help="run only the cases whose name contains this")
+    harness.add_selection_args(ap)
     args = ap.parse_args()
     print(f"seed {args.seed} (reproduce with --seed {args.seed})", flush=True)
     tools = harness.find_tools(args.bin_dir, names=("tfc",))
@@ -1264,11 +1265,11 @@ def main():
         return 1
     work = harness.scratch_dir(args.work_dir, "tfc-cuda-")
     rng = np.random.default_rng(args.seed)
-    cases = [c for c in CASES + HALF_CASES if not args.only or args.only in c.name]
-    index = {id(c): i for i, c in enumerate(cases)}
-    return harness.run_cases(
-        cases, lambda c: run_case(c, index[id(c)], tools, work, rng, args.seed % 4), work,
-        keep=bool(args.work_dir))
+    cases = harness.select_cases(ap, args, CASES + HALF_CASES)
+    if not cases:
+        return 1
+    return harness.run_cases(cases, lambda c: run_case(c, tools, work, rng, args.seed % 4),
+                             work, keep=bool(args.work_dir))
 
 
 if __name__ == "__main__":

@@ -897,13 +897,9 @@ def main():
     ap.add_argument("--bin-dir", required=True, help="directory holding tfc and tfc-run")
     ap.add_argument("--work-dir", help="keep the modules, inputs and outputs here")
     ap.add_argument("--seed", type=int, help="the inputs' seed (default: from the clock)")
-    ap.add_argument("--only", help="run only the cases whose name contains this")
-    ap.add_argument("--every", type=int, default=1, help="run every K-th case only")
-    ap.add_argument("--offset", type=int, default=0, help="... starting with this one")
+    harness.add_selection_args(ap)
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
-    if opts.every < 1 or not 0 <= opts.offset < opts.every:
-        ap.error("--every K --offset J needs K >= 1 and 0 <= J < K")
 
     tools = harness.find_tools(opts.bin_dir)
     if tools is None:
@@ -911,20 +907,17 @@ def main():
     tfc, tfc_run = tools
     seed = opts.seed if opts.seed is not None else int(time.time() * 1000) % 1000000
     print(f"seed {seed} (reproduce with --seed {seed})")
-    # Built from the seed before any selection, so a case's inputs do not
-    # depend on which cases run.
-    cases = build_cases(Gen(seed))
-    cases = [c for k, c in enumerate(cases) if k % opts.every == opts.offset]
-    if opts.only:
-        cases = [c for c in cases if opts.only in c.name]
+    # The cases are built from the seed before any selection, and each case draws R and
+    # its finite-difference elements from (seed, its index): a case's numbers do not
+    # depend on which cases run, so --seed S --only NAME reproduces a failure.
+    cases = harness.select_cases(ap, opts, build_cases(Gen(seed)))
     if not cases:
-        print("error: no case selected")
-        print("0 passed, 1 failed")
         return 1
     work = harness.scratch_dir(opts.work_dir, "tfc-vjps-")
-    rng = np.random.default_rng(seed + 1)
     return harness.run_cases(
-        cases, lambda case: run_case(case, tfc, tfc_run, work, rng, opts.verbose),
+        cases, lambda case: run_case(case, tfc, tfc_run, work,
+                                     np.random.default_rng([seed + 1, case.index]),
+                                     opts.verbose),
         work, keep=bool(opts.work_dir))
 
 

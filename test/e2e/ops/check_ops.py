@@ -1448,13 +1448,9 @@ def main():
     ap.add_argument("--work-dir", help="keep the modules, inputs and outputs here")
     ap.add_argument("--seed", type=int,
                     help="the inputs' seed (default: $TFC_TEST_SEED, else from the clock)")
-    ap.add_argument("--only", help="run only the cases whose name contains this")
-    ap.add_argument("--every", type=int, default=1, help="run every K-th case only")
-    ap.add_argument("--offset", type=int, default=0, help="... starting with this one")
+    harness.add_selection_args(ap)
     ap.add_argument("-v", "--verbose", action="store_true")
     opts = ap.parse_args()
-    if opts.every < 1 or not 0 <= opts.offset < opts.every:
-        ap.error("--every K --offset J needs K >= 1 and 0 <= J < K")
 
     tools = harness.find_tools(opts.bin_dir)
     if tools is None:
@@ -1468,13 +1464,8 @@ def main():
           f"-O{opt_level(flags)}, fusion {'on' if fuses(flags) else 'off'}")
     # Built from the seed before any selection, so a case's inputs do not
     # depend on which cases run.
-    cases = build_cases(Gen(seed))
-    cases = [c for k, c in enumerate(cases) if k % opts.every == opts.offset]
-    if opts.only:
-        cases = [c for c in cases if opts.only in c.name]
+    cases = harness.select_cases(ap, opts, build_cases(Gen(seed)))
     if not cases:
-        print("error: no case selected")
-        print("0 passed, 1 failed")
         return 1
 
     work = harness.scratch_dir(opts.work_dir, "tfc-ops-")
