@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tfc
-from conftest import CONFIG, read_safetensors, run
+from conftest import CONFIG, read_safetensors, run, write_safetensors
 
 B, T, V = CONFIG["batch"], CONFIG["seq"], CONFIG["vocab_size"]
 
@@ -184,6 +184,25 @@ def test_stop_from_the_callback_saves_and_resume_continues(model_path, data, tmp
     assert (result["first_step"], result["last_step"]) == (4, 6)
     for name in whole.params:  # bit-identical to the uninterrupted run
         np.testing.assert_array_equal(resumed.params[name], whole.params[name], err_msg=name)
+
+
+def test_load_weights_takes_a_checkpoints_parameters(model_path, ctx, data, tmp_path):
+    ckpt = tmp_path / "trained.safetensors"
+    ctx.train(str(data), steps=2, checkpoint=str(ckpt), **HYPER)
+    params = tfc.Params(tfc.Artifact(str(model_path)))
+    params.init(12)
+    notes = params.load_weights(ckpt)
+    assert len(notes) == 1 and "is a training checkpoint: taking its" in notes[0], notes
+    for name in ctx.params:
+        np.testing.assert_array_equal(params[name], ctx.params[name], err_msg=name)
+    params.save(tmp_path / "plain.safetensors")
+    assert tfc.Params(params.artifact).load_weights(tmp_path / "plain.safetensors") == []
+    extra = dict(read_safetensors(tmp_path / "plain.safetensors"), extra=np.ones(3, np.float32))
+    write_safetensors(tmp_path / "extra.safetensors", extra)
+    with pytest.raises(ValueError, match="unexpected tensor 'extra'"):
+        tfc.Params(params.artifact).load_weights(tmp_path / "extra.safetensors")
+    assert "ignoring 1 tensors" in tfc.Params(params.artifact).load_weights(
+        tmp_path / "extra.safetensors", allow_unexpected=True)[0]
 
 
 def test_keyboard_interrupt_saves_then_raises(ctx, data, tmp_path):

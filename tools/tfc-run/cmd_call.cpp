@@ -10,10 +10,10 @@
 #include <optional>
 #include <set>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "entry_inputs.hpp"
 #include "print.hpp"
+#include "weights.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/file.hpp"
 #include "tfc/runtime/npy.hpp"
@@ -134,10 +134,7 @@ int runCall(const Invocation& invocation) {
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
   Status status = args.has("--weights")
-                      ? loadParameters(args.get("--weights"), *artifact, *params,
-                                       args.has("--allow-unexpected"),
-                                       args.has("--mmap") ? WeightsMemory::kMapped
-                                                          : WeightsMemory::kCopied)
+                      ? loadWeightsNoting(args.get("--weights"), *params, inferenceWeightsOptions(args))
                       : params->init(initSeed);
   if (!status.ok()) return fail(status);
   tfc_context_options_t options;

@@ -2,8 +2,8 @@
 // alone, under the model's own names.
 #include <cstdio>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
+#include "weights.hpp"
 #include "tfc/runtime/runtime.hpp"
 
 namespace tfc::run {
@@ -27,7 +27,7 @@ int runExport(const Invocation& invocation) {
   if (!artifact.ok()) return fail(artifact.status());
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
-  Status status = loadParameters(input, *artifact, *params, args.has("--allow-unexpected"));
+  Status status = loadWeightsNoting(input, *params, inferenceWeightsOptions(args));
   if (!status.ok()) return fail(status);
   return writeParameters(*artifact, *params, output);
 }

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "print.hpp"
+#include "weights.hpp"
 #include "tfc/runtime/batched_generator.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/communicator.hpp"
@@ -53,8 +53,7 @@ std::vector<std::string> entryNames(const Artifact& artifact) {
 struct Options {
   const Command* command = nullptr;
   std::string weights;
-  bool allowUnexpected = false;
-  WeightsMemory weightsMemory = WeightsMemory::kCopied;
+  WeightsLoadOptions weightsOptions;  // --allow-unexpected, --mmap
   std::optional<std::string> promptTokens, promptText, tokenizerSpec;
   std::optional<std::string> promptsFile;  // --prompts: one request a line, batched
   std::vector<int32_t> stopTokens;
@@ -132,8 +131,7 @@ int parseOptions(const Invocation& invocation, Options* options) {
     options->stopTokens.push_back(static_cast<int32_t>(id));
   }
   options->weights = args.get("--weights");
-  options->allowUnexpected = args.has("--allow-unexpected");
-  if (args.has("--mmap")) options->weightsMemory = WeightsMemory::kMapped;
+  options->weightsOptions = inferenceWeightsOptions(args);
   if (args.has("--max-new-tokens")) {
     int64_t n = 0;
     if (!parseInt64(args.get("--max-new-tokens"), &n) || n < 1 || n > (int64_t{1} << 30)) {
@@ -614,8 +612,8 @@ int runGenerate(const Invocation& invocation) {
                                           " init -o W.safetensors)");
   }
 
-  auto context = openInferenceContext(*artifact, options.weights, options.allowUnexpected,
-                                      options.weightsMemory, options.threads, options.device);
+  auto context = openInferenceContext(*artifact, options.weights, options.weightsOptions,
+                                      options.threads, options.device);
   if (!context.ok()) return fail(context.status());
   const double loadMs = millisSince(loadStart);
   if (metadataInt(metadata, TFC_METADATA_WORLD_SIZE).value_or(1) > 1) {

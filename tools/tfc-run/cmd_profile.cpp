@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "entry_inputs.hpp"
 #include "machine_peak.hpp"
 #include "png_plot.hpp"
 #include "print.hpp"
+#include "weights.hpp"
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/file.hpp"
 #include "tfc/runtime/metadata.hpp"
@@ -289,9 +289,7 @@ int runProfile(const Invocation& invocation) {
   if (!params.ok()) return fail(params.status());
   Status status =
       args.has("--weights")
-          ? loadParameters(args.get("--weights"), *artifact, *params,
-                           args.has("--allow-unexpected"),
-                           args.has("--mmap") ? WeightsMemory::kMapped : WeightsMemory::kCopied)
+          ? loadWeightsNoting(args.get("--weights"), *params, inferenceWeightsOptions(args))
           : params->init(initSeed);
   if (!status.ok()) return fail(status);
   int32_t device = 0;

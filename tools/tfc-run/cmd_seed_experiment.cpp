@@ -13,13 +13,14 @@
 #include <random>
 #include <thread>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "png_plot.hpp"
 #include "print.hpp"
+#include "tfc/runtime/checkpoint.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "train_common.hpp"
+#include "weights.hpp"
 
 namespace tfc::run {
 namespace {
@@ -299,7 +300,7 @@ int runSeedExperiment(const Invocation& invocation) {
 
   auto params = Params::create(*artifact);
   if (!params.ok()) return fail(params.status());
-  Status status = args.has("--weights") ? loadWeights(args.get("--weights"), *params)
+  Status status = args.has("--weights") ? loadWeightsNoting(args.get("--weights"), *params, trainingWeightsOptions())
                                         : params->init(initSeed);
   if (!status.ok()) return fail(status);
   tfc_context_options_t contextOptions;

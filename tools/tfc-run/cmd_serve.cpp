@@ -23,12 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "print.hpp"
 #include "serve/chat_template.hpp"
 #include "serve/engine.hpp"
 #include "serve/openai_api.hpp"
+#include "weights.hpp"
 #include "tfc/runtime/batched_generator.hpp"
 #include "tfc/runtime/metadata.hpp"
 #include "tfc/runtime/runtime.hpp"
@@ -45,7 +45,7 @@ void onStopSignal(int) { gStop = true; }
 
 struct Options {
   std::string weights, tokenizer, host = "127.0.0.1", apiKey, modelName, chatTemplate;
-  bool allowUnexpected = false;
+  WeightsLoadOptions weightsOptions;  // --allow-unexpected
   int64_t port = 8080, maxQueued = 64, maxTokens = 0, threads = 0, maxBody = 1 << 20;
   int64_t prefillChunks = 2;
   double drainSeconds = 10;
@@ -123,7 +123,7 @@ int runServe(const Invocation& invocation) {
   }
   options.tokenizer = args.get("--tokenizer");
   options.weights = args.get("--weights");
-  options.allowUnexpected = args.has("--allow-unexpected");
+  options.weightsOptions = inferenceWeightsOptions(args);
   if (args.has("--host")) options.host = args.get("--host");
   options.apiKey = args.get("--api-key");
   options.modelName = args.get("--model-name");
@@ -159,8 +159,8 @@ int runServe(const Invocation& invocation) {
   if (artifact->paramCount() > 0 && options.weights.empty()) {
     return usageError(invocation.command, "missing --weights W.safetensors|DIR");
   }
-  auto context = openInferenceContext(*artifact, options.weights, options.allowUnexpected,
-                                      WeightsMemory::kCopied, options.threads, options.device);
+  auto context = openInferenceContext(*artifact, options.weights, options.weightsOptions,
+                                      options.threads, options.device);
   if (!context.ok()) return fail(context.status());
   auto generator = BatchedGenerator::create(*context);
   if (!generator.ok()) return fail(generator.status());

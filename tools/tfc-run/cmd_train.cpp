@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "png_plot.hpp"
 #include "print.hpp"
@@ -17,6 +16,7 @@
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/trainer.hpp"
 #include "train_common.hpp"
+#include "weights.hpp"
 
 namespace tfc::run {
 namespace {
@@ -347,7 +347,7 @@ int runTrain(const Invocation& invocation) {
     print(stderr, "resuming from {} at step {}\n", resumePath, trainer->step());
   } else {
     // A tensor-parallel model's ranks each keep their slice of the whole weights.
-    Status status = args.has("--weights") ? loadWeights(args.get("--weights"), *params)
+    Status status = args.has("--weights") ? loadWeightsNoting(args.get("--weights"), *params, trainingWeightsOptions())
                                           : params->init(settings.initSeed);
     if (!status.ok()) return fail(status);
   }

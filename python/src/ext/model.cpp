@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "tfc/runtime/weights.hpp"
 
 namespace tfc::python {
 
@@ -331,6 +332,32 @@ void bindModel(py::module_& m) {
          "Nothing changes on failure. Returns one dict per tensor of the checkpoint: name, "
          "file, dtype (as in the file) and param (the parameter it was loaded into, or None "
          "when skipped).")
+      .def("load_weights", [](PyParams& p, py::handle pathArg, bool allowUnexpected,
+                              bool copy) {
+        const std::string path = fsPath(pathArg, "Params.load_weights: path");
+        WeightsLoadOptions options;
+        options.allowUnexpected = allowUnexpected;
+        options.memory = copy ? WeightsMemory::kCopied : WeightsMemory::kMapped;
+        std::vector<std::string> notes;
+        check(withoutGil([&] {
+                auto loaded = loadWeights(path, p.params, options);
+                if (!loaded.ok()) return std::move(loaded).takeStatus();
+                notes = std::move(*loaded);
+                return Status();
+              }, p.mutex),
+              {path});
+        return notes;
+      }, py::arg("path"), py::kw_only(), py::arg("allow_unexpected") = false,
+         py::arg("copy") = false,
+         "Loads whatever `tfc-run generate --weights` takes: a .safetensors file of the "
+         "parameters (as save writes), a training checkpoint of this model (Context.train's "
+         "checkpoint; its optimizer state is skipped, and a checkpoint of another model is "
+         "refused naming both module hashes), or a Hugging Face checkpoint directory or index "
+         "(as load_pretrained). allow_unexpected ignores tensors that are none of these "
+         "(the error says --allow-unexpected, the command-line name). Nothing changes on "
+         "failure. Returns the notes a user should see, one line each: what was skipped or "
+         "converted, e.g. '... is a training checkpoint: taking its 28 parameters, ignoring "
+         "its 57 state tensors (optimizer moments, step)'.")
       .def("save", [](PyParams& p, py::handle pathArg) {
         const std::string path = fsPath(pathArg, "Params.save: path");
         check(withoutGil([&] { return p.params.saveSafetensors(path); }, p.mutex));

@@ -1,18 +1,17 @@
-#include "checkpoint.hpp"
+#include "tfc/runtime/weights.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cctype>
 #include <map>
 #include <set>
 #include <utility>
-#include <vector>
 
-#include "print.hpp"
-
+#include "tfc/runtime/checkpoint.hpp"
 #include "tfc/runtime/safetensors.hpp"
 
-namespace tfc::run {
+namespace tfc {
 
 namespace {
 
@@ -35,15 +34,10 @@ Status withPretrainedHint(Status status) {
                        "dropped and buffers are skipped)", message.c_str());
 }
 
-}  // namespace
-
-bool isPretrainedCheckpoint(const std::string& path) {
-  struct stat info;
-  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return true;
-  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-}
-
-Status loadPretrainedWeights(const std::string& path, Params& params, WeightsMemory memory) {
+// Params::loadPretrained, with a note for the tensors skipped (how many, the first few
+// names) and one for the dtype conversions ("converted 147 tensors bf16 -> f32").
+StatusOr<std::vector<std::string>> loadPretrainedWeights(const std::string& path,
+                                                         Params& params, WeightsMemory memory) {
   auto tensors = params.loadPretrained(path, memory == WeightsMemory::kCopied);
   if (!tensors.ok()) return std::move(tensors).takeStatus();
   Artifact artifact = Artifact::share(tfc_params_artifact(params.get()));
@@ -57,6 +51,7 @@ Status loadPretrainedWeights(const std::string& path, Params& params, WeightsMem
     auto to = static_cast<tfc_dtype_t>(artifact.param(tensor.paramIndex).dtype);
     if (tensor.dtype != to) ++conversions[{tensor.dtype, to}];
   }
+  std::vector<std::string> notes;
   if (!skipped.empty()) {
     constexpr size_t kNamesShown = 4;
     std::string names;
@@ -66,10 +61,10 @@ Status loadPretrainedWeights(const std::string& path, Params& params, WeightsMem
     if (skipped.size() > kNamesShown) {
       names += ", ... (" + std::to_string(skipped.size() - kNamesShown) + " more)";
     }
-    print(stderr, "tfc-run: note: {}: skipped {} {} of the model: {}\n", path, skipped.size(),
-          skipped.size() == 1 ? "tensor that is not a parameter"
-                              : "tensors that are not parameters",
-          names);
+    notes.push_back(fmt::format("note: {}: skipped {} {} of the model: {}", path, skipped.size(),
+                                skipped.size() == 1 ? "tensor that is not a parameter"
+                                                    : "tensors that are not parameters",
+                                names));
   }
   if (!conversions.empty()) {
     std::string text;
@@ -78,31 +73,41 @@ Status loadPretrainedWeights(const std::string& path, Params& params, WeightsMem
               (count == 1 ? "" : "s") + " " + lowercase(tfc_dtype_name(dtypes.first)) + " -> " +
               lowercase(tfc_dtype_name(dtypes.second));
     }
-    print(stderr, "tfc-run: note: {}: converted {}\n", path, text);
+    notes.push_back(fmt::format("note: {}: converted {}", path, text));
   }
-  return Status();
+  return notes;
 }
 
-Status loadWeights(const std::string& path, Params& params, WeightsMemory memory) {
-  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params, memory);
-  tfc_params_load_options_t options;
-  tfc_params_load_options_initialize(&options);
-  options.copy = memory == WeightsMemory::kCopied;
-  return withPretrainedHint(params.loadSafetensors(path, &options));
+}  // namespace
+
+bool isPretrainedCheckpoint(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) return true;
+  return path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
 }
 
-Status loadParameters(const std::string& path, const Artifact& artifact, Params& params,
-                      bool allowUnexpected, WeightsMemory memory) {
-  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params, memory);
+StatusOr<std::vector<std::string>> loadWeights(const std::string& path, Params& params,
+                                               const WeightsLoadOptions& options) {
+  if (isPretrainedCheckpoint(path)) return loadPretrainedWeights(path, params, options.memory);
+  tfc_params_load_options_t loadOptions;
+  tfc_params_load_options_initialize(&loadOptions);
+  loadOptions.copy = options.memory == WeightsMemory::kCopied;
+  if (!options.acceptCheckpoint && !options.allowUnexpected) {
+    // Strict: the runtime names every tensor that is not a parameter.
+    TFC_RETURN_IF_ERROR(withPretrainedHint(params.loadSafetensors(path, &loadOptions)));
+    return std::vector<std::string>();
+  }
+
+  Artifact artifact = Artifact::share(tfc_params_artifact(params.get()));
   auto file = SafetensorsFile::open(path);
   if (!file.ok()) return std::move(file).takeStatus();
   const auto& metadata = file->metadata();
   auto format = metadata.find("format");
-  bool checkpoint = format != metadata.end() && format->second == kCheckpointFormat;
+  bool checkpoint = options.acceptCheckpoint && format != metadata.end() &&
+                    format->second == kCheckpointFormat;
   if (checkpoint) {
-    Status sameModel = checkCheckpointModel(path, metadata, artifact,
-                                      "use it with the model that wrote it");
-    if (!sameModel.ok()) return sameModel;
+    TFC_RETURN_IF_ERROR(
+        checkCheckpointModel(path, metadata, artifact, "use it with the model that wrote it"));
   }
   std::set<std::string> names;
   for (int32_t i = 0; i < artifact.paramCount(); ++i) names.insert(artifact.param(i).name);
@@ -116,11 +121,8 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
       unexpected.push_back(info.name);
     }
   }
-  tfc_params_load_options_t options;
-  tfc_params_load_options_initialize(&options);
-  options.copy = memory == WeightsMemory::kCopied;
-  options.allow_unexpected = allowUnexpected || unexpected.empty();
-  if (!options.allow_unexpected && stateTensors > 0) {
+  loadOptions.allow_unexpected = options.allowUnexpected || unexpected.empty();
+  if (!loadOptions.allow_unexpected && stateTensors > 0) {
     // The runtime would list the skipped state tensors too: name only the others.
     std::string list;
     for (size_t i = 0; i < unexpected.size() && i < 5; ++i)
@@ -132,7 +134,7 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
                          path.c_str(), unexpected.size(), unexpected.size() == 1 ? "" : "s",
                          unexpected.size() == 1 ? "is" : "are", list.c_str());
   }
-  Status status = params.loadSafetensors(path, &options);
+  Status status = params.loadSafetensors(path, &loadOptions);
   if (!status.ok()) {
     // The runtime names each tensor (with the closest parameter name); say how to go on.
     if (!unexpected.empty())
@@ -140,31 +142,18 @@ Status loadParameters(const std::string& path, const Artifact& artifact, Params&
                              "not parameters)", status.message());
     return withPretrainedHint(std::move(status));
   }
+  std::vector<std::string> notes;
   if (stateTensors > 0) {
-    print(stderr,
-          "tfc-run: {} is a training checkpoint: taking its {} parameters, ignoring its {} state "
-          "tensors (optimizer moments, step)\n",
-          path, artifact.paramCount(), stateTensors);
+    notes.push_back(fmt::format(
+        "{} is a training checkpoint: taking its {} parameters, ignoring its {} state tensors "
+        "(optimizer moments, step)",
+        path, artifact.paramCount(), stateTensors));
   }
   if (!unexpected.empty()) {
-    print(stderr, "tfc-run: {}: ignoring {} tensors that are not parameters\n", path,
-          unexpected.size());
+    notes.push_back(fmt::format("{}: ignoring {} tensors that are not parameters", path,
+                                unexpected.size()));
   }
-  return Status();
+  return notes;
 }
 
-StatusOr<Context> openInferenceContext(const Artifact& artifact, const std::string& weights,
-                                       bool allowUnexpected, WeightsMemory memory,
-                                       int64_t threads, int32_t device) {
-  TFC_ASSIGN_OR_RETURN(Params params, Params::create(artifact));
-  if (!weights.empty()) {
-    TFC_RETURN_IF_ERROR(loadParameters(weights, artifact, params, allowUnexpected, memory));
-  }
-  tfc_context_options_t options;
-  tfc_context_options_initialize(&options);
-  options.num_threads = static_cast<int32_t>(threads);
-  options.device = device;
-  return Context::create(artifact, params, &options);
-}
-
-}  // namespace tfc::run
+}  // namespace tfc
