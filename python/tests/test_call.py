@@ -1,6 +1,7 @@
 """Context.call: entry points called with NumPy arrays, checked against `tfc-run call` on
 the same inputs (its .npy outputs), against NumPy references, and against each other
 (prefill + decode through the KV cache == forward)."""
+import json
 import threading
 
 import numpy as np
@@ -174,3 +175,35 @@ def test_concurrent_calls_from_threads(ctx, tokens):
     assert not errors and len(results) == 80
     for got in results:
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_kernel_profile_matches_tfc_run_profile(ctx, model_path, tools, tokens, tmp_path):
+    """Context.kernel_profile on calls made here against `tfc-run profile --json` on the
+    same model and machine figures: the same kernels, launches, cost-model figures and
+    floors (times differ: each times its own calls)."""
+    with pytest.raises(RuntimeError, match="profiling"):
+        ctx.kernel_profile("forward", peak_gflops=100, bandwidth_gbs=20)
+    ctx.set_profiling(True)
+    for _ in range(3):
+        ctx.call("forward", tokens=tokens)
+    with pytest.raises(ValueError, match="peak_gflops and bandwidth_gbs"):
+        ctx.kernel_profile("forward")
+    ours = ctx.kernel_profile("forward", peak_gflops=100, bandwidth_gbs=20)
+    assert ours["calls"] == 3
+    assert sum(k["launches"] for k in ours["kernels"]) == ctx.artifact.entry("forward").num_kernels
+    seconds = [k["seconds"] for k in ours["kernels"]]
+    assert seconds == sorted(seconds, reverse=True) and seconds[0] > 0
+    assert ours["total"]["seconds"] == pytest.approx(sum(seconds))
+    assert {k["regime"] for k in ours["kernels"]} <= {"compute", "memory", "overhead"}
+
+    json_path = tmp_path / "profile.json"
+    run([tools["tfc-run"], model_path, "profile", "forward", "--repeat", 1, "--json", json_path,
+         "--peak-gflops", 100, "--bandwidth-gbs", 20])
+    theirs = {k["name"]: k for k in json.loads(json_path.read_text())["kernels"]}
+    assert set(theirs) == {k["name"] for k in ours["kernels"]}
+    for kernel in ours["kernels"]:
+        other = theirs[kernel["name"]]
+        for key in ("ops", "kind", "launches", "flops", "bytes"):
+            assert kernel[key] == other[key], (kernel["name"], key)
+        assert kernel["floor_seconds"] == pytest.approx(other["floor_seconds"], rel=1e-6)
+        assert kernel["floor_seconds"] > 0

@@ -3,12 +3,9 @@
 //
 // The artifact carries, per entry, its kernel launches in call order with the compiler's
 // cost model figures (tfc_entry_t.kernels: FLOPs, bytes read and written); the runtime times
-// each launch (tfc_context_set_profiling). A kernel's floor is the larger of FLOPs / peak and
-// bytes / bandwidth, with the f32 FMA peak and the STREAM-triad bandwidth measured here at
-// start (machine_peak.hpp) or given. The regime of a kernel is that of its larger floor,
-// except that a kernel whose launches average under kOverheadSeconds and reach under
-// kOverheadFraction of their floor is overhead-bound: its time is the fixed cost of a launch
-// (loop setup, threads waking), not arithmetic or memory ("Making Deep Learning Go Brrrr").
+// each launch (tfc_context_set_profiling). The roofline model (floors, regimes) is the
+// runtime's (tfc/runtime/roofline.hpp); the f32 FMA peak and the STREAM-triad bandwidth are
+// measured here at start (machine_peak.hpp) or given.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,47 +27,12 @@
 #include "tfc/runtime/bound_entry.hpp"
 #include "tfc/runtime/file.hpp"
 #include "tfc/runtime/metadata.hpp"
+#include "tfc/runtime/roofline.hpp"
 #include "tfc/runtime/runtime.hpp"
 #include "tfc/runtime/train_step.hpp"
 
 namespace tfc::run {
 namespace {
-
-constexpr double kOverheadSeconds = 10e-6;
-constexpr double kOverheadFraction = 0.25;
-
-// Launches, their time and their cost, per call: of one kernel, a kind, or all.
-struct Cost {
-  int64_t launches = 0;
-  double seconds = 0, flops = 0, bytes = 0, floorSeconds = 0;
-  void add(const Cost& other) {
-    launches += other.launches;
-    seconds += other.seconds;
-    flops += other.flops;
-    bytes += other.bytes;
-    floorSeconds += other.floorSeconds;
-  }
-};
-
-// One kernel (a kernel function, launched once or more per call), its launches summed.
-struct KernelRow : Cost {
-  std::string name, ops, kind;
-  const char* regime = "";
-};
-
-const char* regimeOf(const Cost& c, const MachinePeak& peak) {
-  double computeFloor = c.flops / peak.flopsPerSecond;
-  double memoryFloor = c.bytes / peak.bytesPerSecond;
-  double floor = std::max(computeFloor, memoryFloor);
-  if (c.launches > 0 && c.seconds / static_cast<double>(c.launches) < kOverheadSeconds &&
-      floor < kOverheadFraction * c.seconds) {
-    return "overhead";
-  }
-  return computeFloor >= memoryFloor ? "compute" : "memory";
-}
-
-// The kind of kernel its ops say: "fused.linear" of "fused.linear: linear, gelu".
-std::string kindOf(const std::string& ops) { return ops.substr(0, ops.find(':')); }
 
 // Values for the inputs not given with --in, valid for the entry: token ids in [0, vocab),
 // positions at the start of the cache, a full prefill chunk, the trainer's default
@@ -127,7 +89,7 @@ void drawMissingInputs(const Artifact& artifact, const tfc_entry_t& entry, uint6
   }
 }
 
-std::string rowText(const std::string& label, const Cost& t, double total,
+std::string rowText(const std::string& label, const KernelCost& t, double total,
                     const char* regime) {
   double intensity = t.bytes > 0 ? t.flops / t.bytes : 0;
   return fmt::format("{:>10.3f} {:>5.1f} {:>8} {:>9.3f} {:>9.2f} {:>7.1f} {:>9.3f} {:>6.1f}  {:<9} {}",
@@ -138,7 +100,7 @@ std::string rowText(const std::string& label, const Cost& t, double total,
 
 Status writeJson(const std::string& path, const std::string& model, const std::string& entry,
                  int64_t calls, int threads, const MachinePeak& peak, bool measured,
-                 double medianCall, double meanCall, const std::vector<KernelRow>& rows) {
+                 double medianCall, double meanCall, const std::vector<KernelCost>& rows) {
   std::string out = "{\n";
   out += fmt::format("  \"model\": {},\n  \"entry\": {},\n  \"calls\": {},\n  \"threads\": {},\n",
                      jsonString(model), jsonString(entry), calls, threads);
@@ -151,7 +113,7 @@ Status writeJson(const std::string& path, const std::string& model, const std::s
                      medianCall, meanCall);
   out += "  \"kernels\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
-    const KernelRow& r = rows[i];
+    const KernelCost& r = rows[i];
     out += fmt::format(
         "    {{\"name\": {}, \"ops\": {}, \"kind\": {}, \"launches\": {}, \"seconds\": {:.9g}, "
         "\"flops\": {:.9g}, \"bytes\": {:.9g}, \"floor_seconds\": {:.9g}, \"regime\": {}}}{}\n",
@@ -165,13 +127,13 @@ Status writeJson(const std::string& path, const std::string& model, const std::s
 // The roofline chart: log10 arithmetic intensity against log10 achieved GFLOP/s, the roof
 // min(peak, intensity x bandwidth), each kernel with FLOPs as a point coloured by regime.
 Status writeRoofline(const std::string& path, const std::string& title,
-                     const std::vector<KernelRow>& rows, const MachinePeak& peak) {
+                     const std::vector<KernelCost>& rows, const MachinePeak& peak) {
   std::map<std::string, PlotSeries> byRegime = {
       {"compute", PlotSeries{{}, {}, RGB{200, 40, 40}, 1, true, "compute-bound", false}},
       {"memory", PlotSeries{{}, {}, RGB{30, 90, 200}, 1, true, "memory-bound", false}},
       {"overhead", PlotSeries{{}, {}, RGB{120, 120, 120}, 1, true, "overhead-bound", false}}};
   double xMin = std::log10(peak.flopsPerSecond / peak.bytesPerSecond), xMax = xMin;
-  for (const KernelRow& r : rows) {
+  for (const KernelCost& r : rows) {
     if (r.flops <= 0 || r.bytes <= 0 || r.seconds <= 0) continue;
     double x = std::log10(r.flops / r.bytes), y = std::log10(r.flops / r.seconds / 1e9);
     byRegime[r.regime].x.push_back(x);
@@ -196,36 +158,6 @@ Status writeRoofline(const std::string& path, const std::string& title,
   }
   PlotText text{title, "log10 arithmetic intensity (FLOP/byte)", "log10 GFLOP/s"};
   return writePlotPng(path, series, text, 900, 560);
-}
-
-// Datasheet figures of GPUs, by a part of the name the driver gives (cuDeviceGetName: "NVIDIA
-// H100 80GB HBM3", "NVIDIA H100 PCIe", ...), most specific first: the dense bf16 tensor-core
-// peak (the products' roofline) and the HBM bandwidth.
-struct GpuFigures {
-  const char* match;
-  const char* name;
-  double peakGflops, bandwidthGbs;
-};
-constexpr GpuFigures kKnownGpus[] = {
-    {"H200", "H200", 989000, 4800},
-    {"H100 NVL", "H100 NVL", 835000, 3900},
-    {"H100 PCIe", "H100 PCIe", 756000, 2000},
-    {"H100", "H100 SXM", 989000, 3350},
-    {"A100-SXM4-80GB", "A100 SXM 80GB", 312000, 2039},
-    {"A100", "A100", 312000, 1555},
-};
-
-const GpuFigures* knownGpu(std::string_view deviceName) {
-  for (const GpuFigures& gpu : kKnownGpus) {
-    if (deviceName.find(gpu.match) != std::string_view::npos) return &gpu;
-  }
-  return nullptr;
-}
-
-std::string knownGpuNames() {
-  std::string names;
-  for (const GpuFigures& gpu : kKnownGpus) names += (names.empty() ? "" : ", ") + std::string(gpu.name);
-  return names;
 }
 
 int runProfile(const Invocation& invocation) {
@@ -365,31 +297,8 @@ int runProfile(const Invocation& invocation) {
   if (bandwidthGbs > 0) peak.bytesPerSecond = bandwidthGbs * 1e9;
   if (!measured) peak.isa = "given";
 
-  // Launches of one kernel add up; times are per call.
-  std::map<std::string, KernelRow> byName;
-  for (size_t i = 0; i < launches; ++i) {
-    const tfc_kernel_desc_t& k = entry.kernels[i];
-    KernelRow& row = byName[k.name];
-    row.name = k.name;
-    row.ops = k.ops;
-    row.kind = kindOf(k.ops);
-    row.launches += 1;
-    row.seconds += seconds[i] / static_cast<double>(calls);
-    row.flops += static_cast<double>(k.flops);
-    row.bytes += static_cast<double>(k.bytes_read + k.bytes_written);
-    row.floorSeconds += std::max(static_cast<double>(k.flops) / peak.flopsPerSecond,
-                                 static_cast<double>(k.bytes_read + k.bytes_written) /
-                                     peak.bytesPerSecond);
-  }
-  std::vector<KernelRow> rows;
-  Cost all;
-  for (auto& [name, row] : byName) {
-    row.regime = regimeOf(row, peak);
-    all.add(row);
-    rows.push_back(row);
-  }
-  std::sort(rows.begin(), rows.end(),
-            [](const KernelRow& a, const KernelRow& b) { return a.seconds > b.seconds; });
+  const std::vector<KernelCost> rows = kernelRoofline(entry, seconds, calls, peak);
+  const KernelCost all = totalRoofline(rows, peak);
 
   print("profile of {} in {}: {} calls after {} warm-up, {} threads\n", entryName,
              invocation.model, calls, warmup, context->numThreads());
@@ -414,7 +323,7 @@ int runProfile(const Invocation& invocation) {
       "launches", "GFLOP", "MB", "FLOP/B", "floor ms", "floor%", "regime", "kernel: ops");
   print("{}\n", header);
   size_t shown = top == 0 ? rows.size() : std::min(rows.size(), static_cast<size_t>(top));
-  Cost rest;
+  KernelCost rest;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i >= shown) {
       rest.add(rows[i]);
@@ -427,16 +336,11 @@ int runProfile(const Invocation& invocation) {
     print("{}\n", rowText(fmt::format("({} more kernels)", rows.size() - shown), rest,
                           all.seconds, ""));
   }
-  std::map<std::string, Cost> byKind;
-  for (const KernelRow& row : rows) byKind[row.kind].add(row);
-  std::vector<std::pair<std::string, Cost>> kinds(byKind.begin(), byKind.end());
-  std::sort(kinds.begin(), kinds.end(),
-            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   print("\nby kind of kernel:\n{}\n", header);
-  for (const auto& [kind, totals] : kinds) {
-    print("{}\n", rowText(kind, totals, all.seconds, regimeOf(totals, peak)));
+  for (const KernelCost& kind : kindRoofline(rows, peak)) {
+    print("{}\n", rowText(kind.kind, kind, all.seconds, kind.regime));
   }
-  print("{}\n", rowText("total", all, all.seconds, regimeOf(all, peak)));
+  print("{}\n", rowText("total", all, all.seconds, all.regime));
 
   if (args.has("--json")) {
     status = writeJson(args.get("--json"), invocation.model, entryName,

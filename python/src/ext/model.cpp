@@ -3,10 +3,12 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model.hpp"
+#include "tfc/runtime/roofline.hpp"
 #include "tfc/runtime/weights.hpp"
 
 namespace tfc::python {
@@ -178,6 +180,70 @@ py::dict call(py::object selfObject, const std::string& entryName, py::args args
   for (int32_t i = 0; i < entry.num_outputs; ++i) {
     result[py::str(entry.outputs[i].name)] = outputs[static_cast<size_t>(i)];
   }
+  return result;
+}
+
+py::dict costDict(const KernelCost& cost, bool kernel) {
+  py::dict row;
+  if (kernel) {
+    row["name"] = cost.name;
+    row["ops"] = cost.ops;
+  }
+  row["kind"] = cost.kind;
+  row["launches"] = cost.launches;
+  row["seconds"] = cost.seconds;
+  row["flops"] = cost.flops;
+  row["bytes"] = cost.bytes;
+  row["floor_seconds"] = cost.floorSeconds;
+  row["regime"] = cost.regime;
+  return row;
+}
+
+// Context.kernel_profile: the library's roofline model over the context's kernel times.
+py::dict kernelProfile(PyContext& self, const std::string& entryName,
+                       std::optional<double> peakGflops, std::optional<double> bandwidthGbs) {
+  int32_t index = valueOrThrow(self.artifact.findEntry(entryName));
+  const tfc_entry_t& entry = self.artifact.entry(index);
+  if (entry.kernels == nullptr && entry.num_kernels > 0) {
+    throw py::value_error(std::string(self.artifact.path()) + " has no kernel table for entry " +
+                          quote(entryName) + " (it was not compiled by tfc)");
+  }
+  for (std::optional<double> figure : {peakGflops, bandwidthGbs}) {
+    if (figure && !(*figure > 0)) {
+      throw py::value_error("kernel_profile: peak_gflops and bandwidth_gbs must be positive");
+    }
+  }
+  const std::string device(self.context.deviceName());
+  const GpuFigures* gpu = self.artifact.table().device != TFC_DEVICE_CPU
+                              ? knownGpu(device.substr(0, device.find(';')))
+                              : nullptr;
+  if ((!peakGflops || !bandwidthGbs) && gpu == nullptr) {
+    throw py::value_error(
+        "kernel_profile: give peak_gflops and bandwidth_gbs (the f32 peak and STREAM-triad "
+        "bandwidth `tfc-run machine` measures on a CPU; a GPU's dense bf16 tensor-core peak "
+        "and HBM bandwidth: these are known for " + knownGpuNames() + ")");
+  }
+  MachinePeak peak;
+  peak.flopsPerSecond = (peakGflops ? *peakGflops : gpu->peakGflops) * 1e9;
+  peak.bytesPerSecond = (bandwidthGbs ? *bandwidthGbs : gpu->bandwidthGbs) * 1e9;
+  std::vector<double> seconds(static_cast<size_t>(entry.num_kernels));
+  uint64_t calls = 0;
+  check(withoutGil([&] {
+    return Status(tfc_context_kernel_times(self.context.get(), index, seconds.data(),
+                                           seconds.size(), &calls));
+  }, self.mutex));
+  const std::vector<KernelCost> kernels = kernelRoofline(entry, seconds, calls, peak);
+  py::list kernelRows, kindRows;
+  for (const KernelCost& row : kernels) kernelRows.append(costDict(row, true));
+  for (const KernelCost& kind : kindRoofline(kernels, peak)) kindRows.append(costDict(kind, false));
+  py::dict result;
+  result["entry"] = entryName;
+  result["calls"] = calls;
+  result["peak_flops_per_second"] = peak.flopsPerSecond;
+  result["bytes_per_second"] = peak.bytesPerSecond;
+  result["kernels"] = kernelRows;
+  result["kinds"] = kindRows;
+  result["total"] = costDict(totalRoofline(kernels, peak), false);
   return result;
 }
 
@@ -442,6 +508,23 @@ void bindModel(py::module_& m) {
            "outputs by name, as new arrays. Arrays of the right dtype that are C-contiguous "
            "are read in place; see the README for conversions. ValueError names the input "
            "when one is missing, unknown, or of the wrong dtype or shape.")
+      .def("set_profiling", [](PyContext& c, bool enabled) {
+        check(withoutGil([&] {
+          return Status(tfc_context_set_profiling(c.context.get(), enabled));
+        }, c.mutex));
+      }, py::arg("enabled"),
+         "While enabled, every call times each of its kernel launches (two clock reads per "
+         "launch) for kernel_profile. Enabling or disabling clears the times.")
+      .def("kernel_profile", &kernelProfile, py::arg("entry"), py::kw_only(),
+           py::arg("peak_gflops") = py::none(), py::arg("bandwidth_gbs") = py::none(),
+           "kernel_profile(entry, *, peak_gflops=None, bandwidth_gbs=None) -> dict\n\n"
+           "Where the calls of `entry` since set_profiling(True) spent their time, kernel by "
+           "kernel against each kernel's roofline floor, as `tfc-run profile` prints it: "
+           "'kernels' (slowest first) and 'kinds', dicts of name, ops, kind, launches, "
+           "seconds, flops, bytes (per call), floor_seconds and regime ('compute', 'memory' "
+           "or 'overhead'), and their 'total'. The floors take peak_gflops and bandwidth_gbs "
+           "(`tfc-run machine` measures a CPU's); a CUDA context on an H100, H200 or A100 "
+           "defaults to its datasheet's dense bf16 tensor-core peak and HBM bandwidth.")
       .def("reset_state", [](PyContext& c) {
         check(withoutGil([&] { return c.context.resetState(); }, c.mutex));
       }, "Re-initializes the state (an empty KV cache, zero optimizer moments).")
