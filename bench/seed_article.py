@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer for `tfc-run MODEL.so seed-experiment`: the seed-002 article's OWN NumPy code.
+"""Peer for `tfc-seed-experiment MODEL.so`: the seed-002 article's OWN NumPy code.
 
 The article (/work/shared/seeds/002_*.txt, Russian, "a transformer by hand") is read at
 run time; none of its code is stored here. The script

@@ -30,6 +30,7 @@ tools = [
     ToolSubst("tfc", unresolved="ignore"),
     ToolSubst("tfc-trace", unresolved="ignore"),
     ToolSubst("tfc-run", unresolved="ignore"),
+    ToolSubst("tfc-seed-experiment", unresolved="ignore"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 

@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <new>
+#include <stdexcept>
+#include <system_error>
 
 #include "print.hpp"
 #include "tfc/runtime/file.hpp"
@@ -25,29 +28,82 @@ const std::vector<std::string>& Args::all(const std::string& name) const {
   return it == options.end() ? kEmpty : it->second;
 }
 
-const std::vector<const Command*>& commands() {
-  static const std::vector<const Command*> kCommands = {&kInfoCommand, &kInitCommand,
-                                                        &kCallCommand, &kProfileCommand,
-                                                        &kGenerateCommand,
-                                                        &kServeCommand,
-                                                        &kTrainCommand, &kExportCommand,
-                                                        &kSeedExperimentCommand,
-                                                        &kInspectCommand, &kTokenizeCommand,
-                                                        &kMachineCommand};
-  return kCommands;
+namespace {
+const char* gProgramName = "tfc-run";
+const Command* gOnlyCommand = nullptr;
+}  // namespace
+
+bool wantsHelp(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--help" || arg == "-h") return true;
+    if (arg == "--") break;
+  }
+  return false;
+}
+
+void setProgram(const char* name, const Command* only) {
+  gProgramName = name;
+  gOnlyCommand = only;
+}
+
+const char* programName() { return gProgramName; }
+
+std::string commandLine(const Command& command) {
+  return &command == gOnlyCommand ? std::string(gProgramName)
+                                  : std::string(gProgramName) + " " + command.name;
 }
 
 int fail(const std::string& message, int code) {
-  print(stderr, "tfc-run: error: {}\n", message);
+  print(stderr, "{}: error: {}\n", gProgramName, message);
   return code;
 }
 
 int fail(const Status& status) { return fail(status.message()); }
 
 int usageError(const Command* command, const std::string& message) {
-  std::string hint = command ? std::string("tfc-run ") + command->name + " --help" : "tfc-run --help";
-  print(stderr, "tfc-run: error: {}\n(see {})\n", message, hint);
+  std::string hint = (command ? commandLine(*command) : std::string(gProgramName)) + " --help";
+  print(stderr, "{}: error: {}\n(see {})\n", gProgramName, message, hint);
   return kExitUsage;
+}
+
+int runCommand(const Command& command, const std::string& model,
+               const std::vector<std::string>& rest) {
+  if (wantsHelp(rest)) {
+    std::fputs(command.help, stdout);
+    return 0;
+  }
+  Invocation invocation{&command, model, {}};
+  if (!parseArgs(command, rest, &invocation.args)) return kExitUsage;
+  // Here, for every command, so that none can forget them: empty paths, and outputs that
+  // would overwrite an input or each other.
+  if (int code = checkPaths(invocation); code != 0) return code;
+  // The runtime reports errors as statuses, but an allocation the system refuses (an input
+  // larger than memory, a ulimit -v) or a thread it cannot start throws from the standard
+  // library: an error and exit 1, never an abort.
+  try {
+    return command.run(invocation);
+  } catch (const std::bad_alloc&) {
+    print(stderr, "{}: error: out of memory while running '{}' (input too large for "
+                  "this machine's memory or its limit, ulimit -v)\n", gProgramName, command.name);
+  } catch (const std::length_error& error) {
+    print(stderr, "{}: error: out of memory while running '{}': {} is too large\n",
+          gProgramName, command.name, error.what());
+  } catch (const std::system_error& error) {
+    print(stderr, "{}: error: the system refused a resource while running '{}': {}\n",
+          gProgramName, command.name, error.what());
+  }
+  return kExitFailure;
+}
+
+int finishMain(int code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    int error = errno;
+    print(stderr, "{}: error: cannot write standard output: {}\n", gProgramName,
+          error != 0 ? std::strerror(error) : "write error");
+    if (code == 0) code = kExitFailure;
+  }
+  return code;
 }
 
 bool parseArgs(const Command& command, const std::vector<std::string>& argv, Args* out) {
@@ -79,7 +135,7 @@ bool parseArgs(const Command& command, const std::vector<std::string>& argv, Arg
     }
     if (spec == nullptr) {
       std::string suggestion = closest(name, known);
-      usageError(&command, "unknown option '" + name + "' for 'tfc-run " + command.name + "'" +
+      usageError(&command, "unknown option '" + name + "' for '" + commandLine(command) + "'" +
                                (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
       return false;
     }

@@ -97,12 +97,28 @@ extern const Command kGenerateCommand;
 extern const Command kServeCommand;
 extern const Command kTrainCommand;
 extern const Command kExportCommand;
-extern const Command kSeedExperimentCommand;
 extern const Command kInspectCommand;
 extern const Command kTokenizeCommand;
 extern const Command kProfileCommand;
 extern const Command kMachineCommand;
-const std::vector<const Command*>& commands();
+
+// The program whose messages these are: tfc-run (the default), or a program that is one
+// command (examples/seed-experiment's tfc-seed-experiment), whose usage hints then say
+// "NAME --help" rather than "tfc-run COMMAND --help".
+void setProgram(const char* name, const Command* only = nullptr);
+const char* programName();
+// "tfc-run train" or, for a one-command program, its name.
+std::string commandLine(const Command& command);
+
+// Whether |args| ask for help (--help or -h before any "--").
+bool wantsHelp(const std::vector<std::string>& args);
+// Runs |command| on |model| ("" for none) with the arguments after it: --help, parsing,
+// checkPaths, and errors for what the standard library throws (no memory, no threads).
+int runCommand(const Command& command, const std::string& model,
+               const std::vector<std::string>& rest);
+// The exit code of a main returning |code|: a failure when standard output could not be
+// written (a full disk, a closed pipe), so that cut-short results never end in success.
+int finishMain(int code);
 
 // Parses |argv| for |command|. On a usage error prints it and returns false.
 bool parseArgs(const Command& command, const std::vector<std::string>& argv, Args* out);
@@ -113,7 +129,7 @@ bool parseArgs(const Command& command, const std::vector<std::string>& argv, Arg
 // (returns kExitFailure), before anything is read or written. 0 when all is well.
 int checkPaths(const Invocation& invocation);
 
-// Prints "tfc-run: error: <message>" to stderr and returns kExitFailure (or |code|).
+// Prints "PROGRAM: error: <message>" to stderr and returns kExitFailure (or |code|).
 int fail(const std::string& message, int code = kExitFailure);
 int fail(const Status& status);
 // A usage error: the message and a pointer to --help; returns kExitUsage.

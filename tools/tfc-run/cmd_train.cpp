@@ -212,8 +212,8 @@ int checkTrainStep(const Invocation& invocation, const Artifact& artifact,
         trainStep->dataDesc(0).rank != 2 ||
         shapeOf(trainStep->dataDesc(0)) != shapeOf(trainStep->dataDesc(1))) {
       std::string hint = inputNames.find("src") != std::string::npos
-                             ? "; for the encoder-decoder model use `tfc-run " + invocation.model +
-                                   " seed-experiment`"
+                             ? "; for the encoder-decoder model use `tfc-seed-experiment " +
+                                   invocation.model + "`"
                              : "";
       return fail(invocation.model + ": train reads a token stream for decoder-only models, whose "
                   "train_step takes tokens and targets (I32 [B, T]); this one takes " +

@@ -3,13 +3,8 @@
 //
 //   tfc-run MODEL.so info | init | call | generate ...   commands on a model
 //   tfc-run inspect FILE... | tokenize ... | machine   commands without a model
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <new>
-#include <stdexcept>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "cli.hpp"
@@ -18,6 +13,14 @@
 
 namespace tfc::run {
 namespace {
+
+const std::vector<const Command*>& commands() {
+  static const std::vector<const Command*> kCommands = {
+      &kInfoCommand,    &kInitCommand,  &kCallCommand,    &kProfileCommand,
+      &kGenerateCommand, &kServeCommand, &kTrainCommand,   &kExportCommand,
+      &kInspectCommand, &kTokenizeCommand, &kMachineCommand};
+  return kCommands;
+}
 
 void printOverview(FILE* out) {
   print(out,
@@ -64,49 +67,12 @@ std::vector<std::string> commandNames() {
   return names;
 }
 
-bool wantsHelp(const std::vector<std::string>& args) {
-  for (const std::string& arg : args) {
-    if (arg == "--help" || arg == "-h") return true;
-    if (arg == "--") break;
-  }
-  return false;
-}
-
 int unknownCommand(const std::string& name, const std::string& model) {
   std::string suggestion = closest(name, commandNames());
   std::string where = model.empty() ? "" : " (after the model " + model + ")";
   return usageError(nullptr, "unknown command '" + name + "'" + where + "; commands: " +
                                  join(commandNames()) +
                                  (suggestion.empty() ? "" : "; did you mean '" + suggestion + "'?"));
-}
-
-int runCommand(const Command& command, const std::string& model,
-               const std::vector<std::string>& rest) {
-  if (wantsHelp(rest)) {
-    std::fputs(command.help, stdout);
-    return 0;
-  }
-  Invocation invocation{&command, model, {}};
-  if (!parseArgs(command, rest, &invocation.args)) return kExitUsage;
-  // Here, for every command, so that none can forget them: empty paths, and outputs that
-  // would overwrite an input or each other.
-  if (int code = checkPaths(invocation); code != 0) return code;
-  // The runtime reports errors as statuses, but an allocation the system refuses (an input
-  // larger than memory, a ulimit -v) or a thread it cannot start throws from the standard
-  // library: an error and exit 1, never an abort.
-  try {
-    return command.run(invocation);
-  } catch (const std::bad_alloc&) {
-    print(stderr, "tfc-run: error: out of memory while running '{}' (input too large for "
-                  "this machine's memory or its limit, ulimit -v)\n", command.name);
-  } catch (const std::length_error& error) {
-    print(stderr, "tfc-run: error: out of memory while running '{}': {} is too large\n",
-          command.name, error.what());
-  } catch (const std::system_error& error) {
-    print(stderr, "tfc-run: error: the system refused a resource while running '{}': {}\n",
-          command.name, error.what());
-  }
-  return kExitFailure;
 }
 
 int main(int argc, char** argv) {
@@ -161,15 +127,7 @@ int main(int argc, char** argv) {
 }  // namespace tfc::run
 
 int main(int argc, char** argv) {
-  int code = tfc::run::main(argc, argv);
   // Results go to standard output (generate's text, call's summary): a full disk or a
   // closed pipe there must not end in success with the output cut short.
-  errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    int error = errno;
-    tfc::run::print(stderr, "tfc-run: error: cannot write standard output: {}\n",
-                    error != 0 ? std::strerror(error) : "write error");
-    if (code == 0) code = tfc::run::kExitFailure;
-  }
-  return code;
+  return tfc::run::finishMain(tfc::run::main(argc, argv));
 }

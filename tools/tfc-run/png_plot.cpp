@@ -59,7 +59,7 @@ bool writePngRows(png_structp png, png_infop info, int width, int height, png_by
   png_text text[2] = {};
   text[0].compression = PNG_TEXT_COMPRESSION_NONE;
   text[0].key = const_cast<char*>("Software");
-  text[0].text = const_cast<char*>("tfc-run");
+  text[0].text = const_cast<char*>("tfc");  // the project: tfc-run and the examples
   text[1].compression = PNG_TEXT_COMPRESSION_NONE;
   text[1].key = const_cast<char*>("Title");
   text[1].text = const_cast<char*>(title);

@@ -1,4 +1,4 @@
-// The loss plot of `tfc-run train --plot` and `seed-experiment --plot`: curves, a title,
+// The loss plot of `tfc-run train --plot` and `tfc-seed-experiment --plot`: curves, a title,
 // labelled axes with tick values and a legend, drawn on an RGB canvas with a built-in
 // bitmap font (plot_font.hpp) and encoded by libpng.
 #ifndef TFC_TOOLS_TFC_RUN_PNG_PLOT_HPP_

@@ -1,4 +1,4 @@
-// Pieces shared by `tfc-run train` and `tfc-run seed-experiment`: the hyper-parameter
+// Pieces shared by `tfc-run train` and `tfc-seed-experiment`: the hyper-parameter
 // options (tfc::HyperParams), the optimizer's options, and progress formatting.
 #ifndef TFC_TOOLS_TFC_RUN_TRAIN_COMMON_HPP_
 #define TFC_TOOLS_TFC_RUN_TRAIN_COMMON_HPP_

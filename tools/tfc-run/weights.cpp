@@ -24,7 +24,7 @@ Status loadWeightsNoting(const std::string& path, Params& params,
                          const WeightsLoadOptions& options) {
   auto notes = loadWeights(path, params, options);
   if (!notes.ok()) return std::move(notes).takeStatus();
-  for (const std::string& note : *notes) print(stderr, "tfc-run: {}\n", note);
+  for (const std::string& note : *notes) print(stderr, "{}: {}\n", programName(), note);
   return Status();
 }
 

@@ -16,11 +16,11 @@ namespace tfc::run {
 // training checkpoint of this model or a Hugging Face checkpoint, with --allow-unexpected and
 // --mmap where the command has them.
 WeightsLoadOptions inferenceWeightsOptions(const Args& args);
-// What train (and seed-experiment) load as --weights: no training checkpoint (--resume
+// What train (and tfc-seed-experiment) load as --weights: no training checkpoint (--resume
 // continues one), no unexpected tensors.
 WeightsLoadOptions trainingWeightsOptions();
 
-// tfc::loadWeights, each note printed as a line "tfc-run: NOTE" on stderr.
+// tfc::loadWeights, each note printed as a line "PROGRAM: NOTE" on stderr (programName()).
 Status loadWeightsNoting(const std::string& path, Params& params,
                          const WeightsLoadOptions& options = {});
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The seed article's experiment with `tfc-run seed-experiment` (docs/models/encdec.md).
+"""The seed article's experiment with `tfc-seed-experiment` (examples/seed-experiment; docs/models/encdec.md).
 
 1. The data generators equal the reference's (docs/models/encdec_reference.py) for the
    same seeds: palindrome(py_rng=random.Random(S), np_rng=np.random.RandomState(S)) and
@@ -65,7 +65,7 @@ def main():
     if ref is not None:
         for task in ("palindrome", "pointer_index"):
             prefix = p(f"{task}.")
-            run([b("tfc-run"), p("encdec_fwd.so"), "seed-experiment", "--task", task,
+            run([b("tfc-seed-experiment"), p("encdec_fwd.so"), "--task", task,
                  "--seed", str(args.seed), "--dump-data", prefix],
                 check=True, capture_output=True)
             if task == "palindrome":
@@ -86,14 +86,14 @@ def main():
         print("\n".join(errors[:5]) or compiled.stderr[-2000:])
         return 1
     start = time.time()
-    result = run([b("tfc-run"), p("encdec.so"), "seed-experiment", "--seed",
+    result = run([b("tfc-seed-experiment"), p("encdec.so"), "--seed",
                   str(args.seed), "--plot", p("seed.png"), "--log", p("seed.csv")],
                  timeout=EXPERIMENT_TIMEOUT_S, capture_output=True, text=True)
     wall = time.time() - start
     print(result.stdout)
     if result.returncode != 0:
         print(result.stderr[-3000:])
-        print(f"FAIL: seed-experiment exited with {result.returncode}")
+        print(f"FAIL: tfc-seed-experiment exited with {result.returncode}")
         return 1
     valid = [float(v) for v in re.findall(r"valid loss ([0-9.]+)", result.stdout)]
     exact = re.search(r"exact: (\d+)/(\d+)", result.stdout)
@@ -110,10 +110,10 @@ def main():
     # apart from their seconds column.
     logs = {}
     for threads in (1, 3):
-        short = run([b("tfc-run"), p("encdec.so"), "seed-experiment", "--seed", str(args.seed),
+        short = run([b("tfc-seed-experiment"), p("encdec.so"), "--seed", str(args.seed),
                      "--epochs", "2", "--steps-per-epoch", "8", "--threads", str(threads),
                      "--log", p(f"short-{threads}.csv")], capture_output=True, text=True)
-        check(short.returncode == 0, f"seed-experiment --threads {threads} ran "
+        check(short.returncode == 0, f"tfc-seed-experiment --threads {threads} ran "
               f"(exit {short.returncode}: {short.stderr[-500:]})")
         if short.returncode == 0:
             with open(p(f"short-{threads}.csv")) as f:

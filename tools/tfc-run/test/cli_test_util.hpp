@@ -33,12 +33,12 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-// Runs tfc-run with |args| (stdout and stderr together); |prefix| is shell text run before
+// Runs |program| with |args| (stdout and stderr together); |prefix| is shell text run before
 // it in the same shell, e.g. "ulimit -f 2;", and |wrapper| a command that runs it, e.g.
 // "setpriv --reuid=65534".
-inline Result run(const std::vector<std::string>& args, const std::string& prefix = "",
-                  const std::string& wrapper = "") {
-  std::string command = prefix + " exec " + wrapper + " " + quote(TFC_RUN_PATH);
+inline Result runProgram(const std::string& program, const std::vector<std::string>& args,
+                         const std::string& prefix = "", const std::string& wrapper = "") {
+  std::string command = prefix + " exec " + wrapper + " " + quote(program);
   for (const std::string& arg : args) command += " " + quote(arg);
   command = "sh -c " + quote(command) + " 2>&1";
   Result result;
@@ -50,6 +50,12 @@ inline Result run(const std::vector<std::string>& args, const std::string& prefi
   int status = pclose(pipe);
   result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// runProgram for tfc-run.
+inline Result run(const std::vector<std::string>& args, const std::string& prefix = "",
+                  const std::string& wrapper = "") {
+  return runProgram(TFC_RUN_PATH, args, prefix, wrapper);
 }
 
 inline bool exists(const std::string& path) {

@@ -167,7 +167,7 @@ TEST_F(PngPlotTest, WordsSitAroundTheAxesAndNeverOverACurve) {
   ASSERT_EQ(blank.width, 800);
   ASSERT_EQ(blank.height, 500);
   EXPECT_EQ(full.text["Title"], "loss of a test run");
-  EXPECT_EQ(full.text["Software"], "tfc-run");
+  EXPECT_EQ(full.text["Software"], "tfc");
 
   Frame frame = findFrame(blank);
   Frame fullFrame = findFrame(full);

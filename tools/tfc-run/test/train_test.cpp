@@ -1,4 +1,4 @@
-// Tests of `tfc-run train` (and the argument checks of `seed-experiment`) on a fake
+// Tests of `tfc-run train` (and the argument checks of `tfc-seed-experiment`) on a fake
 // training artifact (runtime/test/fake_artifacts/fake_train_artifact.c: a bigram model with
 // train_step), so that they run without the compiler: argument, data and checkpoint errors, resume
 // bit-identity, NaN stop, failed saves, the CSV log and the PNG plot.
@@ -86,12 +86,9 @@ std::map<std::string, std::string> tensorBytes(const std::string& path) {
 }
 
 TEST_F(TrainTest, HelpAndUsageErrors) {
-  for (const char* command : {"train", "seed-experiment"}) {
-    Result help = run({command, "--help"});
-    EXPECT_EQ(help.code, 0) << help.output;
-    EXPECT_TRUE(contains(help.output, "usage: tfc-run MODEL.so")) << help.output;
-  }
   Result help = run({"train", "--help"});
+  EXPECT_EQ(help.code, 0) << help.output;
+  EXPECT_TRUE(contains(help.output, "usage: tfc-run MODEL.so")) << help.output;
   EXPECT_TRUE(contains(help.output, "--save-every K      also save every K steps (default 0: "
                                     "only at the last step"))
       << help.output;
@@ -138,9 +135,6 @@ TEST_F(TrainTest, HelpAndUsageErrors) {
     EXPECT_EQ(result.code, 2) << result.output;
     EXPECT_TRUE(contains(result.output, c.message)) << c.message << "\n" << result.output;
   }
-  Result seed = run({kTrainModel, "seed-experiment", "--task", "sorting"});
-  EXPECT_EQ(seed.code, 2);
-  EXPECT_TRUE(contains(seed.output, "--task 'sorting'")) << seed.output;
 }
 
 TEST_F(TrainTest, ModelErrors) {
@@ -160,9 +154,6 @@ TEST_F(TrainTest, ModelErrors) {
   EXPECT_EQ(noTrainStep.code, 1);
   EXPECT_TRUE(contains(noTrainStep.output, "has no train_step entry")) << noTrainStep.output;
   EXPECT_TRUE(contains(noTrainStep.output, "--optimizer=adamw")) << noTrainStep.output;
-  Result seed = run({kTrainModel, "seed-experiment"});
-  EXPECT_EQ(seed.code, 1);
-  EXPECT_TRUE(contains(seed.output, "needs the encoder-decoder model")) << seed.output;
   Result folder = run(train({"--init-seed", "0", "--steps", "5", "--save", file("no/c.safetensors")}));
   EXPECT_EQ(folder.code, 1);
   EXPECT_TRUE(contains(folder.output, "does not exist")) << folder.output;
@@ -427,9 +418,49 @@ TEST_F(TrainTest, LogWriteFailureIsAnError) {
   EXPECT_EQ(result.code, 1) << result.output;
   EXPECT_TRUE(contains(result.output, "--log /dev/full: write failed: No space left on device"))
       << result.output;
-  // The same for seed-experiment's log.
-  Result seed = run({kTrainModel, "seed-experiment", "--log", "/dev/full"});
-  EXPECT_NE(seed.code, 0) << seed.output;
+}
+
+// examples/seed-experiment's program: tfc-run's command-line behaviour under its own name.
+class SeedExperimentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(TFC_SEED_EXPERIMENT_PATH)) {
+      GTEST_SKIP() << TFC_SEED_EXPERIMENT_PATH << " is not built (a runtime-only build)";
+    }
+  }
+  static Result seed(const std::vector<std::string>& args) {
+    return runProgram(TFC_SEED_EXPERIMENT_PATH, args);
+  }
+};
+
+TEST_F(SeedExperimentTest, HelpUsageAndModelErrors) {
+  for (const char* flag : {"--help", "-h"}) {
+    Result help = seed({flag});
+    EXPECT_EQ(help.code, 0) << help.output;
+    EXPECT_TRUE(contains(help.output, "usage: tfc-seed-experiment MODEL.so")) << help.output;
+  }
+  Result none = seed({});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_TRUE(contains(none.output, "usage: tfc-seed-experiment MODEL.so")) << none.output;
+  Result task = seed({kTrainModel, "--task", "sorting"});
+  EXPECT_EQ(task.code, 2);
+  EXPECT_TRUE(contains(task.output, "tfc-seed-experiment: error: --task 'sorting'")) << task.output;
+  EXPECT_TRUE(contains(task.output, "(see tfc-seed-experiment --help)")) << task.output;
+  Result option = seed({kTrainModel, "--epoch", "3"});
+  EXPECT_EQ(option.code, 2);
+  EXPECT_TRUE(contains(option.output, "unknown option '--epoch' for 'tfc-seed-experiment'; did "
+                                      "you mean '--epochs'?")) << option.output;
+  Result first = seed({"--seed", "1"});
+  EXPECT_EQ(first.code, 2);
+  EXPECT_TRUE(contains(first.output, "the model comes first")) << first.output;
+  Result model = seed({kTrainModel});
+  EXPECT_EQ(model.code, 1);
+  EXPECT_TRUE(contains(model.output, "needs the encoder-decoder model")) << model.output;
+  // An output that is the model is refused before anything is written.
+  Result clobber = seed({kTrainModel, "--log", kTrainModel});
+  EXPECT_EQ(clobber.code, 1) << clobber.output;
+  Result log = seed({kTrainModel, "--log", "/dev/full"});
+  EXPECT_NE(log.code, 0) << log.output;
 }
 
 // Standard output is an output file too: generate's text, info's summary.

@@ -1,7 +1,11 @@
-// tfc-run MODEL.so seed-experiment: the seed article's experiment (docs/models/encdec.md)
-// on the encoder-decoder model (`tfc-trace encdec`, compiled with --optimizer=adamw):
-// its data generators, split, teacher forcing, schedule, per-epoch validation loss and
-// greedy prediction of its 9 examples.
+// tfc-seed-experiment MODEL.so: the seed article's experiment (docs/models/encdec.md) on the
+// encoder-decoder model (`tfc-trace encdec`, compiled with --optimizer=adamw): its data
+// generators, split, teacher forcing, schedule, per-epoch validation loss and greedy
+// prediction of its 9 examples. An application of the runtime (TrainStep, contexts, the
+// weights loader), written with tfc-run's command-line pieces (tools/tfc-run: options,
+// --help, path checks, the loss plot).
+#include "seed_experiment.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,11 +20,11 @@
 #include "cli.hpp"
 #include "png_plot.hpp"
 #include "print.hpp"
+#include "train_common.hpp"
+#include "weights.hpp"
 #include "tfc/runtime/checkpoint.hpp"
 #include "tfc/runtime/npy.hpp"
 #include "tfc/runtime/runtime.hpp"
-#include "train_common.hpp"
-#include "weights.hpp"
 
 namespace tfc::run {
 namespace {
@@ -221,7 +225,7 @@ int runSeedExperiment(const Invocation& invocation) {
   };
   if (lossEntry == nullptr || lossEntry->num_inputs != 3 || !isTokens(lossEntry->inputs[0], "src") ||
       !isTokens(lossEntry->inputs[1], "tgt_in") || !isTokens(lossEntry->inputs[2], "targets")) {
-    return fail(invocation.model + ": seed-experiment needs the encoder-decoder model, whose loss "
+    return fail(invocation.model + ": the seed experiment needs the encoder-decoder model, whose loss "
                 "entry takes src, tgt_in and targets (I32 [B, S], [B, T], [B, T]): "
                 "tfc-trace encdec -o encdec.mlir && tfc encdec.mlir --optimizer=adamw -o encdec.so");
   }
@@ -569,10 +573,10 @@ const std::string& seedHelp() {
   defaults.gradClip = 0;
   defaults.beta2 = 0.999;
   static const std::string text =
-      std::string(R"(usage: tfc-run MODEL.so seed-experiment [--task palindrome|pointer_index] [--seed S]
-                          [--epochs 10] [--steps-per-epoch 64] [--batches 256]
-                          [hyper-parameters] [--log FILE.csv] [--plot FILE.png]
-                          [--save CKPT.safetensors] [--threads N] [--device N]
+      std::string(R"(usage: tfc-seed-experiment MODEL.so [--task palindrome|pointer_index] [--seed S]
+                                    [--epochs 10] [--steps-per-epoch 64] [--batches 256]
+                                    [hyper-parameters] [--log FILE.csv] [--plot FILE.png]
+                                    [--save CKPT.safetensors] [--threads N] [--device N]
 
 Runs the seed article's experiment (docs/models/encdec.md) on the encoder-decoder model:
   tfc-trace encdec -o encdec.mlir && tfc encdec.mlir --optimizer=adamw -o encdec.so
@@ -618,7 +622,7 @@ hyper-parameters:
 )") + hyperParamHelp(defaults) +
       R"(
 example:
-  tfc-run encdec.so seed-experiment --seed 1 --plot seed.png
+  tfc-seed-experiment encdec.so --seed 1 --plot seed.png
 )";
   return text;
 }
