@@ -1256,28 +1256,42 @@ constexpr int64_t kMaxDecodeQueries = 4;
 /// kernel, which needs none.
 constexpr int64_t kMaxDecodePartials = int64_t{1} << 24;
 
-/// Decode attention: a block per query row and chunk of 128 keys, the
-/// chunks' partial results and each row's ticket in this kernel's own
-/// globals.
-KernelSource decodeAttention(StringRef name, const AttentionShape &a,
-                             ArrayRef<MemRefType> operands,
-                             ArrayRef<MemRefType> results) {
-  int64_t rows = a.b * a.h * a.tq, chunks = (a.tk + 127) / 128;
+/// A decode attention kernel (kernels/attention.cuh's tfc_attention_decode,
+/// for contiguous and paged keys): a block per query row and chunk of 128 of
+/// the `tk` keys, the chunks' partial results and each row's ticket in this
+/// kernel's own globals. `arguments` are the call's up to the scale, `trailing`
+/// those after the globals (per-row offsets, pages), each with its comma.
+KernelSource decodeAttentionKernel(StringRef name, ArrayRef<MemRefType> operands,
+                                   ArrayRef<MemRefType> results, int64_t rows,
+                                   int64_t tk, int64_t d, int64_t dv, bool causal,
+                                   StringRef arguments, StringRef trailing) {
+  int64_t chunks = (tk + 127) / 128;
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "__device__ float " << name << "_partial[" << rows * chunks * (a.dv + 2)
+  os << "__device__ float " << name << "_partial[" << rows * chunks * (dv + 2)
      << "];\n"
      << "__device__ unsigned " << name << "_tickets[" << rows << "];\n"
      << signature(name, operands, results) << " {\n"
-     << "  tfc_attention_decode<" << a.d << ", " << a.dv << ", "
-     << (a.causal ? "true" : "false") << ">(in0, in1, in2, out0, " << a.h
-     << "LL, " << a.hkv << "LL, " << a.tq << "LL, " << a.tk << "LL, "
-     << queryOffset(a, "in3")
-     << ", " << floatLiteral(a.scale) << ", " << name << "_partial, " << name
-     << "_tickets" << rowOffsetsArgument(a, "in3") << ");\n}\n";
+     << "  tfc_attention_decode<" << d << ", " << dv << ", "
+     << (causal ? "true" : "false") << ">(" << arguments << ", " << name
+     << "_partial, " << name << "_tickets" << trailing << ");\n}\n";
   KernelSource source{text, rows};
   source.launch = KernelSource::Shape{{rows * chunks, 1, 1}, {128, 1, 1}, 0};
   return source;
+}
+
+/// Decode attention over contiguous keys (decodeAttentionKernel).
+KernelSource decodeAttention(StringRef name, const AttentionShape &a,
+                             ArrayRef<MemRefType> operands,
+                             ArrayRef<MemRefType> results) {
+  std::string arguments =
+      "in0, in1, in2, out0, " + std::to_string(a.h) + "LL, " +
+      std::to_string(a.hkv) + "LL, " + std::to_string(a.tq) + "LL, " +
+      std::to_string(a.tk) + "LL, " + queryOffset(a, "in3") + ", " +
+      floatLiteral(a.scale);
+  return decodeAttentionKernel(name, operands, results, a.b * a.h * a.tq, a.tk,
+                               a.d, a.dv, a.causal, arguments,
+                               rowOffsetsArgument(a, "in3"));
 }
 
 FailureOr<KernelSource> emitAttention(StringRef name, AttentionOp op,
@@ -1358,20 +1372,15 @@ FailureOr<KernelSource> emitPagedAttention(StringRef name, PagedAttentionOp op,
   int64_t rows = b * h * tq, chunks = (tk + 127) / 128;
   std::string pages = kvPages("in3", operands[3], operands[1]);
   std::string scale = floatLiteral(op.getEffectiveScale());
+  if (rows * chunks * (dv + 2) <= kMaxDecodePartials) {
+    std::string arguments = "in0, in1, in2, out0, " + std::to_string(h) + "LL, " +
+                            std::to_string(hkv) + "LL, " + std::to_string(tq) + "LL, " +
+                            std::to_string(tk) + "LL, 0LL, " + scale;
+    return decodeAttentionKernel(name, operands, results, rows, tk, d, dv, true, arguments,
+                                 ", (const int*)in4, " + pages);
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (rows * chunks * (dv + 2) <= kMaxDecodePartials) {
-    os << "__device__ float " << name << "_partial[" << rows * chunks * (dv + 2) << "];\n"
-       << "__device__ unsigned " << name << "_tickets[" << rows << "];\n"
-       << signature(name, operands, results) << " {\n"
-       << "  tfc_attention_decode<" << d << ", " << dv << ", true>(in0, in1, in2, out0, "
-       << h << "LL, " << hkv << "LL, " << tq << "LL, " << tk << "LL, 0LL, " << scale
-       << ", " << name << "_partial, " << name << "_tickets, (const int*)in4, " << pages
-       << ");\n}\n";
-    KernelSource source{text, rows};
-    source.launch = KernelSource::Shape{{rows * chunks, 1, 1}, {128, 1, 1}, 0};
-    return source;
-  }
   os << signature(name, operands, results) << " {\n"
      << "  tfc_paged_attention_rows<" << d << ", " << dv << ">(in0, in1, in2, out0, " << b
      << "LL, " << h << "LL, " << hkv << "LL, " << tq << "LL, (const int*)in4, " << scale
