@@ -334,8 +334,10 @@ Status setUpDeviceCollectives(tfc_context_t* context, tfc::internal::cuda::Execu
 }
 
 // tfc_host_api_t.device_* of a CUDA artifact's context, whose device is its executor.
+// The compiled code's device callbacks come only from a CUDA artifact's context, whose
+// cudaExecutor is its device.
 tfc::internal::cuda::Executor& executorOf(void* user) {
-  return static_cast<tfc::internal::cuda::Executor&>(*static_cast<tfc_context_t*>(user)->device);
+  return *static_cast<tfc_context_t*>(user)->cudaExecutor;
 }
 
 void hostDeviceLaunch(void* user, int32_t kernel, const tfc_device_launch_t* launch,
@@ -662,6 +664,7 @@ tfc_status_t tfc_context_create(tfc_loaded_artifact_t* artifact, tfc_params_t* p
       return std::move(executor).takeStatus().release();
     }
     tfc::internal::cuda::Executor& cuda = **executor;
+    context->cudaExecutor = &cuda;
     context->device = std::move(*executor);
     context->deviceName = context->device->name();
     if (Status comm = setUpDeviceCollectives(context, cuda); !comm.ok()) {

@@ -141,6 +141,9 @@ Status findHeldTensors(tfc_loaded_artifact_t* artifact);
 
 namespace tfc::internal {
 class Device;
+namespace cuda {
+class Executor;
+}  // namespace cuda
 }  // namespace tfc::internal
 
 struct tfc_context_s {
@@ -154,6 +157,9 @@ struct tfc_context_s {
   // Where the entries run: the host (a CPU artifact) or a GPU (a CUDA artifact); set once the
   // context is created, never null after.
   std::unique_ptr<tfc::internal::Device> device;
+  // The same device as a GPU executor, for the compiled code's device callbacks (launches,
+  // copies, products, constants: tfc_host_api_t's device_*); null for the host.
+  tfc::internal::cuda::Executor* cudaExecutor = nullptr;
   std::string deviceName;  // device->name(), kept for tfc_context_device_name's pointer
   tfc_host_api_t host{};
   // The mesh the artifact was compiled for (its metadata): the collectives of a group ("dp",
