@@ -9,13 +9,11 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/cuda/Passes.h"
 
+#include "codegen/target/HostToLLVM.h"
 #include "codegen/target/Target.h"
 #include "dialects/tfc/TfcOps.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -74,19 +72,11 @@ public:
     // Entries are host code on device addresses: views of the arena are
     // pointer arithmetic, kernels bare-pointer calls that
     // tfc-cuda-launch-kernels turns into launches.
-    pm.addPass(memref::createExpandStridedMetadataPass());
-    pm.addPass(createLowerAffinePass());
-    pm.addPass(createConvertSCFToCFPass());
-    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-    ConvertFuncToLLVMPassOptions funcOptions;
-    funcOptions.useBarePtrCallConv = true;
-    pm.addPass(createConvertFuncToLLVMPass(funcOptions));
-    pm.addPass(createArithToLLVMConversionPass());
-    pm.addPass(createConvertIndexToLLVMPass());
-    pm.addPass(createConvertControlFlowToLLVMPass());
-    pm.addPass(createReconcileUnrealizedCastsPass());
-    pm.addPass(createTfcCudaLaunchKernels());
-    pm.addPass(createCanonicalizerPass());
+    HostToLLVMSteps steps;
+    steps.onLLVM = [](OpPassManager &pm) {
+      pm.addPass(createTfcCudaLaunchKernels());
+    };
+    buildHostToLLVMPipeline(pm, steps);
   }
 };
 
