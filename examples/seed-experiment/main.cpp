@@ -23,11 +23,11 @@ int main(int argc, char** argv) {
     print("tfc-seed-experiment 0.1.0 (artifact ABI version {})\n", TFC_ARTIFACT_ABI_VERSION);
     return finishMain(0);
   }
-  if (args[0] != "--help" && args[0] != "-h" && args[0].size() > 1 && args[0][0] == '-') {
+  if (wantsHelp(args)) return finishMain(runCommand(command, "", args));
+  if (args[0].size() > 1 && args[0][0] == '-') {
     return usageError(&command, "unknown option '" + args[0] +
                                     "' (the model comes first: tfc-seed-experiment MODEL.so)");
   }
-  const bool help = args[0] == "--help" || args[0] == "-h";
-  return finishMain(runCommand(command, help ? "" : args[0],
-                               std::vector<std::string>(args.begin() + (help ? 0 : 1), args.end())));
+  return finishMain(
+      runCommand(command, args[0], std::vector<std::string>(args.begin() + 1, args.end())));
 }

@@ -73,6 +73,8 @@ TEST(RooflineTest, KnownGpusMatchTheMostSpecificName) {
   EXPECT_STREQ(knownGpu("NVIDIA H100 PCIe")->name, "H100 PCIe");
   EXPECT_STREQ(knownGpu("NVIDIA H100 80GB HBM3")->name, "H100 SXM");
   EXPECT_STREQ(knownGpu("GPU 0: NVIDIA H200 (sm_90)")->name, "H200");
+  // A context's device name: what follows ';' does not count.
+  EXPECT_EQ(knownGpu("GPU 0: NVIDIA RTX A6000 (sm_86); products on the H100 path"), nullptr);
   EXPECT_EQ(knownGpu("NVIDIA GeForce RTX 4090"), nullptr);
   EXPECT_NE(knownGpuNames().find("A100"), std::string::npos);
 }

@@ -239,10 +239,10 @@ int runProfile(const Invocation& invocation) {
   std::string gpuPeakSource, gpuBandwidthSource;
   if (onGpu) {
     print("device: {}\n", context->deviceName());
-    // "GPU 0: NVIDIA H200 (sm_90)" without "; products on ..." after it.
-    const std::string_view gpu = context->deviceName().substr(0, context->deviceName().find(';'));
-    const GpuFigures* known = knownGpu(gpu);
+    const GpuFigures* known = knownGpu(context->deviceName());
     if ((peakGflops <= 0 || bandwidthGbs <= 0) && known == nullptr) {
+      // "GPU 0: NVIDIA H200 (sm_90)" without "; products on ..." after it.
+      const std::string_view gpu = context->deviceName().substr(0, context->deviceName().find(';'));
       return usageError(command, fmt::format(
           "a CUDA artifact's floors need the GPU's peak and bandwidth, and {} is not one "
           "whose figures tfc-run knows ({}): give --peak-gflops and --bandwidth-gbs",

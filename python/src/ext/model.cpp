@@ -213,9 +213,8 @@ py::dict kernelProfile(PyContext& self, const std::string& entryName,
       throw py::value_error("kernel_profile: peak_gflops and bandwidth_gbs must be positive");
     }
   }
-  const std::string device(self.context.deviceName());
   const GpuFigures* gpu = self.artifact.table().device != TFC_DEVICE_CPU
-                              ? knownGpu(device.substr(0, device.find(';')))
+                              ? knownGpu(self.context.deviceName())
                               : nullptr;
   if ((!peakGflops || !bandwidthGbs) && gpu == nullptr) {
     throw py::value_error(

@@ -28,6 +28,7 @@ void sortSlowestFirst(std::vector<KernelCost>& rows) {
 }  // namespace
 
 const GpuFigures* knownGpu(std::string_view deviceName) {
+  deviceName = deviceName.substr(0, deviceName.find(';'));
   for (const GpuFigures& gpu : kKnownGpus) {
     if (deviceName.find(gpu.match) != std::string_view::npos) return &gpu;
   }

@@ -39,8 +39,9 @@ struct GpuFigures {
   double peakGflops, bandwidthGbs;
 };
 
-// The figures of the GPU whose driver name is |deviceName| (H100 SXM, PCIe, NVL; H200;
-// A100), or null for a GPU not known here.
+// The figures of the GPU |deviceName| names (H100 SXM, PCIe, NVL; H200; A100), or null for a
+// GPU not known here. |deviceName| is the driver's name or a context's device name
+// ("GPU 0: NVIDIA H200 (sm_90); products on ..."), of which the part before ';' counts.
 const GpuFigures* knownGpu(std::string_view deviceName);
 // The names of the GPUs knownGpu knows, for a message ("H200, H100 NVL, ...").
 std::string knownGpuNames();
