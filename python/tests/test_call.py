@@ -188,6 +188,12 @@ def test_kernel_profile_matches_tfc_run_profile(ctx, model_path, tools, tokens, 
         ctx.call("forward", tokens=tokens)
     with pytest.raises(ValueError, match="peak_gflops and bandwidth_gbs"):
         ctx.kernel_profile("forward")
+    with pytest.raises(ValueError, match="must be positive"):
+        ctx.kernel_profile("forward", peak_gflops=0, bandwidth_gbs=20)
+    with pytest.raises(ValueError, match="must be positive"):
+        ctx.kernel_profile("forward", peak_gflops=100, bandwidth_gbs=float("nan"))
+    with pytest.raises(ValueError, match="no_such_entry"):
+        ctx.kernel_profile("no_such_entry", peak_gflops=100, bandwidth_gbs=20)
     ours = ctx.kernel_profile("forward", peak_gflops=100, bandwidth_gbs=20)
     assert ours["calls"] == 3
     assert sum(k["launches"] for k in ours["kernels"]) == ctx.artifact.entry("forward").num_kernels
